@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Installs the Debian packages distmetrics needs that are missing. Idempotent: installs nothing
+# when everything is there. As root it runs apt-get; otherwise it prints the exact command and
+# exits non-zero.
+set -euo pipefail
+
+PACKAGES=(
+  cmake ninja-build ccache g++ pkg-config
+  libtorch-dev libgloo-dev            # LibTorch 1.13 (CPU) and the headers its c10d Gloo needs
+  libopenmpi-dev openmpi-bin          # the mpi backend and launcher
+  libgtest-dev libbenchmark-dev       # tests and benchmarks
+  libtomlplusplus-dev nlohmann-json3-dev libcli11-dev   # header-only
+  python3 python3-pytest python3-pytest-timeout python3-pytest-xdist   # pytest orchestration
+  python3-numpy python3-sklearn       # independent reference values
+)
+
+missing=()
+for package in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$package")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#PACKAGES[@]} packages are installed"
+  exit 0
+fi
+
+command="apt-get install -y --no-install-recommends ${missing[*]}"
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-deps: missing packages; run as root:" >&2
+  echo "  apt-get update && $command" >&2
+  exit 1
+fi
+
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+# shellcheck disable=SC2086
+apt-get install -y -q --no-install-recommends "${missing[@]}"

@@ -1,0 +1,143 @@
+# Finds what distmetrics builds against and says in the configure output what was found.
+#   LibTorch (required): Debian's 1.13 CPU build, or an official CUDA LibTorch 2.x given by
+#     Torch_DIR / CMAKE_PREFIX_PATH.
+#   Gloo, NCCL, Open MPI backends: built only when present (DISTMETRICS_WITH_* = AUTO), or
+#     required (ON), or left out (OFF).
+#   Header-only: nlohmann/json, toml++ and CLI11. GoogleTest: the package, or built from source.
+
+include(CheckIncludeFileCXX)
+
+function(_distmetrics_backend_wanted option found reason)
+  if(${option} STREQUAL "ON" AND NOT ${found})
+    message(FATAL_ERROR "distmetrics: ${option}=ON but ${reason}")
+  endif()
+endfunction()
+
+# --- LibTorch -------------------------------------------------------------------------------
+find_package(Torch REQUIRED)
+# TORCH_CXX_FLAGS carries the C++ ABI flag: everything linked with LibTorch (googletest too)
+# must be compiled with it.
+set(CMAKE_CXX_FLAGS "${CMAKE_CXX_FLAGS} ${TORCH_CXX_FLAGS}")
+set(DISTMETRICS_TORCH_VERSION "${Torch_VERSION}")
+if(NOT DISTMETRICS_TORCH_VERSION)
+  set(DISTMETRICS_TORCH_VERSION "unknown")
+endif()
+set(DISTMETRICS_TORCH_HAS_CUDA OFF)
+if(TARGET torch_cuda)
+  set(DISTMETRICS_TORCH_HAS_CUDA ON)
+endif()
+message(STATUS "distmetrics: LibTorch ${DISTMETRICS_TORCH_VERSION} (CUDA: ${DISTMETRICS_TORCH_HAS_CUDA}) from ${Torch_DIR}")
+
+# --- Gloo (through c10d) --------------------------------------------------------------------
+set(DISTMETRICS_HAVE_GLOO OFF)
+if(NOT DISTMETRICS_WITH_GLOO STREQUAL "OFF")
+  set(CMAKE_REQUIRED_INCLUDES ${TORCH_INCLUDE_DIRS})
+  check_include_file_cxx("gloo/algorithm.h" DISTMETRICS_GLOO_HEADERS)
+  find_file(DISTMETRICS_C10D_GLOO_HEADER torch/csrc/distributed/c10d/ProcessGroupGloo.hpp
+            HINTS ${TORCH_INCLUDE_DIRS} NO_CACHE)
+  unset(CMAKE_REQUIRED_INCLUDES)
+  if(DISTMETRICS_GLOO_HEADERS AND DISTMETRICS_C10D_GLOO_HEADER)
+    set(DISTMETRICS_HAVE_GLOO ON)
+  endif()
+  _distmetrics_backend_wanted(DISTMETRICS_WITH_GLOO DISTMETRICS_HAVE_GLOO
+    "the gloo headers were not found (install libgloo-dev, or a LibTorch that ships them)")
+endif()
+message(STATUS "distmetrics: gloo backend: ${DISTMETRICS_HAVE_GLOO}")
+
+# --- NCCL (through c10d, CUDA LibTorch only) ---------------------------------------------------
+set(DISTMETRICS_HAVE_NCCL OFF)
+if(NOT DISTMETRICS_WITH_NCCL STREQUAL "OFF" AND DISTMETRICS_TORCH_HAS_CUDA)
+  # pip wheels keep nccl.h in site-packages/nvidia/nccl next to site-packages/torch.
+  find_path(DISTMETRICS_NCCL_INCLUDE_DIR nccl.h
+    HINTS ${TORCH_INCLUDE_DIRS} $ENV{NCCL_HOME}/include ${Torch_DIR}/../../../../nvidia/nccl/include
+          ${CUDAToolkit_INCLUDE_DIRS} ${CUDA_INCLUDE_DIRS})
+  find_library(DISTMETRICS_NCCL_LIBRARY NAMES nccl libnccl.so.2
+    HINTS $ENV{NCCL_HOME}/lib ${Torch_DIR}/../../../../nvidia/nccl/lib)
+  if(DISTMETRICS_NCCL_INCLUDE_DIR)
+    set(DISTMETRICS_HAVE_NCCL ON)
+  endif()
+endif()
+if(NOT DISTMETRICS_WITH_NCCL STREQUAL "OFF")
+  _distmetrics_backend_wanted(DISTMETRICS_WITH_NCCL DISTMETRICS_HAVE_NCCL
+    "LibTorch has no CUDA or nccl.h was not found (set NCCL_HOME)")
+endif()
+message(STATUS "distmetrics: nccl backend: ${DISTMETRICS_HAVE_NCCL}")
+
+# --- Open MPI ---------------------------------------------------------------------------------
+set(DISTMETRICS_HAVE_MPI OFF)
+if(NOT DISTMETRICS_WITH_MPI STREQUAL "OFF")
+  # The C API through the CXX component (the project enables no C compiler); no C++ bindings.
+  set(MPI_CXX_SKIP_MPICXX ON)
+  find_package(MPI QUIET COMPONENTS CXX)
+  if(MPI_CXX_FOUND AND MPIEXEC_EXECUTABLE)
+    set(DISTMETRICS_HAVE_MPI ON)
+  endif()
+  _distmetrics_backend_wanted(DISTMETRICS_WITH_MPI DISTMETRICS_HAVE_MPI
+    "Open MPI was not found (install libopenmpi-dev openmpi-bin)")
+endif()
+message(STATUS "distmetrics: mpi backend: ${DISTMETRICS_HAVE_MPI} ${MPIEXEC_EXECUTABLE}")
+
+if(NOT DISTMETRICS_HAVE_GLOO AND NOT DISTMETRICS_HAVE_NCCL AND NOT DISTMETRICS_HAVE_MPI)
+  message(WARNING "distmetrics: no distributed backend found: only world size 1 will run")
+endif()
+
+# --- Header-only libraries --------------------------------------------------------------------
+function(_distmetrics_header_only target header package_hint)
+  find_path(_dir "${header}" HINTS "${DISTMETRICS_DEPS_DIR}/include" "${DISTMETRICS_DEPS_DIR}")
+  if(NOT _dir)
+    message(FATAL_ERROR "distmetrics: ${header} not found. Install ${package_hint}, or set "
+                        "DISTMETRICS_DEPS_DIR to a prefix holding include/${header}")
+  endif()
+  add_library(${target} INTERFACE IMPORTED GLOBAL)
+  set_target_properties(${target} PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${_dir}")
+  message(STATUS "distmetrics: ${header}: ${_dir}")
+  unset(_dir CACHE)
+endfunction()
+_distmetrics_header_only(distmetrics_dep_json "nlohmann/json.hpp" "nlohmann-json3-dev")
+_distmetrics_header_only(distmetrics_dep_toml "toml++/toml.h" "libtomlplusplus-dev")
+_distmetrics_header_only(distmetrics_dep_cli11 "CLI/CLI.hpp" "libcli11-dev")
+# toml++ is used header-only, so nothing needs its shared library at run time.
+set_property(TARGET distmetrics_dep_toml PROPERTY INTERFACE_COMPILE_DEFINITIONS TOML_HEADER_ONLY=1)
+
+# --- Python (pytest orchestration) ----------------------------------------------------------
+# `python3` on PATH may be an interpreter that does not see Debian's packages: take the first
+# one that imports pytest.
+set(DISTMETRICS_PYTHON "" CACHE FILEPATH "Python interpreter with pytest")
+if(NOT DISTMETRICS_PYTHON)
+  find_package(Python3 QUIET COMPONENTS Interpreter)
+  foreach(_py ${Python3_EXECUTABLE} /usr/bin/python3)
+    if(EXISTS "${_py}")
+      execute_process(COMMAND "${_py}" -c "import pytest" RESULT_VARIABLE _rc OUTPUT_QUIET ERROR_QUIET)
+      if(_rc EQUAL 0)
+        set(DISTMETRICS_PYTHON "${_py}" CACHE FILEPATH "Python interpreter with pytest" FORCE)
+        break()
+      endif()
+    endif()
+  endforeach()
+endif()
+message(STATUS "distmetrics: python with pytest: ${DISTMETRICS_PYTHON}")
+
+# --- GoogleTest ---------------------------------------------------------------------------------
+if(DISTMETRICS_BUILD_TESTS)
+  find_package(GTest CONFIG QUIET)
+  if(NOT TARGET GTest::gtest)
+    # No package (e.g. a GPU node): build it from source, with LibTorch's ABI flags.
+    find_path(DISTMETRICS_GTEST_SOURCE_DIR CMakeLists.txt
+      HINTS "${DISTMETRICS_DEPS_DIR}/googletest" /usr/src/googletest NO_DEFAULT_PATH)
+    if(NOT DISTMETRICS_GTEST_SOURCE_DIR)
+      message(FATAL_ERROR "distmetrics: GoogleTest not found: install libgtest-dev, or put its "
+                          "sources in DISTMETRICS_DEPS_DIR/googletest, or -DDISTMETRICS_BUILD_TESTS=OFF")
+    endif()
+    set(INSTALL_GTEST OFF CACHE BOOL "" FORCE)
+    set(BUILD_GMOCK OFF CACHE BOOL "" FORCE)
+    add_subdirectory("${DISTMETRICS_GTEST_SOURCE_DIR}" "${CMAKE_BINARY_DIR}/googletest" EXCLUDE_FROM_ALL)
+    add_library(GTest::gtest ALIAS gtest)
+    message(STATUS "distmetrics: GoogleTest built from ${DISTMETRICS_GTEST_SOURCE_DIR}")
+  else()
+    message(STATUS "distmetrics: GoogleTest ${GTest_VERSION} (package)")
+  endif()
+  include(GoogleTest)
+endif()
+
+configure_file("${CMAKE_CURRENT_LIST_DIR}/build_config.h.in"
+               "${CMAKE_BINARY_DIR}/generated/include/distmetrics/build_config.h" @ONLY)

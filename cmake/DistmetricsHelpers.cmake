@@ -1,0 +1,54 @@
+# Small helpers so each part's CMakeLists.txt says only what is particular to it.
+
+# Compile options and precompiled LibTorch headers shared by every distmetrics target.
+function(distmetrics_target_defaults target)
+  target_compile_options(${target} PRIVATE -Wall -Wextra -Wno-unused-parameter)
+  if(DISTMETRICS_USE_PCH)
+    target_precompile_headers(${target} PRIVATE <ATen/ATen.h> <nlohmann/json.hpp>
+                              <string> <vector> <memory> <map> <sstream>)
+  endif()
+endfunction()
+
+# distmetrics_library(<target> EXPORT_NAME <name> INCLUDE_DIR <dir> SOURCES ...
+#                     [PUBLIC_LINK ...] [PRIVATE_LINK ...])
+# A shared library (shared, so that plugins loaded with dlopen see one copy of the registries),
+# aliased and exported as distmetrics::<name>.
+function(distmetrics_library target)
+  cmake_parse_arguments(ARG "" "EXPORT_NAME;INCLUDE_DIR" "SOURCES;PUBLIC_LINK;PRIVATE_LINK" ${ARGN})
+  add_library(${target} SHARED ${ARG_SOURCES})
+  add_library(distmetrics::${ARG_EXPORT_NAME} ALIAS ${target})
+  set_target_properties(${target} PROPERTIES EXPORT_NAME ${ARG_EXPORT_NAME}
+                        OUTPUT_NAME distmetrics_${ARG_EXPORT_NAME}
+                        VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR})
+  target_include_directories(${target} PUBLIC
+    $<BUILD_INTERFACE:${ARG_INCLUDE_DIR}>
+    $<BUILD_INTERFACE:${CMAKE_BINARY_DIR}/generated/include>
+    $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
+  distmetrics_link_json(${target})
+  target_link_libraries(${target} PUBLIC ${TORCH_LIBRARIES} ${ARG_PUBLIC_LINK} PRIVATE ${ARG_PRIVATE_LINK})
+  distmetrics_target_defaults(${target})
+  set_property(GLOBAL APPEND PROPERTY DISTMETRICS_INSTALL_TARGETS ${target})
+  install(DIRECTORY "${ARG_INCLUDE_DIR}/" DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+endfunction()
+
+# nlohmann/json is part of the public headers; an installed consumer finds it where we did.
+function(distmetrics_link_json target)
+  get_target_property(_json_dir distmetrics_dep_json INTERFACE_INCLUDE_DIRECTORIES)
+  target_link_libraries(${target} PUBLIC $<BUILD_INTERFACE:distmetrics_dep_json>)
+  target_include_directories(${target} SYSTEM PUBLIC $<INSTALL_INTERFACE:${_json_dir}>)
+endfunction()
+
+# distmetrics_test(<target> SOURCES ... [LINK ...] [TIMEOUT seconds] [LABELS ...])
+# A GoogleTest executable on the rank-aware test main (so it can serve as its own rank workers),
+# each test registered with CTest.
+function(distmetrics_test target)
+  cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;LINK;LABELS" ${ARGN})
+  if(NOT ARG_TIMEOUT)
+    set(ARG_TIMEOUT 300)
+  endif()
+  add_executable(${target} ${ARG_SOURCES})
+  target_link_libraries(${target} PRIVATE distmetrics::test_main GTest::gtest ${ARG_LINK})
+  distmetrics_target_defaults(${target})
+  gtest_discover_tests(${target} DISCOVERY_TIMEOUT 120 DISCOVERY_MODE PRE_TEST
+    PROPERTIES TIMEOUT ${ARG_TIMEOUT} LABELS "${ARG_LABELS}")
+endfunction()

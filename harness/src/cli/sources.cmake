@@ -1,0 +1,1 @@
+# The distmetrics command-line tool.

@@ -1,0 +1,1 @@
+# The scenario engine (scenario files, data, shards, placements, checks, reports).

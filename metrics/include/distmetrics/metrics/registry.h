@@ -1,0 +1,55 @@
+// The metric registry: builds metrics by name from JSON parameters. Scenario files name metrics
+// this way; plugins add theirs to a registry of their own the same way.
+#pragma once
+
+#include <c10/core/Device.h>
+#include <nlohmann/json.hpp>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "distmetrics/metrics/metric.h"
+
+namespace distmetrics::metrics {
+
+struct ParamSpec {
+  std::string name;
+  std::string type;                  // "int", "float", "bool", "string", "int_list", "float_list"
+  std::string description;
+  nlohmann::json default_value;      // null: required
+  std::vector<std::string> choices;  // for strings; empty: any
+  bool required() const { return default_value.is_null(); }
+};
+
+struct MetricSpec {
+  std::string name;         // "Accuracy", "MeanSquaredError", ...
+  std::string family;       // "classification", "regression", "aggregation", "epoch", "image", "composite"
+  std::string description;  // one line: inputs and what it computes
+  std::vector<ParamSpec> params;
+  // Builds the metric from parameters already checked against `params` (defaults filled in).
+  std::function<std::unique_ptr<Metric>(const nlohmann::json& params)> make;
+};
+
+class MetricRegistry {
+ public:
+  // The reference metrics of this library.
+  static MetricRegistry& reference();
+
+  void add(MetricSpec spec);  // throws std::invalid_argument on a duplicate name
+  const MetricSpec* find(const std::string& name) const;
+  std::vector<std::string> names() const;
+
+  // Checks `params` against the spec (unknown names, types, choices, missing required ones;
+  // the message names the metric and the field, and suggests close names), fills in defaults.
+  nlohmann::json resolve_params(const std::string& name, const nlohmann::json& params) const;
+  std::unique_ptr<Metric> make(const std::string& name, const nlohmann::json& params,
+                               c10::Device device = c10::kCPU) const;
+
+ private:
+  std::map<std::string, MetricSpec> specs_;
+};
+
+}  // namespace distmetrics::metrics

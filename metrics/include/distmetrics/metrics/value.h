@@ -1,0 +1,45 @@
+// Value: what compute() returns. A scalar, a tensor, or named values (e.g. per-class results
+// together with their average). Values have a JSON form that reports and the supervisor use.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <nlohmann/json_fwd.hpp>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace distmetrics::metrics {
+
+class Value {
+ public:
+  enum class Kind { None, Scalar, Tensor, Named };
+  using Entries = std::vector<std::pair<std::string, Value>>;
+
+  Value() = default;
+  Value(double scalar);         // NOLINT(google-explicit-constructor): metrics return numbers
+  Value(const at::Tensor& t);   // NOLINT: stored detached, contiguous, on the CPU
+  static Value named(Entries entries);
+
+  Kind kind() const { return kind_; }
+  bool is_none() const { return kind_ == Kind::None; }
+  double scalar() const;               // throws std::logic_error if not a scalar
+  const at::Tensor& tensor() const;    // throws if not a tensor
+  const Entries& entries() const;      // throws if not named
+  const Value& at(const std::string& name) const;  // throws std::out_of_range naming the key
+
+  // JSON: a scalar is a number (NaN and infinities as the strings "nan", "inf", "-inf");
+  // a tensor is {"dtype": "float64", "shape": [..], "values": [..flat, row-major..]};
+  // named values are a JSON object (keys sorted, as JSON objects are unordered).
+  nlohmann::json to_json() const;
+  static Value from_json(const nlohmann::json& j);
+  std::string to_string() const;  // compact, for messages
+
+ private:
+  Kind kind_ = Kind::None;
+  double scalar_ = 0.0;
+  at::Tensor tensor_;
+  Entries entries_;
+};
+
+}  // namespace distmetrics::metrics

@@ -1,0 +1,162 @@
+#include "distmetrics/metrics/value.h"
+
+#include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <sstream>
+#include <stdexcept>
+
+namespace distmetrics::metrics {
+namespace {
+
+nlohmann::json number_to_json(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return v;
+}
+
+double number_from_json(const nlohmann::json& j) {
+  if (j.is_number()) return j.get<double>();
+  if (j.is_string()) {
+    const auto s = j.get<std::string>();
+    if (s == "nan") return std::nan("");
+    if (s == "inf") return INFINITY;
+    if (s == "-inf") return -INFINITY;
+  }
+  throw std::invalid_argument("Value: expected a number or \"nan\"/\"inf\"/\"-inf\", got " + j.dump());
+}
+
+const char* dtype_name(at::ScalarType t) {
+  switch (t) {
+    case at::kDouble: return "float64";
+    case at::kFloat: return "float32";
+    case at::kLong: return "int64";
+    case at::kInt: return "int32";
+    case at::kBool: return "bool";
+    default: return "float64";
+  }
+}
+
+at::ScalarType dtype_from_name(const std::string& name) {
+  if (name == "float64") return at::kDouble;
+  if (name == "float32") return at::kFloat;
+  if (name == "int64") return at::kLong;
+  if (name == "int32") return at::kInt;
+  if (name == "bool") return at::kBool;
+  throw std::invalid_argument("Value: unknown dtype \"" + name + "\"");
+}
+
+}  // namespace
+
+Value::Value(double scalar) : kind_(Kind::Scalar), scalar_(scalar) {}
+
+Value::Value(const at::Tensor& t) : kind_(Kind::Tensor) {
+  if (!t.defined()) throw std::invalid_argument("Value: undefined tensor");
+  tensor_ = t.detach().to(at::kCPU).contiguous().clone();
+  // Stored tensors use the dtypes the JSON form knows: floats as float64, integers as int64.
+  if (at::isFloatingType(tensor_.scalar_type())) {
+    tensor_ = tensor_.to(at::kDouble);
+  } else if (tensor_.scalar_type() != at::kBool) {
+    tensor_ = tensor_.to(at::kLong);
+  }
+}
+
+Value Value::named(Entries entries) {
+  Value v;
+  v.kind_ = Kind::Named;
+  v.entries_ = std::move(entries);
+  return v;
+}
+
+double Value::scalar() const {
+  if (kind_ != Kind::Scalar) throw std::logic_error("Value: not a scalar: " + to_string());
+  return scalar_;
+}
+
+const at::Tensor& Value::tensor() const {
+  if (kind_ != Kind::Tensor) throw std::logic_error("Value: not a tensor: " + to_string());
+  return tensor_;
+}
+
+const Value::Entries& Value::entries() const {
+  if (kind_ != Kind::Named) throw std::logic_error("Value: not named values: " + to_string());
+  return entries_;
+}
+
+const Value& Value::at(const std::string& name) const {
+  for (const auto& [key, value] : entries()) {
+    if (key == name) return value;
+  }
+  throw std::out_of_range("Value: no entry named \"" + name + "\" in " + to_string());
+}
+
+nlohmann::json Value::to_json() const {
+  switch (kind_) {
+    case Kind::None: return nullptr;
+    case Kind::Scalar: return number_to_json(scalar_);
+    case Kind::Tensor: {
+      nlohmann::json values = nlohmann::json::array();
+      at::Tensor flat = tensor_.reshape(-1);
+      if (flat.scalar_type() == at::kDouble) {
+        auto a = flat.accessor<double, 1>();
+        for (int64_t i = 0; i < flat.numel(); ++i) values.push_back(number_to_json(a[i]));
+      } else if (flat.scalar_type() == at::kBool) {
+        auto a = flat.accessor<bool, 1>();
+        for (int64_t i = 0; i < flat.numel(); ++i) values.push_back(a[i]);
+      } else {
+        auto a = flat.accessor<int64_t, 1>();
+        for (int64_t i = 0; i < flat.numel(); ++i) values.push_back(a[i]);
+      }
+      return {{"dtype", dtype_name(tensor_.scalar_type())}, {"shape", tensor_.sizes().vec()}, {"values", values}};
+    }
+    case Kind::Named: {
+      nlohmann::json out = nlohmann::json::object();
+      for (const auto& [key, value] : entries_) out[key] = value.to_json();
+      return out;
+    }
+  }
+  return nullptr;
+}
+
+Value Value::from_json(const nlohmann::json& j) {
+  if (j.is_null()) return Value();
+  if (j.is_number() || j.is_string()) return Value(number_from_json(j));
+  if (j.is_object() && j.contains("dtype") && j.contains("shape") && j.contains("values")) {
+    const at::ScalarType dtype = dtype_from_name(j.at("dtype").get<std::string>());
+    const auto shape = j.at("shape").get<std::vector<int64_t>>();
+    const auto& values = j.at("values");
+    at::Tensor flat = at::empty({static_cast<int64_t>(values.size())}, at::TensorOptions().dtype(dtype));
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (dtype == at::kBool) {
+        flat[i] = values[i].get<bool>();
+      } else if (at::isFloatingType(dtype)) {
+        flat[i] = number_from_json(values[i]);
+      } else {
+        flat[i] = values[i].get<int64_t>();
+      }
+    }
+    return Value(flat.view(shape));
+  }
+  if (j.is_object()) {
+    Entries entries;
+    for (const auto& [key, value] : j.items()) entries.emplace_back(key, from_json(value));
+    return named(std::move(entries));
+  }
+  throw std::invalid_argument("Value: cannot read " + j.dump());
+}
+
+std::string Value::to_string() const {
+  switch (kind_) {
+    case Kind::None: return "none";
+    case Kind::Scalar: {
+      std::ostringstream out;
+      out.precision(17);
+      out << scalar_;
+      return out.str();
+    }
+    default: return to_json().dump();
+  }
+}
+
+}  // namespace distmetrics::metrics
