@@ -11,4 +11,12 @@ InputError::InputError(const std::string& metric, const std::string& argument, c
 NotComputableError::NotComputableError(const std::string& metric, const std::string& why)
     : std::runtime_error(metric + ": cannot compute: " + why) {}
 
+ParamError::ParamError(const std::string& metric, const std::string& field, const std::string& message)
+    : std::invalid_argument(field.empty() ? message : metric + ": parameter \"" + field + "\": " + message),
+      metric_(metric),
+      field_(field) {}
+
+SyncError::SyncError(const std::string& metric, const std::string& what_differs)
+    : std::runtime_error(metric + ": the ranks disagree: " + what_differs) {}
+
 }  // namespace distmetrics::metrics

@@ -25,4 +25,25 @@ class NotComputableError : public std::runtime_error {
   NotComputableError(const std::string& metric, const std::string& why);
 };
 
+// A metric's parameters (from a scenario file or a plugin) that do not fit its ParamSpecs: an
+// unknown metric or parameter name (with the close names suggested), a wrong type, a value
+// outside the choices, a required parameter missing. `field` is empty for an unknown metric.
+class ParamError : public std::invalid_argument {
+ public:
+  ParamError(const std::string& metric, const std::string& field, const std::string& message);
+  const std::string& metric() const { return metric_; }
+  const std::string& field() const { return field_; }
+
+ private:
+  std::string metric_;
+  std::string field_;
+};
+
+// The ranks disagree on something compute() needs them to agree on (e.g. RunningAverage's
+// number of update() calls). Decided from synced values, so raised on every rank together.
+class SyncError : public std::runtime_error {
+ public:
+  SyncError(const std::string& metric, const std::string& what_differs);
+};
+
 }  // namespace distmetrics::metrics

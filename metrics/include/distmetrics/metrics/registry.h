@@ -17,7 +17,8 @@ namespace distmetrics::metrics {
 
 struct ParamSpec {
   std::string name;
-  std::string type;                  // "int", "float", "bool", "string", "int_list", "float_list"
+  std::string type;                  // "int", "float", "bool", "string", "int_list", "float_list",
+                                     // "object" (a JSON object, e.g. a composite's operand metrics)
   std::string description;
   nlohmann::json default_value;      // null: required
   std::vector<std::string> choices;  // for strings; empty: any
@@ -31,6 +32,9 @@ struct MetricSpec {
   std::vector<ParamSpec> params;
   // Builds the metric from parameters already checked against `params` (defaults filled in).
   std::function<std::unique_ptr<Metric>(const nlohmann::json& params)> make;
+  // Optional: checks that go beyond one field's type and choices (e.g. a composite's expression
+  // and operands), run by resolve_params on the resolved parameters; throws ParamError.
+  std::function<void(const nlohmann::json& params)> validate = nullptr;
 };
 
 class MetricRegistry {
@@ -44,6 +48,7 @@ class MetricRegistry {
 
   // Checks `params` against the spec (unknown names, types, choices, missing required ones;
   // the message names the metric and the field, and suggests close names), fills in defaults.
+  // Throws ParamError (errors.h); an unknown metric name too (field empty).
   nlohmann::json resolve_params(const std::string& name, const nlohmann::json& params) const;
   std::unique_ptr<Metric> make(const std::string& name, const nlohmann::json& params,
                                c10::Device device = c10::kCPU) const;

@@ -1,0 +1,132 @@
+// StatefulMetric: the base of every reference metric. A metric declares its states, each with the
+// reduction that combines it across ranks; the base does the rest of the Metric contract:
+//
+// - update() moves the batch to the metric's device and hands it to update_state(), which only
+//   touches local state (it never communicates).
+// - compute() syncs COPIES of the states and passes them to compute_from(); local state is never
+//   overwritten, so compute(); compute(); agree and update/compute/update/compute counts every
+//   sample once.
+// - All states sharing a reduction travel in ONE Communicator::all_reduce call, which coalesces
+//   them per dtype: a compute issues one collective per (reduction, dtype) group, plus, when the
+//   metric has gather states, one shape exchange and one all_gather per dtype for all of them.
+// - Gather states hold any number of rows on each rank, zero included.
+// - Without a communicator the metric is single process: sync() returns plain copies, the same
+//   values a world-size-1 communicator returns.
+//
+// compute_from() sees only synced values, so a decision such as "no samples anywhere" taken
+// there is the same on every rank: every rank raises NotComputableError together.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "distmetrics/metrics/metric.h"
+
+namespace distmetrics::metrics {
+
+// How a state combines across ranks. Gather concatenates every rank's rows (dim 0) in rank order.
+enum class Reduction { Sum, Max, Min, Prod, Gather };
+const char* to_string(Reduction reduction);
+
+// Named state tensors as compute_from() sees them: synced copies (gather states are the rank-order
+// concatenation of every rank's rows). Owned copies: changing them never touches the metric.
+class StateValues {
+ public:
+  const at::Tensor& operator[](const std::string& name) const;  // throws std::out_of_range naming the state
+  bool contains(const std::string& name) const { return values_.count(name) > 0; }
+  void set(const std::string& name, at::Tensor value) { values_[name] = std::move(value); }
+  void merge(const StateValues& other);
+
+ private:
+  std::map<std::string, at::Tensor> values_;
+};
+
+// A declared state, as listed by StatefulMetric::states().
+struct StateInfo {
+  std::string name;
+  Reduction reduction;
+  at::ScalarType dtype;
+  std::vector<std::int64_t> shape;  // for gather states: the row shape (without dim 0)
+};
+
+class StatefulMetric : public Metric {
+ public:
+  std::string name() const override { return name_; }
+  void reset() override;
+  void update(const Batch& batch) override;
+  Value compute() override;
+
+  void set_communicator(harness::Communicator* comm) override { comm_ = comm; }
+  harness::Communicator* communicator() const { return comm_; }
+  void to(c10::Device device) override;
+  c10::Device device() const override { return device_; }
+
+  // Hash (FNV-1a, hex) of every state's name, dtype, shape and bytes, local and unsynced.
+  std::string state_digest() const override;
+
+  // Synced copies of every state. Collective: every rank must call it, in the same order of
+  // compute() calls. Leaves local state untouched.
+  StateValues sync() const;
+
+  // The collectives one sync() issues, in order, as "op dtype" strings matching the
+  // communicator's trace ("all_reduce(sum) int64", "all_gather(shapes) int64", "all_gather float64").
+  // A gather dtype that no rank holds any element of is skipped by the communicator.
+  std::vector<std::string> sync_plan() const;
+
+  std::vector<StateInfo> states() const;
+
+ protected:
+  explicit StatefulMetric(std::string name);
+
+  // Declares a state. `initial` gives the dtype, the shape and the value reset() restores; for
+  // a Gather state it is the empty [0, row...] tensor its rows are appended to. The state lives on
+  // device(). Declare every state in the constructor, never lazily, so every rank holds the same
+  // states whatever data it saw.
+  void add_state(const std::string& name, const at::Tensor& initial, Reduction reduction);
+
+  // The local value of a non-gather state, for update_state() to change in place or replace
+  // (same dtype and shape, on device()).
+  at::Tensor& state(const std::string& name);
+  const at::Tensor& state(const std::string& name) const;
+  // Appends rows ([n, row...], n may be 0) to a gather state.
+  void append(const std::string& name, const at::Tensor& rows);
+  // The local rows of a gather state, concatenated.
+  at::Tensor gathered_locally(const std::string& name) const;
+
+  // Updates local state from a batch already on device(). Validate the whole batch before
+  // changing any state, so a rejected batch leaves the metric as it was.
+  virtual void update_state(const Batch& batch) = 0;
+  // The result from synced states. Must not touch local state (it cannot: it is const).
+  virtual Value compute_from(const StateValues& synced) const = 0;
+
+  // Sync in phases: each phase's states are synced together, then check_phase() sees the synced
+  // values so far and may throw (on every rank alike) before the next phase's collectives. Used
+  // when a later state's shape is only valid once the ranks are known to agree on something
+  // (RunningAverage: its per-step history needs the same number of steps everywhere).
+  // Default: one phase holding every state.
+  virtual std::vector<std::vector<std::string>> sync_phases() const;
+  virtual void check_phase(std::size_t phase, const StateValues& synced_so_far) const {}
+
+ private:
+  struct State {
+    std::string name;
+    Reduction reduction;
+    at::Tensor initial;
+    at::Tensor value;                // non-gather states
+    std::vector<at::Tensor> chunks;  // gather states: rows appended by update_state()
+  };
+  State& find(const std::string& name);
+  const State& find(const std::string& name) const;
+  StateValues sync_states(const std::vector<std::string>& names) const;
+
+  std::string name_;
+  c10::Device device_{c10::kCPU};
+  harness::Communicator* comm_ = nullptr;
+  std::vector<State> states_;  // in declaration order
+};
+
+}  // namespace distmetrics::metrics

@@ -1,0 +1,216 @@
+#include "distmetrics/metrics/classification.h"
+
+#include <ATen/ATen.h>
+
+#include "classification_inputs.h"
+#include "distmetrics/metrics/errors.h"
+#include "distmetrics/metrics/input_checks.h"
+
+namespace distmetrics::metrics {
+namespace {
+
+at::Tensor zero_count(std::int64_t n = -1) {
+  return n < 0 ? at::zeros({}, at::kLong) : at::zeros({n}, at::kLong);
+}
+
+std::int64_t count_of(const at::Tensor& t) { return t.to(at::kCPU).item<std::int64_t>(); }
+
+// Element-wise num / den, with `fallback` where den == 0.
+at::Tensor divide_or(const at::Tensor& num, const at::Tensor& den, double fallback) {
+  const at::Tensor positive = den.gt(0);
+  return at::where(positive, num / at::where(positive, den, at::ones_like(den)), at::full_like(num, fallback));
+}
+
+}  // namespace
+
+const char* to_string(Task task) {
+  switch (task) {
+    case Task::Binary: return "binary";
+    case Task::Multiclass: return "multiclass";
+    case Task::Multilabel: return "multilabel";
+  }
+  return "?";
+}
+
+Task parse_task(const std::string& metric, const std::string& text) {
+  if (text == "binary") return Task::Binary;
+  if (text == "multiclass") return Task::Multiclass;
+  if (text == "multilabel") return Task::Multilabel;
+  throw InputError(metric, "task", "one of binary, multiclass, multilabel", "\"" + text + "\"");
+}
+
+const char* to_string(Average average) {
+  switch (average) {
+    case Average::None: return "none";
+    case Average::Micro: return "micro";
+    case Average::Macro: return "macro";
+    case Average::Weighted: return "weighted";
+  }
+  return "?";
+}
+
+Average parse_average(const std::string& metric, const std::string& text) {
+  if (text == "none") return Average::None;
+  if (text == "micro") return Average::Micro;
+  if (text == "macro") return Average::Macro;
+  if (text == "weighted") return Average::Weighted;
+  throw InputError(metric, "average", "one of none, micro, macro, weighted", "\"" + text + "\"");
+}
+
+// --- Accuracy ---------------------------------------------------------------------------------
+
+Accuracy::Accuracy(ClassificationOptions options, std::int64_t top_k)
+    : Accuracy("Accuracy", options, top_k) {}
+
+Accuracy::Accuracy(std::string name, ClassificationOptions options, std::int64_t top_k)
+    : StatefulMetric(std::move(name)), options_(options), top_k_(top_k) {
+  detail::check_options(this->name(), options_);
+  if (top_k_ < 1) throw InputError(this->name(), "top_k", "at least 1", std::to_string(top_k_));
+  if (top_k_ > 1 && options_.task != Task::Multiclass) {
+    throw InputError(this->name(), "top_k", std::string("1 for task ") + to_string(options_.task) +
+                     " (top-k needs class scores)", std::to_string(top_k_));
+  }
+  if (top_k_ > 1 && top_k_ > options_.num_classes) {
+    throw InputError(this->name(), "top_k", "at most num_classes = " + std::to_string(options_.num_classes),
+                     std::to_string(top_k_));
+  }
+  add_state("correct", zero_count(), Reduction::Sum);
+  add_state("total", zero_count(), Reduction::Sum);
+}
+
+void Accuracy::update_state(const Batch& batch) {
+  const detail::DecodedLabels labels = detail::decode_labels(name(), options_, batch);
+  at::Tensor correct;
+  if (options_.task == Task::Multilabel) {
+    correct = labels.pred.eq(labels.target).all(1);
+  } else if (top_k_ > 1) {
+    if (!labels.scores.defined()) {
+      throw InputError(name(), "input", "class scores shaped [N, " + std::to_string(options_.num_classes) +
+                       ", *] (top_k = " + std::to_string(top_k_) + " needs scores, not labels)",
+                       checks::describe(batch.input));
+    }
+    // The target's rank: classes scoring higher, plus equal-scoring classes with a lower index.
+    const at::Tensor target = labels.target.unsqueeze(1);
+    const at::Tensor target_score = labels.scores.gather(1, target);
+    const at::Tensor index = at::arange(options_.num_classes, target.options()).unsqueeze(0);
+    const at::Tensor rank = labels.scores.gt(target_score).sum(1) +
+                            labels.scores.eq(target_score).logical_and(index.lt(target)).sum(1);
+    correct = rank.lt(top_k_);
+  } else {
+    correct = labels.pred.eq(labels.target);
+  }
+  state("correct") += correct.sum();
+  state("total") += correct.numel();
+}
+
+Value Accuracy::compute_from(const StateValues& synced) const {
+  const std::int64_t total = count_of(synced["total"]);
+  if (total == 0) throw NotComputableError(name(), "no samples on any rank");
+  return static_cast<double>(count_of(synced["correct"])) / static_cast<double>(total);
+}
+
+TopKCategoricalAccuracy::TopKCategoricalAccuracy(std::int64_t k, std::int64_t num_classes)
+    : Accuracy("TopKCategoricalAccuracy", ClassificationOptions{Task::Multiclass, num_classes, 0.5}, k) {}
+
+// --- Precision, Recall, Fbeta ------------------------------------------------------------------
+
+ClassCountsMetric::ClassCountsMetric(std::string name, Kind kind, ClassificationOptions options,
+                                     Average average, double zero_division, double beta)
+    : StatefulMetric(std::move(name)),
+      kind_(kind),
+      options_(options),
+      average_(average),
+      zero_division_(zero_division),
+      beta_(beta) {
+  detail::check_options(this->name(), options_);
+  if (!(zero_division_ == 0.0 || zero_division_ == 1.0)) {
+    throw InputError(this->name(), "zero_division", "0 or 1", checks::number_string(zero_division_));
+  }
+  if (kind_ == Kind::Fbeta && !(beta_ > 0.0)) {
+    throw InputError(this->name(), "beta", "a number > 0", checks::number_string(beta_));
+  }
+  const std::int64_t k = options_.task == Task::Binary ? 1 : options_.num_classes;
+  add_state("true_positives", zero_count(k), Reduction::Sum);
+  add_state("predicted", zero_count(k), Reduction::Sum);
+  add_state("actual", zero_count(k), Reduction::Sum);
+  add_state("samples", zero_count(), Reduction::Sum);
+}
+
+void ClassCountsMetric::update_state(const Batch& batch) {
+  const detail::DecodedLabels labels = detail::decode_labels(name(), options_, batch);
+  at::Tensor tp, predicted, actual;
+  std::int64_t samples = 0;
+  switch (options_.task) {
+    case Task::Binary:
+      tp = labels.pred.mul(labels.target).sum().view({1});
+      predicted = labels.pred.sum().view({1});
+      actual = labels.target.sum().view({1});
+      samples = labels.target.numel();
+      break;
+    case Task::Multiclass: {
+      const std::int64_t c = options_.num_classes;
+      tp = at::bincount(labels.target.masked_select(labels.pred.eq(labels.target)), {}, c);
+      predicted = at::bincount(labels.pred, {}, c);
+      actual = at::bincount(labels.target, {}, c);
+      samples = labels.target.numel();
+      break;
+    }
+    case Task::Multilabel:
+      tp = labels.pred.mul(labels.target).sum(0);
+      predicted = labels.pred.sum(0);
+      actual = labels.target.sum(0);
+      samples = labels.target.size(0);
+      break;
+  }
+  state("true_positives") += tp;
+  state("predicted") += predicted;
+  state("actual") += actual;
+  state("samples") += samples;
+}
+
+Value ClassCountsMetric::compute_from(const StateValues& synced) const {
+  if (count_of(synced["samples"]) == 0) throw NotComputableError(name(), "no samples on any rank");
+  const at::Tensor tp = synced["true_positives"].to(at::kCPU, at::kDouble);
+  const at::Tensor predicted = synced["predicted"].to(at::kCPU, at::kDouble);
+  const at::Tensor actual = synced["actual"].to(at::kCPU, at::kDouble);
+
+  const double b2 = beta_ * beta_;
+  auto value_of = [&](const at::Tensor& tp_, const at::Tensor& predicted_, const at::Tensor& actual_) {
+    const at::Tensor precision = divide_or(tp_, predicted_, zero_division_);
+    const at::Tensor recall = divide_or(tp_, actual_, zero_division_);
+    switch (kind_) {
+      case Kind::Precision: return precision;
+      case Kind::Recall: return recall;
+      case Kind::Fbeta: break;
+    }
+    const at::Tensor denominator = b2 * precision + recall;
+    return divide_or((1.0 + b2) * precision * recall, denominator, 0.0);
+  };
+
+  if (options_.task == Task::Binary) return value_of(tp, predicted, actual).item<double>();
+  switch (average_) {
+    case Average::None: return Value(value_of(tp, predicted, actual));
+    case Average::Micro: return value_of(tp.sum(), predicted.sum(), actual.sum()).item<double>();
+    case Average::Macro: return value_of(tp, predicted, actual).mean().item<double>();
+    case Average::Weighted: {
+      const double support = actual.sum().item<double>();
+      if (support == 0.0) {  // no positive target anywhere (multilabel): scikit-learn's convention
+        if (predicted.sum().item<double>() == 0.0) return zero_division_;
+        return kind_ == Kind::Recall ? zero_division_ : 0.0;
+      }
+      return (value_of(tp, predicted, actual) * actual).sum().item<double>() / support;
+    }
+  }
+  throw std::logic_error("ClassCountsMetric: unknown average");
+}
+
+Precision::Precision(ClassificationOptions options, Average average, double zero_division)
+    : ClassCountsMetric("Precision", Kind::Precision, options, average, zero_division, 1.0) {}
+
+Recall::Recall(ClassificationOptions options, Average average, double zero_division)
+    : ClassCountsMetric("Recall", Kind::Recall, options, average, zero_division, 1.0) {}
+
+Fbeta::Fbeta(ClassificationOptions options, double beta, Average average, double zero_division, std::string name)
+    : ClassCountsMetric(std::move(name), Kind::Fbeta, options, average, zero_division, beta) {}
+
+}  // namespace distmetrics::metrics

@@ -1,0 +1,128 @@
+#include "distmetrics/metrics/input_checks.h"
+
+#include <ATen/ATen.h>
+
+#include <sstream>
+
+#include "distmetrics/metrics/errors.h"
+
+namespace distmetrics::metrics::checks {
+namespace {
+
+// Position of the first true element of a bool tensor, as "[i, j]" (caller knows one exists).
+std::string first_position(const at::Tensor& mask) {
+  const at::Tensor index = mask.nonzero().select(0, 0).to(at::kCPU);
+  std::vector<std::int64_t> pos(index.data_ptr<std::int64_t>(), index.data_ptr<std::int64_t>() + index.numel());
+  return shape_string(pos);
+}
+
+}  // namespace
+
+std::string number_string(double v) {
+  std::ostringstream out;
+  out.precision(10);
+  out << v;
+  return out.str();
+}
+
+std::string dtype_name(at::ScalarType type) {
+  switch (type) {
+    case at::kDouble: return "float64";
+    case at::kFloat: return "float32";
+    case at::kHalf: return "float16";
+    case at::kBFloat16: return "bfloat16";
+    case at::kLong: return "int64";
+    case at::kInt: return "int32";
+    case at::kShort: return "int16";
+    case at::kChar: return "int8";
+    case at::kByte: return "uint8";
+    case at::kBool: return "bool";
+    default: return c10::toString(type);
+  }
+}
+
+std::string shape_string(at::IntArrayRef shape) {
+  std::ostringstream out;
+  out << "[";
+  for (size_t i = 0; i < shape.size(); ++i) out << (i ? ", " : "") << shape[i];
+  out << "]";
+  return out.str();
+}
+
+std::string describe(const at::Tensor& t) {
+  if (!t.defined()) return "nothing";
+  return dtype_name(t.scalar_type()) + " " + shape_string(t.sizes());
+}
+
+bool is_label_dtype(at::ScalarType type) { return at::isIntegralType(type, /*includeBool=*/true); }
+
+void require_defined(const std::string& metric, const std::string& argument, const at::Tensor& t,
+                     const std::string& expected) {
+  if (!t.defined()) throw InputError(metric, argument, expected, "nothing");
+}
+
+void require_absent(const std::string& metric, const std::string& argument, const at::Tensor& t,
+                    const std::string& why) {
+  if (t.defined()) throw InputError(metric, argument, "nothing (" + why + ")", describe(t));
+}
+
+void require_floating(const std::string& metric, const std::string& argument, const at::Tensor& t) {
+  if (!at::isFloatingType(t.scalar_type())) {
+    throw InputError(metric, argument, "a floating-point tensor (float32 or float64)", describe(t));
+  }
+}
+
+void require_labels_dtype(const std::string& metric, const std::string& argument, const at::Tensor& t) {
+  if (!is_label_dtype(t.scalar_type())) {
+    throw InputError(metric, argument, "integer labels (int64, int32, uint8 or bool)", describe(t));
+  }
+}
+
+void require_dim(const std::string& metric, const std::string& argument, const at::Tensor& t,
+                 std::int64_t dim, const std::string& layout) {
+  if (t.dim() != dim) throw InputError(metric, argument, layout, describe(t));
+}
+
+void require_same_shape(const std::string& metric, const std::string& argument, const at::Tensor& t,
+                        const std::string& other_argument, const at::Tensor& other) {
+  if (!t.sizes().equals(other.sizes())) {
+    throw InputError(metric, argument, "the shape of " + other_argument + " " + shape_string(other.sizes()),
+                     describe(t));
+  }
+}
+
+void require_no_nan(const std::string& metric, const std::string& argument, const at::Tensor& t) {
+  if (!at::isFloatingType(t.scalar_type()) || t.numel() == 0) return;
+  const at::Tensor nan = at::isnan(t);
+  if (nan.any().item<bool>()) {
+    throw InputError(metric, argument, "no NaN", "NaN at " + first_position(nan));
+  }
+}
+
+void require_in_range(const std::string& metric, const std::string& argument, const at::Tensor& t,
+                      std::int64_t low, std::int64_t high) {
+  if (t.numel() == 0) return;
+  const at::Tensor values = t.to(at::kLong);
+  const at::Tensor bad = (values < low).logical_or(values >= high);
+  if (bad.any().item<bool>()) {
+    const std::string pos = first_position(bad);
+    const std::int64_t value = values.masked_select(bad).select(0, 0).item<std::int64_t>();
+    throw InputError(metric, argument,
+                     "values in [" + std::to_string(low) + ", " + std::to_string(high) + ")",
+                     std::to_string(value) + " at " + pos);
+  }
+}
+
+void require_at_least(const std::string& metric, const std::string& argument, const at::Tensor& t,
+                      double low, bool strict) {
+  if (t.numel() == 0) return;
+  const at::Tensor bad = strict ? (t <= low) : (t < low);
+  if (bad.any().item<bool>()) {
+    const std::string pos = first_position(bad);
+    const double value = t.masked_select(bad).select(0, 0).item<double>();
+    throw InputError(metric, argument, std::string("values ") + (strict ? "> " : ">= ") + number_string(low),
+                     number_string(value) + " at " + pos);
+  }
+}
+
+}  // namespace distmetrics::metrics::checks

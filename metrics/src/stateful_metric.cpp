@@ -1,0 +1,264 @@
+#include "distmetrics/metrics/stateful_metric.h"
+
+#include <ATen/ATen.h>
+
+#include <cstdio>
+#include <set>
+#include <stdexcept>
+
+#include "distmetrics/harness/comm.h"
+#include "distmetrics/metrics/input_checks.h"
+
+namespace distmetrics::metrics {
+namespace {
+
+constexpr Reduction kReduceOrder[] = {Reduction::Sum, Reduction::Max, Reduction::Min, Reduction::Prod};
+
+harness::ReduceOp reduce_op(Reduction reduction) {
+  switch (reduction) {
+    case Reduction::Sum: return harness::ReduceOp::Sum;
+    case Reduction::Max: return harness::ReduceOp::Max;
+    case Reduction::Min: return harness::ReduceOp::Min;
+    case Reduction::Prod: return harness::ReduceOp::Prod;
+    case Reduction::Gather: break;
+  }
+  throw std::logic_error("reduce_op: gather is not an all_reduce");
+}
+
+// FNV-1a, 64 bit: a stable digest that does not depend on the standard library's std::hash.
+class Fnv1a {
+ public:
+  void add(const void* data, std::size_t n) {
+    const auto* bytes = static_cast<const unsigned char*>(data);
+    for (std::size_t i = 0; i < n; ++i) {
+      hash_ ^= bytes[i];
+      hash_ *= 1099511628211ULL;
+    }
+  }
+  void add(const std::string& s) { add(s.data(), s.size() + 1); }  // with the terminator, as a separator
+  std::string hex() const {
+    char out[17];
+    std::snprintf(out, sizeof(out), "%016llx", static_cast<unsigned long long>(hash_));
+    return out;
+  }
+
+ private:
+  std::uint64_t hash_ = 1469598103934665603ULL;
+};
+
+}  // namespace
+
+const char* to_string(Reduction reduction) {
+  switch (reduction) {
+    case Reduction::Sum: return "sum";
+    case Reduction::Max: return "max";
+    case Reduction::Min: return "min";
+    case Reduction::Prod: return "prod";
+    case Reduction::Gather: return "gather";
+  }
+  return "?";
+}
+
+const at::Tensor& StateValues::operator[](const std::string& name) const {
+  auto it = values_.find(name);
+  if (it == values_.end()) throw std::out_of_range("StateValues: no state named \"" + name + "\"");
+  return it->second;
+}
+
+void StateValues::merge(const StateValues& other) {
+  for (const auto& [name, value] : other.values_) values_[name] = value;
+}
+
+StatefulMetric::StatefulMetric(std::string name) : name_(std::move(name)) {}
+
+void StatefulMetric::add_state(const std::string& name, const at::Tensor& initial, Reduction reduction) {
+  for (const State& s : states_) {
+    if (s.name == name) throw std::logic_error(name_ + ": state \"" + name + "\" declared twice");
+  }
+  if (!initial.defined()) throw std::logic_error(name_ + ": state \"" + name + "\" has no initial value");
+  if (reduction == Reduction::Gather && (initial.dim() < 1 || initial.size(0) != 0)) {
+    throw std::logic_error(name_ + ": gather state \"" + name + "\" must start as an empty [0, ...] tensor");
+  }
+  State s;
+  s.name = name;
+  s.reduction = reduction;
+  s.initial = initial.detach().to(device_).clone();
+  s.value = s.initial.clone();
+  states_.push_back(std::move(s));
+}
+
+StatefulMetric::State& StatefulMetric::find(const std::string& name) {
+  for (State& s : states_) {
+    if (s.name == name) return s;
+  }
+  throw std::logic_error(name_ + ": no state named \"" + name + "\"");
+}
+
+const StatefulMetric::State& StatefulMetric::find(const std::string& name) const {
+  return const_cast<StatefulMetric*>(this)->find(name);
+}
+
+at::Tensor& StatefulMetric::state(const std::string& name) {
+  State& s = find(name);
+  if (s.reduction == Reduction::Gather) {
+    throw std::logic_error(name_ + ": state \"" + name + "\" is a gather state: use append()");
+  }
+  return s.value;
+}
+
+const at::Tensor& StatefulMetric::state(const std::string& name) const {
+  return const_cast<StatefulMetric*>(this)->state(name);
+}
+
+void StatefulMetric::append(const std::string& name, const at::Tensor& rows) {
+  State& s = find(name);
+  if (s.reduction != Reduction::Gather) {
+    throw std::logic_error(name_ + ": state \"" + name + "\" is not a gather state");
+  }
+  if (rows.scalar_type() != s.initial.scalar_type() || rows.dim() != s.initial.dim() ||
+      !rows.sizes().slice(1).equals(s.initial.sizes().slice(1))) {
+    throw std::logic_error(name_ + ": rows for gather state \"" + name + "\" must be " +
+                           checks::dtype_name(s.initial.scalar_type()) + " rows of shape " +
+                           checks::shape_string(s.initial.sizes().slice(1)) + ", got " + checks::describe(rows));
+  }
+  if (rows.size(0) > 0) s.chunks.push_back(rows.detach().to(device_).clone());
+}
+
+at::Tensor StatefulMetric::gathered_locally(const std::string& name) const {
+  const State& s = find(name);
+  if (s.reduction != Reduction::Gather) {
+    throw std::logic_error(name_ + ": state \"" + name + "\" is not a gather state");
+  }
+  if (s.chunks.empty()) return s.initial.clone();
+  return at::cat(s.chunks, 0);
+}
+
+void StatefulMetric::reset() {
+  for (State& s : states_) {
+    s.value = s.initial.clone();
+    s.chunks.clear();
+  }
+}
+
+void StatefulMetric::update(const Batch& batch) {
+  Batch local;
+  if (batch.input.defined()) local.input = batch.input.to(device_);
+  if (batch.target.defined()) local.target = batch.target.to(device_);
+  if (batch.weight.defined()) local.weight = batch.weight.to(device_);
+  update_state(local);
+}
+
+Value StatefulMetric::compute() { return compute_from(sync()); }
+
+void StatefulMetric::to(c10::Device device) {
+  device_ = device;
+  for (State& s : states_) {
+    s.initial = s.initial.to(device);
+    s.value = s.value.to(device);
+    for (at::Tensor& chunk : s.chunks) chunk = chunk.to(device);
+  }
+}
+
+std::vector<std::vector<std::string>> StatefulMetric::sync_phases() const {
+  std::vector<std::string> all;
+  for (const State& s : states_) all.push_back(s.name);
+  return {all};
+}
+
+StateValues StatefulMetric::sync() const {
+  StateValues synced;
+  const auto phases = sync_phases();
+  for (std::size_t p = 0; p < phases.size(); ++p) {
+    synced.merge(sync_states(phases[p]));
+    check_phase(p, synced);
+  }
+  return synced;
+}
+
+StateValues StatefulMetric::sync_states(const std::vector<std::string>& names) const {
+  StateValues out;
+  // Non-gather states: one all_reduce per reduction (the communicator coalesces per dtype).
+  for (Reduction reduction : kReduceOrder) {
+    std::vector<std::string> group;
+    std::vector<at::Tensor> copies;
+    for (const std::string& name : names) {
+      const State& s = find(name);
+      if (s.reduction != reduction) continue;
+      group.push_back(name);
+      copies.push_back(s.value.clone());
+    }
+    if (group.empty()) continue;
+    if (comm_ != nullptr) comm_->all_reduce(copies, reduce_op(reduction));
+    for (std::size_t i = 0; i < group.size(); ++i) out.set(group[i], copies[i].to(device_));
+  }
+  // Gather states: one coalesced all_gather for all of them.
+  std::vector<std::string> gathered;
+  std::vector<at::Tensor> local;
+  for (const std::string& name : names) {
+    if (find(name).reduction != Reduction::Gather) continue;
+    gathered.push_back(name);
+    local.push_back(gathered_locally(name));
+  }
+  if (!gathered.empty()) {
+    if (comm_ == nullptr) {
+      for (std::size_t i = 0; i < gathered.size(); ++i) out.set(gathered[i], local[i]);
+    } else {
+      const auto per_rank = comm_->all_gather(local);
+      for (std::size_t i = 0; i < gathered.size(); ++i) {
+        std::vector<at::Tensor> parts;
+        for (const at::Tensor& part : per_rank[i]) parts.push_back(part.to(device_));
+        out.set(gathered[i], at::cat(parts, 0));
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> StatefulMetric::sync_plan() const {
+  std::vector<std::string> plan;
+  for (const auto& phase : sync_phases()) {
+    for (Reduction reduction : kReduceOrder) {
+      std::set<at::ScalarType> dtypes;  // the communicator issues dtypes in ScalarType order
+      for (const std::string& name : phase) {
+        const State& s = find(name);
+        if (s.reduction == reduction) dtypes.insert(s.value.scalar_type());
+      }
+      for (at::ScalarType dtype : dtypes) {
+        plan.push_back(std::string("all_reduce(") + to_string(reduction) + ") " + checks::dtype_name(dtype));
+      }
+    }
+    std::set<at::ScalarType> gather_dtypes;
+    for (const std::string& name : phase) {
+      const State& s = find(name);
+      if (s.reduction == Reduction::Gather) gather_dtypes.insert(s.initial.scalar_type());
+    }
+    if (!gather_dtypes.empty()) plan.push_back("all_gather(shapes) int64");
+    for (at::ScalarType dtype : gather_dtypes) plan.push_back("all_gather " + checks::dtype_name(dtype));
+  }
+  return plan;
+}
+
+std::vector<StateInfo> StatefulMetric::states() const {
+  std::vector<StateInfo> out;
+  for (const State& s : states_) {
+    std::vector<std::int64_t> shape = s.initial.sizes().vec();
+    if (s.reduction == Reduction::Gather) shape.erase(shape.begin());
+    out.push_back({s.name, s.reduction, s.initial.scalar_type(), shape});
+  }
+  return out;
+}
+
+std::string StatefulMetric::state_digest() const {
+  Fnv1a hash;
+  for (const State& s : states_) {
+    const at::Tensor value =
+        (s.reduction == Reduction::Gather ? gathered_locally(s.name) : s.value).to(at::kCPU).contiguous();
+    hash.add(s.name);
+    hash.add(checks::dtype_name(value.scalar_type()));
+    hash.add(checks::shape_string(value.sizes()));
+    hash.add(value.data_ptr(), value.numel() * value.element_size());
+  }
+  return hash.hex();
+}
+
+}  // namespace distmetrics::metrics

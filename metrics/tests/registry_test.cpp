@@ -1,0 +1,100 @@
+// The reference registry: names, parameter resolution and its error messages.
+#include "distmetrics/metrics/registry.h"
+
+#include <gtest/gtest.h>
+
+#include "distmetrics/metrics/errors.h"
+
+namespace distmetrics::metrics {
+namespace {
+
+const MetricRegistry& registry() { return MetricRegistry::reference(); }
+
+template <typename Fn>
+std::string param_error(Fn&& fn) {
+  try {
+    fn();
+  } catch (const ParamError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(RegistryTest, EveryMetricHasADescriptionAndDescribedParameters) {
+  for (const std::string& name : registry().names()) {
+    SCOPED_TRACE(name);
+    const MetricSpec* spec = registry().find(name);
+    ASSERT_NE(spec, nullptr);
+    EXPECT_EQ(spec->name, name);
+    EXPECT_FALSE(spec->description.empty());
+    EXPECT_FALSE(spec->family.empty());
+    for (const ParamSpec& p : spec->params) {
+      EXPECT_FALSE(p.description.empty()) << p.name;
+      EXPECT_FALSE(p.type.empty()) << p.name;
+    }
+  }
+}
+
+TEST(RegistryTest, KnowsTheClassificationMetrics) {
+  for (const char* name : {"Accuracy", "TopKCategoricalAccuracy", "Precision", "Recall", "Fbeta", "F1"}) {
+    EXPECT_NE(registry().find(name), nullptr) << name;
+  }
+}
+
+TEST(RegistryTest, ResolveFillsDefaults) {
+  const auto p = registry().resolve_params("Precision", {{"task", "multiclass"}, {"num_classes", 4}});
+  EXPECT_EQ(p.at("average"), "macro");
+  EXPECT_EQ(p.at("threshold"), 0.5);
+  EXPECT_EQ(p.at("zero_division"), 0.0);
+  EXPECT_EQ(p.at("num_classes"), 4);
+  // An integer given for a float parameter is a number like any other.
+  EXPECT_TRUE(registry().resolve_params("Accuracy", {{"task", "binary"}, {"threshold", 1}}).at("threshold").is_number_float());
+}
+
+TEST(RegistryTest, UnknownNamesAreRejectedWithCloseNamesSuggested) {
+  EXPECT_EQ(param_error([] { registry().resolve_params("Accuracy", {{"task", "binary"}, {"num_clases", 3}}); }),
+            "Accuracy: parameter \"num_clases\": unknown parameter (did you mean \"num_classes\"?); Accuracy "
+            "takes: task, num_classes, threshold, top_k");
+  const std::string unknown_metric = param_error([] { registry().make("Acuracy", {}); });
+  EXPECT_EQ(unknown_metric.rfind("unknown metric \"Acuracy\" (did you mean \"Accuracy\"?); known metrics: ", 0), 0u)
+      << unknown_metric;
+}
+
+TEST(RegistryTest, TypesChoicesAndRequiredParametersAreChecked) {
+  EXPECT_EQ(param_error([] { registry().resolve_params("Accuracy", {{"task", "binary"}, {"top_k", 1.5}}); }),
+            "Accuracy: parameter \"top_k\": expected an integer, got 1.5 (number)");
+  EXPECT_EQ(param_error([] { registry().resolve_params("Accuracy", {{"task", "multiclas"}}); }),
+            "Accuracy: parameter \"task\": expected one of binary, multiclass, multilabel, got \"multiclas\" "
+            "(did you mean \"multiclass\"?)");
+  EXPECT_EQ(param_error([] { registry().resolve_params("Accuracy", {{"num_classes", 3}}); }),
+            "Accuracy: parameter \"task\": required (binary, multiclass or multilabel (see the Batch layout of each))");
+  EXPECT_EQ(param_error([] { registry().resolve_params("Accuracy", {{"task", 3}}); }),
+            "Accuracy: parameter \"task\": expected a string, got 3 (integer)");
+  EXPECT_EQ(param_error([] { registry().resolve_params("Accuracy", nlohmann::json::array()); }),
+            "Accuracy: parameters must be a table (JSON object), got [] (list)");
+}
+
+TEST(RegistryTest, ConstructorChecksBecomeParamErrors) {
+  EXPECT_EQ(param_error([] { registry().make("Accuracy", {{"task", "multiclass"}}); }),
+            "Accuracy: parameter \"num_classes\": expected at least 2 for task multiclass, got 0");
+}
+
+TEST(RegistryTest, MakesWorkingMetrics) {
+  auto m = registry().make("Accuracy", {{"task", "binary"}});
+  EXPECT_EQ(m->name(), "Accuracy");
+  Batch b;
+  b.input = at::tensor({0.9, 0.1}, at::kDouble);
+  b.target = at::tensor({1, 1}, at::kLong);
+  m->update(b);
+  EXPECT_EQ(m->compute().scalar(), 0.5);
+}
+
+TEST(RegistryTest, DuplicateNamesAreRefused) {
+  MetricRegistry r;
+  MetricSpec spec{"X", "test", "a test metric", {}, [](const nlohmann::json&) { return std::unique_ptr<Metric>(); }};
+  r.add(spec);
+  EXPECT_THROW(r.add(spec), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace distmetrics::metrics

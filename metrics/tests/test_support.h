@@ -1,0 +1,32 @@
+// Shared by the metric tests: the committed reference cases (tools/reference/generate_reference.py)
+// and value comparison.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+#include "distmetrics/metrics/batch.h"
+#include "distmetrics/metrics/value.h"
+
+namespace distmetrics::metrics::testing {
+
+// metrics/tests/data/reference_values.json, parsed once.
+const nlohmann::json& reference_document();
+// The cases whose "metric" is `metric` (all cases when empty).
+std::vector<nlohmann::json> reference_cases(const std::string& metric = "");
+// The metric names the reference cases cover, sorted.
+std::vector<std::string> reference_metric_names();
+
+at::Tensor tensor_from_json(const nlohmann::json& j);  // {"dtype", "shape", "values"}, dtype kept
+Batch batch_from_json(const nlohmann::json& j);
+std::vector<Batch> dataset(const std::string& name);   // the batches of a reference dataset
+
+// Equal within |a - b| <= atol + rtol * |b| (NaN equals NaN, infinities must match); tensors must
+// match in shape; named values key by key.
+::testing::AssertionResult values_close(const Value& actual, const Value& expected, double rtol, double atol);
+
+}  // namespace distmetrics::metrics::testing
