@@ -1,0 +1,103 @@
+# shellcheck shell=bash disable=SC2034
+# Shared by ci/run_cpu.sh, ci/run_mpi.sh and ci/run_2gpu.sh (sourced, not run):
+# saying what happens, running (or, in a dry run, only printing) commands, building, and
+# folding several runs' exit codes into one.
+#   BUILD_DIR    build folder (each script has its default)
+#   JOBS         build parallelism (default: number of cores)
+#   REPORTS_DIR  where JSON and JUnit reports go (default: $BUILD_DIR/reports)
+#   SUITE_TIMEOUT  seconds one `distmetrics run` may take before timeout(1) ends it (default 3000);
+#                  a backstop only: the runner's own deadlines end a hung variant long before.
+
+DM_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+DM_JOB=${DM_JOB:-ci}
+DM_DRY_RUN=${DM_DRY_RUN:-0}
+
+# The runner's exit codes (CLI_CONTRACT.md) and the ones these scripts add.
+DM_EXIT_OK=0 DM_EXIT_FAIL=1 DM_EXIT_BAD_INPUT=2 DM_EXIT_HANG=3 DM_EXIT_CRASH=4
+DM_EXIT_SETUP=5   # the job could not be set up: no LibTorch, configure or build failed
+DM_EXIT_SKIP=77   # the machine lacks what the job needs (e.g. 2 GPUs); nothing was run
+
+dm_say() { echo "[$DM_JOB] $*"; }
+dm_fail() { echo "[$DM_JOB] error: $*" >&2; }
+
+# One word as a person would type it: bare when safe, else in single quotes.
+dm_quote() {
+  if [[ -z $1 || $1 =~ [^A-Za-z0-9_./:=,@%+-] ]]; then
+    printf "'%s'" "${1//\'/\'\\\'\'}"
+  else
+    printf '%s' "$1"
+  fi
+}
+
+# Prints a command (quoted so that it can be pasted back) and runs it unless this is a dry run.
+dm_run() {
+  printf '+'
+  local word
+  for word in "$@"; do
+    printf ' %s' "$(dm_quote "$word")"
+  done
+  printf '\n'
+  if [ "$DM_DRY_RUN" != 1 ]; then
+    "$@"
+  fi
+}
+
+# dm_build BUILD_DIR TARGET [cmake configure arguments...]: configures as ci/test.sh does
+# (Ninja when there is one, Release) and builds TARGET ("all" for everything).
+dm_build() {
+  local build_dir=$1 target=$2
+  shift 2
+  local generator=()
+  if command -v ninja >/dev/null 2>&1 || [ "$DM_DRY_RUN" = 1 ]; then
+    generator=(-G Ninja)
+  fi
+  dm_run cmake -S "$DM_ROOT" -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release "$@" ||
+    { dm_fail "configuring $build_dir failed (see above)"; return "$DM_EXIT_SETUP"; }
+  local targets=()
+  if [ "$target" != all ]; then
+    targets=(--target "$target")
+  fi
+  dm_run cmake --build "$build_dir" -j "${JOBS:-$(nproc)}" "${targets[@]}" ||
+    { dm_fail "building $build_dir failed (see above)"; return "$DM_EXIT_SETUP"; }
+}
+
+# Maps an exit status that is not the runner's own to what it means: timeout(1) gave up
+# (124, or 137 after its KILL) = a hang; a death by signal or another status = a crash.
+dm_normalize_code() {
+  case "$1" in
+    0 | 1 | 2 | 3 | 4) echo "$1" ;;
+    124 | 137) echo "$DM_EXIT_HANG" ;;
+    *) echo "$DM_EXIT_CRASH" ;;
+  esac
+}
+
+# The exit code of several runs: the highest-priority one, 2 > 4 > 3 > 1 > 0 (as the runner's).
+dm_worst_code() {
+  local worst=0 code
+  for code in "$@"; do
+    for rank in 2 4 3 1; do
+      if [ "$code" = "$rank" ] || [ "$worst" = "$rank" ]; then
+        worst=$rank
+        break
+      fi
+    done
+  done
+  echo "$worst"
+}
+
+# dm_suite NAME COMMAND...: runs one `distmetrics run` command line (COMMAND, which ends with the
+# run's own arguments) under the timeout backstop, with --json/--junit reports named NAME in
+# REPORTS_DIR. Sets DM_SUITE_CODE to its normalized exit code; never fails itself.
+dm_suite() {
+  local name=$1
+  shift
+  local reports=${REPORTS_DIR:?}
+  [ "$DM_DRY_RUN" = 1 ] || mkdir -p "$reports"
+  local code=0
+  dm_run timeout --kill-after=30 "${SUITE_TIMEOUT:-3000}" "$@" \
+    --json "$reports/$name.json" --junit "$reports/$name.xml" || code=$?
+  DM_SUITE_CODE=$(dm_normalize_code "$code")
+  if [ "$DM_DRY_RUN" != 1 ]; then
+    dm_say "$name: exit code $DM_SUITE_CODE; reports: $reports/$name.json $reports/$name.xml"
+  fi
+}

@@ -1,0 +1,193 @@
+#!/usr/bin/env bash
+# The 2-GPU job: builds distmetrics against a CUDA LibTorch in its own build folder, checks that
+# the node has at least 2 GPUs, runs the nccl backend at world size 2 with every placement and
+# the gloo backend with CUDA tensors, and writes JSON and JUnit reports. See docs/gpu.md.
+set -euo pipefail
+DM_JOB=run_2gpu  # read by ci/lib.sh
+# shellcheck source=ci/lib.sh
+source "$(dirname "$0")/lib.sh"
+
+usage() {
+  cat <<'USAGE'
+Usage: ci/run_2gpu.sh [options] [-- extra `distmetrics run` arguments]
+
+Builds distmetrics against a CUDA LibTorch (in build-2gpu/), checks for at least 2 GPUs, then runs
+  nccl at world size 2, every placement      -> REPORTS_DIR/2gpu-nccl.{json,xml}
+  gloo at world size 2 with CUDA tensors     -> REPORTS_DIR/2gpu-gloo-cuda.{json,xml}
+
+Options:
+  --dry-run          check the machine (GPUs, LibTorch), then print the commands instead of
+                     running them
+  --build-dir DIR    build folder (default: build-2gpu)
+  --reports-dir DIR  reports folder (default: BUILD_DIR/reports)
+  --torch-dir DIR    folder of a CUDA LibTorch's TorchConfig.cmake (default: $Torch_DIR, else the
+                     CMake prefix path of the torch package of $PYTHON)
+  --deps-dir DIR     prefix holding include/ (nlohmann/json, toml++, CLI11) and googletest/ for
+                     a node without those packages (default: $DISTMETRICS_DEPS_DIR)
+  --min-gpus N       GPUs required (default 2); with 1, a one-GPU node runs what fits on it
+                     (nccl at world sizes 1 and 2, gloo with CUDA tensors; the CLI skips variants
+                     that need 2 GPUs)
+  --skip-build       use the existing build in the build folder
+  --with-tests       also build the GoogleTest and pytest suites and run ctest
+  -h, --help         this text
+
+Environment: PYTHON (python3), JOBS (cores), SUITE_TIMEOUT (3000 s per run),
+  GLOO_CUDA_FILTER (glob of the gloo variants with CUDA tensors: '*:gloo-ws2-*-cuda*'),
+  DISTMETRICS_GPU_COUNT (use this GPU count instead of asking nvidia-smi or torch).
+
+Exit codes: 0 all passed; 1 a property failed (or a metric raised); 2 bad input (scenario files,
+  flags, or this script's arguments); 3 a hang; 4 a crash; 5 setup failed (no CUDA LibTorch,
+  configure or build failed); 77 skipped: fewer GPUs than --min-gpus, nothing was run.
+  When several runs end differently, the highest-priority code wins: 2 > 4 > 3 > 1.
+USAGE
+}
+
+build_dir=build-2gpu
+reports_dir=
+torch_dir=${Torch_DIR:-}
+deps_dir=${DISTMETRICS_DEPS_DIR:-}
+min_gpus=2
+skip_build=0
+with_tests=0
+run_args=()
+
+need_value() {
+  if [ $# -lt 2 ] || [ -z "$2" ]; then
+    dm_fail "$1 needs a value (see --help)"
+    exit "$DM_EXIT_BAD_INPUT"
+  fi
+}
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -h | --help) usage; exit 0 ;;
+    --dry-run) DM_DRY_RUN=1 ;;
+    --build-dir) need_value "$@"; build_dir=$2; shift ;;
+    --reports-dir) need_value "$@"; reports_dir=$2; shift ;;
+    --torch-dir) need_value "$@"; torch_dir=$2; shift ;;
+    --deps-dir) need_value "$@"; deps_dir=$2; shift ;;
+    --min-gpus)
+      need_value "$@"
+      if ! [[ $2 =~ ^[1-9][0-9]*$ ]]; then
+        dm_fail "--min-gpus wants a positive whole number, got '$2'"
+        exit "$DM_EXIT_BAD_INPUT"
+      fi
+      min_gpus=$2; shift ;;
+    --skip-build) skip_build=1 ;;
+    --with-tests) with_tests=1 ;;
+    --) shift; run_args=("$@"); break ;;
+    *) dm_fail "unknown argument '$1' (see --help)"; exit "$DM_EXIT_BAD_INPUT" ;;
+  esac
+  shift
+done
+cd "$DM_ROOT"
+python=${PYTHON:-python3}
+export REPORTS_DIR=${reports_dir:-$build_dir/reports}
+
+# --- GPUs: nvidia-smi, else torch; CUDA_VISIBLE_DEVICES narrows what the ranks can see ----------
+# Sets gpus and gpu_source (where the number came from).
+count_gpus() {
+  local count
+  if [ -n "${DISTMETRICS_GPU_COUNT:-}" ]; then
+    count=$DISTMETRICS_GPU_COUNT gpu_source="DISTMETRICS_GPU_COUNT"
+  elif command -v nvidia-smi >/dev/null 2>&1; then
+    if count=$(nvidia-smi --query-gpu=index --format=csv,noheader 2>/dev/null | grep -c '[0-9]'); then
+      gpu_source="nvidia-smi"
+    else
+      count=0 gpu_source="nvidia-smi, which found no GPU or no driver"
+    fi
+  elif count=$("$python" -c 'import torch; print(torch.cuda.device_count())' 2>/dev/null); then
+    gpu_source="torch.cuda.device_count() of $python"
+  else
+    count=0 gpu_source="no nvidia-smi, and $python has no torch"
+  fi
+  if [ "${CUDA_VISIBLE_DEVICES+set}" = set ]; then
+    local visible
+    visible=$(tr ',' '\n' <<<"$CUDA_VISIBLE_DEVICES" | grep -c '[^[:space:]]' || true)
+    if [ "$visible" -lt "$count" ]; then
+      count=$visible
+    fi
+    gpu_source="$gpu_source; CUDA_VISIBLE_DEVICES='$CUDA_VISIBLE_DEVICES'"
+  fi
+  gpus=$count
+}
+count_gpus
+if ! [[ $gpus =~ ^[0-9]+$ ]]; then
+  dm_fail "could not count the GPUs: got '$gpus' from $gpu_source"
+  exit "$DM_EXIT_SETUP"
+fi
+if [ "$gpus" -lt "$min_gpus" ]; then
+  dm_say "SKIP: found $gpus GPU(s) ($gpu_source); this job needs at least $min_gpus."
+  if [ "$min_gpus" -ge 2 ]; then
+    dm_say "NCCL refuses two ranks on one GPU. On a one-GPU node, 'ci/run_2gpu.sh --min-gpus 1'"
+    dm_say "still builds against CUDA LibTorch and runs what fits on one GPU (docs/gpu.md)."
+  fi
+  dm_say "Nothing was run: exit code $DM_EXIT_SKIP (skipped)."
+  exit "$DM_EXIT_SKIP"
+fi
+dm_say "found $gpus GPU(s) ($gpu_source)"
+
+# --- CUDA LibTorch ------------------------------------------------------------------------------
+cmake_args=(-DDISTMETRICS_WITH_NCCL=ON)
+if [ -n "$torch_dir" ]; then
+  cmake_args+=("-DTorch_DIR=$torch_dir")
+  dm_say "LibTorch: $torch_dir"
+elif [ "$skip_build" != 1 ]; then
+  probe='import torch, torch.utils; print(torch.utils.cmake_prefix_path); print(torch.version.cuda or ""); print(torch.__version__)'
+  if ! answer=$("$python" -c "$probe" 2>&1); then
+    dm_fail "no CUDA LibTorch: set Torch_DIR (or --torch-dir) to a LibTorch's cmake folder, or"
+    dm_fail "use a PYTHON whose torch package has CUDA ($python: ${answer##*$'\n'})"
+    exit "$DM_EXIT_SETUP"
+  fi
+  { read -r prefix; read -r cuda; read -r version; } <<<"$answer"
+  if [ -z "$cuda" ]; then
+    dm_fail "torch $version of $python is a CPU build; NCCL needs a CUDA LibTorch (set Torch_DIR)"
+    exit "$DM_EXIT_SETUP"
+  fi
+  cmake_args+=("-DCMAKE_PREFIX_PATH=$prefix")
+  dm_say "LibTorch: torch $version (CUDA $cuda) of $python: $prefix"
+fi
+if [ -n "$deps_dir" ]; then
+  cmake_args+=("-DDISTMETRICS_DEPS_DIR=$deps_dir")
+fi
+
+# --- build ----------------------------------------------------------------------------------------
+if [ "$skip_build" != 1 ]; then
+  if [ "$with_tests" = 1 ]; then
+    dm_build "$build_dir" all "${cmake_args[@]}" -DDISTMETRICS_BUILD_TESTS=ON || exit "$DM_EXIT_SETUP"
+  else
+    dm_build "$build_dir" distmetrics "${cmake_args[@]}" -DDISTMETRICS_BUILD_TESTS=OFF ||
+      exit "$DM_EXIT_SETUP"
+  fi
+fi
+runner=$build_dir/harness/distmetrics
+if [ "$DM_DRY_RUN" != 1 ] && [ ! -x "$runner" ]; then
+  dm_fail "$runner is missing: build it (leave out --skip-build)"
+  exit "$DM_EXIT_SETUP"
+fi
+
+# --- runs -----------------------------------------------------------------------------------------
+codes=()
+if [ "$with_tests" = 1 ]; then
+  ctest_code=0
+  dm_run ctest --test-dir "$build_dir" --output-on-failure -j "${JOBS:-$(nproc)}" || ctest_code=$?
+  codes+=("$([ "$ctest_code" = 0 ] && echo 0 || echo "$DM_EXIT_FAIL")")
+fi
+# Two GPUs: NCCL at world size 2. One GPU: world size 1 too (the NCCL path on one device).
+nccl_sizes=2
+if [ "$gpus" -lt 2 ]; then
+  nccl_sizes=1,2
+fi
+dm_suite 2gpu-nccl "$runner" run scenarios --backend nccl --world-sizes "$nccl_sizes" \
+  "${run_args[@]}"
+codes+=("$DM_SUITE_CODE")
+dm_suite 2gpu-gloo-cuda "$runner" run scenarios --backend gloo --world-sizes 2 \
+  --filter "${GLOO_CUDA_FILTER:-*:gloo-ws2-*-cuda*}" "${run_args[@]}"
+codes+=("$DM_SUITE_CODE")
+
+code=$(dm_worst_code "${codes[@]}")
+if [ "$DM_DRY_RUN" = 1 ]; then
+  dm_say "dry run: nothing was built or run"
+else
+  dm_say "exit code $code (per run: ${codes[*]}); reports in $REPORTS_DIR"
+fi
+exit "$code"

@@ -1,0 +1,291 @@
+"""pytest hooks: scenario files (*.toml under the scenario folder) become one item per variant,
+each run by the distmetrics runner in a session of its own under a hard timeout."""
+
+import os
+import re
+import tempfile
+from collections import Counter
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+import pytest
+
+from .processes import describe_returncode, run_with_timeout
+from .report import NOT_PASSED, describe_variant, read_variant
+from .runner import (RunnerError, Selection, Variant, find_runner, list_variants,
+                     reproduce_command, run_command)
+
+MARKERS = {
+    "distmetrics": "a distmetrics scenario variant",
+    "gloo": "a variant on the gloo backend",
+    "mpi": "a variant on the Open MPI backend (started under mpirun)",
+    "nccl": "a variant on the NCCL backend (needs GPUs)",
+    "gpu": "a variant that needs GPUs",
+    "slow": "a slow variant",
+    "regression": "a variant that encodes a known historical bug",
+}
+
+DEFAULT_DEADLINE = 60.0   # seconds for one variant when neither the scenario nor an option says
+GRACE = 30.0              # seconds on top of the deadline: starting ranks, writing the report
+OUTCOME_PROPERTY = "distmetrics_outcome"
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("distmetrics", "distmetrics scenarios as pytest items")
+    group.addoption("--distmetrics-bin", metavar="PATH",
+                    help="the distmetrics runner (a path or a command line). Default: "
+                         "$DISTMETRICS_BIN, build/harness/distmetrics, `distmetrics` on PATH")
+    group.addoption("--scenario-dir", action="append", metavar="DIR",
+                    help="folder of scenario files (*.toml) to collect; repeatable. "
+                         "Default: scenarios/ under the rootdir")
+    group.addoption("--backend", metavar="B[,B..]",
+                    help="only variants on these backends (gloo, mpi, nccl)")
+    group.addoption("--world-sizes", metavar="N[,N..]",
+                    help="only variants at these world sizes, e.g. 1,2,4")
+    group.addoption("--distmetrics-deadline", type=float, metavar="SECONDS",
+                    help="deadline the runner enforces on each variant (its --deadline); "
+                         "default: the scenario's")
+    group.addoption("--distmetrics-timeout", type=float, metavar="SECONDS",
+                    help="hard limit for one item, after which the runner and all its ranks are "
+                         f"killed; default: the variant's deadline + {GRACE:g} s")
+    group.addoption("--mpirun", default="mpirun", metavar="COMMAND",
+                    help="launcher for variants of the mpi backend (default: mpirun)")
+
+
+def pytest_configure(config):
+    for name, text in MARKERS.items():
+        config.addinivalue_line("markers", f"{name}: {text}")
+    config.pluginmanager.register(DistmetricsSession(config), DistmetricsSession.NAME)
+
+
+def pytest_collect_file(file_path: Path, parent):
+    if file_path.suffix != ".toml":
+        return None
+    session = parent.config.pluginmanager.get_plugin(DistmetricsSession.NAME)
+    if session is None or not session.collects(file_path):
+        return None
+    return ScenarioFile.from_parent(parent, path=file_path)
+
+
+class DistmetricsSession:
+    """What every item of one pytest run shares: the runner, the selection, the listings."""
+    NAME = "distmetrics-session"
+
+    def __init__(self, config):
+        self.config = config
+        self.rootdir = Path(config.rootpath)
+        invocation = Path(config.invocation_params.dir)
+        dirs = config.getoption("scenario_dir") or [str(self.rootdir / "scenarios")]
+        self.scenario_dirs = [(invocation / d).resolve() for d in dirs]
+        self.explicit_files = {(invocation / a.split("::")[0]).resolve()
+                               for a in config.args if a.split("::")[0].endswith(".toml")}
+        self.selection = Selection(config.getoption("backend"), config.getoption("world_sizes"))
+        self.deadline: Optional[float] = config.getoption("distmetrics_deadline")
+        self.timeout: Optional[float] = config.getoption("distmetrics_timeout")
+        self.mpirun = config.getoption("mpirun").split()
+        self._runner: Optional[List[str]] = None
+        self._runner_error: Optional[RunnerError] = None
+        self._listings: Dict[Tuple[str, ...], object] = {}
+        self.outcomes: Counter = Counter()
+
+    # --- collection --------------------------------------------------------------------------
+    def collects(self, path: Path) -> bool:
+        path = path.resolve()
+        return path in self.explicit_files or self.scenario_dir_of(path) is not None
+
+    def scenario_dir_of(self, path: Path) -> Optional[Path]:
+        for folder in self.scenario_dirs:
+            if folder == path or folder in path.parents:
+                return folder
+        return None
+
+    def runner(self) -> List[str]:
+        if self._runner is None and self._runner_error is None:
+            try:
+                self._runner = find_runner(self.config.getoption("distmetrics_bin"), self.rootdir,
+                                           Path(self.config.invocation_params.dir))
+            except RunnerError as error:
+                self._runner_error = error
+        if self._runner_error is not None:
+            raise self._runner_error
+        return self._runner
+
+    def cli_path(self, path: Path) -> str:
+        """A path as given to the CLI (which runs in the rootdir): relative when inside it, so
+        that the CLI's reproduce commands read as a person would type them."""
+        try:
+            return str(path.resolve().relative_to(self.rootdir))
+        except ValueError:
+            return str(path.resolve())
+
+    def _listing(self, paths: Tuple[str, ...]) -> List[Variant]:
+        """One `list --json` per folder (not per file: starting the runner costs time)."""
+        if paths not in self._listings:
+            try:
+                self._listings[paths] = list_variants(self.runner(), paths, self.selection,
+                                                      self.rootdir)
+            except RunnerError as error:
+                self._listings[paths] = error
+        found = self._listings[paths]
+        if isinstance(found, RunnerError):
+            raise found
+        return found
+
+    def variants_for(self, path: Path) -> List[Variant]:
+        path = path.resolve()
+        folder = self.scenario_dir_of(path)
+        if folder is not None:
+            try:
+                return [v for v in self._listing((self.cli_path(folder),)) if v.file == path]
+            except RunnerError:
+                pass  # e.g. another file of the folder is broken: list this file on its own
+        return [v for v in self._listing((self.cli_path(path),)) if v.file == path]
+
+    def hard_timeout(self, variant: Variant) -> float:
+        if self.timeout is not None:
+            return self.timeout
+        deadline = self.deadline or variant.deadline or DEFAULT_DEADLINE
+        return deadline + GRACE
+
+    # --- reporting ---------------------------------------------------------------------------
+    def pytest_report_header(self, config):
+        try:
+            runner = " ".join(self.runner())
+        except RunnerError:
+            runner = "not found (see --distmetrics-bin)"
+        flags = " ".join(self.selection.flags()) or "all backends and world sizes"
+        return [f"distmetrics: runner {runner}; selection: {flags}"]
+
+    def pytest_runtest_logreport(self, report):
+        for name, value in report.user_properties:
+            if name == OUTCOME_PROPERTY and report.when == "call":
+                self.outcomes[value] += 1
+        if report.when == "setup" and report.skipped and "distmetrics" in report.keywords:
+            self.outcomes["skip"] += 1
+
+    def pytest_terminal_summary(self, terminalreporter):
+        if not self.outcomes:
+            return
+        order = ["pass", "fail", "hang", "crash", "error", "skip"]
+        counts = ", ".join(f"{self.outcomes[o]} {o}" for o in order)
+        extra = sorted(set(self.outcomes) - set(order))
+        if extra:
+            counts += ", " + ", ".join(f"{self.outcomes[o]} {o}" for o in extra)
+        terminalreporter.write_line(f"distmetrics variants: {counts}")
+
+
+class ScenarioFile(pytest.File):
+    """One scenario file; its items are the variants the runner lists for it."""
+
+    def collect(self):
+        session: DistmetricsSession = self.config.pluginmanager.get_plugin(DistmetricsSession.NAME)
+        for variant in session.variants_for(self.path):
+            yield VariantItem.from_parent(self, name=variant.short_name, variant=variant)
+
+    def repr_failure(self, excinfo, style=None):
+        if isinstance(excinfo.value, RunnerError):
+            return f"{self.path}: {excinfo.value}"
+        return super().repr_failure(excinfo, style)
+
+
+class VariantProblem(Exception):
+    """A variant that did not pass; the message says everything the report says."""
+
+
+class VariantItem(pytest.Item):
+    def __init__(self, *, variant: Variant, **kwargs):
+        super().__init__(**kwargs)
+        self.variant = variant
+        markers = ["distmetrics", variant.backend, *variant.markers]
+        for name in dict.fromkeys(markers):
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+                continue
+            if name not in MARKERS:
+                self.config.addinivalue_line("markers", f"{name}: listed by distmetrics")
+            self.add_marker(name)
+        if variant.skip:
+            self.add_marker(pytest.mark.skip(reason=variant.skip))
+
+    def _session(self) -> DistmetricsSession:
+        return self.config.pluginmanager.get_plugin(DistmetricsSession.NAME)
+
+    def _workdir(self) -> Path:
+        """A fresh folder for this item's report, log and the runner's TMPDIR."""
+        name = re.sub(r"[^A-Za-z0-9_.-]", "_", self.variant.id)[-60:]
+        factory = getattr(self.config, "_tmp_path_factory", None)
+        if factory is not None:
+            return factory.mktemp(name, numbered=True)
+        return Path(tempfile.mkdtemp(prefix=name + "-"))
+
+    def runtest(self):
+        session = self._session()
+        variant = self.variant
+        workdir = self._workdir()
+        report = workdir / "report.json"
+        command = run_command(session.runner(), variant, session.cli_path(variant.file), report,
+                              session.deadline, session.mpirun)
+        reproduce = reproduce_command(command, session.rootdir)
+        self.user_properties.append(("variant", variant.id))
+        self.user_properties.append(("reproduce", reproduce))
+        env = dict(os.environ, TMPDIR=str(workdir))
+        if variant.backend == "mpi" and os.geteuid() == 0:
+            env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+        timeout = session.hard_timeout(variant)
+        done = run_with_timeout(command, timeout, str(workdir / "runner.log"),
+                                cwd=str(session.rootdir), env=env)
+
+        def problem(headline: str, entry=None, tail: bool = True) -> VariantProblem:
+            lines = [describe_variant(entry)] if entry else [f"{variant.id}: {headline}"]
+            if entry and headline:
+                lines.append(headline)
+            lines.append(f"runner: {describe_returncode(done.returncode)} after "
+                         f"{done.seconds:.1f} s; log and report in {workdir}")
+            lines.append(f"reproduce: {reproduce}")
+            if tail and done.log_tail().strip():
+                lines.append("runner output (last lines):")
+                lines += ["    " + line for line in done.log_tail(30).rstrip().splitlines()]
+            return VariantProblem("\n".join(lines))
+
+        survivors = (f"; still alive after KILL: {done.survivors}" if done.survivors else "")
+        if done.timed_out:
+            self.user_properties.append((OUTCOME_PROPERTY, "hang"))
+            raise problem(f"HANG: no result within the item's hard timeout of {timeout:g} s; ended "
+                          f"the runner and its ranks (pids {done.ended_pids}){survivors}")
+        try:
+            entry = read_variant(report, variant.id)
+        except ValueError as error:
+            self.user_properties.append((OUTCOME_PROPERTY, "error"))
+            raise problem(f"ERROR: the runner's report is unreadable: {error}")
+        leftovers = ""
+        if done.leftover_pids:
+            leftovers = (f"the runner exited but left processes running (pids "
+                         f"{done.leftover_pids}); they were ended{survivors}")
+        if entry is None:
+            self.user_properties.append((OUTCOME_PROPERTY, "error"))
+            raise problem(f"ERROR: the runner ({describe_returncode(done.returncode)}) wrote no "
+                          f"report for this variant. {leftovers}".strip())
+        outcome = str(entry.get("outcome"))
+        self.user_properties.append((OUTCOME_PROPERTY, outcome))
+        if leftovers:
+            raise problem(f"LEFT PROCESSES BEHIND: {leftovers}", entry)
+        if outcome == "pass":
+            if done.returncode != 0:
+                raise problem(f"the report says pass but the runner ended with "
+                              f"{describe_returncode(done.returncode)}", entry)
+            return
+        if outcome == "skip":
+            # Placed at the scenario file (as a skip from the listing is), not at this line.
+            raise pytest.skip.Exception(entry.get("reason") or "skipped by distmetrics",
+                                        _use_item_location=True)
+        if outcome in NOT_PASSED:
+            raise problem("", entry, tail=outcome != "fail")
+        raise problem(f"unknown outcome {outcome!r} in the runner's report", entry)
+
+    def repr_failure(self, excinfo, style=None):
+        if isinstance(excinfo.value, (VariantProblem, RunnerError)):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style)
+
+    def reportinfo(self):
+        # A line number is needed for pytest to place a skip raised at run time.
+        return self.path, 0, f"distmetrics {self.variant.id}"

@@ -1,0 +1,66 @@
+"""Reads the runner's JSON report for one variant and says in words why it did not pass."""
+
+import json
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+NOT_PASSED = ("fail", "hang", "crash", "error")
+
+
+def read_variant(report: Path, variant_id: str) -> Optional[Dict[str, Any]]:
+    """The report's entry for variant_id; None when the file or the entry is missing.
+    Raises ValueError when the file is there but is no report."""
+    try:
+        text = report.read_text()
+    except OSError:
+        return None
+    data = json.loads(text)
+    if not isinstance(data, dict) or not isinstance(data.get("variants"), list):
+        raise ValueError(f"{report} has no \"variants\" list")
+    for entry in data["variants"]:
+        if isinstance(entry, dict) and entry.get("id") == variant_id:
+            return entry
+    return None
+
+
+def show_value(value: Any) -> str:
+    """A Value's JSON form in one line; tensors as dtype[shape] and their values."""
+    if isinstance(value, dict) and {"dtype", "shape", "values"} <= value.keys():
+        shape = "x".join(str(d) for d in value["shape"])
+        return f"{value['dtype']}[{shape}] {json.dumps(value['values'])}"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {show_value(v)}" for k, v in value.items()) + "}"
+    return json.dumps(value)
+
+
+def _indent(text: str, prefix: str = "    ") -> str:
+    return "\n".join(prefix + line for line in str(text).splitlines())
+
+
+def describe_property(prop: Dict[str, Any]) -> List[str]:
+    lines = [f"property {prop.get('name', '?')}: {prop.get('outcome', '?')}"]
+    if prop.get("message"):
+        lines.append(_indent(prop["message"]))
+    if "single" in prop and prop["single"] is not None:
+        lines.append(f"    single-process value: {show_value(prop['single'])}")
+    for rank, value in enumerate(prop.get("ranks") or []):
+        lines.append(f"    rank {rank} value:        {show_value(value)}")
+    if prop.get("difference") is not None:
+        lines.append(f"    difference: {prop['difference']}")
+    return lines
+
+
+def describe_variant(entry: Dict[str, Any]) -> str:
+    """What went wrong in one variant: outcome and reason, each property that did not pass with
+    its single-process and per-rank values and their difference, the diagnosis, how to rerun."""
+    lines = [f"{entry.get('id', '?')}: {str(entry.get('outcome', '?')).upper()}"
+             + (f": {entry['reason']}" if entry.get("reason") else "")]
+    for prop in entry.get("properties") or []:
+        if prop.get("outcome") != "pass":
+            lines += describe_property(prop)
+    if entry.get("diagnosis"):
+        lines.append("diagnosis:")
+        lines.append(_indent(entry["diagnosis"]))
+    if entry.get("reproduce"):
+        lines.append(f"reproduce (runner's): {entry['reproduce']}")
+    return "\n".join(lines)

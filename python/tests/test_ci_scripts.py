@@ -1,0 +1,229 @@
+"""ci/run_2gpu.sh (and the other CI entry points) without GPUs: argument handling, the GPU check
+and its skip path, LibTorch discovery, and the commands they would run. nvidia-smi, the python
+probe and the runner are fakes on a PATH that holds nothing else of the machine's."""
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO_ROOT
+
+SCRIPT = REPO_ROOT / "ci" / "run_2gpu.sh"
+TOOLS = ["bash", "sh", "grep", "tr", "nproc", "dirname", "cat", "mkdir", "timeout", "env"]
+
+FAKE_NVIDIA_SMI = """#!/bin/sh
+[ "$FAKE_GPUS" = fail ] && { echo "NVIDIA-SMI has failed: no driver" >&2; exit 9; }
+i=0; while [ "$i" -lt "$FAKE_GPUS" ]; do echo "$i"; i=$((i+1)); done
+"""
+# Answers the two probes of run_2gpu.sh: the GPU count and the LibTorch CMake prefix.
+FAKE_PYTHON = """#!/bin/sh
+case "$*" in
+  *device_count*) [ -n "$FAKE_TORCH_GPUS" ] && echo "$FAKE_TORCH_GPUS" && exit 0 ;;
+  *cmake_prefix_path*)
+    [ -n "$FAKE_TORCH_PREFIX" ] && printf '%s\\n%s\\n%s\\n' "$FAKE_TORCH_PREFIX" \\
+      "$FAKE_TORCH_CUDA" 2.5.1 && exit 0 ;;
+esac
+echo "ModuleNotFoundError: No module named 'torch'" >&2
+exit 1
+"""
+# A stand-in runner: records its arguments; exits with $FAKE_EXIT_<backend>.
+FAKE_RUNNER = """#!/bin/sh
+echo "$*" >> "$FAKE_RUNNER_LOG"
+case "$*" in *"--backend nccl"*) exit "${FAKE_EXIT_nccl:-0}" ;; esac
+exit "${FAKE_EXIT_gloo:-0}"
+"""
+
+
+def executable(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    path.chmod(0o755)
+    return path
+
+
+class Machine:
+    """A PATH with the few tools the scripts need, optional fake nvidia-smi, a fake python."""
+
+    def __init__(self, tmp_path: Path):
+        self.tmp = tmp_path
+        self.bin = tmp_path / "bin"
+        self.bin.mkdir()
+        for tool in TOOLS:
+            found = shutil.which(tool)
+            assert found, f"{tool} is needed by the test"
+            (self.bin / tool).symlink_to(found)
+        self.python = executable(tmp_path / "python", FAKE_PYTHON)
+        self.env = {"PATH": str(self.bin), "PYTHON": str(self.python), "HOME": str(tmp_path),
+                    "FAKE_TORCH_PREFIX": "/opt/torch/share/cmake", "FAKE_TORCH_CUDA": "12.4",
+                    "FAKE_RUNNER_LOG": str(tmp_path / "runner.log")}
+
+    def gpus(self, count):
+        executable(self.bin / "nvidia-smi", FAKE_NVIDIA_SMI)
+        self.env["FAKE_GPUS"] = str(count)
+
+    def run(self, *args, script=SCRIPT, **env):
+        done = subprocess.run(["bash", str(script), *args], cwd=self.tmp, capture_output=True,
+                              text=True, timeout=60, env={**self.env, **env})
+        return done.returncode, done.stdout + done.stderr
+
+    def commands(self, output):
+        return [line[2:] for line in output.splitlines() if line.startswith("+ ")]
+
+
+@pytest.fixture
+def machine(tmp_path):
+    return Machine(tmp_path)
+
+
+def test_help(machine):
+    code, out = machine.run("--help")
+    assert code == 0
+    assert out.startswith("Usage: ci/run_2gpu.sh")
+    assert "77 skipped: fewer GPUs than --min-gpus" in out
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--frobnicate"], "unknown argument '--frobnicate' (see --help)"),
+    (["--build-dir"], "--build-dir needs a value"),
+    (["--min-gpus", "two"], "--min-gpus wants a positive whole number, got 'two'"),
+    (["--min-gpus", "0"], "--min-gpus wants a positive whole number, got '0'"),
+])
+def test_bad_arguments_exit_2_with_a_message(machine, args, message):
+    machine.gpus(2)
+    code, out = machine.run(*args)
+    assert code == 2
+    assert f"[run_2gpu] error: {message}" in out
+    assert "+ " not in out
+
+
+@pytest.mark.parametrize("setup, found", [
+    ({"gpus": 1}, "found 1 GPU(s) (nvidia-smi)"),
+    ({"gpus": "fail"}, "found 0 GPU(s) (nvidia-smi, which found no GPU or no driver)"),
+    ({"FAKE_TORCH_GPUS": "1"}, "found 1 GPU(s) (torch.cuda.device_count() of "),
+    ({}, "found 0 GPU(s) (no nvidia-smi, and "),
+    ({"gpus": 2, "CUDA_VISIBLE_DEVICES": "1"},
+     "found 1 GPU(s) (nvidia-smi; CUDA_VISIBLE_DEVICES='1')"),
+    ({"gpus": 2, "CUDA_VISIBLE_DEVICES": ""}, "found 0 GPU(s) (nvidia-smi; CUDA_VISIBLE_DEVICES='')"),
+])
+def test_fewer_than_two_gpus_is_a_skip_with_exit_77(machine, setup, found):
+    setup = dict(setup)
+    if "gpus" in setup:
+        machine.gpus(setup.pop("gpus"))
+    code, out = machine.run("--dry-run", **setup)
+    assert code == 77, out
+    assert f"[run_2gpu] SKIP: {found}" in out
+    assert "this job needs at least 2." in out
+    assert "'ci/run_2gpu.sh --min-gpus 1'" in out
+    assert "Nothing was run: exit code 77 (skipped)." in out
+    assert machine.commands(out) == []
+
+
+def test_two_gpus_dry_run_prints_the_build_and_both_runs(machine):
+    machine.gpus(2)
+    code, out = machine.run("--dry-run")
+    assert code == 0, out
+    assert "[run_2gpu] found 2 GPU(s) (nvidia-smi)" in out
+    assert "LibTorch: torch 2.5.1 (CUDA 12.4) of" in out
+    root = str(REPO_ROOT)
+    assert machine.commands(out) == [
+        f"cmake -S {root} -B build-2gpu -G Ninja -DCMAKE_BUILD_TYPE=Release "
+        "-DDISTMETRICS_WITH_NCCL=ON -DCMAKE_PREFIX_PATH=/opt/torch/share/cmake "
+        "-DDISTMETRICS_BUILD_TESTS=OFF",
+        "cmake --build build-2gpu -j " + str(os.cpu_count()) + " --target distmetrics",
+        "timeout --kill-after=30 3000 build-2gpu/harness/distmetrics run scenarios --backend nccl "
+        "--world-sizes 2 --json build-2gpu/reports/2gpu-nccl.json "
+        "--junit build-2gpu/reports/2gpu-nccl.xml",
+        "timeout --kill-after=30 3000 build-2gpu/harness/distmetrics run scenarios --backend gloo "
+        "--world-sizes 2 --filter '*:gloo-ws2-*-cuda*' "
+        "--json build-2gpu/reports/2gpu-gloo-cuda.json "
+        "--junit build-2gpu/reports/2gpu-gloo-cuda.xml"]
+    assert "dry run: nothing was built or run" in out
+    assert not (machine.tmp / "build-2gpu").exists()
+
+
+def test_torch_dir_deps_dir_folders_tests_and_extra_run_arguments(machine):
+    machine.gpus(2)
+    code, out = machine.run("--dry-run", "--deps-dir", "/deps", "--build-dir", "b2",
+                            "--reports-dir", "/r", "--with-tests", "--", "--deadline", "5",
+                            Torch_DIR="/libtorch/share/cmake/Torch", JOBS="3")
+    assert code == 0, out
+    commands = machine.commands(out)
+    assert commands[0].endswith(" -B b2 -G Ninja -DCMAKE_BUILD_TYPE=Release "
+                                "-DDISTMETRICS_WITH_NCCL=ON -DTorch_DIR=/libtorch/share/cmake/Torch "
+                                "-DDISTMETRICS_DEPS_DIR=/deps -DDISTMETRICS_BUILD_TESTS=ON")
+    assert commands[1] == "cmake --build b2 -j 3"
+    assert commands[2] == "ctest --test-dir b2 --output-on-failure -j 3"
+    assert commands[3].endswith("b2/harness/distmetrics run scenarios --backend nccl "
+                                "--world-sizes 2 --deadline 5 --json /r/2gpu-nccl.json "
+                                "--junit /r/2gpu-nccl.xml")
+    assert "--deadline 5 --json /r/2gpu-gloo-cuda.json" in commands[4]
+
+
+def test_one_gpu_runs_what_fits_when_asked(machine):
+    machine.gpus(1)
+    code, out = machine.run("--dry-run", "--min-gpus", "1", "--skip-build")
+    assert code == 0, out
+    commands = machine.commands(out)
+    assert len(commands) == 2  # no build
+    assert "--backend nccl --world-sizes 1,2 " in commands[0]
+    assert "--backend gloo --world-sizes 2 " in commands[1]
+
+
+@pytest.mark.parametrize("env, message", [
+    ({"FAKE_TORCH_PREFIX": ""}, "no CUDA LibTorch: set Torch_DIR (or --torch-dir)"),
+    ({"FAKE_TORCH_CUDA": ""}, "torch 2.5.1 of"),
+])
+def test_no_cuda_libtorch_is_a_setup_failure(machine, env, message):
+    machine.gpus(2)
+    code, out = machine.run("--dry-run", **env)
+    assert code == 5, out
+    assert message in out
+    assert machine.commands(out) == []
+
+
+def test_runs_fold_exit_codes_and_write_reports(machine):
+    machine.gpus(2)
+    executable(machine.tmp / "b" / "harness" / "distmetrics", FAKE_RUNNER)
+    code, out = machine.run("--skip-build", "--build-dir", str(machine.tmp / "b"),
+                            FAKE_EXIT_nccl="1", FAKE_EXIT_gloo="3")
+    assert code == 3, out  # a hang outranks a failed property
+    assert "exit code 3 (per run: 1 3)" in out
+    assert (machine.tmp / "b" / "reports").is_dir()
+    runs = (machine.tmp / "runner.log").read_text().splitlines()
+    assert len(runs) == 2 and runs[0].startswith("run scenarios --backend nccl")
+    code, out = machine.run("--skip-build", "--build-dir", str(machine.tmp / "b"),
+                            FAKE_EXIT_gloo="139")  # the runner itself died (SIGSEGV)
+    assert code == 4, out
+
+
+def test_skip_build_without_a_runner_is_a_setup_failure(machine):
+    machine.gpus(2)
+    code, out = machine.run("--skip-build", "--build-dir", "nowhere")
+    assert code == 5
+    assert "nowhere/harness/distmetrics is missing" in out
+
+
+@pytest.mark.parametrize("codes, worst", [
+    ("0 0", 0), ("1 0", 1), ("1 3", 3), ("3 4 1", 4), ("4 2 3", 2), ("", 0)])
+def test_exit_codes_fold_by_priority(codes, worst):
+    done = subprocess.run(["bash", "-c", f"source {REPO_ROOT}/ci/lib.sh; dm_worst_code {codes}"],
+                          capture_output=True, text=True, check=True)
+    assert int(done.stdout) == worst
+
+
+def test_cpu_and_mpi_jobs_dry_run(machine):
+    cpu = machine.run(script=REPO_ROOT / "ci" / "run_cpu.sh", DM_DRY_RUN="1", SKIP_DEPS="1")
+    assert cpu[0] == 0, cpu[1]
+    assert machine.commands(cpu[1])[-1] == (
+        "timeout --kill-after=30 3000 build/harness/distmetrics run scenarios --backend gloo "
+        "--world-sizes 1,2,4 --json build/reports/cpu.json --junit build/reports/cpu.xml")
+    mpi = machine.run(script=REPO_ROOT / "ci" / "run_mpi.sh", DM_DRY_RUN="1", SKIP_DEPS="1")
+    assert mpi[0] == 0, mpi[1]
+    assert machine.commands(mpi[1])[-2:] == [
+        f"timeout --kill-after=30 3000 mpirun -np {n} --oversubscribe build/harness/distmetrics "
+        f"run scenarios --launcher mpi --backend mpi --world-sizes {n} "
+        f"--json build/reports/mpi-np{n}.json --junit build/reports/mpi-np{n}.xml"
+        for n in (2, 4)]
