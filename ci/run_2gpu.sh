@@ -32,7 +32,8 @@ Options:
   -h, --help         this text
 
 Environment: PYTHON (python3), JOBS (cores), SUITE_TIMEOUT (3000 s per run),
-  GLOO_CUDA_FILTER (glob of the gloo variants with CUDA tensors: '*:gloo-ws2-*-cuda*'),
+  GLOO_CUDA_PLACEMENTS (the placements that put gloo's tensors on a GPU:
+  cuda,cuda0,cpu_state_cuda_input,mixed),
   DISTMETRICS_GPU_COUNT (use this GPU count instead of asking nvidia-smi or torch).
 
 Exit codes: 0 all passed; 1 a property failed (or a metric raised); 2 bad input (scenario files,
@@ -181,7 +182,7 @@ dm_suite 2gpu-nccl "$runner" run scenarios --backend nccl --world-sizes "$nccl_s
   "${run_args[@]}"
 codes+=("$DM_SUITE_CODE")
 dm_suite 2gpu-gloo-cuda "$runner" run scenarios --backend gloo --world-sizes 2 \
-  --filter "${GLOO_CUDA_FILTER:-*:gloo-ws2-*-cuda*}" "${run_args[@]}"
+  --placement "${GLOO_CUDA_PLACEMENTS:-cuda,cuda0,cpu_state_cuda_input,mixed}" "${run_args[@]}"
 codes+=("$DM_SUITE_CODE")
 
 code=$(dm_worst_code "${codes[@]}")

@@ -48,8 +48,10 @@ def pytest_addoption(parser):
     group.addoption("--distmetrics-timeout", type=float, metavar="SECONDS",
                     help="hard limit for one item, after which the runner and all its ranks are "
                          f"killed; default: the variant's deadline + {GRACE:g} s")
-    group.addoption("--mpirun", default="mpirun", metavar="COMMAND",
-                    help="launcher for variants of the mpi backend (default: mpirun)")
+    group.addoption("--mpirun", metavar="COMMAND",
+                    help="start variants of the mpi backend as `COMMAND -np N --oversubscribe "
+                         "distmetrics run ... --launcher mpi` (default: the runner starts its "
+                         "own mpirun)")
 
 
 def pytest_configure(config):
@@ -82,7 +84,8 @@ class DistmetricsSession:
         self.selection = Selection(config.getoption("backend"), config.getoption("world_sizes"))
         self.deadline: Optional[float] = config.getoption("distmetrics_deadline")
         self.timeout: Optional[float] = config.getoption("distmetrics_timeout")
-        self.mpirun = config.getoption("mpirun").split()
+        mpirun = config.getoption("mpirun")
+        self.mpirun: Optional[List[str]] = mpirun.split() if mpirun else None
         self._runner: Optional[List[str]] = None
         self._runner_error: Optional[RunnerError] = None
         self._listings: Dict[Tuple[str, ...], object] = {}

@@ -129,8 +129,10 @@ def list_variants(runner: Sequence[str], paths: Sequence[str], selection: Select
 
 def run_command(runner: Sequence[str], variant: Variant, file_arg: str, report: Path,
                 deadline: Optional[float], mpirun: Optional[Sequence[str]]) -> List[str]:
-    """The command that runs exactly one variant and writes its JSON report. Variants of the
-    mpi backend are started by mpirun, one process per rank (`--launcher mpi`)."""
+    """The command that runs exactly one variant and writes its JSON report. The runner starts
+    the ranks itself (for the mpi backend, through its own mpirun); given an mpirun command,
+    variants of the mpi backend are started by it instead, one process per rank
+    (`--launcher mpi`)."""
     command = [*runner, "run", file_arg, "--filter", variant.id, "--json", str(report)]
     if deadline is not None:
         command += ["--deadline", f"{deadline:g}"]

@@ -137,7 +137,7 @@ def test_two_gpus_dry_run_prints_the_build_and_both_runs(machine):
         "--world-sizes 2 --json build-2gpu/reports/2gpu-nccl.json "
         "--junit build-2gpu/reports/2gpu-nccl.xml",
         "timeout --kill-after=30 3000 build-2gpu/harness/distmetrics run scenarios --backend gloo "
-        "--world-sizes 2 --filter '*:gloo-ws2-*-cuda*' "
+        "--world-sizes 2 --placement cuda,cuda0,cpu_state_cuda_input,mixed "
         "--json build-2gpu/reports/2gpu-gloo-cuda.json "
         "--junit build-2gpu/reports/2gpu-gloo-cuda.xml"]
     assert "dry run: nothing was built or run" in out

@@ -189,7 +189,15 @@ def test_the_rendezvous_fails_when_items_run_one_after_another(project, tmp_path
     result.assert_outcomes(failed=1, passed=1)
 
 
-def test_mpi_variants_start_under_mpirun(project, tmp_path):
+def test_mpi_variants_are_left_to_the_runner_by_default(project):
+    project.scenario("core/accuracy", backends=["mpi"], world_sizes=[2])
+    project.run("-m", "mpi").assert_outcomes(passed=1)
+    (run,) = [p["argv"] for p in project.processes() if p["role"] == "runner"
+              and p["argv"][0] == "run"]
+    assert "--launcher" not in run
+
+
+def test_mpi_variants_start_under_the_given_mpirun(project, tmp_path):
     mpirun = tmp_path / "fake-mpirun"
     # Checks the flags it is given, then runs the command once (the fake is not an MPI program).
     mpirun.write_text('#!/bin/sh\n[ "$1 $3" = "-np --oversubscribe" ] || exit 9\n'
