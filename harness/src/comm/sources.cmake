@@ -1,4 +1,15 @@
 # Communicator sources; backends only where their libraries were found.
 list(APPEND DISTMETRICS_RUNTIME_SOURCES
   src/comm/communicator.cpp
-  src/comm/single_process.cpp)
+  src/comm/single_process.cpp
+  src/comm/backends.cpp)
+if(DISTMETRICS_HAVE_GLOO)
+  list(APPEND DISTMETRICS_RUNTIME_SOURCES src/comm/gloo.cpp)
+endif()
+if(DISTMETRICS_HAVE_MPI)
+  list(APPEND DISTMETRICS_RUNTIME_SOURCES src/comm/mpi.cpp)
+  list(APPEND DISTMETRICS_RUNTIME_PRIVATE_LINK MPI::MPI_CXX)
+endif()
+if(DISTMETRICS_HAVE_NCCL)
+  list(APPEND DISTMETRICS_RUNTIME_SOURCES src/comm/nccl.cpp)
+endif()

@@ -1,3 +1,11 @@
 # Tasks, the rank pool, workers and launch modes.
 list(APPEND DISTMETRICS_RUNTIME_SOURCES
-  src/launch/task_registry.cpp)
+  src/launch/task_registry.cpp
+  src/launch/protocol.cpp
+  src/launch/process.cpp
+  src/launch/wire.cpp
+  src/launch/worker_args.cpp
+  src/launch/task_runner.cpp
+  src/launch/worker.cpp
+  src/launch/diagnosis.cpp
+  src/launch/rank_pool.cpp)

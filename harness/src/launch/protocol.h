@@ -1,0 +1,28 @@
+// JSON forms of the runtime's records, as they travel between workers, peers and supervisors.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "distmetrics/harness/comm.h"
+#include "distmetrics/harness/variant_run.h"
+
+namespace distmetrics::harness::detail {
+
+nlohmann::json to_json(const CollectiveRecord& record);
+CollectiveRecord record_from_json(const nlohmann::json& json);
+
+nlohmann::json to_json(const VariantRequest& request);
+VariantRequest request_from_json(const nlohmann::json& json);
+
+nlohmann::json to_json(const RankOutcome& outcome);
+RankOutcome outcome_from_json(const nlohmann::json& json);
+
+RankState rank_state_from_string(const std::string& text);
+RunStatus run_status_from_string(const std::string& text);
+
+VariantRun run_from_json(const nlohmann::json& json);
+
+// The collective budget of a request: its op_timeout, or its whole deadline when that is zero.
+std::chrono::milliseconds op_timeout_of(const VariantRequest& request);
+
+}  // namespace distmetrics::harness::detail
