@@ -125,4 +125,16 @@ void require_at_least(const std::string& metric, const std::string& argument, co
   }
 }
 
+void require_between(const std::string& metric, const std::string& argument, const at::Tensor& t,
+                     double low, double high) {
+  if (t.numel() == 0) return;
+  const at::Tensor bad = (t < low).logical_or(t > high);
+  if (bad.any().item<bool>()) {
+    const std::string pos = first_position(bad);
+    const double value = t.masked_select(bad).select(0, 0).item<double>();
+    throw InputError(metric, argument, "values in [" + number_string(low) + ", " + number_string(high) + "]",
+                     number_string(value) + " at " + pos);
+  }
+}
+
 }  // namespace distmetrics::metrics::checks

@@ -1,6 +1,7 @@
 // Registration of the reference metrics with their user-facing names and parameters.
 #pragma once
 
+#include <ATen/core/ScalarType.h>
 #include <nlohmann/json.hpp>
 
 #include <string>
@@ -13,10 +14,18 @@ namespace distmetrics::metrics::detail {
 void register_reference_metrics(MetricRegistry& registry);
 
 // One registration function per family (reference_<family>.cpp).
-void register_classification(MetricRegistry& registry);
+void register_classification(MetricRegistry& registry);  // with the confusion-matrix metrics
+void register_regression(MetricRegistry& registry);
+void register_aggregation(MetricRegistry& registry);
+void register_epoch(MetricRegistry& registry);
+void register_image(MetricRegistry& registry);
+void register_composite(MetricRegistry& registry);
 
 // Shorthand for ParamSpecs.
 ParamSpec param(std::string name, std::string type, nlohmann::json default_value, std::string description,
                 std::vector<std::string> choices = {});
+// The `sum_dtype` parameter of metrics with floating-point sums, and its value.
+ParamSpec sum_dtype_param();
+at::ScalarType sum_dtype_of(const std::string& metric, const nlohmann::json& params);
 
 }  // namespace distmetrics::metrics::detail

@@ -4,6 +4,17 @@ list(APPEND DISTMETRICS_METRICS_SOURCES
   src/input_checks.cpp
   src/classification_inputs.cpp
   src/classification.cpp
+  src/confusion_matrix.cpp
+  src/regression.cpp
+  src/aggregation.cpp
+  src/epoch.cpp
+  src/image.cpp
+  src/composite.cpp
   src/registry.cpp
   src/reference_metrics.cpp
-  src/reference_classification.cpp)
+  src/reference_classification.cpp
+  src/reference_regression.cpp
+  src/reference_aggregation.cpp
+  src/reference_epoch.cpp
+  src/reference_image.cpp
+  src/reference_composite.cpp)

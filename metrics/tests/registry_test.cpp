@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 
 #include "distmetrics/metrics/errors.h"
+#include "test_support.h"
+
+#include <algorithm>
 
 namespace distmetrics::metrics {
 namespace {
@@ -35,10 +38,17 @@ TEST(RegistryTest, EveryMetricHasADescriptionAndDescribedParameters) {
   }
 }
 
-TEST(RegistryTest, KnowsTheClassificationMetrics) {
-  for (const char* name : {"Accuracy", "TopKCategoricalAccuracy", "Precision", "Recall", "Fbeta", "F1"}) {
-    EXPECT_NE(registry().find(name), nullptr) << name;
-  }
+TEST(RegistryTest, KnowsEveryReferenceMetric) {
+  const std::vector<std::string> expected = {
+      "Accuracy", "AveragePrecision", "CohenKappa", "Composite", "ConfusionMatrix", "Dice", "F1", "Fbeta",
+      "GeometricAverage", "IoU", "Loss", "MaximumAbsoluteError", "MeanAbsoluteError", "MeanIoU",
+      "MeanPairwiseDistance", "MeanSquaredError", "PSNR", "PearsonCorrelation", "Precision", "R2Score", "Recall",
+      "RocAuc", "RootMeanSquaredError", "RunningAverage", "TopKCategoricalAccuracy", "Average"};
+  std::vector<std::string> sorted = expected;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(registry().names(), sorted);
+  // Every registered metric has reference cases (tools/reference/generate_reference.py).
+  EXPECT_EQ(testing::reference_metric_names(), sorted);
 }
 
 TEST(RegistryTest, ResolveFillsDefaults) {

@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -92,6 +93,22 @@ std::vector<Batch> dataset(const std::string& name) {
   std::vector<Batch> out;
   for (const auto& b : reference_document().at("datasets").at(name)) out.push_back(batch_from_json(b));
   return out;
+}
+
+bool holds_samples(const nlohmann::json& reference_case) {
+  for (const Batch& b : dataset(reference_case.at("data").get<std::string>())) {
+    if (b.size() > 0) return true;
+  }
+  return false;
+}
+
+std::vector<std::string> expected_collectives(std::vector<std::string> plan, bool any_rank_holds_rows) {
+  if (!any_rank_holds_rows) {
+    plan.erase(std::remove_if(plan.begin(), plan.end(),
+                              [](const std::string& op) { return op.rfind("all_gather ", 0) == 0; }),
+               plan.end());
+  }
+  return plan;
 }
 
 ::testing::AssertionResult values_close(const Value& actual, const Value& expected, double rtol, double atol) {

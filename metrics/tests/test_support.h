@@ -25,6 +25,12 @@ at::Tensor tensor_from_json(const nlohmann::json& j);  // {"dtype", "shape", "va
 Batch batch_from_json(const nlohmann::json& j);
 std::vector<Batch> dataset(const std::string& name);   // the batches of a reference dataset
 
+// Whether a reference case's dataset has any sample.
+bool holds_samples(const nlohmann::json& reference_case);
+// The collectives a sync issues: the plan, less the per-dtype all_gathers when no rank holds any
+// gathered row (the communicator skips a dtype no rank holds anything of).
+std::vector<std::string> expected_collectives(std::vector<std::string> plan, bool any_rank_holds_rows);
+
 // Equal within |a - b| <= atol + rtol * |b| (NaN equals NaN, infinities must match); tensors must
 // match in shape; named values key by key.
 ::testing::AssertionResult values_close(const Value& actual, const Value& expected, double rtol, double atol);

@@ -33,6 +33,9 @@ void require_no_nan(const std::string& metric, const std::string& argument, cons
 // Every value in [low, high) (integer or bool tensors).
 void require_in_range(const std::string& metric, const std::string& argument, const at::Tensor& t,
                       std::int64_t low, std::int64_t high);
+// Every value in [low, high] (NaN passes: callers that reject NaN check it first).
+void require_between(const std::string& metric, const std::string& argument, const at::Tensor& t,
+                     double low, double high);
 // Every value >= low (or > low when strict).
 void require_at_least(const std::string& metric, const std::string& argument, const at::Tensor& t,
                       double low, bool strict);
