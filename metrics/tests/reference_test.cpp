@@ -4,6 +4,8 @@
 // leaves the local state alone, and exactly the collectives the metric's sync plan lists.
 #include <gtest/gtest.h>
 
+#include <ATen/Context.h>
+
 #include <memory>
 
 #include "distmetrics/harness/comm.h"
@@ -93,6 +95,30 @@ TEST_P(ReferenceTest, MatchesTheReferenceAndSyncsIdempotentlyAtWorldSizeOne) {
   for (const auto& c : cases) {
     SCOPED_TRACE(c.at("id").get<std::string>());
     check_case(c);
+  }
+}
+
+// State on cuda:0 (inputs on the CPU are moved there), with a world-size-1 communicator on the
+// CPU: the same values and the same local-state digest as on the CPU. Skipped without CUDA.
+TEST(DeviceTest, StateOnCudaGivesTheCpuResults) {
+  if (!at::hasCUDA()) GTEST_SKIP() << "needs CUDA (this LibTorch has none, or no GPU is visible)";
+  const c10::Device cuda(at::kCUDA, 0);
+  for (const auto& c : reference_cases()) {
+    SCOPED_TRACE(c.at("id").get<std::string>());
+    auto cpu = build(c);
+    auto gpu = MetricRegistry::reference().make(c.at("metric").get<std::string>(), c.at("params"), cuda);
+    EXPECT_EQ(gpu->device(), cuda);
+    auto comm = harness::make_single_process_communicator(at::kCPU);
+    gpu->set_communicator(comm.get());
+    feed(*cpu, c);
+    feed(*gpu, c);
+    EXPECT_EQ(gpu->state_digest(), cpu->state_digest());
+    Value on_cpu, on_gpu;
+    const std::string error_cpu = compute_or_error(*cpu, on_cpu);
+    EXPECT_EQ(compute_or_error(*gpu, on_gpu), error_cpu);
+    if (error_cpu.empty()) {
+      EXPECT_TRUE(values_close(on_gpu, on_cpu, 1e-12, 1e-14));
+    }
   }
 }
 

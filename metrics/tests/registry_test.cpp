@@ -7,6 +7,8 @@
 #include "test_support.h"
 
 #include <algorithm>
+#include <fstream>
+#include <sstream>
 
 namespace distmetrics::metrics {
 namespace {
@@ -97,6 +99,35 @@ TEST(RegistryTest, MakesWorkingMetrics) {
   b.target = at::tensor({1, 1}, at::kLong);
   m->update(b);
   EXPECT_EQ(m->compute().scalar(), 0.5);
+}
+
+std::string read_file(const std::string& relative) {
+  std::ifstream in(std::string(DISTMETRICS_SOURCE_DIR) + "/" + relative);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// docs/metrics.md lists every metric with every parameter; docs/writing-a-metric.md shows the
+// example that example_metric_test.cpp compiles.
+TEST(RegistryTest, DocumentationMatchesTheRegistryAndTheCompiledExample) {
+  const std::string doc = read_file("docs/metrics.md");
+  ASSERT_FALSE(doc.empty());
+  for (const std::string& name : registry().names()) {
+    const std::size_t row = doc.find("`" + name + "`");
+    ASSERT_NE(row, std::string::npos) << name << " is not in docs/metrics.md";
+    const std::string line = doc.substr(row, doc.find('\n', row) - row);
+    for (const ParamSpec& p : registry().find(name)->params) {
+      EXPECT_NE(line.find("`" + p.name + "`"), std::string::npos) << name << "." << p.name << " in: " << line;
+    }
+  }
+  const std::string source = read_file("metrics/tests/example_metric_test.cpp");
+  const std::string begin = "// --- begin example (docs/writing-a-metric.md) ---\n", end = "// --- end example ---";
+  const std::size_t from = source.find(begin) + begin.size();
+  const std::string example = source.substr(from, source.find(end) - from);
+  ASSERT_GT(example.size(), 100u);
+  EXPECT_NE(read_file("docs/writing-a-metric.md").find(example), std::string::npos)
+      << "docs/writing-a-metric.md does not show the example of example_metric_test.cpp verbatim";
 }
 
 TEST(RegistryTest, DuplicateNamesAreRefused) {

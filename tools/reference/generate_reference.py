@@ -336,7 +336,7 @@ def regression_cases(rng):
                           np.mean(np.linalg.norm(xs - ys + 1e-6, ord=2, axis=1))))
     # Float32 sums: close to the float64 value, not equal.
     cases.append(case("MeanSquaredError/sum_dtype-float32", "MeanSquaredError", {"sum_dtype": "float32"}, d2,
-                      skm.mean_squared_error(y, x), rtol=1e-5))
+                      skm.mean_squared_error(y, x), rtol=1e-5, atol=1e-6))
     for p in (1.0, 3.0, 0.5):
         cases.append(case(f"MeanPairwiseDistance/p-{p}", "MeanPairwiseDistance", {"p": p, "eps": 0.0}, d2,
                           np.mean(np.sum(np.abs(x - y) ** p, axis=1) ** (1.0 / p))))
@@ -347,7 +347,7 @@ def regression_cases(rng):
     cases.append(case("R2Score/random", "R2Score", {}, d1, skm.r2_score(y1, x1)))
     cases.append(case("PearsonCorrelation/random", "PearsonCorrelation", {}, d1, np.corrcoef(x1, y1)[0, 1]))
     cases.append(case("MeanAbsoluteError/1d", "MeanAbsoluteError", {}, d1, skm.mean_absolute_error(y1, x1)))
-    cases.append(case("R2Score/sum_dtype-float32", "R2Score", {"sum_dtype": "float32"}, d1, skm.r2_score(y1, x1), rtol=1e-4))
+    cases.append(case("R2Score/sum_dtype-float32", "R2Score", {"sum_dtype": "float32"}, d1, skm.r2_score(y1, x1), rtol=1e-4, atol=1e-5))
     # A constant target: R2 is 1 for exact predictions, else 0; Pearson is NaN.
     const = np.full(n, 0.1)
     d_exact = data("regression/constant-exact", batches_of(SIZES, input=(const, "float64"), target=(const, "float64")))
@@ -399,7 +399,7 @@ def aggregation_cases(rng):
     cases.append(case("Average/plain", "Average", {}, d, np.mean(v)))
     cases.append(case("Average/weighted", "Average", {}, dw, np.average(v, weights=w)))
     cases.append(case("Average/int64", "Average", {}, d_int, np.mean(np.round(v * 10))))
-    cases.append(case("Average/sum_dtype-float32", "Average", {"sum_dtype": "float32"}, d, np.mean(v), rtol=1e-5))
+    cases.append(case("Average/sum_dtype-float32", "Average", {"sum_dtype": "float32"}, d, np.mean(v), rtol=1e-5, atol=1e-6))
     cases.append(case("Loss/per_sample", "Loss", {"loss": "per_sample"}, dw, np.average(v, weights=w)))
     # Computed losses, with an independent formula (scikit-learn's log_loss for the entropies).
     c = 4
