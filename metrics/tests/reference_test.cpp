@@ -99,7 +99,8 @@ TEST_P(ReferenceTest, MatchesTheReferenceAndSyncsIdempotentlyAtWorldSizeOne) {
 }
 
 // State on cuda:0 (inputs on the CPU are moved there), with a world-size-1 communicator on the
-// CPU: the same values and the same local-state digest as on the CPU. Skipped without CUDA.
+// CPU: the CPU's values (float sums may differ in the last bits: GPU reductions add in another
+// order), compute() twice agrees and leaves the local state digest alone. Skipped without CUDA.
 TEST(DeviceTest, StateOnCudaGivesTheCpuResults) {
   if (!at::hasCUDA()) GTEST_SKIP() << "needs CUDA (this LibTorch has none, or no GPU is visible)";
   const c10::Device cuda(at::kCUDA, 0);
@@ -112,12 +113,15 @@ TEST(DeviceTest, StateOnCudaGivesTheCpuResults) {
     gpu->set_communicator(comm.get());
     feed(*cpu, c);
     feed(*gpu, c);
-    EXPECT_EQ(gpu->state_digest(), cpu->state_digest());
-    Value on_cpu, on_gpu;
+    const std::string digest = gpu->state_digest();
+    Value on_cpu, on_gpu, again;
     const std::string error_cpu = compute_or_error(*cpu, on_cpu);
     EXPECT_EQ(compute_or_error(*gpu, on_gpu), error_cpu);
+    EXPECT_EQ(compute_or_error(*gpu, again), error_cpu);
+    EXPECT_EQ(gpu->state_digest(), digest);
     if (error_cpu.empty()) {
       EXPECT_TRUE(values_close(on_gpu, on_cpu, 1e-12, 1e-14));
+      EXPECT_TRUE(values_close(again, on_gpu, 0.0, 0.0));
     }
   }
 }
