@@ -31,11 +31,19 @@ function(distmetrics_library target)
   install(DIRECTORY "${ARG_INCLUDE_DIR}/" DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 endfunction()
 
-# nlohmann/json is part of the public headers; an installed consumer finds it where we did.
+# nlohmann/json is part of the public headers. An installed consumer finds it where we did, or,
+# when we took it from a folder inside the source or build tree (DISTMETRICS_DEPS_DIR on a GPU
+# node), in our own include folder, where it is installed alongside our headers.
 function(distmetrics_link_json target)
   get_target_property(_json_dir distmetrics_dep_json INTERFACE_INCLUDE_DIRECTORIES)
   target_link_libraries(${target} PUBLIC $<BUILD_INTERFACE:distmetrics_dep_json>)
-  target_include_directories(${target} SYSTEM PUBLIC $<INSTALL_INTERFACE:${_json_dir}>)
+  string(FIND "${_json_dir}/" "${CMAKE_SOURCE_DIR}/" _in_source)
+  string(FIND "${_json_dir}/" "${CMAKE_BINARY_DIR}/" _in_build)
+  if(_in_source EQUAL 0 OR _in_build EQUAL 0)
+    install(DIRECTORY "${_json_dir}/nlohmann" DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+  else()
+    target_include_directories(${target} SYSTEM PUBLIC $<INSTALL_INTERFACE:${_json_dir}>)
+  endif()
 endfunction()
 
 # distmetrics_test(<target> SOURCES ... [LINK ...] [TIMEOUT seconds] [LABELS ...])
