@@ -36,6 +36,9 @@ void ensure_initialized() {
   const int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
   if (rc != MPI_SUCCESS) throw ConfigError("mpi: MPI_Init_thread failed (was this process started by mpirun?)");
   we_initialized = true;
+  // Errors come back as codes (and become CollectiveErrors naming the collective) instead of
+  // aborting the whole job: OMPI reports some errors of non-blocking collectives here.
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   if (provided < MPI_THREAD_FUNNELED) {
     throw ConfigError("mpi: this Open MPI gives thread level " + std::to_string(provided) +
                       ", distmetrics needs at least MPI_THREAD_FUNNELED");

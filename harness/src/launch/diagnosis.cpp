@@ -98,6 +98,32 @@ std::string doing_instead(const RankOutcome& r, const std::string& phase) {
   return "";
 }
 
+// "ranks disagree at #2: rank 0 issued all_gather (...), ranks 1, 2 issued all_reduce(sum) (...)",
+// blaming the smallest group. False when every rank issued the same sequence.
+bool describe_divergence(VariantRun& run, std::ostringstream& out) {
+  auto divergence = find_divergence(run.ranks);
+  if (!divergence) return false;
+  // Blame the smallest group of ranks that issued something else (ties: the group that does
+  // not hold the lowest rank, whose sequence is taken as the reference).
+  auto& groups = divergence->groups;
+  std::stable_sort(groups.begin(), groups.end(), [](const auto& a, const auto& b) {
+    if (a.second.size() != b.second.size()) return a.second.size() > b.second.size();
+    return a.second.front() < b.second.front();
+  });
+  out << "ranks disagree at #" << divergence->seq << ": ";
+  for (size_t i = 0; i < groups.size(); ++i) {
+    out << (i ? ", " : "") << describe_ranks(groups[i].second) << " issued " << what_issued(groups[i].first);
+  }
+  std::vector<int> silent;  // ranks that issued nothing at that point
+  for (const auto& r : run.ranks) {
+    if (r.trace.size() <= divergence->seq) silent.push_back(r.rank);
+  }
+  if (!silent.empty()) out << ", " << describe_ranks(silent) << " issued nothing";
+  run.blamed_rank = groups.back().second.front();
+  out << ". Rank " << run.blamed_rank << " is blamed. " << kSameOrder;
+  return true;
+}
+
 void diagnose_crash(VariantRun& run, const std::vector<std::string>& phases) {
   std::vector<int> crashed, waiting;
   for (const auto& r : run.ranks) {
@@ -107,6 +133,9 @@ void diagnose_crash(VariantRun& run, const std::vector<std::string>& phases) {
   const RankOutcome& first = run.ranks[crashed.front()];
   run.blamed_rank = first.rank;
   std::ostringstream out;
+  // Ranks that issued different collectives can make the backend itself end them (MPI aborts
+  // on a truncated message): the divergence is the cause, the crash its consequence.
+  if (describe_divergence(run, out)) out << " Then ";
   out << "rank " << first.rank << " crashed (" << (first.how_died.empty() ? "how is unknown" : first.how_died) << ")";
   if (first.blocked_in) out << " inside " << first.blocked_in->describe();
   else out << " after " << collectives(first.trace.size());
@@ -133,25 +162,7 @@ void diagnose_hang(VariantRun& run, const std::vector<std::string>& phases, std:
   auto phase_of = [&](int rank) { return rank < static_cast<int>(phases.size()) ? phases[rank] : std::string(); };
   std::ostringstream out;
 
-  if (auto divergence = find_divergence(run.ranks)) {
-    // Blame the smallest group of ranks that issued something else (ties: the group that does
-    // not hold the lowest rank, whose sequence is taken as the reference).
-    auto& groups = divergence->groups;
-    std::stable_sort(groups.begin(), groups.end(), [](const auto& a, const auto& b) {
-      if (a.second.size() != b.second.size()) return a.second.size() > b.second.size();
-      return a.second.front() < b.second.front();
-    });
-    out << "ranks disagree at #" << divergence->seq << ": ";
-    for (size_t i = 0; i < groups.size(); ++i) {
-      out << (i ? ", " : "") << describe_ranks(groups[i].second) << " issued " << what_issued(groups[i].first);
-    }
-    std::vector<int> silent;  // ranks that issued nothing at that point
-    for (const auto& r : run.ranks) {
-      if (r.trace.size() <= divergence->seq) silent.push_back(r.rank);
-    }
-    if (!silent.empty()) out << ", " << describe_ranks(silent) << " issued nothing";
-    run.blamed_rank = groups.back().second.front();
-    out << ". Rank " << run.blamed_rank << " is blamed. " << kSameOrder;
+  if (describe_divergence(run, out)) {
     run.diagnosis = out.str();
     return;
   }
@@ -208,6 +219,12 @@ void diagnose_error(VariantRun& run) {
   for (const auto& r : run.ranks) (r.state == RankState::Raised ? raised : finished).push_back(r.rank);
   std::ostringstream out;
   const RankOutcome& first = run.ranks[raised.front()];
+  // Ranks that issued different collectives make the backend fail in odd ways: name the cause.
+  if (describe_divergence(run, out)) {
+    out << " (rank " << first.rank << " raised " << first.error_type << ": " << first_line(first.error) << ")";
+    run.diagnosis = out.str();
+    return;
+  }
   if (finished.empty()) {
     bool same_type = true;
     for (int r : raised) same_type = same_type && run.ranks[r].error_type == first.error_type;

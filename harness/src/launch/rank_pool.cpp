@@ -72,18 +72,31 @@ struct Worker {
   }
 };
 
-// Lines of mpirun --tag-output: "[1,3]<stderr>:text". Untagged lines come from mpirun itself.
+// mpirun --tag-output prefixes each chunk a rank writes with "[job,rank]<stderr>:", possibly
+// several on one line (unbuffered writes); lines without a tag come from mpirun itself.
 std::string rank_lines(const std::string& log, int rank) {
-  static const std::regex tag(R"(^\[\d+,(\d+)\]<(stdout|stderr)>:(.*)$)");
+  static const std::regex tag(R"(\[\d+,(\d+)\]<(?:stdout|stderr)>:)");
   std::istringstream in(log);
   std::string line, out;
-  std::smatch match;
   while (std::getline(in, line)) {
-    if (std::regex_match(line, match, tag)) {
-      if (std::stoi(match[1]) == rank) out += match[3].str() + "\n";
-    } else if (!line.empty()) {
-      out += "mpirun: " + line + "\n";
+    auto it = std::sregex_iterator(line.begin(), line.end(), tag);
+    if (it == std::sregex_iterator()) {
+      if (!line.empty()) out += "mpirun: " + line + "\n";
+      continue;
     }
+    std::string mine;
+    bool ours = false;
+    for (; it != std::sregex_iterator(); ++it) {
+      const auto& match = *it;
+      const auto next = std::next(it);
+      const size_t begin = static_cast<size_t>(match.position(0) + match.length(0));
+      const size_t end = next == std::sregex_iterator() ? line.size() : static_cast<size_t>(next->position(0));
+      if (std::stoi(match[1]) == rank) {
+        mine += line.substr(begin, end - begin);
+        ours = true;
+      }
+    }
+    if (ours) out += mine + "\n";
   }
   return out.size() > kLogTailBytes ? out.substr(out.size() - kLogTailBytes) : out;
 }
@@ -122,6 +135,7 @@ class RankPool::Impl {
 
   int world_size() const { return options_.world_size; }
   int spawn_count() const { return spawn_count_; }
+  long launcher_pid() const { return static_cast<long>(launcher_pid_); }
   std::vector<long> worker_pids() const {
     std::vector<long> pids;
     for (const auto& w : workers_) pids.push_back(static_cast<long>(w.pid));
@@ -492,6 +506,9 @@ class RankPool::Impl {
         return detail::describe_wait_status(*status);
       }
     }
+    if (launcher_pid_ > 0 || options_.launch == "mpirun") {
+      return "its connection closed without a word (ended by MPI or mpirun, or killed by SIGKILL: see its log tail)";
+    }
     return "its connection closed without a word (killed by SIGKILL? out of memory?)";
   }
 
@@ -604,5 +621,6 @@ VariantRun RankPool::run(const VariantRequest& request) { return impl_->run(requ
 int RankPool::world_size() const { return impl_->world_size(); }
 std::vector<long> RankPool::worker_pids() const { return impl_->worker_pids(); }
 int RankPool::spawn_count() const { return impl_->spawn_count(); }
+long RankPool::launcher_pid() const { return impl_->launcher_pid(); }
 
 }  // namespace distmetrics::harness

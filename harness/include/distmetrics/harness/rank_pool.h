@@ -40,6 +40,7 @@ class RankPool : public VariantRunner {
   int world_size() const override;
 
   std::vector<long> worker_pids() const;  // current workers (empty before the first run)
+  long launcher_pid() const;              // mpirun's pid under launch "mpirun" (0 otherwise, or when down)
   int spawn_count() const;                // how many times the pool has been (re)started
 
  private:
