@@ -127,6 +127,8 @@ class DistmetricsSession:
             try:
                 self._listings[paths] = list_variants(self.runner(), paths, self.selection,
                                                       self.rootdir)
+                for variant in self._listings[paths]:
+                    variant.listed_from = paths[0]
             except RunnerError as error:
                 self._listings[paths] = error
         found = self._listings[paths]
@@ -143,6 +145,17 @@ class DistmetricsSession:
             except RunnerError:
                 pass  # e.g. another file of the folder is broken: list this file on its own
         return [v for v in self._listing((self.cli_path(path),)) if v.file == path]
+
+    def run_path(self, variant: Variant) -> str:
+        """What to give `distmetrics run` for one variant: its file, as a person would (and the
+        runner's own reproduce command does), when the runner names the scenario the same way
+        from the file alone, i.e. relative to its nearest enclosing folder called "scenarios",
+        else its file's folder; otherwise the path it was listed from, which always agrees."""
+        file = variant.file
+        root = next((p for p in file.parents if p.name == "scenarios"), file.parent)
+        if str(file.relative_to(root).with_suffix("")) == variant.scenario:
+            return self.cli_path(file)
+        return variant.listed_from or self.cli_path(file)
 
     def hard_timeout(self, variant: Variant) -> float:
         if self.timeout is not None:
@@ -225,7 +238,7 @@ class VariantItem(pytest.Item):
         variant = self.variant
         workdir = self._workdir()
         report = workdir / "report.json"
-        command = run_command(session.runner(), variant, session.cli_path(variant.file), report,
+        command = run_command(session.runner(), variant, session.run_path(variant), report,
                               session.deadline, session.mpirun)
         reproduce = reproduce_command(command, session.rootdir)
         self.user_properties.append(("variant", variant.id))

@@ -78,6 +78,7 @@ class Variant:
     markers: List[str] = field(default_factory=list)
     skip: Optional[str] = None
     deadline: Optional[float] = None  # seconds, when the CLI says (an optional field)
+    listed_from: Optional[str] = None  # the path given to `list` that found it
 
     @property
     def short_name(self) -> str:

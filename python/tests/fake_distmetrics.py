@@ -45,18 +45,22 @@ def log_process(role, **fields):
 
 # --- scenarios and variants ---------------------------------------------------------------------
 def scenario_files(paths):
-    """(file, scenario root) for every *.toml under PATHS."""
+    """(file, scenario root) for every *.toml under PATHS. As the real CLI does, a scenario is
+    named relative to its nearest enclosing folder called "scenarios", else to the folder given
+    (or the file's own folder)."""
     found = []
     for given in paths or ["scenarios"]:
         path = Path(given)
         if path.is_dir():
-            found += [(f, path) for f in sorted(path.rglob("*.toml"))]
+            files, fallback = sorted(path.rglob("*.toml")), path
         elif path.is_file():
-            root = next((p for p in path.resolve().parents if p.name == "scenarios"),
-                        path.resolve().parent)
-            found.append((path, root))
+            files, fallback = [path], path.parent
         else:
             raise BadInput(f"{given}: no such scenario file or folder")
+        for file in files:
+            root = next((p for p in file.resolve().parents if p.name == "scenarios"),
+                        fallback.resolve())
+            found.append((file, root))
     return found
 
 

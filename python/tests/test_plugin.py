@@ -240,13 +240,21 @@ def test_other_toml_files_are_not_collected(project):
         "scenarios/core/accuracy.toml::gloo-ws2-even-cpu"]
 
 
-def test_an_explicit_scenario_dir(project):
-    elsewhere = project.path / "more"
-    elsewhere.mkdir()
-    (elsewhere / "extra.toml").write_text('[fake]\nworld_sizes = [2]\n')
-    result = project.run("--collect-only", "-q", "--scenario-dir=more", "more")
-    assert [line for line in result.outlines if "::" in line] == [
-        "more/extra.toml::gloo-ws2-even-cpu"]
+def test_an_explicit_scenario_dir_with_nested_files(project):
+    # Not called "scenarios": the runner names nested/extra relative to the folder it was given,
+    # so the item runs the folder (with --filter), which names it the same way.
+    nested = project.path / "more" / "nested"
+    nested.mkdir(parents=True)
+    (nested / "extra.toml").write_text('[fake]\nworld_sizes = [2]\n')
+    (project.path / "more" / "flat.toml").write_text('[fake]\nworld_sizes = [1]\n')
+    result = project.run("-v", "--scenario-dir=more", "more")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines_random(["more/flat.toml::gloo-ws1-even-cpu PASSED*",
+                                        "more/nested/extra.toml::gloo-ws2-even-cpu PASSED*"])
+    runs = sorted(p["argv"][:4] for p in project.processes()
+                  if p["role"] == "runner" and p["argv"][0] == "run")
+    assert runs == [["run", "more", "--filter", "nested/extra:gloo-ws2-even-cpu"],
+                    ["run", "more/flat.toml", "--filter", "flat:gloo-ws1-even-cpu"]]
 
 
 def test_the_deadline_option_reaches_the_runner(project):
