@@ -52,7 +52,7 @@ def describe_property(prop: Dict[str, Any]) -> List[str]:
 
 def describe_variant(entry: Dict[str, Any]) -> str:
     """What went wrong in one variant: outcome and reason, each property that did not pass with
-    its single-process and per-rank values and their difference, the diagnosis, how to rerun."""
+    its message, single-process and per-rank values and their difference, and the diagnosis."""
     lines = [f"{entry.get('id', '?')}: {str(entry.get('outcome', '?')).upper()}"
              + (f": {entry['reason']}" if entry.get("reason") else "")]
     for prop in entry.get("properties") or []:
@@ -61,6 +61,5 @@ def describe_variant(entry: Dict[str, Any]) -> str:
     if entry.get("diagnosis"):
         lines.append("diagnosis:")
         lines.append(_indent(entry["diagnosis"]))
-    if entry.get("reproduce"):
-        lines.append(f"reproduce (runner's): {entry['reproduce']}")
+    # The runner's own reproduce command is left out: the plugin prints the exact command it ran.
     return "\n".join(lines)

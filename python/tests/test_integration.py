@@ -1,0 +1,133 @@
+"""Real scenarios through the plugin and the real runner (ctest `pytest_scenarios`, registered
+when the `distmetrics` target is built; it passes the binary in DISTMETRICS_BIN)."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO_ROOT
+
+RUNNER = os.environ.get("DISTMETRICS_BIN", "")
+pytestmark = pytest.mark.skipif(
+    not (RUNNER and os.access(RUNNER, os.X_OK)),
+    reason="set DISTMETRICS_BIN to the built runner (ctest does: pytest_scenarios)")
+
+ACCURACY = """\
+description = "Multiclass accuracy, for the plugin's integration test."
+{extra}
+[metric]
+name = "Accuracy"
+params = {{ task = "multiclass", num_classes = 3 }}
+
+[data]
+generator = "multiclass"
+params = {{ num_classes = 3 }}
+seed = 11
+num_samples = 29
+batch_size = 4
+
+[variants]
+world_sizes = [1, 2]
+backends = {backends}
+shards = ["even", "uneven"]
+placements = {placements}
+"""
+
+
+def listed(path):
+    """What the runner lists for a scenario file or folder."""
+    done = subprocess.run([RUNNER, "list", str(path), "--json"], capture_output=True, text=True,
+                          check=True)
+    return json.loads(done.stdout)
+
+
+@pytest.fixture
+def real(project):
+    project.runner_option = lambda: f"--distmetrics-bin={RUNNER}"
+    return project
+
+
+def write(project, name, **fields):
+    fields.setdefault("extra", "")
+    fields.setdefault("backends", '["gloo"]')
+    fields.setdefault("placements", '["cpu"]')
+    path = project.path / "scenarios" / f"{name}.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(ACCURACY.format(**fields))
+    return path
+
+
+def test_real_variants_pass_in_parallel_with_ids_from_the_runner(real):
+    write(real, "core/accuracy")
+    result = real.run("-v", "-n", "2", "-p", "xdist", "--junitxml=report.xml")
+    names = [f"gloo-ws{n}-{s}-cpu" for n in (1, 2) for s in ("even", "uneven")]
+    result.assert_outcomes(passed=4)
+    result.stdout.fnmatch_lines_random([f"*PASSED scenarios/core/accuracy.toml::{name}*"
+                                        for name in names])
+    cases = ET.parse(real.path / "report.xml").getroot().iter("testcase")
+    assert sorted(c.get("name") for c in cases) == sorted(names)
+
+
+def test_a_real_failing_property_and_its_reproduce_command(real):
+    write(real, "core/wrong_golden", extra='properties = ["equal_to_single", "golden"]\n'
+                                          "[golden]\nvalue = 0.125\n")
+    result = real.run("-k", "ws2-even")
+    result.assert_outcomes(failed=1, deselected=3)
+    out = result.stdout.str()
+    assert "core/wrong_golden:gloo-ws2-even-cpu: FAIL" in out
+    assert "property golden: fail" in out
+    assert "property equal_to_single" not in out  # it held
+    single = float(re.search(r"single-process value: (\S+)", out).group(1))
+    ranks = [float(v) for v in re.findall(r"rank \d value: +(\S+)", out)]
+    assert len(ranks) == 2 and 0 < single <= 1
+    assert re.search(r"difference: \S+", out)
+    command = re.search(r"^reproduce: (.*)$", out, re.M).group(1)
+    again = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=120)
+    assert again.returncode == 1, again.stdout + again.stderr
+    assert "FAIL  core/wrong_golden:gloo-ws2-even-cpu" in again.stdout
+
+
+def test_gpu_variants_skip_with_the_runners_reason_on_a_cpu_machine(real):
+    path = write(real, "gpu/accuracy", placements='["cuda"]')
+    reasons = {v["skip"] for v in listed(path) if v["world_size"] == 2}
+    if None in reasons:
+        pytest.skip("this machine can run CUDA variants")
+    (reason,) = reasons
+    result = real.run("-rs", "--world-sizes=2")
+    result.assert_outcomes(skipped=2)
+    result.stdout.fnmatch_lines([f"SKIPPED [[]2[]] scenarios/gpu/accuracy.toml: {reason}"])
+
+
+def test_mpi_variants_through_the_runner(real):
+    path = write(real, "core/accuracy", backends='["mpi"]')
+    skips = {v["skip"] for v in listed(path)}
+    if skips != {None}:
+        pytest.skip(f"the runner cannot run mpi here: {skips}")
+    result = real.run("--world-sizes=2", "-k", "ws2-even")
+    result.assert_outcomes(passed=1, deselected=1)
+
+
+def test_the_repository_suite_collects_every_listed_variant():
+    ids = subprocess.run([RUNNER, "list", "scenarios"], cwd=REPO_ROOT, capture_output=True,
+                         text=True, check=True).stdout.split()
+    collected = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q",
+         "-p", "no:cacheprovider", f"--distmetrics-bin={RUNNER}", "scenarios"],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+    items = [line for line in collected.stdout.splitlines() if "::" in line]
+    assert ids and len(items) == len(ids), collected.stdout[-2000:]
+
+
+def test_run_2gpu_covers_every_cuda_placement_the_scenarios_use():
+    script = (REPO_ROOT / "ci" / "run_2gpu.sh").read_text()
+    cuda_placements = set(re.search(r"GLOO_CUDA_PLACEMENTS:-([\w,]+)\}", script).group(1)
+                          .split(","))
+    used = {v["placement"] for v in listed(REPO_ROOT / "scenarios") if v["backend"] == "gloo"}
+    used -= {"cpu"}
+    assert used <= cuda_placements, f"add {used - cuda_placements} to ci/run_2gpu.sh"
