@@ -1,1 +1,21 @@
 # The scenario engine (scenario files, data, shards, placements, checks, reports).
+list(APPEND DISTMETRICS_HARNESS_SOURCES
+  src/engine/names.cpp
+  src/engine/params.cpp
+  src/engine/data.cpp
+  src/engine/shard.cpp
+  src/engine/placement.cpp
+  src/engine/script.cpp
+  src/engine/metric_catalog.cpp
+  src/engine/scenario.cpp
+  src/engine/compare.cpp
+  src/engine/observation.cpp
+  src/engine/check.cpp
+  src/engine/variant.cpp
+  src/engine/verdict.cpp
+  src/engine/report.cpp
+  src/engine/reference.cpp
+  src/engine/scenario_task.cpp
+  src/engine/engine.cpp)
+# toml++ (header-only) is used only inside the engine's sources.
+list(APPEND DISTMETRICS_HARNESS_PRIVATE_LINK distmetrics_dep_toml)

@@ -1,0 +1,65 @@
+// Property checkers: each judges a variant's observations against the single-process reference
+// (DESIGN.md, "Properties"). One small function per property; check_properties runs the ones
+// the scenario lists and applies its expected failures.
+//
+// Which compute each property judges follows from its place in the script (script.h):
+//   equal_to_single       the first compute (before any other)       vs the single process
+//   update_after_compute  a compute after an earlier compute + updates vs the single process
+//   idempotent            a compute directly after a compute: same value on that rank; and
+//                         every compute leaves the rank's state digest unchanged
+//   reset_replay          the first compute after a reset: the value an earlier compute on the
+//                         same batches gave on that rank (else the single process)
+//   ranks_agree           every compute: every rank gives rank 0's result
+//   batch_invariant       single process: other batch sizes give the same full-data result
+//   golden                the full-data result (single process, and ranks that fed everything)
+//   expected_error        [expect] error: every rank and the single process raise it together
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "distmetrics/harness/compare.h"
+#include "distmetrics/harness/observation.h"
+#include "distmetrics/harness/scenario.h"
+#include "distmetrics/harness/script.h"
+#include "distmetrics/harness/variant.h"
+#include "distmetrics/harness/verdict.h"
+
+namespace distmetrics::harness {
+
+// The single-process results a variant is judged against.
+struct SingleProcessReference {
+  std::vector<ComputeResult> at_compute;  // per compute of the variant's script plan
+  ComputeResult full;                     // all data, global order, the scenario's batch size
+  std::vector<std::pair<std::int64_t, ComputeResult>> other_batch_sizes;  // batch_invariant
+  std::string failure;  // the reference itself could not run (e.g. update raised); empty if fine
+};
+
+struct CheckContext {
+  const Scenario& scenario;
+  const Variant& variant;
+  const ScriptPlan& plan;
+  const SingleProcessReference& single;
+  const std::vector<RankObservation>& ranks;  // indexed by rank
+};
+
+PropertyResult check_equal_to_single(const CheckContext& ctx);
+PropertyResult check_update_after_compute(const CheckContext& ctx);
+PropertyResult check_idempotent(const CheckContext& ctx);
+PropertyResult check_reset_replay(const CheckContext& ctx);
+PropertyResult check_ranks_agree(const CheckContext& ctx);
+PropertyResult check_batch_invariant(const CheckContext& ctx);
+PropertyResult check_golden(const CheckContext& ctx);
+PropertyResult check_expected_error(const CheckContext& ctx);
+
+// Every property the scenario checks (no_hang excepted: the engine judges it from the run), in
+// the order of property_names(), plus expected_error when one is declared; expected failures
+// turned around.
+std::vector<PropertyResult> check_properties(const CheckContext& ctx);
+
+// Whether a result equals another (errors: same type; values: within the tolerance).
+Comparison compare_results(const ComputeResult& expected, const ComputeResult& actual, const Tolerance& tolerance);
+
+}  // namespace distmetrics::harness

@@ -1,0 +1,61 @@
+// Scenario data: deterministic generators. The same (generator, params, seed) gives the same
+// bytes on every rank and every run, independent of LibTorch's global RNG and version: values
+// come from a counter-based generator on the CPU, sample i depending only on (seed, i), so the
+// first n samples do not change when num_samples grows.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "distmetrics/harness/params.h"
+#include "distmetrics/metrics/batch.h"
+
+namespace distmetrics::harness {
+
+struct GeneratorSpec {
+  std::string name;         // "multiclass"
+  std::string description;  // what input/target/weight it produces (shapes, dtypes, ranges)
+  std::vector<ParamDecl> params;
+};
+
+// Every generator, with its parameters (the ones every generator takes, for sample weights,
+// included).
+const std::vector<GeneratorSpec>& data_generators();
+const GeneratorSpec* find_generator(const std::string& name);
+std::vector<std::string> generator_names();
+
+// Checks and completes a generator's parameters (throws FieldError naming the parameter).
+nlohmann::json resolve_generator_params(const std::string& generator, const nlohmann::json& params);
+
+struct DataSpec {
+  std::string generator;
+  nlohmann::json params = nlohmann::json::object();  // resolved (defaults filled in)
+  std::uint64_t seed = 0;
+  std::int64_t num_samples = 0;
+  std::string dtype = "float32";  // of floating-point tensors: "float32" or "float64"
+
+  nlohmann::json to_json() const;
+  static DataSpec from_json(const nlohmann::json& j);
+};
+
+// The whole global data set, on the CPU, rows are samples in global order.
+struct Dataset {
+  at::Tensor input;
+  at::Tensor target;  // undefined for generators without targets
+  at::Tensor weight;  // undefined unless the generator was asked for weights
+  // One number per sample that orders samples by label (or target value): used by the
+  // label-skewed shard policy.
+  std::vector<double> sort_key;
+
+  std::int64_t size() const { return static_cast<std::int64_t>(sort_key.size()); }
+  // The given rows, in the given order, as a metric batch (CPU tensors).
+  metrics::Batch rows(const std::vector<std::int64_t>& indices) const;
+};
+
+Dataset generate_data(const DataSpec& spec);
+
+}  // namespace distmetrics::harness

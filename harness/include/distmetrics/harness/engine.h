@@ -1,0 +1,90 @@
+// The scenario engine: runs one variant of a scenario on a set of ranks and judges it.
+//
+//   Engine engine;
+//   LocalPools pools;                              // rank pools, reused across variants
+//   for (const auto& v : expand_variants(scenario, visible_gpu_count()))
+//     Verdict verdict = engine.run(scenario, v, pools.runner_for(v));
+//
+// Each variant runs the "scenario_variant" task on every rank (a fresh process group per
+// variant, from the runner); the engine builds the single-process reference in this process,
+// checks the scenario's properties, and turns hangs and crashes into verdicts with a diagnosis.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "distmetrics/harness/check.h"
+#include "distmetrics/harness/data.h"
+#include "distmetrics/harness/rank_pool.h"
+#include "distmetrics/harness/scenario.h"
+#include "distmetrics/harness/shard.h"
+#include "distmetrics/harness/task.h"
+#include "distmetrics/harness/variant.h"
+#include "distmetrics/harness/variant_run.h"
+#include "distmetrics/harness/verdict.h"
+
+namespace distmetrics::harness {
+
+// The task every rank runs for a variant; registered with the TaskRegistry as "scenario_variant".
+constexpr const char* kScenarioTask = "scenario_variant";
+// The task body (exposed for tests that run it in-process): returns a RankObservation as JSON.
+nlohmann::json run_scenario_variant_task(TaskContext& ctx);
+// Registers the task (idempotent; also done when the library loads).
+void register_scenario_task();
+
+// The request the engine sends for a variant.
+VariantRequest make_variant_request(const Scenario& scenario, const Variant& variant, double deadline_seconds);
+
+// Single-process results of a scenario for one variant's shard plan and script.
+SingleProcessReference build_reference(const Scenario& scenario, const Dataset& data, const ShardPlan& shards,
+                                       const ScriptPlan& script);
+// The metric run in this process, without a communicator, over the given batches.
+ComputeResult single_process_result(const Scenario& scenario, const Dataset& data,
+                                    const std::vector<SampleIndices>& batches);
+
+struct EngineOptions {
+  // Overrides every scenario's deadline (seconds per variant), e.g. from --deadline.
+  std::optional<double> deadline_seconds;
+};
+
+class Engine {
+ public:
+  explicit Engine(EngineOptions options = {});
+
+  // Runs and judges one variant. Never throws for a failing metric or runner: every outcome
+  // (skip, pass, fail, hang, crash, error) is a verdict.
+  Verdict run(const Scenario& scenario, const Variant& variant, VariantRunner& runner);
+
+  // Judges a finished run (exposed for tests): observations are in run.ranks[r].result.
+  Verdict judge(const Scenario& scenario, const Variant& variant, const VariantRun& run);
+
+ private:
+  const Dataset& data_for(const Scenario& scenario);
+  EngineOptions options_;
+  std::map<std::string, Dataset> data_;  // per scenario name (+ seed)
+};
+
+// Rank pools for local runs, reused across consecutive variants: one pool per (launch mode,
+// world size), the mpi backend's through mpirun. At most `max_pools` stay alive (the least
+// recently used one is ended first).
+class LocalPools {
+ public:
+  explicit LocalPools(PoolOptions base = {}, std::size_t max_pools = 2);
+  ~LocalPools();
+  VariantRunner& runner_for(const Variant& variant);
+  void clear();  // ends every pool
+  int pools_started() const { return started_; }
+
+ private:
+  PoolOptions base_;
+  std::size_t max_pools_;
+  int started_ = 0;
+  std::vector<std::pair<std::string, std::unique_ptr<RankPool>>> pools_;  // most recent last
+};
+
+}  // namespace distmetrics::harness

@@ -1,0 +1,62 @@
+// What one rank saw while running a variant's script: the value (or error) of every compute,
+// the local state digest before and after it, how many collectives it issued, timings, and the
+// error that stopped the script, if any. The scenario task returns it as JSON.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace distmetrics::harness {
+
+// The result of one compute(): a value, or the error it raised.
+struct ComputeResult {
+  std::optional<nlohmann::json> value;  // Value JSON
+  std::string error_type;               // e.g. "NotComputableError"; empty when a value came
+  std::string error;
+
+  bool raised() const { return !error_type.empty(); }
+  std::string text() const;  // the value's text, or "raised <type>: <message>"
+  nlohmann::json to_json() const;
+  static ComputeResult from_json(const nlohmann::json& j);
+};
+
+struct ComputeRecord {
+  int index = 0;  // among the script's computes
+  int step = 0;   // index of the step in the script
+  ComputeResult result;
+  std::string digest_before;  // Metric::state_digest(); empty when the metric cannot tell
+  std::string digest_after;
+  std::uint64_t collectives = 0;  // issued during this compute
+  double seconds = 0;
+};
+
+struct StepError {
+  int step = 0;
+  std::string op;    // "setup", "update", "compute", "reset"
+  std::string type;  // "InputError", "NotComputableError", ...
+  std::string message;
+};
+
+struct RankObservation {
+  int rank = 0;
+  std::string state_device, input_device, comm_device;
+  std::int64_t samples = 0;  // in this rank's shard
+  std::int64_t batches = 0;
+  std::vector<ComputeRecord> computes;
+  std::optional<StepError> error;  // the script stopped at this step
+  std::uint64_t collectives = 0;   // in the whole script
+  double seconds = 0;
+
+  const ComputeRecord* compute(int index) const;
+  nlohmann::json to_json() const;
+  static RankObservation from_json(const nlohmann::json& j);
+};
+
+// The unqualified class name of an exception ("NotComputableError", "c10::Error" -> "Error").
+std::string exception_type_name(const std::exception& e);
+
+}  // namespace distmetrics::harness

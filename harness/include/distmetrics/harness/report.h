@@ -1,0 +1,51 @@
+// Reports of a run: a console progress line per variant, a summary table and a last line that
+// can be grepped; the JSON report and JUnit XML of CLI_CONTRACT.md; the exit code.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "distmetrics/harness/verdict.h"
+
+namespace distmetrics::harness {
+
+struct Summary {
+  int pass = 0, fail = 0, hang = 0, crash = 0, error = 0, skip = 0, total = 0;
+  double seconds = 0;
+  void add(Outcome outcome);
+  // "118 passed, 1 failed, 0 hang, 0 crash, 0 error, 1 skipped in 52.3 s"
+  std::string line() const;
+};
+Summary summarize(const std::vector<Verdict>& verdicts, double seconds);
+
+class ConsoleReport {
+ public:
+  // `total` sizes the counter; quiet: no line for passed or skipped variants, no table.
+  ConsoleReport(std::ostream& out, int total, bool quiet);
+  // "[  3/120] PASS  core/accuracy_multiclass:gloo-ws4-uneven-cpu  (0.41 s)", then for a
+  // variant that did not pass, why, and the command that reproduces it.
+  void progress(const Verdict& verdict);
+  // The summary table (per scenario), the list of variants that did not pass, the last line.
+  void finish(const std::vector<Verdict>& verdicts, double seconds);
+
+ private:
+  std::ostream& out_;
+  int total_;
+  int done_ = 0;
+  bool quiet_;
+};
+
+nlohmann::json json_report(const std::vector<Verdict>& verdicts, const std::string& started_iso8601, double seconds);
+std::string junit_report(const std::vector<Verdict>& verdicts, double seconds);
+
+// Exit codes: 0 nothing failed; 1 a property failed or an error outcome; 2 bad input; 3 a hang;
+// 4 a crash. The highest priority wins: 2 > 4 > 3 > 1.
+int exit_code(const std::vector<Verdict>& verdicts, bool bad_input);
+
+// Now, as ISO-8601 UTC ("2024-05-01T12:00:00Z").
+std::string now_iso8601();
+
+}  // namespace distmetrics::harness

@@ -1,0 +1,120 @@
+// Scenario files: what to check, declared in TOML (docs/scenarios.md documents every field).
+// Loading validates everything it can without running ranks: field names and types, the
+// metric and its parameters (through its registry), the data generator and its parameters,
+// shard policies, placements, backends, the script, properties, expectations; and it feeds a
+// few generated samples to the metric once, so that data the metric rejects is reported here,
+// with the file and line, instead of on every rank of every variant.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "distmetrics/harness/data.h"
+#include "distmetrics/harness/script.h"
+
+namespace distmetrics::harness {
+
+// One problem in a scenario file: where it is and what is wrong.
+struct Diagnostic {
+  std::string file;
+  int line = 0;    // 1-based; 0 when the problem concerns the whole file
+  int column = 0;  // 1-based; 0 when unknown
+  std::string field;  // dotted path, e.g. "data.params.num_classes"; empty for the whole file
+  std::string message;
+
+  // "scenarios/core/x.toml:12:1: data.params.num_classes: message"
+  std::string to_string() const;
+};
+
+struct Tolerance {
+  double rtol = 1e-6;
+  double atol = 1e-9;
+  // Entries of named values compared exactly (like integer tensors always are), e.g. "count".
+  std::vector<std::string> exact;
+};
+
+struct Golden {
+  nlohmann::json value;  // Value JSON: a number, a tensor {dtype, shape, values} or named entries
+  double rtol = 1e-6;
+  double atol = 1e-9;
+};
+
+struct Expectation {
+  // Every rank (and the single-process reference) must raise this error type at compute
+  // number `compute` (0-based), all together; empty: no error is expected.
+  std::string error;
+  int compute = 0;
+  // Properties that must FAIL (an expected failure: the variant passes when they fail, and
+  // fails when they hold), with the reason.
+  std::vector<std::string> fail;
+  std::string reason;
+};
+
+struct Scenario {
+  std::string name;  // relative to the scenario root, without .toml: "core/accuracy_multiclass"
+  std::string file;  // the path it was loaded from
+  std::string description;
+  std::vector<std::string> tags;  // "slow" becomes a marker
+
+  std::string metric;
+  nlohmann::json metric_params = nlohmann::json::object();  // resolved by the metric's registry
+
+  DataSpec data;
+  std::int64_t batch_size = 1;
+
+  std::vector<int> world_sizes;
+  std::vector<std::string> backends;
+  std::vector<std::string> shards;
+  std::vector<std::string> placements;
+
+  std::vector<Step> script;
+  std::string single_process = "global";  // "global" or "per_step"
+  std::vector<std::string> properties;    // checked, besides no_hang which always is
+  Tolerance tolerance;
+  std::optional<Golden> golden;
+  Expectation expect;
+  double deadline_seconds = 30.0;
+  std::vector<std::int64_t> batch_invariant_sizes;  // single-process re-runs for batch_invariant
+
+  bool checks(const std::string& property) const;
+  bool expects_failure_of(const std::string& property) const;
+
+  // The form sent to every rank (and read back there).
+  nlohmann::json to_json() const;
+  static Scenario from_json(const nlohmann::json& j);
+};
+
+// Every property name a scenario may list.
+const std::vector<std::string>& property_names();
+// Error types a scenario may expect.
+const std::vector<std::string>& expected_error_names();
+
+struct LoadResult {
+  std::optional<Scenario> scenario;    // set when there were no diagnostics
+  std::vector<Diagnostic> diagnostics;
+};
+
+// Loads and validates one scenario file. `name` is its scenario name (see scenario_name_for).
+// Never throws for a bad file: every problem becomes a diagnostic.
+LoadResult load_scenario(const std::string& path, const std::string& name);
+// The same from TOML text (for tests); `path` is only used in diagnostics.
+LoadResult load_scenario_text(const std::string& text, const std::string& path, const std::string& name);
+
+struct ScenarioFile {
+  std::string path;  // as found (relative to the working directory when the argument was)
+  std::string name;
+};
+
+// Scenario files under the given paths (files, or folders searched recursively for *.toml),
+// sorted by name. A path that does not exist becomes a diagnostic. The name of a file is its
+// path relative to the nearest enclosing folder called "scenarios", else to the folder given
+// on the command line (or the file's own folder), without ".toml".
+std::vector<ScenarioFile> find_scenario_files(const std::vector<std::string>& paths,
+                                              std::vector<Diagnostic>& diagnostics);
+
+}  // namespace distmetrics::harness

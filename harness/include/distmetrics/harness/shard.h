@@ -1,0 +1,43 @@
+// Shard policies: how the global data set is split across ranks and cut into batches.
+// Every policy returns, per rank, its batches as lists of global sample indices; the
+// single-process reference sees the whole data (each sample once) in global order.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace distmetrics::harness {
+
+using SampleIndices = std::vector<std::int64_t>;
+
+struct ShardPlan {
+  std::string policy;
+  int world_size = 1;
+  std::vector<std::vector<SampleIndices>> ranks;  // ranks[r][b]: rank r's batch b
+  // Samples handed out more than once (the padding of the "padded" policy); 0 elsewhere.
+  std::int64_t duplicates = 0;
+
+  std::int64_t samples_of(int rank) const;
+  std::size_t batches_of(int rank) const { return ranks.at(rank).size(); }
+};
+
+struct ShardPolicyInfo {
+  std::string name;
+  std::string description;
+  int min_world_size;  // below it the policy means nothing (e.g. empty_rank at world size 1)
+};
+
+const std::vector<ShardPolicyInfo>& shard_policies();
+std::vector<std::string> shard_policy_names();
+const ShardPolicyInfo* find_shard_policy(const std::string& name);
+
+// `sort_key` has one entry per sample (Dataset::sort_key): its size is the number of samples.
+// `seed` drives the random sizes of "uneven".
+ShardPlan make_shard_plan(const std::string& policy, const std::vector<double>& sort_key, int world_size,
+                          std::int64_t batch_size, std::uint64_t seed);
+
+// Cuts indices into consecutive batches of `batch_size` (the last may be shorter).
+std::vector<SampleIndices> cut_batches(const SampleIndices& indices, std::int64_t batch_size);
+
+}  // namespace distmetrics::harness

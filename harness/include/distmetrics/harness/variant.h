@@ -1,0 +1,55 @@
+// Variants: a scenario expanded over backend x world size x shard policy x placement, each with
+// an id made only of [A-Za-z0-9_./:-]:  <scenario>:<backend>-ws<N>-<shard>-<placement>.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "distmetrics/harness/scenario.h"
+
+namespace distmetrics::harness {
+
+struct Variant {
+  std::string id;
+  std::string scenario;  // scenario name
+  std::string file;      // scenario file path
+  std::string backend;
+  int world_size = 1;
+  std::string shard;
+  std::string placement;
+  std::uint64_t seed = 0;
+  std::vector<std::string> markers;  // backend, "gpu", "regression", "slow"
+  std::optional<std::string> skip;   // why it cannot run here
+
+  // The short form used as the JUnit test name: "gloo-ws4-uneven-cpu".
+  std::string short_id() const;
+  // distmetrics run <file> --filter '<id>'
+  std::string reproduce() const;
+  // The `distmetrics list --json` form.
+  nlohmann::json to_json() const;
+};
+
+std::string variant_id(const std::string& scenario, const std::string& backend, int world_size,
+                       const std::string& shard, const std::string& placement);
+
+// What the command line selected; empty lists select everything.
+struct Selection {
+  std::vector<std::string> backends;
+  std::vector<int> world_sizes;
+  std::vector<std::string> shards;
+  std::vector<std::string> placements;
+  std::vector<std::string> filters;  // globs on variant ids, OR-ed
+
+  bool matches(const Variant& variant) const;
+};
+
+// Every variant of the scenario (policies meaningless at a world size, e.g. empty_rank at 1,
+// are left out), with skip reasons for those this machine cannot run. Order: backend, world
+// size, shard, placement, as the scenario lists them.
+std::vector<Variant> expand_variants(const Scenario& scenario, int gpus_available);
+
+}  // namespace distmetrics::harness

@@ -1,0 +1,409 @@
+#include "distmetrics/harness/check.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <iomanip>
+#include <sstream>
+
+namespace distmetrics::harness {
+namespace {
+
+using nlohmann::json;
+
+json value_json(const ComputeResult& r) { return r.value && !r.raised() ? *r.value : json(nullptr); }
+json value_json(const ComputeResult* r) { return r ? value_json(*r) : json(nullptr); }
+
+std::string number_text(double v) {
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  std::ostringstream out;
+  out << std::setprecision(6) << v;
+  return out.str();
+}
+
+std::string tolerance_text(const Tolerance& tol) {
+  std::ostringstream out;
+  out << "rtol " << tol.rtol << ", atol " << tol.atol << "; integer tensors";
+  for (const auto& e : tol.exact) out << ", '" << e << "'";
+  out << " exact";
+  return out.str();
+}
+
+std::string variant_lines(const CheckContext& ctx) {
+  const auto& v = ctx.variant;
+  std::ostringstream out;
+  out << "  variant: " << v.id << " (backend " << v.backend << ", world size " << v.world_size << ", shard " << v.shard
+      << ", placement " << v.placement << ", seed " << v.seed << ")\n"
+      << "  reproduce: " << v.reproduce();
+  return out.str();
+}
+
+std::string compute_phrase(const CheckContext& ctx, int k) {
+  const auto& point = ctx.plan.computes.at(k);
+  std::ostringstream out;
+  out << "compute " << k + 1 << " of " << ctx.plan.computes.size() << " (script step " << point.step + 1 << ": '"
+      << ctx.scenario.script.at(point.step).text << "')";
+  return out.str();
+}
+
+// Why a rank has no record of a compute: the step that stopped its script.
+std::string missing_text(const RankObservation& obs) {
+  if (obs.error)
+    return "did not get there: its script stopped at step " + std::to_string(obs.error->step + 1) + " (" +
+           obs.error->op + "), raising " + obs.error->type + ": " + obs.error->message;
+  return "did not get there";
+}
+
+PropertyResult skipped(const std::string& name, const std::string& why) {
+  PropertyResult p;
+  p.name = name;
+  p.outcome = Outcome::Skip;
+  p.message = name + ": not judged: " + why;
+  return p;
+}
+
+// Per rank, what to compare at compute k: the expected result (nullptr when it cannot be had).
+using ExpectedFor = std::function<const ComputeResult*(int rank, int k)>;
+
+struct RankLine {
+  const ComputeResult* actual = nullptr;
+  const ComputeResult* expected = nullptr;
+  Comparison cmp;
+  std::string missing;
+};
+
+// Judges computes `ks` on every rank. `single_shown` is what the report shows as the single
+// value for compute k. Returns the result of the first failing compute, or a pass.
+PropertyResult judge(const CheckContext& ctx, const std::string& name, const std::vector<int>& ks,
+                     const ExpectedFor& expected_for, const Tolerance& tol, const std::string& expected_label,
+                     const std::string& what_it_means) {
+  PropertyResult result;
+  result.name = name;
+  double largest = 0;
+  for (int k : ks) {
+    std::vector<RankLine> lines(ctx.ranks.size());
+    bool failed = false;
+    for (std::size_t r = 0; r < ctx.ranks.size(); ++r) {
+      auto& line = lines[r];
+      const auto* record = ctx.ranks[r].compute(k);
+      line.expected = expected_for(static_cast<int>(r), k);
+      if (!record) {
+        line.missing = missing_text(ctx.ranks[r]);
+        failed = true;
+        continue;
+      }
+      line.actual = &record->result;
+      if (!line.expected) continue;
+      line.cmp = compare_results(*line.expected, *line.actual, tol);
+      if (!line.cmp.equal) failed = true;
+      if (std::isfinite(line.cmp.difference)) largest = std::max(largest, line.cmp.difference);
+      else largest = line.cmp.difference;
+    }
+    const ComputeResult* single = k < static_cast<int>(ctx.single.at_compute.size()) ? &ctx.single.at_compute[k] : nullptr;
+    result.single = value_json(single);
+    result.ranks = json::array();
+    for (const auto& line : lines) result.ranks.push_back(value_json(line.actual));
+    if (!failed) continue;
+    result.outcome = Outcome::Fail;
+    std::ostringstream msg;
+    msg << name << " failed at " << compute_phrase(ctx, k) << ": " << what_it_means << "\n";
+    msg << "  single process: " << (single ? single->text() : "none") << "\n";
+    double worst = 0;
+    bool numeric = true;
+    for (std::size_t r = 0; r < lines.size(); ++r) {
+      const auto& line = lines[r];
+      msg << "  rank " << r << ": ";
+      if (!line.actual) {
+        msg << line.missing << "\n";
+        numeric = false;
+        continue;
+      }
+      msg << line.actual->text();
+      if (line.expected) {
+        if (expected_label != "single process") msg << "   (" << expected_label << ": " << line.expected->text() << ")";
+        if (line.actual->raised() || line.expected->raised()) {
+          numeric = false;
+        } else {
+          msg << "   difference " << number_text(line.cmp.difference);
+          worst = std::max(worst, line.cmp.difference);
+        }
+        if (!line.cmp.equal) msg << "   <- differs" << (line.cmp.detail.empty() ? "" : ": " + line.cmp.detail);
+      }
+      msg << "\n";
+    }
+    msg << "  tolerance: " << tolerance_text(tol) << "\n" << variant_lines(ctx);
+    result.message = msg.str();
+    if (numeric || worst > 0) result.difference = worst;
+    return result;
+  }
+  std::ostringstream msg;
+  msg << name << " held at compute";
+  for (std::size_t i = 0; i < ks.size(); ++i) msg << (i ? ", " : " ") << ks[i] + 1;
+  msg << " on all " << ctx.ranks.size() << " rank(s) (largest difference " << number_text(largest) << ")";
+  result.message = msg.str();
+  result.difference = largest;
+  return result;
+}
+
+std::vector<int> computes_with(const CheckContext& ctx, ComputeRole role) {
+  std::vector<int> ks;
+  for (const auto& point : ctx.plan.computes)
+    if (point.role == role) ks.push_back(point.index);
+  return ks;
+}
+
+const ComputeResult* single_at(const CheckContext& ctx, int k) {
+  return k < static_cast<int>(ctx.single.at_compute.size()) ? &ctx.single.at_compute[k] : nullptr;
+}
+
+}  // namespace
+
+Comparison compare_results(const ComputeResult& expected, const ComputeResult& actual, const Tolerance& tolerance) {
+  Comparison c;
+  if (expected.raised() || actual.raised()) {
+    c.equal = expected.raised() && actual.raised() && expected.error_type == actual.error_type;
+    c.difference = c.equal ? 0.0 : INFINITY;
+    if (!c.equal) c.detail = actual.text() + " vs expected " + expected.text();
+    return c;
+  }
+  if (!expected.value || !actual.value) {
+    c.equal = !expected.value && !actual.value;
+    c.difference = c.equal ? 0.0 : INFINITY;
+    if (!c.equal) c.detail = "one result has no value";
+    return c;
+  }
+  return compare_values(*expected.value, *actual.value, tolerance);
+}
+
+PropertyResult check_equal_to_single(const CheckContext& ctx) {
+  const auto ks = computes_with(ctx, ComputeRole::Fresh);
+  if (ks.empty()) return skipped("equal_to_single", "the script has no compute before any other compute");
+  return judge(ctx, "equal_to_single", ks, [&](int, int k) { return single_at(ctx, k); }, ctx.scenario.tolerance,
+               "single process", "every rank must give the single-process result on the union of the data fed so far");
+}
+
+PropertyResult check_update_after_compute(const CheckContext& ctx) {
+  const auto ks = computes_with(ctx, ComputeRole::AfterUpdate);
+  if (ks.empty()) return skipped("update_after_compute", "the script has no compute after a compute and more updates");
+  return judge(ctx, "update_after_compute", ks, [&](int, int k) { return single_at(ctx, k); }, ctx.scenario.tolerance,
+               "single process",
+               "after a mid-stream compute and more updates, every rank must still give the single-process result "
+               "(a compute that folds synced values into the local state counts samples twice)");
+}
+
+PropertyResult check_reset_replay(const CheckContext& ctx) {
+  const auto ks = computes_with(ctx, ComputeRole::AfterReset);
+  if (ks.empty()) return skipped("reset_replay", "the script has no compute after a reset");
+  bool own = true;
+  for (int k : ks) own = own && ctx.plan.computes[k].replay_of >= 0;
+  return judge(
+      ctx, "reset_replay", ks,
+      [&](int rank, int k) -> const ComputeResult* {
+        const int before = ctx.plan.computes[k].replay_of;
+        if (before < 0) return single_at(ctx, k);
+        const auto* record = ctx.ranks[rank].compute(before);
+        return record ? &record->result : nullptr;
+      },
+      ctx.scenario.tolerance, own ? "before the reset" : "single process",
+      "after reset() and the same data again, each rank must give what it gave on that data before the reset");
+}
+
+PropertyResult check_ranks_agree(const CheckContext& ctx) {
+  std::vector<int> ks;
+  for (const auto& point : ctx.plan.computes) ks.push_back(point.index);
+  if (ks.empty()) return skipped("ranks_agree", "the script has no compute");
+  return judge(
+      ctx, "ranks_agree", ks,
+      [&](int, int k) -> const ComputeResult* {
+        const auto* record = ctx.ranks.empty() ? nullptr : ctx.ranks[0].compute(k);
+        return record ? &record->result : nullptr;
+      },
+      ctx.scenario.tolerance, "rank 0", "every rank must return the same result");
+}
+
+PropertyResult check_idempotent(const CheckContext& ctx) {
+  const auto ks = computes_with(ctx, ComputeRole::Repeat);
+  if (ks.empty()) return skipped("idempotent", "the script has no compute directly after a compute");
+  auto result = judge(
+      ctx, "idempotent", ks,
+      [&](int rank, int k) -> const ComputeResult* {
+        const auto* record = ctx.ranks[rank].compute(ctx.plan.computes[k].previous);
+        return record ? &record->result : nullptr;
+      },
+      ctx.scenario.tolerance, "the compute before",
+      "a second compute() with no update between must return the same result on every rank");
+  if (result.outcome == Outcome::Fail) return result;
+  // Every compute must leave the local state as it found it.
+  bool any_digest = false;
+  for (const auto& obs : ctx.ranks) {
+    for (const auto& record : obs.computes) {
+      if (record.digest_before.empty() || record.digest_after.empty()) continue;
+      any_digest = true;
+      if (record.digest_before == record.digest_after) continue;
+      result.outcome = Outcome::Fail;
+      const auto* single = single_at(ctx, record.index);
+      result.single = value_json(single);
+      result.ranks = json::array();
+      for (const auto& o : ctx.ranks) result.ranks.push_back(value_json(o.compute(record.index) ? &o.compute(record.index)->result : nullptr));
+      std::ostringstream msg;
+      msg << "idempotent failed at " << compute_phrase(ctx, record.index) << ": compute() changed rank " << obs.rank
+          << "'s local state (state digest " << record.digest_before << " before, " << record.digest_after
+          << " after); compute() must sync copies of the state and leave the local state untouched\n"
+          << "  single process: " << (single ? single->text() : "none") << "\n"
+          << "  rank " << obs.rank << ": " << record.result.text() << "\n"
+          << variant_lines(ctx);
+      result.message = msg.str();
+      result.difference.reset();
+      return result;
+    }
+  }
+  result.message += any_digest ? "; every compute left the local state digest unchanged"
+                               : "; the metric gives no state digest, so only the values were compared";
+  return result;
+}
+
+PropertyResult check_batch_invariant(const CheckContext& ctx) {
+  PropertyResult result;
+  result.name = "batch_invariant";
+  if (ctx.single.other_batch_sizes.empty()) return skipped("batch_invariant", "no other batch size to try");
+  result.single = value_json(ctx.single.full);
+  double largest = 0;
+  std::ostringstream lines;
+  bool failed = false;
+  for (const auto& [size, other] : ctx.single.other_batch_sizes) {
+    const auto cmp = compare_results(ctx.single.full, other, ctx.scenario.tolerance);
+    largest = std::max(largest, cmp.difference);
+    lines << "  batch size " << size << ": " << other.text();
+    if (!other.raised() && !ctx.single.full.raised()) lines << "   difference " << number_text(cmp.difference);
+    if (!cmp.equal) {
+      failed = true;
+      lines << "   <- differs" << (cmp.detail.empty() ? "" : ": " + cmp.detail);
+    }
+    lines << "\n";
+  }
+  result.difference = largest;
+  if (!failed) {
+    std::ostringstream msg;
+    msg << "batch_invariant held: the single-process result on all the data is the same with batch size "
+        << ctx.scenario.batch_size;
+    for (const auto& entry : ctx.single.other_batch_sizes) msg << ", " << entry.first;
+    msg << " (largest difference " << number_text(largest) << ")";
+    result.message = msg.str();
+    return result;
+  }
+  result.outcome = Outcome::Fail;
+  std::ostringstream msg;
+  msg << "batch_invariant failed: the single-process result on the same data depends on the batch size (a formula "
+         "that uses per-batch statistics, e.g. the batch's own mean, gives different answers for different "
+         "batchings, and so for different world sizes)\n"
+      << "  batch size " << ctx.scenario.batch_size << " (the scenario's): " << ctx.single.full.text() << "\n"
+      << lines.str() << "  tolerance: " << tolerance_text(ctx.scenario.tolerance) << "\n"
+      << variant_lines(ctx);
+  result.message = msg.str();
+  return result;
+}
+
+PropertyResult check_golden(const CheckContext& ctx) {
+  if (!ctx.scenario.golden) return skipped("golden", "the scenario gives no [golden] value");
+  const Tolerance tol{ctx.scenario.golden->rtol, ctx.scenario.golden->atol, ctx.scenario.tolerance.exact};
+  ComputeResult golden;
+  golden.value = ctx.scenario.golden->value;
+  PropertyResult result;
+  result.name = "golden";
+  result.single = value_json(ctx.single.full);
+  const auto single_cmp = compare_results(golden, ctx.single.full, tol);
+  double largest = single_cmp.difference;
+  std::ostringstream problems;
+  if (!single_cmp.equal)
+    problems << "  single process (all data): " << ctx.single.full.text() << "   <- differs: " << single_cmp.detail << "\n";
+  std::vector<int> full;
+  for (const auto& point : ctx.plan.computes)
+    if (point.all_data) full.push_back(point.index);
+  for (int k : full) {
+    for (const auto& obs : ctx.ranks) {
+      const auto* record = obs.compute(k);
+      if (!record) continue;  // the rank stopped earlier: reported by the other properties
+      const auto cmp = compare_results(golden, record->result, tol);
+      largest = std::max(largest, cmp.difference);
+      if (!cmp.equal)
+        problems << "  rank " << obs.rank << ", compute " << k + 1 << ": " << record->result.text()
+                 << "   <- differs: " << cmp.detail << "\n";
+    }
+  }
+  if (!full.empty())
+    for (const auto& obs : ctx.ranks) result.ranks.push_back(value_json(obs.compute(full.back()) ? &obs.compute(full.back())->result : nullptr));
+  result.difference = largest;
+  if (problems.str().empty()) {
+    result.message = "golden held: the result on all the data is " + golden.text() +
+                     (full.empty() ? " (single process; no compute saw all the data on the ranks)"
+                                   : " (single process, and every rank at each compute that saw all the data)");
+    return result;
+  }
+  result.outcome = Outcome::Fail;
+  result.message = "golden failed: the result on all the data must be the value written in the scenario\n  golden: " +
+                   golden.text() + "\n" + problems.str() + "  tolerance: " + tolerance_text(tol) + "\n" + variant_lines(ctx);
+  return result;
+}
+
+PropertyResult check_expected_error(const CheckContext& ctx) {
+  const auto& want = ctx.scenario.expect.error;
+  if (want.empty()) return skipped("expected_error", "the scenario expects no error");
+  const int k = ctx.scenario.expect.compute;
+  PropertyResult result;
+  result.name = "expected_error";
+  std::ostringstream problems;
+  const auto* single = single_at(ctx, k);
+  if (!single || single->error_type != want)
+    problems << "  single process: " << (single ? single->text() : "did not get there")
+             << "   <- the scenario expects " << want << " here too\n";
+  for (const auto& obs : ctx.ranks) {
+    const auto* record = obs.compute(k);
+    result.ranks.push_back(value_json(record ? &record->result : nullptr));
+    if (!record) {
+      problems << "  rank " << obs.rank << ": " << missing_text(obs) << "\n";
+    } else if (record->result.error_type != want) {
+      problems << "  rank " << obs.rank << ": " << record->result.text() << "   <- expected " << want << "\n";
+    }
+  }
+  if (problems.str().empty()) {
+    result.message = "expected_error held: every rank and the single process raised " + want + " at compute " +
+                     std::to_string(k + 1) + ", together";
+    return result;
+  }
+  result.outcome = Outcome::Fail;
+  result.message = "expected_error failed: every rank must raise " + want + " at " + compute_phrase(ctx, k) +
+                   ", together (decided from synced state), as the single process does\n" + problems.str() +
+                   variant_lines(ctx);
+  return result;
+}
+
+std::vector<PropertyResult> check_properties(const CheckContext& ctx) {
+  std::vector<PropertyResult> results;
+  for (const auto& name : property_names()) {
+    if (name == "no_hang" || !ctx.scenario.checks(name)) continue;
+    if (name == "equal_to_single") results.push_back(check_equal_to_single(ctx));
+    else if (name == "ranks_agree") results.push_back(check_ranks_agree(ctx));
+    else if (name == "idempotent") results.push_back(check_idempotent(ctx));
+    else if (name == "update_after_compute") results.push_back(check_update_after_compute(ctx));
+    else if (name == "reset_replay") results.push_back(check_reset_replay(ctx));
+    else if (name == "batch_invariant") results.push_back(check_batch_invariant(ctx));
+    else if (name == "golden") results.push_back(check_golden(ctx));
+  }
+  if (!ctx.scenario.expect.error.empty()) results.push_back(check_expected_error(ctx));
+  for (auto& result : results) {
+    if (!ctx.scenario.expects_failure_of(result.name)) continue;
+    const std::string why = ctx.scenario.expect.reason;
+    if (result.outcome == Outcome::Fail) {
+      result.outcome = Outcome::Pass;
+      result.expected_failure = true;
+      result.message = result.name + " failed, as the scenario expects (" + why + "):\n" + result.message;
+    } else if (result.outcome == Outcome::Pass) {
+      result.outcome = Outcome::Fail;
+      result.message = result.name + " was expected to fail (" + why + ") but held: " + result.message + "\n" +
+                       variant_lines(ctx);
+    }
+  }
+  return results;
+}
+
+}  // namespace distmetrics::harness

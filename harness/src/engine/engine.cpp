@@ -1,0 +1,285 @@
+#include "distmetrics/harness/engine.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <sstream>
+
+#include "distmetrics/harness/placement.h"
+
+namespace distmetrics::harness {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+std::chrono::milliseconds ms(double seconds) {
+  return std::chrono::milliseconds(static_cast<std::int64_t>(std::llround(seconds * 1000.0)));
+}
+
+std::string first_line(const std::string& text) {
+  const auto end = text.find('\n');
+  return end == std::string::npos ? text : text.substr(0, end);
+}
+
+std::string rank_list(const std::vector<int>& ranks) {
+  std::ostringstream out;
+  out << (ranks.size() == 1 ? "rank " : "ranks ");
+  for (std::size_t i = 0; i < ranks.size(); ++i) out << (i ? (i + 1 == ranks.size() ? " and " : ", ") : "") << ranks[i];
+  return out.str();
+}
+
+// A rank that left its script on an error while others waited in a collective: the classic
+// "raises alone" desync (PyTorch-Ignite #1242). Returns the diagnosis, or empty.
+std::string raised_alone(const VariantRun& run, int& blamed) {
+  std::vector<int> raisers, waiters;
+  std::string raised_what;
+  for (const auto& r : run.ranks) {
+    if (r.state == RankState::Finished && r.result.is_object() && r.result.contains("error") &&
+        !r.result.at("error").is_null()) {
+      const auto& e = r.result.at("error");
+      if (raisers.empty())
+        raised_what = e.value("type", "an error") + " at " + e.value("op", "a step") + " (script step " +
+                      std::to_string(e.value("step", -1) + 1) + "): " + e.value("message", "");
+      raisers.push_back(r.rank);
+    } else if (r.state == RankState::Raised && r.error_type != "CollectiveError") {
+      if (raisers.empty()) raised_what = r.error_type + ": " + r.error;
+      raisers.push_back(r.rank);
+    } else if (r.state == RankState::TimedOut || r.state == RankState::Stuck || r.state == RankState::Ended) {
+      waiters.push_back(r.rank);
+    }
+  }
+  if (raisers.empty() || waiters.empty()) return {};
+  blamed = raisers.front();
+  std::ostringstream out;
+  out << rank_list(raisers) << " raised " << raised_what << "\nand left the script, while " << rank_list(waiters)
+      << " waited";
+  for (const auto& r : run.ranks) {
+    if (r.blocked_in) {
+      out << " in " << r.blocked_in->describe();
+      break;
+    }
+  }
+  out << " until the deadline. A rank must never raise alone: decide errors such as 'no samples' from synced "
+         "state, so that every rank raises together (PyTorch-Ignite #1242).";
+  return out.str();
+}
+
+std::string rank_state_lines(const VariantRun& run) {
+  std::ostringstream out;
+  for (const auto& r : run.ranks) {
+    out << "  rank " << r.rank << " (pid " << r.pid << "): " << to_string(r.state);
+    if (r.blocked_in) out << ", blocked in " << r.blocked_in->describe();
+    else if (!r.trace.empty()) out << ", last collective " << r.trace.back().describe();
+    if (!r.how_died.empty()) out << ", " << r.how_died;
+    if (!r.error.empty()) out << ": " << first_line(r.error);
+    out << "\n";
+    if (!r.log_tail.empty() && (r.state == RankState::Crashed || r.state == RankState::Raised)) {
+      std::istringstream tail(r.log_tail);
+      for (std::string line; std::getline(tail, line);) out << "      | " << line << "\n";
+    }
+  }
+  return out.str();
+}
+
+PropertyResult no_hang_result(const VariantRun& run, double deadline) {
+  PropertyResult p;
+  p.name = "no_hang";
+  if (run.status == RunStatus::Hang) {
+    p.outcome = Outcome::Fail;
+    p.message = "no_hang failed: the variant did not finish within its deadline (" + std::to_string(deadline) + " s)";
+  } else {
+    std::ostringstream msg;
+    msg << "no_hang held: finished in " << run.seconds << " s (deadline " << deadline << " s)";
+    p.message = msg.str();
+  }
+  return p;
+}
+
+// An observation's error that the single-process reference shares (same compute, same type) is
+// the metric's correct behaviour, judged by the properties; any other is an error outcome.
+bool error_matches_reference(const StepError& error, const RankObservation& obs, const SingleProcessReference& single) {
+  if (error.op != "compute") return false;
+  for (const auto& c : obs.computes) {
+    if (c.step != error.step) continue;
+    return c.index < static_cast<int>(single.at_compute.size()) &&
+           single.at_compute[c.index].error_type == error.type;
+  }
+  return false;
+}
+
+}  // namespace
+
+VariantRequest make_variant_request(const Scenario& scenario, const Variant& variant, double deadline_seconds) {
+  VariantRequest request;
+  request.id = variant.id;
+  request.task = kScenarioTask;
+  request.params = {{"scenario", scenario.to_json()}, {"shard", variant.shard}, {"placement", variant.placement}};
+  request.backend = variant.backend;
+  request.comm_device = comm_device_for(variant.placement, variant.backend);
+  request.deadline = ms(deadline_seconds);
+  // Collectives give up well before the variant's deadline, so that ranks report where they
+  // were blocked instead of being ended as stuck.
+  request.op_timeout = ms(std::max(0.5, deadline_seconds / 2));
+  return request;
+}
+
+Engine::Engine(EngineOptions options) : options_(std::move(options)) { register_scenario_task(); }
+
+const Dataset& Engine::data_for(const Scenario& scenario) {
+  const std::string key = scenario.name + "@" + scenario.data.to_json().dump();
+  auto it = data_.find(key);
+  if (it == data_.end()) it = data_.emplace(key, generate_data(scenario.data)).first;
+  return it->second;
+}
+
+Verdict Engine::run(const Scenario& scenario, const Variant& variant, VariantRunner& runner) {
+  if (variant.skip) {
+    Verdict v;
+    v.variant = variant;
+    v.outcome = Outcome::Skip;
+    v.reason = *variant.skip;
+    return v;
+  }
+  const double deadline = options_.deadline_seconds.value_or(scenario.deadline_seconds);
+  const auto start = Clock::now();
+  VariantRun run;
+  try {
+    run = runner.run(make_variant_request(scenario, variant, deadline));
+  } catch (const std::exception& e) {
+    Verdict v;
+    v.variant = variant;
+    v.outcome = Outcome::Error;
+    v.reason = "the ranks could not run the variant: " + first_line(e.what());
+    v.diagnosis = e.what();
+    v.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    return v;
+  }
+  Verdict v = judge(scenario, variant, run);
+  v.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return v;
+}
+
+Verdict Engine::judge(const Scenario& scenario, const Variant& variant, const VariantRun& run) {
+  const double deadline = options_.deadline_seconds.value_or(scenario.deadline_seconds);
+  Verdict v;
+  v.variant = variant;
+  v.seconds = run.seconds;
+
+  if (run.status == RunStatus::Crash || run.status == RunStatus::Hang) {
+    int blamed = run.blamed_rank;
+    std::string ours = run.status == RunStatus::Hang ? raised_alone(run, blamed) : std::string();
+    v.outcome = run.status == RunStatus::Crash ? Outcome::Crash : Outcome::Hang;
+    std::ostringstream diag;
+    if (!ours.empty()) diag << ours << "\n";
+    if (!run.diagnosis.empty()) diag << run.diagnosis << "\n";
+    diag << "rank states:\n" << rank_state_lines(run);
+    v.diagnosis = diag.str();
+    if (!v.diagnosis.empty() && v.diagnosis.back() == '\n') v.diagnosis.pop_back();
+    std::string summary = first_line(!ours.empty() ? ours : run.diagnosis);
+    if (summary.empty()) summary = run.status == RunStatus::Crash ? "a rank died" : "the variant did not finish in time";
+    v.reason = (blamed >= 0 ? "rank " + std::to_string(blamed) + " to blame: " : std::string()) + summary;
+    v.properties.push_back(no_hang_result(run, deadline));
+    return v;
+  }
+
+  // Every rank finished its task (Completed), or some task raised outside the metric (Error).
+  std::vector<RankObservation> observations;
+  std::vector<std::string> problems;
+  for (const auto& r : run.ranks) {
+    if (r.state != RankState::Finished) {
+      problems.push_back("rank " + std::to_string(r.rank) + " " + to_string(r.state) + ": " +
+                         (r.error_type.empty() ? "" : r.error_type + ": ") + first_line(r.error));
+      continue;
+    }
+    try {
+      observations.push_back(RankObservation::from_json(r.result));
+    } catch (const std::exception& e) {
+      problems.push_back("rank " + std::to_string(r.rank) + " returned an unreadable observation: " + e.what());
+    }
+  }
+  if (!problems.empty() || run.status == RunStatus::Error || observations.size() != static_cast<std::size_t>(variant.world_size)) {
+    v.outcome = Outcome::Error;
+    if (problems.empty()) problems.push_back(run.diagnosis.empty() ? "the ranks did not all report" : first_line(run.diagnosis));
+    v.reason = problems.front();
+    std::ostringstream diag;
+    for (const auto& p : problems) diag << p << "\n";
+    if (!run.diagnosis.empty()) diag << run.diagnosis << "\n";
+    diag << "rank states:\n" << rank_state_lines(run);
+    v.diagnosis = diag.str();
+    v.properties.push_back(no_hang_result(run, deadline));
+    return v;
+  }
+
+  // The same shard plan and script the ranks used, and the single-process reference.
+  const Dataset& data = data_for(scenario);
+  const ShardPlan shards = make_shard_plan(variant.shard, data.sort_key, variant.world_size, scenario.batch_size,
+                                           scenario.data.seed);
+  std::vector<std::size_t> batches_per_rank;
+  for (int r = 0; r < variant.world_size; ++r) batches_per_rank.push_back(shards.batches_of(r));
+  const ScriptPlan script = simulate_script(scenario.script, batches_per_rank);
+  const SingleProcessReference single = build_reference(scenario, data, shards, script);
+  if (!single.failure.empty()) {
+    v.outcome = Outcome::Error;
+    v.reason = "the single-process reference failed: " + first_line(single.failure);
+    v.diagnosis = "the single-process reference (" + scenario.metric + " in the supervisor, no communicator) failed: " +
+                  single.failure + "\nThe scenario's data may not suit the metric; `distmetrics validate` checks a few samples.";
+    return v;
+  }
+
+  const CheckContext ctx{scenario, variant, script, single, observations};
+  v.properties = check_properties(ctx);
+  v.properties.insert(v.properties.begin(), no_hang_result(run, deadline));
+
+  for (const auto& obs : observations) {
+    if (!obs.error || error_matches_reference(*obs.error, obs, single)) continue;
+    const bool expected = obs.error->type == scenario.expect.error;
+    if (expected) continue;  // judged by expected_error
+    v.outcome = Outcome::Error;
+    v.reason = "rank " + std::to_string(obs.rank) + " raised " + obs.error->type + " at " + obs.error->op +
+               (obs.error->step >= 0 ? " (script step " + std::to_string(obs.error->step + 1) + ")" : std::string()) +
+               ": " + first_line(obs.error->message);
+    std::ostringstream diag;
+    diag << v.reason << "\n";
+    for (const auto& o : observations)
+      if (o.error) diag << "  rank " << o.rank << ": " << o.error->type << " at " << o.error->op << ": " << o.error->message << "\n";
+    v.diagnosis = diag.str();
+    return v;
+  }
+  for (const auto& p : v.properties) {
+    if (p.outcome != Outcome::Fail) continue;
+    v.outcome = Outcome::Fail;
+    v.reason = first_line(p.message);
+    break;
+  }
+  return v;
+}
+
+// --- LocalPools ------------------------------------------------------------------------------
+
+LocalPools::LocalPools(PoolOptions base, std::size_t max_pools) : base_(std::move(base)), max_pools_(std::max<std::size_t>(max_pools, 1)) {}
+
+LocalPools::~LocalPools() { clear(); }
+
+void LocalPools::clear() {
+  while (!pools_.empty()) pools_.pop_back();  // ends the workers
+}
+
+VariantRunner& LocalPools::runner_for(const Variant& variant) {
+  const std::string launch = variant.backend == "mpi" ? "mpirun" : "direct";
+  const std::string key = launch + "/" + std::to_string(variant.world_size);
+  for (auto it = pools_.begin(); it != pools_.end(); ++it) {
+    if (it->first != key) continue;
+    if (std::next(it) != pools_.end()) std::rotate(it, std::next(it), pools_.end());  // most recent last
+    return *pools_.back().second;
+  }
+  while (pools_.size() >= max_pools_) pools_.erase(pools_.begin());
+  PoolOptions options = base_;
+  options.world_size = variant.world_size;
+  options.launch = launch;
+  pools_.emplace_back(key, std::make_unique<RankPool>(options));
+  ++started_;
+  return *pools_.back().second;
+}
+
+}  // namespace distmetrics::harness

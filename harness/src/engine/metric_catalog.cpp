@@ -1,0 +1,37 @@
+#include "distmetrics/harness/metric_catalog.h"
+
+namespace distmetrics::harness {
+
+MetricCatalog& MetricCatalog::instance() {
+  static MetricCatalog catalog = [] {
+    MetricCatalog c;
+    c.add("reference", &metrics::MetricRegistry::reference());
+    return c;
+  }();
+  return catalog;
+}
+
+void MetricCatalog::add(const std::string& source, const metrics::MetricRegistry* registry) {
+  for (auto& entry : registries_) {
+    if (entry.first == source) {
+      entry.second = registry;
+      return;
+    }
+  }
+  registries_.emplace_back(source, registry);
+}
+
+const metrics::MetricRegistry* MetricCatalog::registry_for(const std::string& metric) const {
+  for (const auto& entry : registries_)
+    if (entry.second->find(metric)) return entry.second;
+  return nullptr;
+}
+
+std::vector<std::string> MetricCatalog::metric_names() const {
+  std::vector<std::string> names;
+  for (const auto& entry : registries_)
+    for (const auto& name : entry.second->names()) names.push_back(name);
+  return names;
+}
+
+}  // namespace distmetrics::harness

@@ -1,0 +1,103 @@
+#include "distmetrics/harness/observation.h"
+
+#include <cxxabi.h>
+
+#include <cstdlib>
+#include <memory>
+#include <typeinfo>
+
+#include "distmetrics/harness/compare.h"
+
+namespace distmetrics::harness {
+
+using nlohmann::json;
+
+std::string ComputeResult::text() const {
+  if (raised()) return "raised " + error_type + ": " + error;
+  return value ? value_text(*value) : "none";
+}
+
+json ComputeResult::to_json() const {
+  if (raised()) return {{"error_type", error_type}, {"error", error}};
+  return {{"value", value ? *value : json(nullptr)}};
+}
+
+ComputeResult ComputeResult::from_json(const json& j) {
+  ComputeResult r;
+  if (j.contains("error_type")) {
+    r.error_type = j.at("error_type");
+    r.error = j.value("error", "");
+  } else if (j.contains("value") && !j.at("value").is_null()) {
+    r.value = j.at("value");
+  }
+  return r;
+}
+
+const ComputeRecord* RankObservation::compute(int index) const {
+  for (const auto& c : computes)
+    if (c.index == index) return &c;
+  return nullptr;
+}
+
+json RankObservation::to_json() const {
+  json computes_json = json::array();
+  for (const auto& c : computes) {
+    computes_json.push_back({{"index", c.index},
+                             {"step", c.step},
+                             {"result", c.result.to_json()},
+                             {"digest_before", c.digest_before},
+                             {"digest_after", c.digest_after},
+                             {"collectives", c.collectives},
+                             {"seconds", c.seconds}});
+  }
+  json j = {{"rank", rank},
+            {"devices", {{"state", state_device}, {"input", input_device}, {"comm", comm_device}}},
+            {"samples", samples},
+            {"batches", batches},
+            {"computes", computes_json},
+            {"collectives", collectives},
+            {"seconds", seconds}};
+  j["error"] = error ? json{{"step", error->step}, {"op", error->op}, {"type", error->type}, {"message", error->message}}
+                     : json(nullptr);
+  return j;
+}
+
+RankObservation RankObservation::from_json(const json& j) {
+  RankObservation o;
+  o.rank = j.at("rank");
+  const auto& devices = j.at("devices");
+  o.state_device = devices.at("state");
+  o.input_device = devices.at("input");
+  o.comm_device = devices.at("comm");
+  o.samples = j.at("samples");
+  o.batches = j.at("batches");
+  for (const auto& c : j.at("computes")) {
+    ComputeRecord r;
+    r.index = c.at("index");
+    r.step = c.at("step");
+    r.result = ComputeResult::from_json(c.at("result"));
+    r.digest_before = c.at("digest_before");
+    r.digest_after = c.at("digest_after");
+    r.collectives = c.at("collectives");
+    r.seconds = c.at("seconds");
+    o.computes.push_back(std::move(r));
+  }
+  o.collectives = j.at("collectives");
+  o.seconds = j.at("seconds");
+  if (!j.at("error").is_null()) {
+    const auto& e = j.at("error");
+    o.error = StepError{e.at("step"), e.at("op"), e.at("type"), e.at("message")};
+  }
+  return o;
+}
+
+std::string exception_type_name(const std::exception& e) {
+  const char* mangled = typeid(e).name();
+  int status = 0;
+  std::unique_ptr<char, void (*)(void*)> demangled(abi::__cxa_demangle(mangled, nullptr, nullptr, &status), std::free);
+  std::string name = status == 0 && demangled ? demangled.get() : mangled;
+  const auto colon = name.rfind("::");
+  return colon == std::string::npos ? name : name.substr(colon + 2);
+}
+
+}  // namespace distmetrics::harness

@@ -1,0 +1,231 @@
+#include "distmetrics/harness/report.h"
+
+#include <algorithm>
+#include <cctype>
+#include <ctime>
+#include <iomanip>
+#include <map>
+#include <sstream>
+
+#include "distmetrics/build_config.h"
+
+namespace distmetrics::harness {
+namespace {
+
+std::string seconds_text(double s, int precision = 2) {
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(precision) << s;
+  return out.str();
+}
+
+std::string upper(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string indent(const std::string& text, const std::string& prefix) {
+  std::istringstream in(text);
+  std::ostringstream out;
+  for (std::string line; std::getline(in, line);) out << prefix << line << "\n";
+  return out.str();
+}
+
+std::string xml_escape(const std::string& s) {
+  std::string out;
+  for (char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    switch (ch) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&apos;"; break;
+      default:
+        if (c < 0x20 && ch != '\n' && ch != '\t' && ch != '\r') out += ' ';  // not allowed in XML 1.0
+        else out += ch;
+    }
+  }
+  return out;
+}
+
+// The text that explains a verdict that did not pass: failed properties, diagnosis, reason.
+std::string details(const Verdict& v) {
+  std::ostringstream out;
+  if (v.outcome == Outcome::Fail) {
+    for (const auto& p : v.properties)
+      if (p.outcome == Outcome::Fail) out << p.message << "\n";
+  } else if (!v.diagnosis.empty()) {
+    out << v.diagnosis << "\n";
+  } else {
+    out << v.reason << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace
+
+void Summary::add(Outcome outcome) {
+  ++total;
+  switch (outcome) {
+    case Outcome::Pass: ++pass; break;
+    case Outcome::Fail: ++fail; break;
+    case Outcome::Hang: ++hang; break;
+    case Outcome::Crash: ++crash; break;
+    case Outcome::Error: ++error; break;
+    case Outcome::Skip: ++skip; break;
+  }
+}
+
+std::string Summary::line() const {
+  std::ostringstream out;
+  out << pass << " passed, " << fail << " failed, " << hang << " hang, " << crash << " crash, " << error << " error, "
+      << skip << " skipped in " << seconds_text(seconds, 1) << " s";
+  return out.str();
+}
+
+Summary summarize(const std::vector<Verdict>& verdicts, double seconds) {
+  Summary s;
+  for (const auto& v : verdicts) s.add(v.outcome);
+  s.seconds = seconds;
+  return s;
+}
+
+ConsoleReport::ConsoleReport(std::ostream& out, int total, bool quiet) : out_(out), total_(total), quiet_(quiet) {}
+
+void ConsoleReport::progress(const Verdict& v) {
+  ++done_;
+  const bool passed = v.outcome == Outcome::Pass || v.outcome == Outcome::Skip;
+  if (quiet_ && passed) return;
+  const int width = static_cast<int>(std::to_string(std::max(total_, 1)).size());
+  out_ << "[" << std::setw(width) << done_ << "/" << total_ << "] " << std::left << std::setw(5)
+       << upper(to_string(v.outcome)) << std::right << " " << v.variant.id << "  ";
+  if (v.outcome == Outcome::Skip) out_ << "(" << v.reason << ")\n";
+  else out_ << "(" << seconds_text(v.seconds) << " s)\n";
+  if (!passed) out_ << indent(details(v), "    ") << "    reproduce: " << v.variant.reproduce() << "\n";
+  out_.flush();
+}
+
+void ConsoleReport::finish(const std::vector<Verdict>& verdicts, double seconds) {
+  const auto summary = summarize(verdicts, seconds);
+  if (!quiet_ && !verdicts.empty()) {
+    // One row per scenario, in the order they first appear.
+    std::vector<std::string> order;
+    std::map<std::string, Summary> rows;
+    for (const auto& v : verdicts) {
+      if (!rows.count(v.variant.scenario)) order.push_back(v.variant.scenario);
+      rows[v.variant.scenario].add(v.outcome);
+      rows[v.variant.scenario].seconds += v.seconds;
+    }
+    std::size_t name_width = 8;
+    for (const auto& name : order) name_width = std::max(name_width, name.size());
+    auto row = [&](const std::string& name, const Summary& s) {
+      out_ << std::left << std::setw(static_cast<int>(name_width)) << name << std::right << std::setw(6) << s.pass
+           << std::setw(6) << s.fail << std::setw(6) << s.hang << std::setw(6) << s.crash << std::setw(6) << s.error
+           << std::setw(6) << s.skip << std::setw(10) << seconds_text(s.seconds, 1) << "\n";
+    };
+    out_ << "\n" << std::left << std::setw(static_cast<int>(name_width)) << "scenario" << std::right << std::setw(6)
+         << "pass" << std::setw(6) << "fail" << std::setw(6) << "hang" << std::setw(6) << "crash" << std::setw(6)
+         << "error" << std::setw(6) << "skip" << std::setw(10) << "seconds" << "\n";
+    for (const auto& name : order) row(name, rows[name]);
+    Summary total = summary;
+    row("total", total);
+  }
+  std::vector<const Verdict*> bad;
+  for (const auto& v : verdicts)
+    if (v.outcome != Outcome::Pass && v.outcome != Outcome::Skip) bad.push_back(&v);
+  if (!bad.empty()) {
+    out_ << "\nnot passed:\n";
+    for (const auto* v : bad)
+      out_ << "  " << upper(to_string(v->outcome)) << " " << v->variant.id << ": " << v->reason << "\n"
+           << "    reproduce: " << v->variant.reproduce() << "\n";
+  }
+  if (summary.total > 0 && summary.skip == summary.total)
+    out_ << "distmetrics: every variant was skipped: nothing ran\n";
+  if (summary.total == 0) out_ << "distmetrics: no variant matched the selection: nothing ran\n";
+  out_ << "distmetrics: " << summary.line() << "\n";
+  out_.flush();
+}
+
+nlohmann::json json_report(const std::vector<Verdict>& verdicts, const std::string& started, double seconds) {
+  const auto s = summarize(verdicts, seconds);
+  nlohmann::json variants = nlohmann::json::array();
+  for (const auto& v : verdicts) variants.push_back(v.to_json());
+  return {{"distmetrics_version", DISTMETRICS_VERSION},
+          {"torch_version", DISTMETRICS_TORCH_VERSION},
+          {"started", started},
+          {"seconds", seconds},
+          {"summary",
+           {{"pass", s.pass}, {"fail", s.fail}, {"hang", s.hang}, {"crash", s.crash}, {"error", s.error},
+            {"skip", s.skip}, {"total", s.total}}},
+          {"variants", variants}};
+}
+
+std::string junit_report(const std::vector<Verdict>& verdicts, double seconds) {
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<const Verdict*>> suites;
+  for (const auto& v : verdicts) {
+    if (!suites.count(v.variant.scenario)) order.push_back(v.variant.scenario);
+    suites[v.variant.scenario].push_back(&v);
+  }
+  const auto total = summarize(verdicts, seconds);
+  std::ostringstream out;
+  out << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  out << "<testsuites name=\"distmetrics\" tests=\"" << total.total << "\" failures=\"" << total.fail << "\" errors=\""
+      << total.hang + total.crash + total.error << "\" skipped=\"" << total.skip << "\" time=\"" << seconds_text(seconds, 3)
+      << "\">\n";
+  for (const auto& name : order) {
+    const auto& cases = suites[name];
+    Summary s;
+    for (const auto* v : cases) {
+      s.add(v->outcome);
+      s.seconds += v->seconds;
+    }
+    out << "  <testsuite name=\"" << xml_escape(name) << "\" tests=\"" << s.total << "\" failures=\"" << s.fail
+        << "\" errors=\"" << s.hang + s.crash + s.error << "\" skipped=\"" << s.skip << "\" time=\""
+        << seconds_text(s.seconds, 3) << "\">\n";
+    for (const auto* v : cases) {
+      out << "    <testcase classname=\"" << xml_escape(name) << "\" name=\"" << xml_escape(v->variant.short_id())
+          << "\" time=\"" << seconds_text(v->seconds, 3) << "\"";
+      const std::string body = details(*v) + "reproduce: " + v->variant.reproduce();
+      switch (v->outcome) {
+        case Outcome::Pass: out << "/>\n"; continue;
+        case Outcome::Skip:
+          out << ">\n      <skipped message=\"" << xml_escape(v->reason) << "\"/>\n";
+          break;
+        case Outcome::Fail:
+          out << ">\n      <failure message=\"" << xml_escape(v->reason) << "\" type=\"fail\">" << xml_escape(body)
+              << "</failure>\n";
+          break;
+        default:
+          out << ">\n      <error message=\"" << xml_escape(v->reason) << "\" type=\"" << to_string(v->outcome) << "\">"
+              << xml_escape(body) << "</error>\n";
+      }
+      out << "    </testcase>\n";
+    }
+    out << "  </testsuite>\n";
+  }
+  out << "</testsuites>\n";
+  return out.str();
+}
+
+int exit_code(const std::vector<Verdict>& verdicts, bool bad_input) {
+  if (bad_input) return 2;
+  bool crash = false, hang = false, fail = false;
+  for (const auto& v : verdicts) {
+    crash = crash || v.outcome == Outcome::Crash;
+    hang = hang || v.outcome == Outcome::Hang;
+    fail = fail || v.outcome == Outcome::Fail || v.outcome == Outcome::Error;
+  }
+  return crash ? 4 : hang ? 3 : fail ? 1 : 0;
+}
+
+std::string now_iso8601() {
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char buffer[32];
+  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return buffer;
+}
+
+}  // namespace distmetrics::harness

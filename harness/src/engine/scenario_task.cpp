@@ -1,0 +1,134 @@
+// The "scenario_variant" task: what every rank does for one variant. It generates the global
+// data from the seed, takes its shard, places it, builds the metric with the variant's fresh
+// communicator, runs the script and returns what it saw (a RankObservation).
+//
+// A metric error (InputError, NotComputableError, ...) is recorded and ends the script on this
+// rank; the task still returns, so the supervisor sees which rank raised where. A collective
+// error (timeout, mismatch) is rethrown: the runtime records where this rank was blocked.
+#include <ATen/ATen.h>
+#include <c10/util/Exception.h>
+
+#include <chrono>
+
+#include "distmetrics/harness/engine.h"
+#include "distmetrics/harness/errors.h"
+#include "distmetrics/harness/metric_catalog.h"
+#include "distmetrics/harness/observation.h"
+#include "distmetrics/harness/placement.h"
+
+namespace distmetrics::harness {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+std::string error_text(const std::exception& e) {
+  if (const auto* c10 = dynamic_cast<const c10::Error*>(&e)) return c10->what_without_backtrace();
+  return e.what();
+}
+
+metrics::Batch on_device(metrics::Batch batch, const c10::Device& device) {
+  if (device.is_cpu()) return batch;
+  batch.input = batch.input.to(device);
+  if (batch.target.defined()) batch.target = batch.target.to(device);
+  if (batch.weight.defined()) batch.weight = batch.weight.to(device);
+  return batch;
+}
+
+const bool registered = [] {
+  register_scenario_task();
+  return true;
+}();
+
+}  // namespace
+
+void register_scenario_task() { TaskRegistry::instance().add(kScenarioTask, run_scenario_variant_task); }
+
+nlohmann::json run_scenario_variant_task(TaskContext& ctx) {
+  const auto start = Clock::now();
+  const Scenario scenario = Scenario::from_json(ctx.params.at("scenario"));
+  const std::string shard = ctx.params.at("shard");
+  const std::string placement = ctx.params.at("placement");
+
+  RankObservation obs;
+  obs.rank = ctx.rank;
+  obs.comm_device = ctx.comm.device().str();
+  int step = -1;
+  std::string op = "setup";
+  try {
+    const Dataset data = generate_data(scenario.data);
+    const ShardPlan plan = make_shard_plan(shard, data.sort_key, ctx.world_size, scenario.batch_size, scenario.data.seed);
+    std::vector<std::size_t> batches_per_rank;
+    for (int r = 0; r < ctx.world_size; ++r) batches_per_rank.push_back(plan.batches_of(r));
+    const ScriptPlan script = simulate_script(scenario.script, batches_per_rank);
+    const RankDevices devices = place(placement, ctx.rank, ctx.local_rank);
+    obs.state_device = devices.state.str();
+    obs.input_device = devices.input.str();
+    obs.samples = plan.samples_of(ctx.rank);
+    obs.batches = static_cast<std::int64_t>(plan.batches_of(ctx.rank));
+
+    const auto* registry = MetricCatalog::instance().registry_for(scenario.metric);
+    if (!registry)
+      throw std::runtime_error("metric '" + scenario.metric + "' is not registered in this worker process (rank " +
+                               std::to_string(ctx.rank) + "): the worker binary must register it as the supervisor does");
+    auto metric = registry->make(scenario.metric, scenario.metric_params, devices.state);
+    metric->set_communicator(&ctx.comm);
+
+    const auto& mine = plan.ranks[ctx.rank];
+    for (std::size_t s = 0; s < script.steps.size(); ++s) {
+      step = static_cast<int>(s);
+      const auto& action = script.steps[s];
+      switch (action.op) {
+        case Step::Op::Update:
+        case Step::Op::Replay: {
+          op = "update";
+          const auto [from, to] = action.feed[ctx.rank];
+          for (std::size_t b = from; b < to; ++b) metric->update(on_device(data.rows(mine[b]), devices.input));
+          break;
+        }
+        case Step::Op::Reset:
+          op = "reset";
+          metric->reset();
+          break;
+        case Step::Op::Compute: {
+          op = "compute";
+          ComputeRecord record;
+          record.index = action.compute;
+          record.step = step;
+          record.digest_before = metric->state_digest();
+          const auto issued = ctx.comm.collectives_issued();
+          const auto t0 = Clock::now();
+          try {
+            record.result.value = metric->compute().to_json();
+          } catch (const CollectiveError&) {
+            throw;
+          } catch (const std::exception& e) {
+            record.result.error_type = exception_type_name(e);
+            record.result.error = error_text(e);
+          }
+          record.seconds = since(t0);
+          record.collectives = ctx.comm.collectives_issued() - issued;
+          record.digest_after = metric->state_digest();
+          obs.computes.push_back(record);
+          if (record.result.raised()) {
+            // Peers may be waiting in a collective this rank will never enter: stop here.
+            obs.error = StepError{step, op, record.result.error_type, record.result.error};
+            step = -2;
+          }
+          break;
+        }
+      }
+      if (step == -2) break;
+    }
+  } catch (const CollectiveError&) {
+    throw;
+  } catch (const std::exception& e) {
+    obs.error = StepError{step, op, exception_type_name(e), error_text(e)};
+  }
+  obs.collectives = ctx.comm.collectives_issued();
+  obs.seconds = since(start);
+  return obs.to_json();
+}
+
+}  // namespace distmetrics::harness

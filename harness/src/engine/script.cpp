@@ -1,0 +1,188 @@
+#include "distmetrics/harness/script.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+#include <stdexcept>
+
+namespace distmetrics::harness {
+namespace {
+
+const char* kSyntax =
+    "a step is one of: 'update', 'update N', 'update P%', 'update rest' (each optionally followed by "
+    "'ranks=0,2'), 'compute', 'reset', 'replay'";
+
+std::vector<std::string> words(const std::string& text) {
+  std::istringstream in(text);
+  std::vector<std::string> out;
+  for (std::string w; in >> w;) out.push_back(w);
+  return out;
+}
+
+bool parse_number(const std::string& s, double& out) {
+  if (s.empty()) return false;
+  char* end = nullptr;
+  out = std::strtod(s.c_str(), &end);
+  return end == s.c_str() + s.size() && std::isfinite(out);
+}
+
+std::vector<int> parse_ranks(const std::string& list, const std::string& text) {
+  std::vector<int> ranks;
+  std::stringstream in(list);
+  for (std::string item; std::getline(in, item, ',');) {
+    double r = 0;
+    if (!parse_number(item, r) || r < 0 || r != std::floor(r) || r > 4096)
+      throw std::invalid_argument("step '" + text + "': ranks= takes rank numbers like 'ranks=0,2', got '" + list + "'");
+    ranks.push_back(static_cast<int>(r));
+  }
+  if (ranks.empty()) throw std::invalid_argument("step '" + text + "': ranks= lists no rank");
+  return ranks;
+}
+
+}  // namespace
+
+const char* to_string(ComputeRole role) {
+  switch (role) {
+    case ComputeRole::Fresh: return "fresh";
+    case ComputeRole::Repeat: return "repeat";
+    case ComputeRole::AfterUpdate: return "after_update";
+    case ComputeRole::AfterReset: return "after_reset";
+  }
+  return "?";
+}
+
+Step parse_step(const std::string& text) {
+  auto w = words(text);
+  Step step;
+  step.text = text;
+  if (w.empty()) throw std::invalid_argument(std::string("empty step; ") + kSyntax);
+  if (w.size() > 1 && w.back().rfind("ranks=", 0) == 0) {
+    step.ranks = parse_ranks(w.back().substr(6), text);
+    w.pop_back();
+    if (w.front() != "update") throw std::invalid_argument("step '" + text + "': only 'update' takes ranks=");
+  }
+  const std::string& op = w.front();
+  if (op == "compute" || op == "reset" || op == "replay") {
+    if (w.size() != 1) throw std::invalid_argument("step '" + text + "': '" + op + "' takes no argument; " + kSyntax);
+    step.op = op == "compute" ? Step::Op::Compute : op == "reset" ? Step::Op::Reset : Step::Op::Replay;
+    return step;
+  }
+  if (op != "update") throw std::invalid_argument("unknown step '" + text + "'; " + kSyntax);
+  step.op = Step::Op::Update;
+  if (w.size() == 1) return step;
+  if (w.size() > 2) throw std::invalid_argument("step '" + text + "': too many words; " + kSyntax);
+  const std::string& amount = w[1];
+  if (amount == "rest") {
+    step.amount = Step::Amount::Rest;
+  } else if (!amount.empty() && amount.back() == '%') {
+    step.amount = Step::Amount::Percent;
+    if (!parse_number(amount.substr(0, amount.size() - 1), step.count) || step.count <= 0 || step.count > 100)
+      throw std::invalid_argument("step '" + text + "': a percentage must be in (0, 100], like 'update 50%'");
+  } else {
+    if (!parse_number(amount, step.count) || step.count < 1 || step.count != std::floor(step.count) ||
+        step.count > 1e9)
+      throw std::invalid_argument("step '" + text + "': the number of batches must be a whole number >= 1");
+  }
+  return step;
+}
+
+std::vector<std::string> default_script_text() {
+  return {"update 50%", "compute", "compute", "update rest", "compute", "reset", "replay", "compute"};
+}
+
+ScriptPlan simulate_script(const std::vector<Step>& script, const std::vector<std::size_t>& batches_per_rank) {
+  const std::size_t ws = batches_per_rank.size();
+  ScriptPlan plan;
+  std::vector<std::size_t> fed(ws, 0), before_reset(ws, 0);
+  int epoch = 0;
+  int first_compute_of_epoch = -1;
+  bool last_was_compute = false;
+  for (std::size_t s = 0; s < script.size(); ++s) {
+    const Step& step = script[s];
+    StepAction action;
+    action.op = step.op;
+    switch (step.op) {
+      case Step::Op::Update:
+      case Step::Op::Replay:
+        action.feed.resize(ws);
+        for (std::size_t r = 0; r < ws; ++r) {
+          std::size_t target = fed[r];
+          const bool selected =
+              step.ranks.empty() || std::find(step.ranks.begin(), step.ranks.end(), static_cast<int>(r)) != step.ranks.end();
+          if (step.op == Step::Op::Replay) {
+            target = std::max(fed[r], before_reset[r]);
+          } else if (selected) {
+            const std::size_t n = batches_per_rank[r];
+            std::size_t more = 0;
+            if (step.amount == Step::Amount::Rest) more = n;
+            else if (step.amount == Step::Amount::Percent) more = static_cast<std::size_t>(std::ceil(step.count / 100.0 * n));
+            else more = static_cast<std::size_t>(step.count);
+            target = std::min(n, fed[r] + more);
+          }
+          action.feed[r] = {fed[r], target};
+          fed[r] = target;
+        }
+        last_was_compute = false;
+        break;
+      case Step::Op::Reset:
+        before_reset = fed;
+        std::fill(fed.begin(), fed.end(), 0);
+        ++epoch;
+        first_compute_of_epoch = -1;
+        last_was_compute = false;
+        break;
+      case Step::Op::Compute: {
+        ComputePoint point;
+        point.index = static_cast<int>(plan.computes.size());
+        point.step = static_cast<int>(s);
+        point.fed = fed;
+        point.all_data = true;
+        for (std::size_t r = 0; r < ws; ++r) point.all_data = point.all_data && fed[r] == batches_per_rank[r];
+        if (last_was_compute) {
+          point.role = ComputeRole::Repeat;
+          point.previous = point.index - 1;
+        } else if (first_compute_of_epoch >= 0) {
+          point.role = ComputeRole::AfterUpdate;
+        } else if (epoch > 0) {
+          point.role = ComputeRole::AfterReset;
+          for (int k = point.index - 1; k >= 0; --k) {
+            if (plan.computes[k].fed == fed) {
+              point.replay_of = k;
+              break;
+            }
+          }
+        } else {
+          point.role = ComputeRole::Fresh;
+        }
+        if (first_compute_of_epoch < 0) first_compute_of_epoch = point.index;
+        action.compute = point.index;
+        plan.computes.push_back(point);
+        last_was_compute = true;
+        break;
+      }
+    }
+    plan.steps.push_back(action);
+  }
+  return plan;
+}
+
+std::vector<std::pair<int, std::string>> check_script(const std::vector<Step>& script) {
+  std::vector<std::pair<int, std::string>> problems;
+  bool reset_seen = false, compute_seen = false;
+  for (std::size_t s = 0; s < script.size(); ++s) {
+    if (script[s].op == Step::Op::Reset) reset_seen = true;
+    if (script[s].op == Step::Op::Compute) compute_seen = true;
+    if (script[s].op == Step::Op::Replay && !reset_seen)
+      problems.emplace_back(static_cast<int>(s), "'replay' feeds again what was fed before a reset: put a 'reset' before it");
+  }
+  if (!compute_seen) problems.emplace_back(-1, "the script has no 'compute': nothing would be checked");
+  return problems;
+}
+
+std::vector<ComputeRole> roles_in(const std::vector<Step>& script) {
+  std::vector<ComputeRole> roles;
+  for (const auto& point : simulate_script(script, {1}).computes) roles.push_back(point.role);
+  return roles;
+}
+
+}  // namespace distmetrics::harness

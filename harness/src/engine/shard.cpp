@@ -1,0 +1,144 @@
+#include "distmetrics/harness/shard.h"
+
+#include <algorithm>
+#include <numeric>
+#include <stdexcept>
+
+#include "counter_rng.h"
+
+namespace distmetrics::harness {
+namespace {
+
+constexpr std::uint64_t kUnevenStream = 100;
+
+SampleIndices range(std::int64_t begin, std::int64_t end) {
+  SampleIndices out(std::max<std::int64_t>(end - begin, 0));
+  std::iota(out.begin(), out.end(), begin);
+  return out;
+}
+
+// Contiguous blocks of the given sizes, over `order` (global indices).
+std::vector<SampleIndices> blocks(const SampleIndices& order, const std::vector<std::int64_t>& sizes) {
+  std::vector<SampleIndices> out;
+  std::int64_t begin = 0;
+  for (auto size : sizes) {
+    out.emplace_back(order.begin() + begin, order.begin() + begin + size);
+    begin += size;
+  }
+  return out;
+}
+
+// n split into w sizes that differ by at most one, larger first (like torch.chunk).
+std::vector<std::int64_t> even_sizes(std::int64_t n, int w) {
+  std::vector<std::int64_t> sizes(w, n / w);
+  for (int r = 0; r < n % w; ++r) ++sizes[r];
+  return sizes;
+}
+
+// Random proportions from the seed: rank r gets about n * u_r / sum(u).
+std::vector<std::int64_t> uneven_sizes(std::int64_t n, int w, std::uint64_t seed) {
+  const detail::CounterRng rng(seed, kUnevenStream + static_cast<std::uint64_t>(w));
+  std::vector<double> weight(w);
+  double total = 0;
+  for (int r = 0; r < w; ++r) total += weight[r] = 0.05 + rng.uniform(r);
+  std::vector<std::int64_t> sizes(w);
+  std::int64_t given = 0;
+  for (int r = 0; r < w; ++r) given += sizes[r] = static_cast<std::int64_t>(n * weight[r] / total);
+  for (int r = 0; given < n; r = (r + 1) % w, ++given) ++sizes[r];
+  return sizes;
+}
+
+std::vector<std::vector<SampleIndices>> batched(const std::vector<SampleIndices>& per_rank, std::int64_t batch_size) {
+  std::vector<std::vector<SampleIndices>> out;
+  for (const auto& indices : per_rank) out.push_back(cut_batches(indices, batch_size));
+  return out;
+}
+
+}  // namespace
+
+std::int64_t ShardPlan::samples_of(int rank) const {
+  std::int64_t n = 0;
+  for (const auto& batch : ranks.at(rank)) n += static_cast<std::int64_t>(batch.size());
+  return n;
+}
+
+const std::vector<ShardPolicyInfo>& shard_policies() {
+  static const std::vector<ShardPolicyInfo> policies = {
+      {"even", "contiguous blocks of equal size (sizes differ by at most one sample)", 1},
+      {"uneven", "contiguous blocks of random sizes drawn from the seed", 1},
+      {"empty_rank", "the last rank gets no data; the others split it evenly", 2},
+      {"skewed", "label-skewed (non-IID): samples ordered by label, then equal contiguous blocks", 1},
+      {"round_robin", "whole global batches dealt to ranks in turn: batch b goes to rank b % world size", 1},
+      {"scattered", "single samples dealt in turn: sample i goes to rank i % world size", 1},
+      {"padded", "like torch DistributedSampler(shuffle=False): padded with repeated samples to a multiple "
+                 "of the world size, then sample i of the padded list goes to rank i % world size",
+       1},
+  };
+  return policies;
+}
+
+std::vector<std::string> shard_policy_names() {
+  std::vector<std::string> names;
+  for (const auto& p : shard_policies()) names.push_back(p.name);
+  return names;
+}
+
+const ShardPolicyInfo* find_shard_policy(const std::string& name) {
+  for (const auto& p : shard_policies())
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
+std::vector<SampleIndices> cut_batches(const SampleIndices& indices, std::int64_t batch_size) {
+  if (batch_size < 1) throw std::invalid_argument("cut_batches: batch size must be >= 1");
+  std::vector<SampleIndices> out;
+  for (std::size_t begin = 0; begin < indices.size(); begin += batch_size) {
+    const auto end = std::min(indices.size(), begin + static_cast<std::size_t>(batch_size));
+    out.emplace_back(indices.begin() + begin, indices.begin() + end);
+  }
+  return out;
+}
+
+ShardPlan make_shard_plan(const std::string& policy, const std::vector<double>& sort_key, int world_size,
+                          std::int64_t batch_size, std::uint64_t seed) {
+  if (world_size < 1) throw std::invalid_argument("make_shard_plan: world size must be >= 1");
+  const auto n = static_cast<std::int64_t>(sort_key.size());
+  const SampleIndices all = range(0, n);
+  ShardPlan plan;
+  plan.policy = policy;
+  plan.world_size = world_size;
+  if (policy == "even") {
+    plan.ranks = batched(blocks(all, even_sizes(n, world_size)), batch_size);
+  } else if (policy == "uneven") {
+    plan.ranks = batched(blocks(all, uneven_sizes(n, world_size, seed)), batch_size);
+  } else if (policy == "empty_rank") {
+    auto sizes = world_size == 1 ? std::vector<std::int64_t>{0} : even_sizes(n, world_size - 1);
+    if (world_size > 1) sizes.push_back(0);
+    plan.ranks = batched(blocks(all, sizes), batch_size);
+  } else if (policy == "skewed") {
+    SampleIndices order = all;
+    std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return sort_key[a] < sort_key[b]; });
+    auto per_rank = blocks(order, even_sizes(n, world_size));
+    for (auto& indices : per_rank) std::sort(indices.begin(), indices.end());  // global order within a rank
+    plan.ranks = batched(per_rank, batch_size);
+  } else if (policy == "round_robin") {
+    plan.ranks.assign(world_size, {});
+    const auto global = cut_batches(all, batch_size);
+    for (std::size_t b = 0; b < global.size(); ++b) plan.ranks[b % world_size].push_back(global[b]);
+  } else if (policy == "scattered" || policy == "padded") {
+    SampleIndices order = all;
+    if (policy == "padded" && n > 0) {
+      const std::int64_t total = (n + world_size - 1) / world_size * world_size;
+      for (std::int64_t i = 0; static_cast<std::int64_t>(order.size()) < total; ++i) order.push_back(i % n);
+      plan.duplicates = total - n;
+    }
+    std::vector<SampleIndices> per_rank(world_size);
+    for (std::size_t i = 0; i < order.size(); ++i) per_rank[i % world_size].push_back(order[i]);
+    plan.ranks = batched(per_rank, batch_size);
+  } else {
+    throw std::invalid_argument("unknown shard policy '" + policy + "'");
+  }
+  return plan;
+}
+
+}  // namespace distmetrics::harness

@@ -1,0 +1,80 @@
+#include "distmetrics/harness/variant.h"
+
+#include <fnmatch.h>
+
+#include <algorithm>
+
+#include "distmetrics/harness/placement.h"
+#include "distmetrics/harness/shard.h"
+
+namespace distmetrics::harness {
+
+std::string variant_id(const std::string& scenario, const std::string& backend, int world_size,
+                       const std::string& shard, const std::string& placement) {
+  return scenario + ":" + backend + "-ws" + std::to_string(world_size) + "-" + shard + "-" + placement;
+}
+
+std::string Variant::short_id() const {
+  return backend + "-ws" + std::to_string(world_size) + "-" + shard + "-" + placement;
+}
+
+std::string Variant::reproduce() const { return "distmetrics run " + file + " --filter '" + id + "'"; }
+
+nlohmann::json Variant::to_json() const {
+  return {{"id", id},
+          {"scenario", scenario},
+          {"file", file},
+          {"backend", backend},
+          {"world_size", world_size},
+          {"shard", shard},
+          {"placement", placement},
+          {"markers", markers},
+          {"skip", skip ? nlohmann::json(*skip) : nlohmann::json(nullptr)}};
+}
+
+bool Selection::matches(const Variant& v) const {
+  auto in = [](const auto& list, const auto& item) {
+    return list.empty() || std::find(list.begin(), list.end(), item) != list.end();
+  };
+  if (!in(backends, v.backend) || !in(world_sizes, v.world_size) || !in(shards, v.shard) || !in(placements, v.placement))
+    return false;
+  if (filters.empty()) return true;
+  return std::any_of(filters.begin(), filters.end(),
+                     [&](const std::string& glob) { return fnmatch(glob.c_str(), v.id.c_str(), 0) == 0; });
+}
+
+std::vector<Variant> expand_variants(const Scenario& scenario, int gpus_available) {
+  std::vector<Variant> out;
+  const bool regression = scenario.name.rfind("regression/", 0) == 0;
+  const bool slow = std::find(scenario.tags.begin(), scenario.tags.end(), "slow") != scenario.tags.end();
+  for (const auto& backend : scenario.backends) {
+    for (int ws : scenario.world_sizes) {
+      for (const auto& shard : scenario.shards) {
+        const auto* policy = find_shard_policy(shard);
+        if (policy && ws < policy->min_world_size) continue;
+        for (const auto& placement : scenario.placements) {
+          const auto* where = find_placement(placement);
+          if (where && ws < where->min_world_size) continue;
+          Variant v;
+          v.id = variant_id(scenario.name, backend, ws, shard, placement);
+          v.scenario = scenario.name;
+          v.file = scenario.file;
+          v.backend = backend;
+          v.world_size = ws;
+          v.shard = shard;
+          v.placement = placement;
+          v.seed = scenario.data.seed;
+          v.markers.push_back(backend);
+          if (placement != "cpu" || backend == "nccl") v.markers.push_back("gpu");
+          if (regression) v.markers.push_back("regression");
+          if (slow) v.markers.push_back("slow");
+          v.skip = skip_reason(placement, backend, ws, gpus_available);
+          out.push_back(std::move(v));
+        }
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace distmetrics::harness

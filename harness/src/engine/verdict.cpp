@@ -1,0 +1,51 @@
+#include "distmetrics/harness/verdict.h"
+
+#include <cmath>
+
+namespace distmetrics::harness {
+
+const char* to_string(Outcome outcome) {
+  switch (outcome) {
+    case Outcome::Pass: return "pass";
+    case Outcome::Fail: return "fail";
+    case Outcome::Hang: return "hang";
+    case Outcome::Crash: return "crash";
+    case Outcome::Error: return "error";
+    case Outcome::Skip: return "skip";
+  }
+  return "?";
+}
+
+nlohmann::json PropertyResult::to_json() const {
+  nlohmann::json j = {{"name", name}, {"outcome", to_string(outcome)}, {"message", message},
+                      {"single", single}, {"ranks", ranks}, {"expected_failure", expected_failure}};
+  j["difference"] = difference && std::isfinite(*difference) ? nlohmann::json(*difference) : nlohmann::json(nullptr);
+  return j;
+}
+
+const PropertyResult* Verdict::property(const std::string& name) const {
+  for (const auto& p : properties)
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
+nlohmann::json Verdict::to_json() const {
+  nlohmann::json props = nlohmann::json::array();
+  for (const auto& p : properties) props.push_back(p.to_json());
+  return {{"id", variant.id},
+          {"scenario", variant.scenario},
+          {"file", variant.file},
+          {"backend", variant.backend},
+          {"world_size", variant.world_size},
+          {"shard", variant.shard},
+          {"placement", variant.placement},
+          {"seed", variant.seed},
+          {"outcome", to_string(outcome)},
+          {"reason", reason},
+          {"seconds", seconds},
+          {"properties", props},
+          {"diagnosis", diagnosis.empty() ? nlohmann::json(nullptr) : nlohmann::json(diagnosis)},
+          {"reproduce", variant.reproduce()}};
+}
+
+}  // namespace distmetrics::harness
