@@ -124,6 +124,14 @@ VariantRequest make_variant_request(const Scenario& scenario, const Variant& var
   return request;
 }
 
+Verdict skip_verdict(const Variant& variant) {
+  Verdict v;
+  v.variant = variant;
+  v.outcome = Outcome::Skip;
+  v.reason = variant.skip.value_or("skipped");
+  return v;
+}
+
 Engine::Engine(EngineOptions options) : options_(std::move(options)) { register_scenario_task(); }
 
 const Dataset& Engine::data_for(const Scenario& scenario) {
@@ -134,13 +142,7 @@ const Dataset& Engine::data_for(const Scenario& scenario) {
 }
 
 Verdict Engine::run(const Scenario& scenario, const Variant& variant, VariantRunner& runner) {
-  if (variant.skip) {
-    Verdict v;
-    v.variant = variant;
-    v.outcome = Outcome::Skip;
-    v.reason = *variant.skip;
-    return v;
-  }
+  if (variant.skip) return skip_verdict(variant);
   const double deadline = options_.deadline_seconds.value_or(scenario.deadline_seconds);
   const auto start = Clock::now();
   VariantRun run;

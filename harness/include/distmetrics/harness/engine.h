@@ -47,6 +47,9 @@ SingleProcessReference build_reference(const Scenario& scenario, const Dataset& 
 ComputeResult single_process_result(const Scenario& scenario, const Dataset& data,
                                     const std::vector<SampleIndices>& batches);
 
+// The verdict on a variant that cannot run here (variant.skip holds why).
+Verdict skip_verdict(const Variant& variant);
+
 struct EngineOptions {
   // Overrides every scenario's deadline (seconds per variant), e.g. from --deadline.
   std::optional<double> deadline_seconds;

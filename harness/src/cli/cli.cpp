@@ -1,0 +1,250 @@
+#include "distmetrics/harness/cli.h"
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <ostream>
+
+#include "distmetrics/harness/engine.h"
+#include "distmetrics/harness/names.h"
+#include "distmetrics/harness/placement.h"
+#include "distmetrics/harness/report.h"
+#include "distmetrics/harness/scenario.h"
+#include "distmetrics/harness/shard.h"
+#include "distmetrics/harness/variant.h"
+
+namespace distmetrics::harness {
+namespace {
+
+namespace fs = std::filesystem;
+constexpr int kBadInput = 2;
+
+struct Options {
+  std::vector<std::string> paths;
+  Selection selection;
+  bool json = false;
+  std::optional<double> deadline;
+  std::string launcher = "local";
+  std::string json_file, junit_file;
+  bool quiet = false;
+};
+
+void add_selection(CLI::App* cmd, Options& o) {
+  cmd->add_option("paths", o.paths, "scenario files or folders (default: ./scenarios, else the installed ones)");
+  cmd->add_option("--backend", o.selection.backends, "backends to run: gloo, mpi, nccl (comma-separated)")->delimiter(',');
+  cmd->add_option("--world-sizes", o.selection.world_sizes, "world sizes to run, e.g. 1,2,4")->delimiter(',');
+  cmd->add_option("--shard", o.selection.shards, "shard policies to run (comma-separated)")->delimiter(',');
+  cmd->add_option("--placement", o.selection.placements, "placements to run (comma-separated)")->delimiter(',');
+  cmd->add_option("--filter", o.selection.filters, "glob on variant ids; repeat to OR several");
+}
+
+// Unknown names in the selection flags: a clear message with close names.
+bool check_selection(const Selection& s, std::ostream& err) {
+  bool ok = true;
+  auto check = [&](const std::vector<std::string>& given, const std::vector<std::string>& known, const char* flag) {
+    for (const auto& g : given) {
+      if (std::find(known.begin(), known.end(), g) != known.end()) continue;
+      err << "distmetrics: " << flag << ": unknown value '" << g << "'" << did_you_mean(g, known) << " (known: "
+          << quoted_list(known) << ")\n";
+      ok = false;
+    }
+  };
+  check(s.backends, backend_names(), "--backend");
+  check(s.shards, shard_policy_names(), "--shard");
+  check(s.placements, placement_names(), "--placement");
+  for (int ws : s.world_sizes) {
+    if (ws < 1 || ws > 64) {
+      err << "distmetrics: --world-sizes: " << ws << " is not a world size (1 to 64)\n";
+      ok = false;
+    }
+  }
+  return ok;
+}
+
+struct Loaded {
+  std::vector<Scenario> scenarios;
+  std::vector<Diagnostic> diagnostics;
+  int files = 0;
+};
+
+Loaded load_all(std::vector<std::string> paths) {
+  Loaded loaded;
+  if (paths.empty()) paths.push_back(default_scenario_path());
+  const auto files = find_scenario_files(paths, loaded.diagnostics);
+  loaded.files = static_cast<int>(files.size());
+  for (const auto& f : files) {
+    auto result = load_scenario(f.path, f.name);
+    if (result.scenario) loaded.scenarios.push_back(std::move(*result.scenario));
+    for (auto& d : result.diagnostics) loaded.diagnostics.push_back(std::move(d));
+  }
+  // Two files may not give the same scenario name (their variant ids would collide).
+  std::map<std::string, std::string> seen;
+  for (const auto& s : loaded.scenarios) {
+    auto [it, fresh] = seen.emplace(s.name, s.file);
+    if (!fresh && it->second != s.file)
+      loaded.diagnostics.push_back({s.file, 0, 0, "", "scenario name '" + s.name + "' is also the name of " + it->second +
+                                                         ": variant ids would collide; pass only one of them"});
+  }
+  return loaded;
+}
+
+void print_diagnostics(const std::vector<Diagnostic>& diagnostics, std::ostream& os) {
+  for (const auto& d : diagnostics) os << d.to_string() << "\n";
+}
+
+std::vector<std::pair<const Scenario*, Variant>> selected_variants(const Loaded& loaded, const Selection& selection) {
+  const int gpus = visible_gpu_count();
+  std::vector<std::pair<const Scenario*, Variant>> out;
+  for (const auto& s : loaded.scenarios)
+    for (auto& v : expand_variants(s, gpus))
+      if (selection.matches(v)) out.emplace_back(&s, std::move(v));
+  return out;
+}
+
+int cmd_validate(const Options& o, std::ostream& out) {
+  const auto loaded = load_all(o.paths);
+  print_diagnostics(loaded.diagnostics, out);
+  std::map<std::string, int> bad_files;
+  for (const auto& d : loaded.diagnostics) ++bad_files[d.file];
+  out << "distmetrics: " << loaded.files << " scenario file(s): " << loaded.scenarios.size() << " valid, "
+      << bad_files.size() << " with errors (" << loaded.diagnostics.size() << " error(s))\n";
+  return loaded.diagnostics.empty() && loaded.files > 0 ? 0 : kBadInput;
+}
+
+int cmd_list(const Options& o, std::ostream& out, std::ostream& err) {
+  const auto loaded = load_all(o.paths);
+  print_diagnostics(loaded.diagnostics, err);
+  const auto variants = selected_variants(loaded, o.selection);
+  if (o.json) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& entry : variants) list.push_back(entry.second.to_json());
+    out << list.dump(2) << "\n";
+  } else {
+    for (const auto& entry : variants) out << entry.second.id << "\n";
+  }
+  return loaded.diagnostics.empty() ? 0 : kBadInput;
+}
+
+bool write_file(const std::string& path, const std::string& text, std::ostream& err) {
+  std::error_code ec;
+  const fs::path p(path);
+  if (p.has_parent_path()) fs::create_directories(p.parent_path(), ec);
+  std::ofstream file(path, std::ios::binary);
+  file << text;
+  if (!file) {
+    err << "distmetrics: cannot write " << path << "\n";
+    return false;
+  }
+  return true;
+}
+
+int cmd_run(const Options& o, std::ostream& out, std::ostream& err) {
+  if (o.launcher != "local") {
+    err << "distmetrics: --launcher " << o.launcher << " is not available in this build yet; use --launcher local\n";
+    return kBadInput;
+  }
+  if (o.deadline && !(*o.deadline > 0)) {
+    err << "distmetrics: --deadline must be a positive number of seconds\n";
+    return kBadInput;
+  }
+  const auto loaded = load_all(o.paths);
+  if (!loaded.diagnostics.empty()) {
+    print_diagnostics(loaded.diagnostics, err);
+    err << "distmetrics: " << loaded.diagnostics.size() << " error(s) in the scenario files: nothing was run "
+        << "(`distmetrics validate` lists them)\n";
+    return kBadInput;
+  }
+  auto variants = selected_variants(loaded, o.selection);
+  const auto started = now_iso8601();
+  const auto start = std::chrono::steady_clock::now();
+
+  // Run variants grouped by the pool they need, so each pool starts once; report in list order.
+  std::vector<std::size_t> order(variants.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  auto pool_key = [&](std::size_t i) {
+    const auto& v = variants[i].second;
+    return std::make_pair(v.backend == "mpi" ? 1 : 0, v.world_size);
+  };
+  std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return pool_key(a) < pool_key(b); });
+
+  EngineOptions options;
+  options.deadline_seconds = o.deadline;
+  Engine engine(options);
+  LocalPools pools({}, 1);
+  ConsoleReport console(out, static_cast<int>(variants.size()), o.quiet);
+  std::vector<Verdict> verdicts(variants.size());
+  for (std::size_t i : order) {
+    const auto& [scenario, variant] = variants[i];
+    if (variant.skip) {
+      verdicts[i] = skip_verdict(variant);
+    } else {
+      try {
+        verdicts[i] = engine.run(*scenario, variant, pools.runner_for(variant));
+      } catch (const std::exception& e) {  // the pool itself could not start
+        verdicts[i].variant = variant;
+        verdicts[i].outcome = Outcome::Error;
+        verdicts[i].reason = std::string("could not start the rank pool: ") + e.what();
+      }
+    }
+    console.progress(verdicts[i]);
+  }
+  pools.clear();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  console.finish(verdicts, seconds);
+  bool written = true;
+  if (!o.json_file.empty()) written = write_file(o.json_file, json_report(verdicts, started, seconds).dump(2) + "\n", err) && written;
+  if (!o.junit_file.empty()) written = write_file(o.junit_file, junit_report(verdicts, seconds), err) && written;
+  return exit_code(verdicts, !written);
+}
+
+}  // namespace
+
+std::string default_scenario_path() {
+  std::error_code ec;
+  if (fs::is_directory("scenarios", ec)) return "scenarios";
+  return DISTMETRICS_INSTALLED_SCENARIOS;
+}
+
+int cli_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
+  CLI::App app{"distmetrics: checks that distributed metrics give on N ranks what they give on one, "
+               "that compute() is idempotent, and that nothing hangs."};
+  app.require_subcommand(1);
+  Options o;
+  auto* list = app.add_subcommand("list", "print the variant ids the scenarios expand into");
+  add_selection(list, o);
+  list->add_flag("--json", o.json, "print a JSON array of variants with their markers and skip reasons");
+  auto* validate = app.add_subcommand("validate", "check scenario files; print every error with file, line and field");
+  validate->add_option("paths", o.paths, "scenario files or folders (default: ./scenarios)");
+  auto* run = app.add_subcommand("run", "run the variants and check their properties");
+  add_selection(run, o);
+  run->add_option("--deadline", o.deadline, "seconds each variant may take (overrides the scenarios' deadline)");
+  run->add_option("--launcher", o.launcher, "local (a supervised rank pool), mpi or env")
+      ->check(CLI::IsMember({"local", "mpi", "env"}));
+  run->add_option("--json", o.json_file, "write the JSON report to FILE");
+  run->add_option("--junit", o.junit_file, "write JUnit XML to FILE");
+  run->add_flag("--quiet", o.quiet, "print only variants that did not pass and the last line");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    out << app.help();
+    return 0;
+  } catch (const CLI::CallForAllHelp&) {
+    out << app.help("", CLI::AppFormatMode::All);
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    err << "distmetrics: " << e.what() << "\n" << "Run 'distmetrics --help' (or 'distmetrics run --help') for usage.\n";
+    return kBadInput;
+  }
+  // A subcommand's --help is raised from within parse() as well; nothing else to do here.
+  if (!check_selection(o.selection, err)) return kBadInput;
+  if (*validate) return cmd_validate(o, out);
+  if (*list) return cmd_list(o, out, err);
+  return cmd_run(o, out, err);
+}
+
+}  // namespace distmetrics::harness

@@ -1,0 +1,349 @@
+// Engine building blocks: close-name suggestions, data generators, shard policies, the script,
+// value comparison.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+#include <set>
+
+#include "distmetrics/harness/compare.h"
+#include "distmetrics/harness/data.h"
+#include "distmetrics/harness/names.h"
+#include "distmetrics/harness/placement.h"
+#include "distmetrics/harness/script.h"
+#include "distmetrics/harness/shard.h"
+
+namespace dh = distmetrics::harness;
+using nlohmann::json;
+
+// --- names --------------------------------------------------------------------------------------
+
+TEST(Names, SuggestsTyposAndPrefixes) {
+  const std::vector<std::string> known = {"even", "uneven", "empty_rank", "skewed", "round_robin", "scattered", "padded"};
+  EXPECT_EQ(dh::closest_names("evne", known), (std::vector<std::string>{"even"}));
+  EXPECT_EQ(dh::closest_names("round-robin", known).front(), "round_robin");
+  EXPECT_EQ(dh::closest_names("empty", known).front(), "empty_rank");
+  EXPECT_TRUE(dh::closest_names("zzzzzz", known).empty());
+  EXPECT_EQ(dh::did_you_mean("padd", known), "; did you mean 'padded'?");
+  EXPECT_EQ(dh::did_you_mean("qqqqqqq", known), "");
+  EXPECT_EQ(dh::closest_names("ACCURACY", {"Accuracy", "TopKCategoricalAccuracy"}).front(), "Accuracy");
+}
+
+// --- data ---------------------------------------------------------------------------------------
+
+namespace {
+
+dh::DataSpec spec(const std::string& generator, json params, std::int64_t n, std::string dtype = "float32",
+                  std::uint64_t seed = 7) {
+  dh::DataSpec s;
+  s.generator = generator;
+  s.params = dh::resolve_generator_params(generator, params);
+  s.seed = seed;
+  s.num_samples = n;
+  s.dtype = dtype;
+  return s;
+}
+
+// FNV-1a over a tensor's bytes: pins generated data to the byte.
+std::uint64_t fnv(const at::Tensor& t, std::uint64_t h = 1469598103934665603ULL) {
+  if (!t.defined()) return h;
+  auto c = t.contiguous();
+  const auto* p = static_cast<const unsigned char*>(c.data_ptr());
+  for (std::size_t i = 0; i < c.nbytes(); ++i) h = (h ^ p[i]) * 1099511628211ULL;
+  return h;
+}
+
+std::uint64_t fnv(const dh::Dataset& d) { return fnv(d.weight, fnv(d.target, fnv(d.input))); }
+
+}  // namespace
+
+TEST(Data, ShapesAndDtypesFollowTheBatchConventions) {
+  auto mc = dh::generate_data(spec("multiclass", {{"num_classes", 4}}, 10));
+  EXPECT_EQ(mc.input.sizes(), (std::vector<std::int64_t>{10, 4}));
+  EXPECT_EQ(mc.input.scalar_type(), at::kFloat);
+  EXPECT_EQ(mc.target.sizes(), (std::vector<std::int64_t>{10}));
+  EXPECT_EQ(mc.target.scalar_type(), at::kLong);
+  EXPECT_FALSE(mc.weight.defined());
+
+  auto labels = dh::generate_data(spec("multiclass", {{"num_classes", 4}, {"output", "labels"}}, 10, "float64"));
+  EXPECT_EQ(labels.input.sizes(), (std::vector<std::int64_t>{10}));
+  EXPECT_EQ(labels.input.scalar_type(), at::kLong);
+  EXPECT_TRUE(labels.input.ge(0).all().item<bool>() && labels.input.lt(4).all().item<bool>());
+
+  auto probs = dh::generate_data(spec("multiclass", {{"num_classes", 3}, {"output", "probabilities"}}, 6, "float64"));
+  EXPECT_TRUE(at::allclose(probs.input.sum(1), at::ones({6}, at::kDouble)));
+
+  auto bin = dh::generate_data(spec("binary", {{"output", "probabilities"}}, 8));
+  EXPECT_EQ(bin.input.sizes(), bin.target.sizes());
+  EXPECT_TRUE(bin.input.ge(0).all().item<bool>() && bin.input.le(1).all().item<bool>());
+
+  auto ml = dh::generate_data(spec("multilabel", {{"num_labels", 5}, {"output", "labels"}}, 8));
+  EXPECT_EQ(ml.input.sizes(), (std::vector<std::int64_t>{8, 5}));
+  EXPECT_EQ(ml.target.sizes(), (std::vector<std::int64_t>{8, 5}));
+
+  auto seg = dh::generate_data(spec("segmentation", {{"num_classes", 3}, {"height", 4}, {"width", 5}}, 2));
+  EXPECT_EQ(seg.input.sizes(), (std::vector<std::int64_t>{2, 3, 4, 5}));
+  EXPECT_EQ(seg.target.sizes(), (std::vector<std::int64_t>{2, 4, 5}));
+  // The labels are the argmax of the logits along the class dimension.
+  auto seg_labels = dh::generate_data(spec("segmentation", {{"num_classes", 3}, {"height", 4}, {"width", 5}, {"output", "labels"}}, 2));
+  EXPECT_TRUE(seg_labels.input.equal(seg.input.argmax(1)));
+
+  auto reg = dh::generate_data(spec("regression", {{"dims", 3}}, 5, "float64"));
+  EXPECT_EQ(reg.input.sizes(), (std::vector<std::int64_t>{5, 3}));
+  EXPECT_EQ(reg.target.scalar_type(), at::kDouble);
+
+  auto values = dh::generate_data(spec("values", {{"distribution", "integers"}, {"low", 3}, {"high", 5}, {"weights", "integers"},
+                                                  {"weight_low", 1000}, {"weight_high", 1002}}, 50, "float64"));
+  EXPECT_FALSE(values.target.defined());
+  EXPECT_TRUE(values.input.ge(3).all().item<bool>() && values.input.le(5).all().item<bool>());
+  EXPECT_TRUE(values.input.eq(values.input.round()).all().item<bool>());
+  EXPECT_TRUE(values.weight.ge(1000).all().item<bool>() && values.weight.le(1002).all().item<bool>());
+
+  auto images = dh::generate_data(spec("images", {{"channels", 1}, {"data_range", 255.0}}, 3));
+  EXPECT_EQ(images.input.sizes(), (std::vector<std::int64_t>{3, 1, 8, 8}));
+  EXPECT_TRUE(images.input.ge(0).all().item<bool>() && images.input.le(255).all().item<bool>());
+
+  auto scores = dh::generate_data(spec("scores", {{"ties", true}}, 40));
+  EXPECT_LT(std::get<0>(at::_unique(scores.input)).numel(), 40);  // ties on a coarse grid
+}
+
+TEST(Data, SameBytesEveryTimeWhateverTheTorchSeed) {
+  const auto s = spec("multiclass", {{"num_classes", 5}, {"class_weights", {5, 1, 1, 1, 1}}, {"weights", "uniform"}}, 64);
+  const auto first = dh::generate_data(s);
+  at::manual_seed(12345);
+  (void)at::rand({100});
+  const auto second = dh::generate_data(s);
+  EXPECT_TRUE(first.input.equal(second.input));
+  EXPECT_TRUE(first.target.equal(second.target));
+  EXPECT_TRUE(first.weight.equal(second.weight));
+  // Pinned: a change to the generators (which would change every scenario's data) shows here.
+  EXPECT_EQ(fnv(first), fnv(second));
+  EXPECT_EQ(fnv(dh::generate_data(spec("binary", json::object(), 16, "float64", 1))), 0x7912b7334a4d5e65ULL)
+      << "binary data of seed 1 changed";
+}
+
+TEST(Data, PrefixStableAndSeedDependent) {
+  const auto small = dh::generate_data(spec("regression", json::object(), 10));
+  const auto large = dh::generate_data(spec("regression", json::object(), 30));
+  EXPECT_TRUE(small.input.equal(large.input.slice(0, 0, 10)));
+  const auto other = dh::generate_data(spec("regression", json::object(), 10, "float32", 8));
+  EXPECT_FALSE(small.input.equal(other.input));
+}
+
+TEST(Data, ImbalanceAndRatesAreHonoured) {
+  const auto imbalanced = dh::generate_data(spec("multiclass", {{"num_classes", 3}, {"class_weights", {8, 1, 1}}}, 2000));
+  const double share0 = imbalanced.target.eq(0).to(at::kDouble).mean().item<double>();
+  EXPECT_NEAR(share0, 0.8, 0.05);
+  const auto rare = dh::generate_data(spec("binary", {{"positive_rate", 0.1}}, 2000));
+  EXPECT_NEAR(rare.target.to(at::kDouble).mean().item<double>(), 0.1, 0.03);
+  // Informative scores: logits favour the true class well above chance.
+  const auto mc = dh::generate_data(spec("multiclass", {{"num_classes", 4}}, 2000));
+  const double acc = mc.input.argmax(1).eq(mc.target).to(at::kDouble).mean().item<double>();
+  EXPECT_GT(acc, 0.4);
+  EXPECT_LT(acc, 0.95);
+}
+
+TEST(Data, BadParametersNameTheField) {
+  auto field_of = [](const std::string& gen, json params) {
+    try {
+      dh::resolve_generator_params(gen, params);
+    } catch (const dh::FieldError& e) {
+      return e.field() + " | " + e.what();
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(field_of("multiclass", json::object()).find("num_classes | "), std::string::npos);  // required
+  EXPECT_NE(field_of("multiclass", {{"num_classes", 3}, {"num_clases", 3}}).find("did you mean 'num_classes'"), std::string::npos);
+  EXPECT_EQ(field_of("multiclass", {{"num_classes", "three"}}).rfind("num_classes | ", 0), 0u);
+  EXPECT_NE(field_of("multiclass", {{"num_classes", 3}, {"class_weights", {1, 2}}}).find("class_weights | "), std::string::npos);
+  EXPECT_NE(field_of("binary", {{"output", "logit"}}).find("did you mean 'logits'"), std::string::npos);
+  EXPECT_NE(field_of("binary", {{"positive_rate", 1.5}}).find("positive_rate | "), std::string::npos);
+  EXPECT_NE(field_of("values", {{"low", 2}, {"high", 1}}).find("high | "), std::string::npos);
+  EXPECT_NE(field_of("multiclas", json::object()).find("did you mean 'multiclass'"), std::string::npos);
+}
+
+TEST(Data, RowsSelectsInTheGivenOrder) {
+  const auto d = dh::generate_data(spec("regression", json::object(), 10, "float64"));
+  const auto batch = d.rows({7, 2});
+  EXPECT_EQ(batch.size(), 2);
+  EXPECT_EQ(batch.input[0].item<double>(), d.input[7].item<double>());
+  EXPECT_EQ(batch.target[1].item<double>(), d.target[2].item<double>());
+  EXPECT_EQ(d.rows({}).size(), 0);
+}
+
+// --- shards -------------------------------------------------------------------------------------
+
+namespace {
+
+std::vector<double> keys(std::int64_t n) {
+  std::vector<double> k(n);
+  for (std::int64_t i = 0; i < n; ++i) k[i] = static_cast<double>((i * 7) % 3);  // labels 0, 1, 2 mixed
+  return k;
+}
+
+std::multiset<std::int64_t> handed_out(const dh::ShardPlan& plan) {
+  std::multiset<std::int64_t> all;
+  for (const auto& rank : plan.ranks)
+    for (const auto& batch : rank) all.insert(batch.begin(), batch.end());
+  return all;
+}
+
+}  // namespace
+
+TEST(Shards, EveryPolicyHandsOutEverySampleOnceExceptPadding) {
+  for (const auto& policy : dh::shard_policy_names()) {
+    for (int ws : {1, 2, 3, 4}) {
+      for (std::int64_t n : {0, 1, 5, 23, 64}) {
+        if (ws < dh::find_shard_policy(policy)->min_world_size) continue;
+        const auto plan = dh::make_shard_plan(policy, keys(n), ws, 4, 11);
+        ASSERT_EQ(plan.ranks.size(), static_cast<std::size_t>(ws)) << policy;
+        const auto all = handed_out(plan);
+        std::set<std::int64_t> unique(all.begin(), all.end());
+        EXPECT_EQ(static_cast<std::int64_t>(unique.size()), n) << policy << " ws" << ws << " n" << n;
+        EXPECT_EQ(static_cast<std::int64_t>(all.size()), n + plan.duplicates) << policy;
+        if (policy != "padded") {
+          EXPECT_EQ(plan.duplicates, 0);
+        }
+        for (const auto& rank : plan.ranks)
+          for (const auto& batch : rank) {
+            EXPECT_LE(batch.size(), 4u);
+            EXPECT_FALSE(batch.empty());
+            EXPECT_TRUE(std::is_sorted(batch.begin(), batch.end()) || policy == "padded");
+          }
+      }
+    }
+  }
+}
+
+TEST(Shards, PoliciesSplitAsDocumented) {
+  const auto even = dh::make_shard_plan("even", keys(10), 3, 2, 0);
+  EXPECT_EQ(even.samples_of(0), 4);
+  EXPECT_EQ(even.samples_of(1), 3);
+  EXPECT_EQ(even.ranks[1][0], (dh::SampleIndices{4, 5}));
+
+  const auto empty = dh::make_shard_plan("empty_rank", keys(10), 3, 4, 0);
+  EXPECT_EQ(empty.samples_of(2), 0);
+  EXPECT_EQ(empty.samples_of(0) + empty.samples_of(1), 10);
+
+  const auto rr = dh::make_shard_plan("round_robin", keys(10), 2, 3, 0);
+  EXPECT_EQ(rr.ranks[0][0], (dh::SampleIndices{0, 1, 2}));
+  EXPECT_EQ(rr.ranks[1][0], (dh::SampleIndices{3, 4, 5}));
+  EXPECT_EQ(rr.ranks[0][1], (dh::SampleIndices{6, 7, 8}));
+  EXPECT_EQ(rr.ranks[1][1], (dh::SampleIndices{9}));
+
+  const auto sc = dh::make_shard_plan("scattered", keys(7), 3, 8, 0);
+  EXPECT_EQ(sc.ranks[1][0], (dh::SampleIndices{1, 4}));
+
+  // DistributedSampler(shuffle=False): 7 samples on 3 ranks pad to 9 with samples 0 and 1.
+  const auto pad = dh::make_shard_plan("padded", keys(7), 3, 8, 0);
+  EXPECT_EQ(pad.duplicates, 2);
+  EXPECT_EQ(pad.ranks[0][0], (dh::SampleIndices{0, 3, 6}));
+  EXPECT_EQ(pad.ranks[1][0], (dh::SampleIndices{1, 4, 0}));
+  EXPECT_EQ(pad.ranks[2][0], (dh::SampleIndices{2, 5, 1}));
+
+  // Label skew: rank 0 holds the smallest labels.
+  const auto skew = dh::make_shard_plan("skewed", keys(30), 3, 100, 0);
+  for (auto i : skew.ranks[0][0]) EXPECT_EQ(keys(30)[i], 0.0);
+  for (auto i : skew.ranks[2][0]) EXPECT_EQ(keys(30)[i], 2.0);
+
+  // Uneven: seeded, so the same sizes every time, and not all equal.
+  const auto a = dh::make_shard_plan("uneven", keys(100), 4, 8, 3);
+  const auto b = dh::make_shard_plan("uneven", keys(100), 4, 8, 3);
+  std::vector<std::int64_t> sizes;
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_EQ(a.samples_of(r), b.samples_of(r));
+    sizes.push_back(a.samples_of(r));
+  }
+  EXPECT_NE(*std::min_element(sizes.begin(), sizes.end()), *std::max_element(sizes.begin(), sizes.end()));
+}
+
+// --- placements ---------------------------------------------------------------------------------
+
+TEST(Placements, DevicesAndSkips) {
+  EXPECT_TRUE(dh::place("cpu", 1, 1).state.is_cpu());
+  EXPECT_EQ(dh::place("cuda", 1, 1).state, c10::Device(c10::kCUDA, 1));
+  EXPECT_EQ(dh::place("cuda0", 3, 3).input, c10::Device(c10::kCUDA, 0));
+  EXPECT_TRUE(dh::place("cpu_state_cuda_input", 1, 1).state.is_cpu());
+  EXPECT_EQ(dh::place("cpu_state_cuda_input", 1, 1).input, c10::Device(c10::kCUDA, 1));
+  EXPECT_TRUE(dh::place("mixed", 0, 0).state.is_cpu());
+  EXPECT_TRUE(dh::place("mixed", 1, 1).state.is_cuda());
+  EXPECT_FALSE(dh::skip_reason("cpu", "gloo", 4, 0));
+  const auto cuda = dh::skip_reason("cuda", "gloo", 2, 1);
+  ASSERT_TRUE(cuda);
+  EXPECT_NE(cuda->find("needs 2 GPUs"), std::string::npos);
+  EXPECT_NE(cuda->find("1 visible"), std::string::npos);
+  EXPECT_TRUE(dh::skip_reason("cpu", "nccl", 2, 8).has_value() != dh::backend_built("nccl"));
+  EXPECT_EQ(dh::comm_device_for("cpu", "nccl"), "cuda");
+  EXPECT_EQ(dh::comm_device_for("cpu", "mpi"), "cpu");
+}
+
+// --- script -------------------------------------------------------------------------------------
+
+TEST(Script, ParsesStepsAndRejectsBadOnes) {
+  EXPECT_EQ(dh::parse_step("update").count, 1);
+  EXPECT_EQ(dh::parse_step("update 3").count, 3);
+  EXPECT_EQ(dh::parse_step("update 50%").amount, dh::Step::Amount::Percent);
+  EXPECT_EQ(dh::parse_step("update rest").amount, dh::Step::Amount::Rest);
+  EXPECT_EQ(dh::parse_step("update 1 ranks=0,2").ranks, (std::vector<int>{0, 2}));
+  EXPECT_EQ(dh::parse_step("replay").op, dh::Step::Op::Replay);
+  for (const char* bad : {"", "updat", "update 0", "update 1.5", "update 150%", "compute 2", "reset ranks=1",
+                          "update ranks=", "update x ranks=1", "update 1 ranks=a"})
+    EXPECT_THROW(dh::parse_step(bad), std::invalid_argument) << bad;
+  EXPECT_EQ(dh::check_script({dh::parse_step("replay"), dh::parse_step("compute")}).size(), 1u);
+  EXPECT_EQ(dh::check_script({dh::parse_step("update")}).size(), 1u);
+}
+
+TEST(Script, DefaultScriptGivesEveryRole) {
+  std::vector<dh::Step> script;
+  for (const auto& text : dh::default_script_text()) script.push_back(dh::parse_step(text));
+  const auto plan = dh::simulate_script(script, {5, 2, 0});
+  ASSERT_EQ(plan.computes.size(), 4u);
+  EXPECT_EQ(plan.computes[0].role, dh::ComputeRole::Fresh);
+  EXPECT_EQ(plan.computes[0].fed, (std::vector<std::size_t>{3, 1, 0}));  // ceil(50%)
+  EXPECT_FALSE(plan.computes[0].all_data);
+  EXPECT_EQ(plan.computes[1].role, dh::ComputeRole::Repeat);
+  EXPECT_EQ(plan.computes[1].previous, 0);
+  EXPECT_EQ(plan.computes[2].role, dh::ComputeRole::AfterUpdate);
+  EXPECT_TRUE(plan.computes[2].all_data);
+  EXPECT_EQ(plan.computes[3].role, dh::ComputeRole::AfterReset);
+  EXPECT_EQ(plan.computes[3].replay_of, 2);  // the replay feeds the same batches again
+  EXPECT_EQ(plan.steps[6].feed[0], (std::pair<std::size_t, std::size_t>{0, 5}));
+}
+
+TEST(Script, RankSelectorFeedsOnlyThoseRanks) {
+  const auto plan = dh::simulate_script({dh::parse_step("update 1 ranks=0"), dh::parse_step("compute"),
+                                         dh::parse_step("update rest"), dh::parse_step("compute")},
+                                        {3, 3});
+  EXPECT_EQ(plan.computes[0].fed, (std::vector<std::size_t>{1, 0}));
+  EXPECT_EQ(plan.computes[1].fed, (std::vector<std::size_t>{3, 3}));
+}
+
+// --- comparison ---------------------------------------------------------------------------------
+
+TEST(Compare, NumbersTensorsAndNamedValues) {
+  const dh::Tolerance tol{1e-6, 1e-9, {"count"}};
+  EXPECT_TRUE(dh::compare_values(0.5, 0.5 + 1e-8, tol).equal);
+  const auto off = dh::compare_values(0.5, 0.51, tol);
+  EXPECT_FALSE(off.equal);
+  EXPECT_NEAR(off.difference, 0.01, 1e-12);
+  EXPECT_TRUE(dh::compare_values("nan", "nan", tol).equal);
+  EXPECT_FALSE(dh::compare_values("nan", 1.0, tol).equal);
+  EXPECT_TRUE(dh::compare_values("inf", "inf", tol).equal);
+
+  const json ints = {{"dtype", "int64"}, {"shape", {2}}, {"values", {16777217, 3}}};
+  const json ints_off = {{"dtype", "int64"}, {"shape", {2}}, {"values", {16777216, 3}}};
+  EXPECT_FALSE(dh::compare_values(ints, ints_off, dh::Tolerance{1, 1, {}}).equal);  // integers: exact
+  const json floats = {{"dtype", "float64"}, {"shape", {2}}, {"values", {1.0, 2.0}}};
+  const json other_shape = {{"dtype", "float64"}, {"shape", {1, 2}}, {"values", {1.0, 2.0}}};
+  EXPECT_FALSE(dh::compare_values(floats, other_shape, tol).equal);
+
+  const json named = {{"count", 1e8}, {"mean", 0.25}};
+  const json named_off = {{"count", 1e8 + 1}, {"mean", 0.25}};
+  const auto c = dh::compare_values(named, named_off, dh::Tolerance{1e-3, 0, {"count"}});
+  EXPECT_FALSE(c.equal);  // 'count' is exact even though 1 is within rtol 1e-3
+  EXPECT_NE(c.detail.find("count"), std::string::npos);
+  EXPECT_FALSE(dh::compare_values(named, json{{"mean", 0.25}}, tol).equal);
+  EXPECT_FALSE(dh::compare_values(0.5, floats, tol).equal);
+}

@@ -1,0 +1,362 @@
+// Property checkers on crafted observations: each fails exactly when it should, with a message
+// that shows the single-process value, every rank's value, the difference and the command that
+// reproduces the variant. Also the reports (console, JSON, JUnit) and exit codes.
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <sstream>
+
+#include "distmetrics/harness/check.h"
+#include "distmetrics/harness/report.h"
+
+namespace dh = distmetrics::harness;
+using nlohmann::json;
+
+namespace {
+
+dh::Scenario scenario() {
+  dh::Scenario s;
+  s.name = "core/crafted";
+  s.file = "scenarios/core/crafted.toml";
+  s.description = "crafted";
+  s.metric = "Accuracy";
+  s.data.seed = 7;
+  s.batch_size = 4;
+  for (const auto& t : dh::default_script_text()) s.script.push_back(dh::parse_step(t));
+  s.properties = {"equal_to_single", "ranks_agree", "idempotent", "update_after_compute", "reset_replay", "batch_invariant"};
+  return s;
+}
+
+dh::Variant variant(int ws = 2) {
+  dh::Variant v;
+  v.scenario = "core/crafted";
+  v.file = "scenarios/core/crafted.toml";
+  v.backend = "gloo";
+  v.world_size = ws;
+  v.shard = "uneven";
+  v.placement = "cpu";
+  v.seed = 7;
+  v.id = dh::variant_id(v.scenario, v.backend, ws, v.shard, v.placement);
+  return v;
+}
+
+dh::ComputeResult value(double v) {
+  dh::ComputeResult r;
+  r.value = v;
+  return r;
+}
+
+dh::ComputeResult raised(const std::string& type) {
+  dh::ComputeResult r;
+  r.error_type = type;
+  r.error = "no samples on any rank";
+  return r;
+}
+
+// A rank's observation with the given results for computes 0..n-1 (digests unchanged).
+dh::RankObservation observation(int rank, const std::vector<dh::ComputeResult>& results, const dh::ScriptPlan& plan) {
+  dh::RankObservation o;
+  o.rank = rank;
+  o.state_device = o.input_device = o.comm_device = "cpu";
+  for (std::size_t k = 0; k < results.size(); ++k) {
+    dh::ComputeRecord c;
+    c.index = static_cast<int>(k);
+    c.step = plan.computes[k].step;
+    c.result = results[k];
+    c.digest_before = c.digest_after = "d" + std::to_string(k);
+    o.computes.push_back(c);
+  }
+  return o;
+}
+
+// The default script on 2 ranks holding 4 batches each: computes at 50%, again, at 100%, after replay.
+struct Fixture {
+  dh::Scenario s = scenario();
+  dh::Variant v = variant();
+  dh::ScriptPlan plan = dh::simulate_script(s.script, {4, 4});
+  dh::SingleProcessReference single;
+  std::vector<dh::RankObservation> ranks;
+
+  Fixture() {
+    single.at_compute = {value(0.5), value(0.5), value(0.75), value(0.75)};
+    single.full = value(0.75);
+    single.other_batch_sizes = {{1, value(0.75)}, {9, value(0.75)}};
+    for (int r = 0; r < 2; ++r) ranks.push_back(observation(r, single.at_compute, plan));
+  }
+  std::vector<dh::PropertyResult> check() const { return dh::check_properties({s, v, plan, single, ranks}); }
+  dh::PropertyResult get(const std::string& name) const {
+    for (auto& p : check())
+      if (p.name == name) return p;
+    ADD_FAILURE() << "no property " << name;
+    return {};
+  }
+};
+
+std::vector<std::string> failing(const std::vector<dh::PropertyResult>& results) {
+  std::vector<std::string> names;
+  for (const auto& p : results)
+    if (p.outcome == dh::Outcome::Fail) names.push_back(p.name);
+  return names;
+}
+
+}  // namespace
+
+TEST(Checks, AllHoldForACorrectMetric) {
+  Fixture f;
+  const auto results = f.check();
+  ASSERT_EQ(results.size(), 6u);
+  EXPECT_TRUE(failing(results).empty());
+  for (const auto& p : results) EXPECT_EQ(p.outcome, dh::Outcome::Pass) << p.message;
+}
+
+TEST(Checks, NoSyncFailsEqualToSingleWithTheValuesAndTheCommand) {
+  Fixture f;  // each rank reports its local value: 0.4 and 0.6 instead of 0.5
+  f.ranks[0] = observation(0, {value(0.4), value(0.4), value(0.7), value(0.7)}, f.plan);
+  f.ranks[1] = observation(1, {value(0.6), value(0.6), value(0.8), value(0.8)}, f.plan);
+  const auto p = f.get("equal_to_single");
+  ASSERT_EQ(p.outcome, dh::Outcome::Fail);
+  EXPECT_NE(p.message.find("compute 1 of 4"), std::string::npos) << p.message;
+  EXPECT_NE(p.message.find("single process: 0.5"), std::string::npos) << p.message;
+  EXPECT_NE(p.message.find("rank 0: 0.4"), std::string::npos) << p.message;
+  EXPECT_NE(p.message.find("rank 1: 0.6"), std::string::npos) << p.message;
+  EXPECT_NE(p.message.find("difference 0.1"), std::string::npos) << p.message;
+  EXPECT_NE(p.message.find("backend gloo, world size 2, shard uneven, placement cpu, seed 7"), std::string::npos);
+  EXPECT_NE(p.message.find("distmetrics run scenarios/core/crafted.toml --filter 'core/crafted:gloo-ws2-uneven-cpu'"),
+            std::string::npos);
+  ASSERT_TRUE(p.difference);
+  EXPECT_NEAR(*p.difference, 0.1, 1e-12);
+  EXPECT_EQ(p.single, json(0.5));
+  EXPECT_EQ(p.ranks, json({0.4, 0.6}));
+  EXPECT_EQ(failing(f.check()), (std::vector<std::string>{"equal_to_single", "ranks_agree", "update_after_compute"}));
+}
+
+TEST(Checks, SyncThatOverwritesLocalStateFailsUpdateAfterComputeOnly) {
+  Fixture f;  // first compute right; after more updates the already-reduced state is counted again
+  for (int r = 0; r < 2; ++r) f.ranks[r] = observation(r, {value(0.5), value(0.5), value(0.8125), value(0.75)}, f.plan);
+  EXPECT_EQ(failing(f.check()), (std::vector<std::string>{"update_after_compute", "reset_replay"}));
+  const auto p = f.get("update_after_compute");
+  EXPECT_NE(p.message.find("compute 3 of 4"), std::string::npos) << p.message;
+  EXPECT_NE(p.message.find("single process: 0.75"), std::string::npos) << p.message;
+}
+
+TEST(Checks, SecondComputeThatDiffersFailsIdempotent) {
+  Fixture f;
+  for (int r = 0; r < 2; ++r) f.ranks[r] = observation(r, {value(0.5), value(1.0), value(0.75), value(0.75)}, f.plan);
+  EXPECT_EQ(failing(f.check()), (std::vector<std::string>{"idempotent"}));
+  const auto p = f.get("idempotent");
+  EXPECT_NE(p.message.find("compute 2 of 4"), std::string::npos) << p.message;
+  EXPECT_NE(p.message.find("(the compute before: 0.5)"), std::string::npos) << p.message;
+}
+
+TEST(Checks, ComputeThatChangesLocalStateFailsIdempotent) {
+  Fixture f;
+  f.ranks[1].computes[2].digest_after = "changed";
+  const auto p = f.get("idempotent");
+  ASSERT_EQ(p.outcome, dh::Outcome::Fail);
+  EXPECT_NE(p.message.find("changed rank 1's local state"), std::string::npos) << p.message;
+  EXPECT_NE(p.message.find("d2 before, changed after"), std::string::npos) << p.message;
+}
+
+TEST(Checks, ReplayThatDiffersFailsResetReplay) {
+  Fixture f;  // reset() forgot a counter: the replay counts the first pass too
+  for (int r = 0; r < 2; ++r) f.ranks[r] = observation(r, {value(0.5), value(0.5), value(0.75), value(0.6)}, f.plan);
+  EXPECT_EQ(failing(f.check()), (std::vector<std::string>{"reset_replay"}));
+  EXPECT_NE(f.get("reset_replay").message.find("(before the reset: 0.75)"), std::string::npos);
+}
+
+TEST(Checks, RanksThatDisagreeFailRanksAgree) {
+  Fixture f;
+  f.ranks[1] = observation(1, {value(0.5), value(0.5), value(0.75), value(0.7500001)}, f.plan);
+  f.s.tolerance.rtol = 0;
+  f.s.tolerance.atol = 0;
+  const auto p = f.get("ranks_agree");
+  ASSERT_EQ(p.outcome, dh::Outcome::Fail);
+  EXPECT_NE(p.message.find("(rank 0: 0.75)"), std::string::npos) << p.message;
+}
+
+TEST(Checks, PerBatchStatisticsFailBatchInvariant) {
+  Fixture f;
+  f.single.other_batch_sizes = {{1, value(0.9)}, {9, value(0.75)}};
+  EXPECT_EQ(failing(f.check()), (std::vector<std::string>{"batch_invariant"}));
+  const auto p = f.get("batch_invariant");
+  EXPECT_NE(p.message.find("batch size 1: 0.9"), std::string::npos) << p.message;
+  EXPECT_NE(p.message.find("batch size 4 (the scenario's): 0.75"), std::string::npos) << p.message;
+}
+
+TEST(Checks, GoldenComparesTheFullDataResult) {
+  Fixture f;
+  f.s.properties.push_back("golden");
+  f.s.golden = dh::Golden{0.75, 1e-6, 1e-9};
+  EXPECT_EQ(f.get("golden").outcome, dh::Outcome::Pass) << f.get("golden").message;
+  f.s.golden = dh::Golden{0.7, 1e-6, 1e-9};
+  const auto p = f.get("golden");
+  ASSERT_EQ(p.outcome, dh::Outcome::Fail);
+  EXPECT_NE(p.message.find("golden: 0.7"), std::string::npos) << p.message;
+  EXPECT_NE(p.message.find("rank 1, compute 3: 0.75"), std::string::npos) << p.message;
+}
+
+TEST(Checks, ExpectedErrorMustBeRaisedByEveryRankTogether) {
+  Fixture f;
+  f.s.expect.error = "NotComputableError";
+  f.s.script = {dh::parse_step("update rest"), dh::parse_step("compute")};
+  f.s.properties = {"equal_to_single", "ranks_agree"};
+  f.plan = dh::simulate_script(f.s.script, {0, 0});
+  f.single.at_compute = {raised("NotComputableError")};
+  f.ranks = {observation(0, {raised("NotComputableError")}, f.plan), observation(1, {raised("NotComputableError")}, f.plan)};
+  EXPECT_TRUE(failing(f.check()).empty());
+  EXPECT_EQ(f.get("expected_error").outcome, dh::Outcome::Pass);
+  f.ranks[1] = observation(1, {value(0.0)}, f.plan);
+  EXPECT_EQ(failing(f.check()), (std::vector<std::string>{"equal_to_single", "ranks_agree", "expected_error"}));
+  EXPECT_NE(f.get("expected_error").message.find("rank 1: 0   <- expected NotComputableError"), std::string::npos)
+      << f.get("expected_error").message;
+}
+
+TEST(Checks, ExpectedFailuresAreTurnedAround) {
+  Fixture f;
+  f.s.expect.fail = {"equal_to_single"};
+  f.s.expect.reason = "padding counts samples twice";
+  EXPECT_EQ(failing(f.check()), (std::vector<std::string>{"equal_to_single"}));  // it held: that is the failure
+  EXPECT_NE(f.get("equal_to_single").message.find("was expected to fail (padding counts samples twice)"), std::string::npos);
+  for (int r = 0; r < 2; ++r) f.ranks[r] = observation(r, {value(0.52), value(0.52), value(0.75), value(0.75)}, f.plan);
+  const auto p = f.get("equal_to_single");
+  EXPECT_EQ(p.outcome, dh::Outcome::Pass);
+  EXPECT_TRUE(p.expected_failure);
+  EXPECT_NE(p.message.find("as the scenario expects"), std::string::npos);
+}
+
+TEST(Checks, ARankThatStoppedEarlyIsShownWithItsError) {
+  Fixture f;
+  f.ranks[1] = observation(1, {}, f.plan);
+  f.ranks[1].error = dh::StepError{0, "update", "InputError", "Accuracy: input: expected [N, 5], got [N, 4]"};
+  const auto p = f.get("equal_to_single");
+  ASSERT_EQ(p.outcome, dh::Outcome::Fail);
+  EXPECT_NE(p.message.find("rank 1: did not get there: its script stopped at step 1 (update), raising InputError"),
+            std::string::npos)
+      << p.message;
+}
+
+TEST(Checks, SkippedWhenTheScriptGivesNothingToJudge) {
+  Fixture f;
+  f.s.script = {dh::parse_step("update rest"), dh::parse_step("compute")};
+  f.plan = dh::simulate_script(f.s.script, {4, 4});
+  f.single.at_compute = {value(0.75)};
+  for (int r = 0; r < 2; ++r) f.ranks[r] = observation(r, {value(0.75)}, f.plan);
+  EXPECT_EQ(f.get("idempotent").outcome, dh::Outcome::Skip);
+  EXPECT_EQ(f.get("reset_replay").outcome, dh::Outcome::Skip);
+  EXPECT_EQ(f.get("equal_to_single").outcome, dh::Outcome::Pass);
+}
+
+// --- reports ------------------------------------------------------------------------------------
+
+namespace {
+
+dh::Verdict verdict(dh::Outcome outcome, const std::string& scenario_name, const std::string& shard) {
+  dh::Verdict v;
+  v.variant = variant(4);
+  v.variant.scenario = scenario_name;
+  v.variant.shard = shard;
+  v.variant.id = dh::variant_id(scenario_name, "gloo", 4, shard, "cpu");
+  v.outcome = outcome;
+  v.seconds = 0.41;
+  if (outcome == dh::Outcome::Skip) v.reason = "needs 4 GPUs";
+  if (outcome == dh::Outcome::Fail) {
+    v.reason = "equal_to_single failed at compute 1";
+    dh::PropertyResult p;
+    p.name = "equal_to_single";
+    p.outcome = dh::Outcome::Fail;
+    p.message = "equal_to_single failed at compute 1 <&>\n  single process: 0.5";
+    p.single = 0.5;
+    p.ranks = {0.4, 0.6};
+    p.difference = 0.1;
+    v.properties.push_back(p);
+  }
+  if (outcome == dh::Outcome::Hang) {
+    v.reason = "rank 2 to blame: rank 2 raised NotComputableError";
+    v.diagnosis = "rank 2 raised NotComputableError\nrank states: ...";
+  }
+  return v;
+}
+
+}  // namespace
+
+TEST(Reports, ConsoleProgressAndLastLine) {
+  std::ostringstream out;
+  dh::ConsoleReport console(out, 120, false);
+  for (int i = 0; i < 2; ++i) console.progress(verdict(dh::Outcome::Pass, "core/a", "even"));
+  console.progress(verdict(dh::Outcome::Fail, "core/accuracy_multiclass", "uneven"));
+  const std::string text = out.str();
+  EXPECT_NE(text.find("[  1/120] PASS  core/a:gloo-ws4-even-cpu  (0.41 s)\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("[  3/120] FAIL  core/accuracy_multiclass:gloo-ws4-uneven-cpu  (0.41 s)\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("    reproduce: distmetrics run scenarios/core/crafted.toml --filter 'core/accuracy_multiclass:gloo-ws4-uneven-cpu'"),
+            std::string::npos)
+      << text;
+  std::ostringstream end;
+  dh::ConsoleReport summary(end, 4, false);
+  summary.finish({verdict(dh::Outcome::Pass, "core/a", "even"), verdict(dh::Outcome::Fail, "core/a", "uneven"),
+                  verdict(dh::Outcome::Skip, "core/b", "even"), verdict(dh::Outcome::Hang, "core/b", "uneven")},
+                 52.34);
+  const std::string table = end.str();
+  EXPECT_NE(table.find("scenario"), std::string::npos);
+  EXPECT_TRUE(std::regex_search(table, std::regex("core/a +1 +1 +0 +0 +0 +0 +0\\.8")));
+  EXPECT_TRUE(std::regex_search(table, std::regex("total +1 +1 +1 +0 +0 +1")));
+  EXPECT_NE(table.find("HANG core/b:gloo-ws4-uneven-cpu: rank 2 to blame"), std::string::npos) << table;
+  EXPECT_TRUE(table.size() > 10 &&
+              table.substr(table.rfind("distmetrics: ")) == "distmetrics: 1 passed, 1 failed, 1 hang, 0 crash, 0 error, 1 skipped in 52.3 s\n")
+      << table;
+  std::ostringstream skips;
+  dh::ConsoleReport only_skips(skips, 1, true);
+  only_skips.finish({verdict(dh::Outcome::Skip, "core/b", "even")}, 0.1);
+  EXPECT_NE(skips.str().find("every variant was skipped: nothing ran"), std::string::npos);
+}
+
+TEST(Reports, JsonFollowsTheContract) {
+  const auto j = dh::json_report({verdict(dh::Outcome::Pass, "core/a", "even"), verdict(dh::Outcome::Fail, "core/a", "uneven")},
+                                 "2024-05-01T12:00:00Z", 1.5);
+  for (const char* key : {"distmetrics_version", "torch_version", "started", "seconds", "summary", "variants"})
+    EXPECT_TRUE(j.contains(key)) << key;
+  EXPECT_EQ(j["summary"], json({{"pass", 1}, {"fail", 1}, {"hang", 0}, {"crash", 0}, {"error", 0}, {"skip", 0}, {"total", 2}}));
+  const auto& v = j["variants"][1];
+  for (const char* key : {"id", "scenario", "file", "backend", "world_size", "shard", "placement", "seed", "outcome", "reason",
+                          "seconds", "properties", "diagnosis", "reproduce"})
+    EXPECT_TRUE(v.contains(key)) << key;
+  EXPECT_EQ(v["outcome"], "fail");
+  EXPECT_EQ(v["world_size"], 4);
+  EXPECT_TRUE(v["diagnosis"].is_null());
+  EXPECT_EQ(v["reproduce"], "distmetrics run scenarios/core/crafted.toml --filter 'core/a:gloo-ws4-uneven-cpu'");
+  const auto& p = v["properties"][0];
+  EXPECT_EQ(p["name"], "equal_to_single");
+  EXPECT_EQ(p["outcome"], "fail");
+  EXPECT_EQ(p["single"], 0.5);
+  EXPECT_EQ(p["ranks"], json({0.4, 0.6}));
+  EXPECT_EQ(p["difference"], 0.1);
+}
+
+TEST(Reports, JunitHasASuitePerScenarioAndEscapes) {
+  const auto xml = dh::junit_report({verdict(dh::Outcome::Pass, "core/a", "even"), verdict(dh::Outcome::Fail, "core/a", "uneven"),
+                                     verdict(dh::Outcome::Skip, "core/b", "even"), verdict(dh::Outcome::Hang, "core/b", "uneven")},
+                                    2.0);
+  EXPECT_NE(xml.find("<testsuite name=\"core/a\" tests=\"2\" failures=\"1\" errors=\"0\" skipped=\"0\""), std::string::npos) << xml;
+  EXPECT_NE(xml.find("<testsuite name=\"core/b\" tests=\"2\" failures=\"0\" errors=\"1\" skipped=\"1\""), std::string::npos) << xml;
+  EXPECT_NE(xml.find("<testcase classname=\"core/a\" name=\"gloo-ws4-even-cpu\" time=\"0.410\"/>"), std::string::npos) << xml;
+  EXPECT_NE(xml.find("<skipped message=\"needs 4 GPUs\"/>"), std::string::npos);
+  EXPECT_NE(xml.find("compute 1 &lt;&amp;&gt;"), std::string::npos);
+  EXPECT_NE(xml.find("<error message=\"rank 2 to blame"), std::string::npos);
+  EXPECT_NE(xml.find("reproduce: distmetrics run"), std::string::npos);
+}
+
+TEST(Reports, ExitCodesByPriority) {
+  using O = dh::Outcome;
+  auto code = [](std::vector<O> outcomes, bool bad = false) {
+    std::vector<dh::Verdict> vs;
+    for (auto o : outcomes) vs.push_back(verdict(o, "core/a", "even"));
+    return dh::exit_code(vs, bad);
+  };
+  EXPECT_EQ(code({}), 0);
+  EXPECT_EQ(code({O::Pass, O::Skip}), 0);
+  EXPECT_EQ(code({O::Skip}), 0);
+  EXPECT_EQ(code({O::Pass, O::Fail}), 1);
+  EXPECT_EQ(code({O::Error}), 1);
+  EXPECT_EQ(code({O::Fail, O::Hang}), 3);
+  EXPECT_EQ(code({O::Hang, O::Crash, O::Fail}), 4);
+  EXPECT_EQ(code({O::Crash}, true), 2);
+}

@@ -1,0 +1,152 @@
+// Scenario files: a valid file loads with its defaults; every bad file of the corpus in
+// scenarios/bad/ gives exactly the diagnostics its "# expect:" lines list (line, field, text),
+// and nothing in a bad file crashes the loader.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "distmetrics/harness/scenario.h"
+#include "distmetrics/harness/variant.h"
+
+namespace dh = distmetrics::harness;
+namespace fs = std::filesystem;
+
+namespace {
+
+const char* kValid = R"(
+description = "Multiclass accuracy"
+tags = ["slow"]
+[metric]
+name = "Accuracy"
+params = { task = "multiclass", num_classes = 4 }
+[data]
+generator = "multiclass"
+params = { num_classes = 4, output = "logits" }
+seed = 3
+num_samples = 37
+batch_size = 5
+[variants]
+world_sizes = [1, 2, 4]
+backends = ["gloo"]
+shards = ["even", "empty_rank"]
+placements = ["cpu", "cuda"]
+[golden]
+value = 0.5
+)";
+
+}  // namespace
+
+TEST(Scenario, LoadsWithDefaults) {
+  const auto r = dh::load_scenario_text(kValid, "scenarios/core/acc.toml", "core/acc");
+  ASSERT_TRUE(r.scenario) << (r.diagnostics.empty() ? "" : r.diagnostics[0].to_string());
+  const auto& s = *r.scenario;
+  EXPECT_EQ(s.metric, "Accuracy");
+  EXPECT_EQ(s.metric_params.at("top_k"), 1);  // filled in by the registry
+  EXPECT_EQ(s.data.params.at("separation"), 1.5);
+  EXPECT_EQ(s.data.dtype, "float32");
+  EXPECT_EQ(s.script.size(), 8u);
+  EXPECT_EQ(s.single_process, "global");
+  EXPECT_EQ(s.properties, (std::vector<std::string>{"equal_to_single", "idempotent", "ranks_agree", "reset_replay",
+                                                    "update_after_compute", "batch_invariant", "golden"}));
+  EXPECT_EQ(s.batch_invariant_sizes, (std::vector<std::int64_t>{1, 11}));
+  EXPECT_DOUBLE_EQ(s.deadline_seconds, 30.0);
+  // JSON round trip (what the ranks receive).
+  const auto back = dh::Scenario::from_json(s.to_json());
+  EXPECT_EQ(back.to_json(), s.to_json());
+}
+
+TEST(Scenario, ExpandsVariantsWithIdsMarkersAndSkips) {
+  auto s = *dh::load_scenario_text(kValid, "scenarios/regression/acc.toml", "regression/acc").scenario;
+  const auto variants = dh::expand_variants(s, 0);
+  // 3 world sizes x 2 shards x 2 placements, less empty_rank at world size 1 (2 placements).
+  ASSERT_EQ(variants.size(), 10u);
+  EXPECT_EQ(variants[0].id, "regression/acc:gloo-ws1-even-cpu");
+  EXPECT_EQ(variants[1].id, "regression/acc:gloo-ws1-even-cuda");
+  EXPECT_EQ(variants[0].markers, (std::vector<std::string>{"gloo", "regression", "slow"}));
+  EXPECT_FALSE(variants[0].skip);
+  ASSERT_TRUE(variants[1].skip);
+  EXPECT_EQ(*variants[1].skip, "needs 1 GPU (placement cuda at world size 1), 0 visible");
+  EXPECT_EQ(variants[1].markers, (std::vector<std::string>{"gloo", "gpu", "regression", "slow"}));
+  const std::regex allowed("[A-Za-z0-9_./:-]+");
+  for (const auto& v : variants) EXPECT_TRUE(std::regex_match(v.id, allowed)) << v.id;
+  EXPECT_EQ(variants[0].to_json()["skip"], nullptr);
+
+  dh::Selection sel;
+  sel.world_sizes = {2};
+  sel.placements = {"cpu"};
+  int n = 0;
+  for (const auto& v : variants) n += sel.matches(v);
+  EXPECT_EQ(n, 2);
+  dh::Selection glob;
+  glob.filters = {"*:gloo-ws4-empty_rank-*", "*ws1-even-cpu"};
+  n = 0;
+  for (const auto& v : variants) n += glob.matches(v);
+  EXPECT_EQ(n, 3);
+}
+
+TEST(Scenario, FindsFilesAndNamesThemFromTheScenariosFolder) {
+  const fs::path root = fs::temp_directory_path() / ("dm_engine_find_" + std::to_string(::getpid()));
+  fs::create_directories(root / "scenarios" / "core");
+  fs::create_directories(root / "elsewhere");
+  std::ofstream(root / "scenarios" / "core" / "a.toml") << "x = 1\n";
+  std::ofstream(root / "scenarios" / "b.toml") << "x = 1\n";
+  std::ofstream(root / "scenarios" / "core" / "notes.txt") << "not a scenario\n";
+  std::ofstream(root / "elsewhere" / "c.toml") << "x = 1\n";
+  std::vector<dh::Diagnostic> diags;
+  const auto files = dh::find_scenario_files({(root / "scenarios").string(), (root / "elsewhere" / "c.toml").string(),
+                                              (root / "scenarios" / "core" / "a.toml").string(), (root / "missing").string()},
+                                             diags);
+  std::vector<std::string> names;
+  for (const auto& f : files) names.push_back(f.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"b", "c", "core/a"}));  // a file given twice is loaded once
+  ASSERT_EQ(diags.size(), 1u);
+  EXPECT_NE(diags[0].message.find("no such scenario file or folder"), std::string::npos);
+  fs::remove_all(root);
+}
+
+TEST(Scenario, ANameWithForbiddenCharactersIsRejected) {
+  const auto r = dh::load_scenario_text(kValid, "scenarios/core/a b.toml", "core/a b");
+  ASSERT_FALSE(r.scenario);
+  EXPECT_NE(r.diagnostics[0].message.find("may hold only letters"), std::string::npos);
+}
+
+// The corpus of bad files. Each starts with lines "# expect: LINE FIELD | TEXT" (FIELD "-" for
+// none), and must give exactly those diagnostics.
+TEST(Scenario, BadFilesGiveEveryErrorWithLineAndField) {
+  const fs::path dir = fs::path(DISTMETRICS_TEST_SCENARIOS) / "bad";
+  int files = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().extension() != ".toml") continue;
+    ++files;
+    SCOPED_TRACE(entry.path().filename().string());
+    struct Expect {
+      int line;
+      std::string field, text;
+    };
+    std::vector<Expect> expected;
+    std::ifstream in(entry.path(), std::ios::binary);
+    const std::regex expect_line("# expect: (\\d+) (\\S+) \\| (.*)");
+    for (std::string line; std::getline(in, line);) {
+      std::smatch m;
+      if (std::regex_match(line, m, expect_line))
+        expected.push_back({std::stoi(m[1]), m[2] == "-" ? "" : std::string(m[2]), m[3]});
+    }
+    ASSERT_FALSE(expected.empty()) << "no # expect: lines";
+    const auto result = dh::load_scenario(entry.path().string(), "bad/" + entry.path().stem().string());
+    EXPECT_FALSE(result.scenario);
+    std::ostringstream got;
+    for (const auto& d : result.diagnostics) got << "  " << d.to_string() << "\n";
+    for (const auto& e : expected) {
+      const bool found = std::any_of(result.diagnostics.begin(), result.diagnostics.end(), [&](const dh::Diagnostic& d) {
+        return d.line == e.line && d.field == e.field && d.message.find(e.text) != std::string::npos &&
+               d.file == entry.path().string();
+      });
+      EXPECT_TRUE(found) << "missing: line " << e.line << " field '" << e.field << "': " << e.text << "\ngot:\n" << got.str();
+    }
+    EXPECT_EQ(result.diagnostics.size(), expected.size()) << "got:\n" << got.str();
+  }
+  EXPECT_GE(files, 15);
+}
