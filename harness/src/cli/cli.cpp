@@ -10,6 +10,7 @@
 #include <memory>
 #include <ostream>
 
+#include "distmetrics/harness/backends.h"
 #include "distmetrics/harness/engine.h"
 #include "distmetrics/harness/names.h"
 #include "distmetrics/harness/placement.h"

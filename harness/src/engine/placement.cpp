@@ -1,10 +1,9 @@
 #include "distmetrics/harness/placement.h"
 
-#include <ATen/detail/CUDAHooksInterface.h>
-
+#include <algorithm>
 #include <stdexcept>
 
-#include "distmetrics/build_config.h"
+#include "distmetrics/harness/backends.h"
 
 namespace distmetrics::harness {
 
@@ -56,13 +55,6 @@ std::string comm_device_for(const std::string& placement, const std::string& bac
   return "cpu";
 }
 
-bool backend_built(const std::string& backend) {
-  if (backend == "gloo") return DISTMETRICS_HAVE_GLOO;
-  if (backend == "mpi") return DISTMETRICS_HAVE_MPI;
-  if (backend == "nccl") return DISTMETRICS_HAVE_NCCL;
-  return false;
-}
-
 const std::vector<std::string>& backend_names() {
   static const std::vector<std::string> names = {"gloo", "mpi", "nccl"};
   return names;
@@ -70,27 +62,16 @@ const std::vector<std::string>& backend_names() {
 
 std::optional<std::string> skip_reason(const std::string& placement, const std::string& backend, int world_size,
                                        int gpus_available) {
-  if (!backend_built(backend)) {
-    if (backend == "nccl")
-      return std::string("backend nccl is not built (needs a CUDA LibTorch with NCCL at configure time)");
-    return "backend " + backend + " is not built (" +
-           (backend == "mpi" ? "Open MPI was not found" : "the gloo headers were not found") + " at configure time)";
-  }
-  const int needed = gpus_needed(placement, backend, world_size);
+  const auto built = compiled_backends();
+  const std::string comm_device = comm_device_for(placement, backend);
+  if (std::find(built.begin(), built.end(), backend) == built.end())
+    return backend_unavailable_reason(backend, comm_device, world_size);
+  const int needed = gpus_needed(placement, "", world_size);
   if (needed > gpus_available) {
-    return "needs " + std::to_string(needed) + " GPU" + (needed == 1 ? "" : "s") + " (" +
-           (backend == "nccl" ? "nccl, one per rank" : "placement " + placement) + " at world size " +
-           std::to_string(world_size) + "), " + std::to_string(gpus_available) + " visible";
+    return "needs " + std::to_string(needed) + " GPU" + (needed == 1 ? "" : "s") + " (placement " + placement +
+           " at world size " + std::to_string(world_size) + "), " + std::to_string(gpus_available) + " visible";
   }
-  return std::nullopt;
-}
-
-int visible_gpu_count() {
-  try {
-    return at::detail::getCUDAHooks().getNumGPUs();
-  } catch (const std::exception&) {
-    return 0;
-  }
+  return backend_unavailable_reason(backend, comm_device, world_size);
 }
 
 }  // namespace distmetrics::harness

@@ -101,7 +101,11 @@ void ConsoleReport::progress(const Verdict& v) {
        << upper(to_string(v.outcome)) << std::right << " " << v.variant.id << "  ";
   if (v.outcome == Outcome::Skip) out_ << "(" << v.reason << ")\n";
   else out_ << "(" << seconds_text(v.seconds) << " s)\n";
-  if (!passed) out_ << indent(details(v), "    ") << "    reproduce: " << v.variant.reproduce() << "\n";
+  if (!passed) {
+    const std::string text = details(v);
+    out_ << indent(text, "    ");
+    if (text.find("reproduce: ") == std::string::npos) out_ << "    reproduce: " << v.variant.reproduce() << "\n";
+  }
   out_.flush();
 }
 

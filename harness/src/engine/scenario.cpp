@@ -154,7 +154,7 @@ class Loader {
   // A list of strings; each entry optionally checked against `known`.
   std::optional<std::vector<std::string>> string_list(const toml::table& t, const std::string& key,
                                                       const std::string& path, const std::vector<std::string>* known,
-                                                      const std::string& what) {
+                                                      const std::string& what, bool unique = true) {
     const auto* node = find(t, key);
     if (!node) return std::nullopt;
     const auto* array = node->as_array();
@@ -179,7 +179,7 @@ class Loader {
         ok = false;
         continue;
       }
-      if (std::find(out.begin(), out.end(), s) != out.end()) {
+      if (unique && std::find(out.begin(), out.end(), s) != out.end()) {
         error(&item, item_path, "'" + s + "' is listed twice in '" + path + "'");
         ok = false;
         continue;
@@ -607,7 +607,7 @@ LoadResult load_scenario_text(const std::string& text, const std::string& path, 
 
   // The script.
   std::vector<std::string> script_text = default_script_text();
-  if (auto list = L.string_list(root, "script", "script", nullptr, "step")) script_text = *list;
+  if (auto list = L.string_list(root, "script", "script", nullptr, "step", false)) script_text = *list;
   const auto* script_node = root.get("script");
   const auto* script_array = script_node ? script_node->as_array() : nullptr;
   bool script_ok = true;

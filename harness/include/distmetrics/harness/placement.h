@@ -26,20 +26,17 @@ struct RankDevices {
 };
 RankDevices place(const std::string& placement, int rank, int local_rank);
 
-// How many GPUs a variant needs on one node (0 for CPU-only ones).
+// How many GPUs a variant needs on one node (0 for CPU-only ones); nccl needs one per rank.
 int gpus_needed(const std::string& placement, const std::string& backend, int world_size);
 // Where collectives run for the variant: "cuda" (cuda:local_rank) or "cpu".
 std::string comm_device_for(const std::string& placement, const std::string& backend);
 
-// Why the variant cannot run here (too few GPUs, backend not built), or nullopt.
+// Why the variant cannot run here (backend not built or unusable, too few GPUs for the
+// placement), or nullopt. `gpus_available`: visible_gpu_count() (backends.h) on this machine.
 std::optional<std::string> skip_reason(const std::string& placement, const std::string& backend, int world_size,
                                        int gpus_available);
 
-// Backends this build has ("gloo", "mpi", "nccl" where found at configure time).
-bool backend_built(const std::string& backend);
+// Every backend a scenario may name ("gloo", "mpi", "nccl"), built here or not.
 const std::vector<std::string>& backend_names();
-
-// GPUs visible to this process (0 on CPU-only LibTorch builds).
-int visible_gpu_count();
 
 }  // namespace distmetrics::harness

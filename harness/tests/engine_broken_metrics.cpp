@@ -1,0 +1,185 @@
+#include "engine_broken_metrics.h"
+
+#include <ATen/ATen.h>
+
+#include <cstdlib>
+#include <sstream>
+
+#include "distmetrics/harness/comm.h"
+#include "distmetrics/harness/metric_catalog.h"
+#include "distmetrics/metrics/errors.h"
+#include "distmetrics/metrics/registry.h"
+
+namespace distmetrics::harness::testing {
+namespace {
+
+using metrics::Batch;
+using metrics::Value;
+using harness::ReduceOp;
+
+// Local state: the sum of the values, their count, the largest |value|, and the per-batch means.
+class MeanBase : public metrics::Metric {
+ public:
+  explicit MeanBase(std::string name) : name_(std::move(name)) { reset(); }
+  std::string name() const override { return name_; }
+  void reset() override {
+    sum_ = at::zeros({1}, at::kDouble);
+    count_ = at::zeros({1}, at::kLong);
+    max_abs_ = at::zeros({1}, at::kDouble);
+    batch_mean_sum_ = at::zeros({1}, at::kDouble);
+    batches_ = at::zeros({1}, at::kLong);
+    values_.clear();
+  }
+  void update(const Batch& batch) override {
+    const auto x = batch.input.to(at::kCPU, at::kDouble).reshape({-1});
+    sum_ += x.sum();
+    count_ += x.numel();
+    if (x.numel() > 0) {
+      max_abs_ = at::maximum(max_abs_, x.abs().max().reshape({1}));
+      batch_mean_sum_ += x.mean();
+      batches_ += 1;
+    }
+    values_.push_back(x);
+  }
+  void set_communicator(harness::Communicator* comm) override { comm_ = comm; }
+  void to(c10::Device) override {}
+  c10::Device device() const override { return c10::Device(c10::kCPU); }
+  std::string state_digest() const override {
+    std::ostringstream out;
+    out << sum_.item<double>() << "/" << count_.item<std::int64_t>() << "/" << max_abs_.item<double>();
+    return out.str();
+  }
+
+ protected:
+  Value mean_of(const at::Tensor& sum, const at::Tensor& count) const {
+    if (count.item<std::int64_t>() == 0) throw metrics::NotComputableError(name_, "no samples on any rank");
+    return sum.item<double>() / static_cast<double>(count.item<std::int64_t>());
+  }
+  int rank() const { return comm_ ? comm_->rank() : 0; }
+
+  std::string name_;
+  harness::Communicator* comm_ = nullptr;
+  at::Tensor sum_, count_, max_abs_, batch_mean_sum_, batches_;
+  std::vector<at::Tensor> values_;
+};
+
+class CorrectMean : public MeanBase {
+ public:
+  CorrectMean() : MeanBase("CorrectMean") {}
+  Value compute() override {
+    std::vector<at::Tensor> state = {sum_.clone(), count_.clone()};
+    if (comm_) comm_->all_reduce(state, ReduceOp::Sum);
+    return mean_of(state[0], state[1]);
+  }
+};
+
+class NoSyncMean : public MeanBase {
+ public:
+  NoSyncMean() : MeanBase("NoSyncMean") {}
+  Value compute() override { return mean_of(sum_, count_); }
+};
+
+class OverwriteSyncMean : public MeanBase {
+ public:
+  OverwriteSyncMean() : MeanBase("OverwriteSyncMean") {}
+  Value compute() override {
+    std::vector<at::Tensor> state = {sum_, count_};  // the local tensors themselves
+    if (comm_) comm_->all_reduce(state, ReduceOp::Sum);
+    sum_.copy_(state[0]);
+    count_.copy_(state[1]);
+    return mean_of(sum_, count_);
+  }
+};
+
+class SumForMaxAbs : public MeanBase {
+ public:
+  SumForMaxAbs() : MeanBase("SumForMaxAbs") {}
+  Value compute() override {
+    std::vector<at::Tensor> state = {max_abs_.clone()};
+    if (comm_) comm_->all_reduce(state, ReduceOp::Sum);  // should be Max
+    return state[0].item<double>();
+  }
+};
+
+class PerBatchMean : public MeanBase {
+ public:
+  PerBatchMean() : MeanBase("PerBatchMean") {}
+  Value compute() override {
+    std::vector<at::Tensor> state = {batch_mean_sum_.clone(), batches_.clone()};
+    if (comm_) comm_->all_reduce(state, ReduceOp::Sum);
+    return mean_of(state[0], state[1]);
+  }
+};
+
+class RaiseAloneMean : public MeanBase {
+ public:
+  RaiseAloneMean() : MeanBase("RaiseAloneMean") {}
+  Value compute() override {
+    if (count_.item<std::int64_t>() == 0) throw metrics::NotComputableError(name_, "this rank saw no samples");
+    std::vector<at::Tensor> state = {sum_.clone(), count_.clone()};
+    if (comm_) comm_->all_reduce(state, ReduceOp::Sum);
+    return mean_of(state[0], state[1]);
+  }
+};
+
+class GatherPerElementMean : public MeanBase {
+ public:
+  GatherPerElementMean() : MeanBase("GatherPerElementMean") {}
+  Value compute() override {
+    double sum = 0;
+    std::int64_t count = 0;
+    for (const auto& batch : values_) {
+      for (std::int64_t i = 0; i < batch.numel(); ++i) {
+        const auto one = batch.slice(0, i, i + 1);
+        for (const auto& part : comm_ ? comm_->all_gather(one) : std::vector<at::Tensor>{one}) {
+          sum += part.sum().item<double>();
+          count += part.numel();
+        }
+      }
+    }
+    return mean_of(at::full({1}, sum, at::kDouble), at::full({1}, count, at::kLong));
+  }
+};
+
+class AbortOnRank1Mean : public MeanBase {
+ public:
+  AbortOnRank1Mean() : MeanBase("AbortOnRank1Mean") {}
+  Value compute() override {
+    if (rank() == 1) std::abort();
+    std::vector<at::Tensor> state = {sum_.clone(), count_.clone()};
+    if (comm_) comm_->all_reduce(state, ReduceOp::Sum);
+    return mean_of(state[0], state[1]);
+  }
+};
+
+template <typename M>
+metrics::MetricSpec spec(const std::string& name, const std::string& what) {
+  return {name, "aggregation", what, {}, [](const nlohmann::json&) { return std::make_unique<M>(); }};
+}
+
+metrics::MetricRegistry& registry() {
+  static metrics::MetricRegistry r = [] {
+    metrics::MetricRegistry reg;
+    reg.add(spec<CorrectMean>("CorrectMean", "mean of input; sum and count synced as copies"));
+    reg.add(spec<NoSyncMean>("NoSyncMean", "mean of input; never syncs"));
+    reg.add(spec<OverwriteSyncMean>("OverwriteSyncMean", "mean of input; syncs in place"));
+    reg.add(spec<SumForMaxAbs>("SumForMaxAbs", "largest |input|; reduced with SUM"));
+    reg.add(spec<PerBatchMean>("PerBatchMean", "mean of per-batch means"));
+    reg.add(spec<RaiseAloneMean>("RaiseAloneMean", "mean of input; raises alone on an empty rank"));
+    reg.add(spec<GatherPerElementMean>("GatherPerElementMean", "mean of input; one all_gather per element"));
+    reg.add(spec<AbortOnRank1Mean>("AbortOnRank1Mean", "mean of input; rank 1 aborts in compute"));
+    return reg;
+  }();
+  return r;
+}
+
+const bool registered = [] {
+  register_broken_metrics();
+  return true;
+}();
+
+}  // namespace
+
+void register_broken_metrics() { MetricCatalog::instance().add("broken", &registry()); }
+
+}  // namespace distmetrics::harness::testing

@@ -1,0 +1,21 @@
+// Deliberately broken metrics, registered only in the engine's test binary (which is also its
+// own rank worker, so the workers know them too). Each reproduces one historical bug class; the
+// end-to-end tests check that the engine flags each with the right property.
+//
+// They all average the values of the "values" generator (input [N] float).
+#pragma once
+
+namespace distmetrics::harness::testing {
+
+// Registers them in a registry of their own, added to MetricCatalog as "broken" (idempotent).
+//   CorrectMean           sum and count all_reduced as copies: the positive control
+//   NoSyncMean            compute() never communicates: each rank returns its local mean
+//   OverwriteSyncMean     compute() all_reduces the local state IN PLACE (PyTorch-Ignite #2803)
+//   SumForMaxAbs          the largest |value|, reduced with SUM instead of MAX (Ignite #1813)
+//   PerBatchMean          the mean of per-batch means (Ignite #2087)
+//   RaiseAloneMean        raises NotComputableError on a rank with no data before syncing (Ignite #1242)
+//   GatherPerElementMean  gathers its values one all_gather per element (torchmetrics #3336)
+//   AbortOnRank1Mean      rank 1 calls abort() in compute()
+void register_broken_metrics();
+
+}  // namespace distmetrics::harness::testing

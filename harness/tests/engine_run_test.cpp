@@ -1,0 +1,215 @@
+// End to end through the rank pool: the engine flags each deliberately broken metric with the
+// right property (or as a hang or crash blamed on the right rank), a correct one passes
+// everything, and the CLI turns verdicts into reports and exit codes.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "distmetrics/harness/backends.h"
+#include "distmetrics/harness/cli.h"
+#include "distmetrics/harness/engine.h"
+#include "engine_broken_metrics.h"
+
+namespace dh = distmetrics::harness;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kDir = std::string(DISTMETRICS_TEST_SCENARIOS) + "/broken";
+
+dh::LocalPools& pools() {
+  static dh::LocalPools p({}, 2);
+  return p;
+}
+
+dh::Scenario load(const std::string& name) {
+  dh::testing::register_broken_metrics();
+  auto r = dh::load_scenario(kDir + "/" + name + ".toml", "broken/" + name);
+  std::ostringstream diags;
+  for (const auto& d : r.diagnostics) diags << d.to_string() << "\n";
+  if (!r.scenario) throw std::runtime_error("bad test scenario:\n" + diags.str());
+  return *r.scenario;
+}
+
+std::vector<dh::Verdict> run(const std::string& name, dh::Selection selection = {}) {
+  const auto scenario = load(name);
+  dh::Engine engine;
+  std::vector<dh::Verdict> verdicts;
+  for (const auto& v : dh::expand_variants(scenario, dh::visible_gpu_count())) {
+    if (!selection.matches(v)) continue;
+    verdicts.push_back(v.skip ? dh::skip_verdict(v) : engine.run(scenario, v, pools().runner_for(v)));
+  }
+  return verdicts;
+}
+
+std::vector<std::string> failed(const dh::Verdict& v) {
+  std::vector<std::string> names;
+  for (const auto& p : v.properties)
+    if (p.outcome == dh::Outcome::Fail) names.push_back(p.name);
+  return names;
+}
+
+std::string explain(const dh::Verdict& v) {
+  std::ostringstream out;
+  out << v.variant.id << ": " << to_string(v.outcome) << ": " << v.reason << "\n" << v.diagnosis << "\n";
+  for (const auto& p : v.properties) out << "  " << p.name << " " << to_string(p.outcome) << ": " << p.message << "\n";
+  return out.str();
+}
+
+}  // namespace
+
+TEST(EngineRun, ACorrectMetricPassesEveryPropertyOnEveryShard) {
+  const auto verdicts = run("correct_mean");
+  ASSERT_EQ(verdicts.size(), 2u * (4 + 4 + 4) - 2);  // empty_rank not at world size 1, per backend
+  for (const auto& v : verdicts) {
+    EXPECT_EQ(v.outcome, dh::Outcome::Pass) << explain(v);
+    EXPECT_EQ(v.properties.size(), 7u) << explain(v);  // no_hang + the six the default script judges
+  }
+}
+
+TEST(EngineRun, NoSyncIsCaughtByEqualToSingle) {
+  const auto verdicts = run("no_sync");
+  ASSERT_EQ(verdicts.size(), 1u);
+  const auto& v = verdicts[0];
+  EXPECT_EQ(v.outcome, dh::Outcome::Fail) << explain(v);
+  EXPECT_EQ(failed(v), (std::vector<std::string>{"equal_to_single", "ranks_agree", "update_after_compute"})) << explain(v);
+  EXPECT_EQ(v.reason.rfind("equal_to_single failed at compute 1 of 4", 0), 0u) << v.reason;
+  const auto* p = v.property("equal_to_single");
+  EXPECT_NE(p->message.find("single process: "), std::string::npos);
+  EXPECT_NE(p->message.find("rank 1: "), std::string::npos);
+  EXPECT_NE(p->message.find("reproduce: distmetrics run " + kDir + "/no_sync.toml --filter 'broken/no_sync:gloo-ws2-uneven-cpu'"),
+            std::string::npos)
+      << p->message;
+  EXPECT_EQ(p->ranks.size(), 2u);
+  ASSERT_TRUE(p->difference);
+  EXPECT_GT(*p->difference, 1e-6);
+}
+
+TEST(EngineRun, SyncThatOverwritesLocalStateIsCaughtByUpdateAfterCompute) {
+  auto v = run("overwrite_sync").at(0);
+  EXPECT_EQ(failed(v), (std::vector<std::string>{"update_after_compute"})) << explain(v);
+  // With the default script the second compute already reduces twice, and the state changed.
+  v = run("overwrite_sync_default").at(0);
+  const auto names = failed(v);
+  EXPECT_NE(std::find(names.begin(), names.end(), "idempotent"), names.end()) << explain(v);
+  EXPECT_NE(std::find(names.begin(), names.end(), "update_after_compute"), names.end()) << explain(v);
+}
+
+TEST(EngineRun, SumWhereMaxIsNeededIsCaughtByEqualToSingle) {
+  const auto v = run("sum_for_max").at(0);
+  EXPECT_EQ(v.outcome, dh::Outcome::Fail);
+  const auto names = failed(v);
+  ASSERT_FALSE(names.empty()) << explain(v);
+  EXPECT_EQ(names.front(), "equal_to_single") << explain(v);
+}
+
+TEST(EngineRun, PerBatchStatisticsAreCaughtByBatchInvariant) {
+  const auto v = run("per_batch_mean").at(0);
+  EXPECT_EQ(failed(v), (std::vector<std::string>{"batch_invariant"})) << explain(v);
+}
+
+TEST(EngineRun, ARankThatRaisesAloneIsAHangBlamedOnIt) {
+  const auto v = run("raise_alone").at(0);
+  ASSERT_EQ(v.outcome, dh::Outcome::Hang) << explain(v);
+  EXPECT_EQ(v.reason.rfind("rank 2 to blame: rank 2 raised NotComputableError", 0), 0u) << v.reason;
+  EXPECT_NE(v.diagnosis.find("A rank must never raise alone"), std::string::npos) << v.diagnosis;
+  EXPECT_EQ(failed(v), (std::vector<std::string>{"no_hang"}));
+  EXPECT_LT(v.seconds, 15.0);
+  // The pool recovers: the next variant on it passes.
+  dh::Selection ws3;
+  ws3.world_sizes = {3};
+  ws3.shards = {"even"};
+  ws3.backends = {"gloo"};
+  for (const auto& next : run("correct_mean", ws3)) EXPECT_EQ(next.outcome, dh::Outcome::Pass) << explain(next);
+}
+
+TEST(EngineRun, DifferentNumbersOfCollectivesPerRankNeverHangTheRun) {
+  const auto v = run("gather_per_element").at(0);
+  EXPECT_TRUE(v.outcome == dh::Outcome::Hang || v.outcome == dh::Outcome::Error) << explain(v);
+  EXPECT_NE(v.diagnosis.find("all_gather"), std::string::npos) << explain(v);
+  EXPECT_LT(v.seconds, 15.0);
+}
+
+TEST(EngineRun, ARankThatDiesIsACrashNamingIt) {
+  const auto v = run("abort").at(0);
+  ASSERT_EQ(v.outcome, dh::Outcome::Crash) << explain(v);
+  EXPECT_NE(v.reason.find("rank 1"), std::string::npos) << v.reason;
+  EXPECT_NE(v.diagnosis.find("SIGABRT"), std::string::npos) << v.diagnosis;
+}
+
+// The CLI, in this process (so that its rank pool's workers are this binary and know the broken
+// metrics): reports and exit codes.
+namespace {
+
+int cli(std::vector<std::string> args, std::string& out, std::string& err) {
+  dh::testing::register_broken_metrics();
+  args.insert(args.begin(), "distmetrics");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  std::ostringstream o, e;
+  const int code = dh::cli_main(static_cast<int>(argv.size()), argv.data(), o, e);
+  out = o.str();
+  err = e.str();
+  return code;
+}
+
+}  // namespace
+
+TEST(EngineCli, ExitCodesAndReports) {
+  const fs::path tmp = fs::temp_directory_path() / ("dm_engine_cli_" + std::to_string(::getpid()));
+  std::string out, err;
+  // Passing variants: 0, with the JSON and JUnit reports written.
+  EXPECT_EQ(cli({"run", kDir + "/correct_mean.toml", "--world-sizes", "2", "--shard", "even", "--json",
+                 (tmp / "r.json").string(), "--junit", (tmp / "r.xml").string()},
+                out, err),
+            0)
+      << out << err;
+  EXPECT_NE(out.find("PASS  broken/correct_mean:gloo-ws2-even-cpu"), std::string::npos) << out;
+  EXPECT_NE(out.find("distmetrics: 2 passed, 0 failed, 0 hang, 0 crash, 0 error, 0 skipped in "), std::string::npos) << out;
+  std::ifstream json_file(tmp / "r.json");
+  const auto report = nlohmann::json::parse(json_file);
+  EXPECT_EQ(report["summary"]["pass"], 2);
+  EXPECT_EQ(report["variants"][1]["id"], "broken/correct_mean:mpi-ws2-even-cpu");
+  std::ifstream xml_file(tmp / "r.xml");
+  std::stringstream xml;
+  xml << xml_file.rdbuf();
+  EXPECT_NE(xml.str().find("<testcase classname=\"broken/correct_mean\" name=\"gloo-ws2-even-cpu\""), std::string::npos);
+
+  // A failed property: 1. A hang: 3. Both: 3. A crash: 4.
+  EXPECT_EQ(cli({"run", kDir + "/no_sync.toml", "--quiet"}, out, err), 1) << out << err;
+  EXPECT_EQ(out.find("PASS"), std::string::npos) << out;  // quiet
+  EXPECT_EQ(cli({"run", kDir + "/raise_alone.toml"}, out, err), 3) << out << err;
+  EXPECT_NE(out.find("HANG  broken/raise_alone:gloo-ws3-empty_rank-cpu"), std::string::npos) << out;
+  EXPECT_EQ(cli({"run", kDir + "/no_sync.toml", kDir + "/abort.toml", kDir + "/raise_alone.toml", "--quiet"}, out, err), 4)
+      << out << err;
+  // Bad input: 2, and nothing runs.
+  EXPECT_EQ(cli({"run", kDir + "/no_sync.toml", "--shard", "evne"}, out, err), 2);
+  EXPECT_NE(err.find("--shard: unknown value 'evne'; did you mean 'even'?"), std::string::npos) << err;
+  EXPECT_EQ(cli({"run", std::string(DISTMETRICS_TEST_SCENARIOS) + "/bad/types.toml"}, out, err), 2);
+  EXPECT_NE(err.find("nothing was run"), std::string::npos) << err;
+  EXPECT_EQ(cli({"run", "--no-such-flag"}, out, err), 2);
+  EXPECT_EQ(cli({"list", kDir + "/correct_mean.toml", "--backend", "gloo", "--world-sizes", "1,3", "--filter", "*-even-*",
+                 "--filter", "*round_robin*"},
+                out, err),
+            0);
+  EXPECT_EQ(out,
+            "broken/correct_mean:gloo-ws1-even-cpu\nbroken/correct_mean:gloo-ws1-round_robin-cpu\n"
+            "broken/correct_mean:gloo-ws3-even-cpu\nbroken/correct_mean:gloo-ws3-round_robin-cpu\n");
+  EXPECT_EQ(cli({"list", kDir + "/correct_mean.toml", "--json", "--world-sizes", "1", "--backend", "mpi"}, out, err), 0);
+  const auto listed = nlohmann::json::parse(out);
+  ASSERT_EQ(listed.size(), 3u);
+  EXPECT_EQ(listed[0], nlohmann::json({{"id", "broken/correct_mean:mpi-ws1-even-cpu"},
+                                       {"scenario", "broken/correct_mean"},
+                                       {"file", kDir + "/correct_mean.toml"},
+                                       {"backend", "mpi"},
+                                       {"world_size", 1},
+                                       {"shard", "even"},
+                                       {"placement", "cpu"},
+                                       {"markers", {"mpi"}},
+                                       {"skip", nullptr}}));
+  EXPECT_EQ(cli({"validate", kDir}, out, err), 0) << out;
+  EXPECT_NE(out.find("distmetrics: 9 scenario file(s): 9 valid, 0 with errors (0 error(s))"), std::string::npos) << out;
+  fs::remove_all(tmp);
+}
