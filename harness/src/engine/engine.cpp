@@ -124,6 +124,12 @@ VariantRequest make_variant_request(const Scenario& scenario, const Variant& var
   return request;
 }
 
+ShardPlan variant_shard_plan(const Scenario& scenario, const Dataset& data, const std::string& shard, int world_size) {
+  ShardPlan plan = make_shard_plan(shard, data.sort_key, world_size, scenario.batch_size, scenario.data.seed);
+  if (scenario.single_process == "per_step") pad_to_common_steps(plan);
+  return plan;
+}
+
 Verdict skip_verdict(const Variant& variant) {
   Verdict v;
   v.variant = variant;
@@ -215,8 +221,7 @@ Verdict Engine::judge(const Scenario& scenario, const Variant& variant, const Va
 
   // The same shard plan and script the ranks used, and the single-process reference.
   const Dataset& data = data_for(scenario);
-  const ShardPlan shards = make_shard_plan(variant.shard, data.sort_key, variant.world_size, scenario.batch_size,
-                                           scenario.data.seed);
+  const ShardPlan shards = variant_shard_plan(scenario, data, variant.shard, variant.world_size);
   std::vector<std::size_t> batches_per_rank;
   for (int r = 0; r < variant.world_size; ++r) batches_per_rank.push_back(shards.batches_of(r));
   const ScriptPlan script = simulate_script(scenario.script, batches_per_rank);

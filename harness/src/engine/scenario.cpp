@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "distmetrics/harness/metric_catalog.h"
+#include "distmetrics/metrics/errors.h"
 #include "distmetrics/harness/names.h"
 #include "distmetrics/harness/shard.h"
 #include "distmetrics/harness/placement.h"
@@ -347,18 +348,25 @@ void validate_metric(Loader& L, const toml::table& root, Scenario& s, const toml
     s.metric_params = registry->resolve_params(*name, given);
     metric_ok = true;
   } catch (const std::exception& e) {
-    // Point at the parameter the message names, when it names one.
-    std::string field = "metric.params";
-    int line = params_table ? L.line_of(params_table, "") : L.line_of(metric_table, "name");
-    const std::string message = e.what();
-    for (const auto& k : known) {
-      if (message.find("'" + k + "'") != std::string::npos || message.find("\"" + k + "\"") != std::string::npos) {
-        field = "metric.params." + k;
-        line = params_table && params_table->contains(k) ? L.line_of(params_table, k) : line;
-        break;
-      }
+    // Point at the parameter the error names (ParamError::field, e.g. "operands.p"), else at the
+    // one its message quotes, else at the parameter table.
+    std::string field;
+    if (const auto* pe = dynamic_cast<const metrics::ParamError*>(&e)) field = pe->field();
+    if (field.empty()) {
+      const std::string message = e.what();
+      for (const auto& k : known)
+        if (message.find("'" + k + "'") != std::string::npos || message.find("\"" + k + "\"") != std::string::npos) field = k;
     }
-    L.error_at(line, field, message);
+    int line = params_table ? L.line_of(params_table, "") : L.line_of(metric_table, "name");
+    // Walk the dotted field as deep as the TOML goes.
+    const toml::table* t = params_table;
+    std::stringstream parts(field);
+    for (std::string part; t && std::getline(parts, part, '.');) {
+      if (!t->contains(part)) break;
+      line = L.line_of(t, part);
+      t = t->get(part)->as_table();
+    }
+    L.error_at(line, field.empty() ? "metric.params" : "metric.params." + field, e.what());
   }
   (void)root;
 }

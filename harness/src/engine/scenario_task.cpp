@@ -58,7 +58,7 @@ nlohmann::json run_scenario_variant_task(TaskContext& ctx) {
   std::string op = "setup";
   try {
     const Dataset data = generate_data(scenario.data);
-    const ShardPlan plan = make_shard_plan(shard, data.sort_key, ctx.world_size, scenario.batch_size, scenario.data.seed);
+    const ShardPlan plan = variant_shard_plan(scenario, data, shard, ctx.world_size);
     std::vector<std::size_t> batches_per_rank;
     for (int r = 0; r < ctx.world_size; ++r) batches_per_rank.push_back(plan.batches_of(r));
     const ScriptPlan script = simulate_script(scenario.script, batches_per_rank);

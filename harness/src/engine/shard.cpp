@@ -89,6 +89,12 @@ const ShardPolicyInfo* find_shard_policy(const std::string& name) {
   return nullptr;
 }
 
+void pad_to_common_steps(ShardPlan& plan) {
+  std::size_t steps = 0;
+  for (const auto& rank : plan.ranks) steps = std::max(steps, rank.size());
+  for (auto& rank : plan.ranks) rank.resize(steps);  // new batches are empty
+}
+
 std::vector<SampleIndices> cut_batches(const SampleIndices& indices, std::int64_t batch_size) {
   if (batch_size < 1) throw std::invalid_argument("cut_batches: batch size must be >= 1");
   std::vector<SampleIndices> out;

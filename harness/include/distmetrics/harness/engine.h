@@ -40,6 +40,10 @@ void register_scenario_task();
 // The request the engine sends for a variant.
 VariantRequest make_variant_request(const Scenario& scenario, const Variant& variant, double deadline_seconds);
 
+// The shard plan of a variant, as both the ranks and the supervisor build it (step-synchronous
+// for single_process = "per_step").
+ShardPlan variant_shard_plan(const Scenario& scenario, const Dataset& data, const std::string& shard, int world_size);
+
 // Single-process results of a scenario for one variant's shard plan and script.
 SingleProcessReference build_reference(const Scenario& scenario, const Dataset& data, const ShardPlan& shards,
                                        const ScriptPlan& script);

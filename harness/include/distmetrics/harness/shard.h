@@ -37,6 +37,11 @@ const ShardPolicyInfo* find_shard_policy(const std::string& name);
 ShardPlan make_shard_plan(const std::string& policy, const std::vector<double>& sort_key, int world_size,
                           std::int64_t batch_size, std::uint64_t seed);
 
+// Step-synchronous feeding (single_process = "per_step"): every rank gets as many batches as
+// the rank with the most, the missing ones empty, so that every rank calls update() once per
+// global step (a rank with no data for a step passes an empty batch).
+void pad_to_common_steps(ShardPlan& plan);
+
 // Cuts indices into consecutive batches of `batch_size` (the last may be shorter).
 std::vector<SampleIndices> cut_batches(const SampleIndices& indices, std::int64_t batch_size);
 
