@@ -15,3 +15,23 @@ distmetrics_test(engine_run_tests
   LABELS engine)
 target_compile_definitions(engine_run_tests PRIVATE
   DISTMETRICS_TEST_SCENARIOS="${CMAKE_CURRENT_SOURCE_DIR}/scenarios")
+
+# The scenario library through the GoogleTest scenario fixtures: one ctest entry per backend and
+# world size (scenarios/gloo/ws2, ...), each one process with one reused rank pool.
+add_executable(scenario_library_tests engine_library_test.cpp)
+target_link_libraries(scenario_library_tests PRIVATE distmetrics::test_main distmetrics::fixtures GTest::gtest)
+distmetrics_target_defaults(scenario_library_tests)
+target_compile_definitions(scenario_library_tests PRIVATE DISTMETRICS_SCENARIO_DIR="${PROJECT_SOURCE_DIR}/scenarios")
+set(_library_parts gloo:1 gloo:2 gloo:3 gloo:4 mpi:1 mpi:2 mpi:3 mpi:4 nccl:1 nccl:2)
+foreach(_part ${_library_parts})
+  string(REPLACE ":" ";" _pair "${_part}")
+  list(GET _pair 0 _backend)
+  list(GET _pair 1 _ws)
+  if((_backend STREQUAL "mpi" AND NOT DISTMETRICS_HAVE_MPI) OR (_backend STREQUAL "nccl" AND NOT DISTMETRICS_HAVE_NCCL)
+     OR (_backend STREQUAL "gloo" AND NOT DISTMETRICS_HAVE_GLOO))
+    continue()
+  endif()
+  add_test(NAME scenarios/${_backend}/ws${_ws}
+           COMMAND scenario_library_tests --gtest_filter=${_backend}_ws${_ws}/*)
+  set_tests_properties(scenarios/${_backend}/ws${_ws} PROPERTIES TIMEOUT 900 LABELS "engine;scenarios")
+endforeach()

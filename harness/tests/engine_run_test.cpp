@@ -1,12 +1,14 @@
 // End to end through the rank pool: the engine flags each deliberately broken metric with the
 // right property (or as a hang or crash blamed on the right rank), a correct one passes
 // everything, and the CLI turns verdicts into reports and exit codes.
+#include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "distmetrics/fixtures/scenario_test.h"
 #include "distmetrics/harness/backends.h"
 #include "distmetrics/harness/cli.h"
 #include "distmetrics/harness/engine.h"
@@ -137,6 +139,31 @@ TEST(EngineRun, ARankThatDiesIsACrashNamingIt) {
   ASSERT_EQ(v.outcome, dh::Outcome::Crash) << explain(v);
   EXPECT_NE(v.reason.find("rank 1"), std::string::npos) << v.reason;
   EXPECT_NE(v.diagnosis.find("SIGABRT"), std::string::npos) << v.diagnosis;
+}
+
+TEST(EngineRun, Float32SumsLosePrecisionBeyondTwoToThe24) {
+  // PR #2959: the same data with float64 sums passes (scenarios/regression/ignite_pr2959_large_counts).
+  const auto v = run("float32_counts").at(0);
+  ASSERT_EQ(v.outcome, dh::Outcome::Fail) << explain(v);
+  EXPECT_EQ(failed(v).front(), "equal_to_single") << explain(v);
+  EXPECT_NE(v.property("equal_to_single")->message.find("rtol 1e-12"), std::string::npos);
+}
+
+// The GoogleTest scenario fixture reports a failing variant as a test failure with the property
+// messages and the reproduce command, and a variant that cannot run as a skip.
+TEST(ScenarioFixture, ReportsFailuresAndSkips) {
+  const auto scenario = load("no_sync");
+  const auto variant = dh::expand_variants(scenario, 0).at(0);
+  const auto verdict = distmetrics::fixtures::run_scenario_variant(scenario, variant);
+  ASSERT_EQ(verdict.outcome, dh::Outcome::Fail);
+  EXPECT_NONFATAL_FAILURE(distmetrics::fixtures::report_verdict(verdict), "equal_to_single failed at compute 1 of 4");
+  EXPECT_NONFATAL_FAILURE(distmetrics::fixtures::report_verdict(verdict),
+                          "reproduce: distmetrics run " + kDir + "/no_sync.toml --filter 'broken/no_sync:gloo-ws2-uneven-cpu'");
+  const auto cases = distmetrics::fixtures::scenario_cases({kDir + "/no_sync.toml", kDir + "/missing.toml"});
+  ASSERT_EQ(cases.size(), 2u);
+  EXPECT_FALSE(cases[0].scenario);  // the missing file: a case that fails with its diagnostic
+  EXPECT_NE(cases[0].diagnostics.at(0).message.find("no such scenario file"), std::string::npos);
+  EXPECT_EQ(cases[1].name, "broken_no_sync__gloo_ws2_uneven_cpu");
 }
 
 // The CLI, in this process (so that its rank pool's workers are this binary and know the broken
