@@ -1,5 +1,17 @@
-# The rank pool (hangs, crashes, errors, clean-up) and the launch modes.
+# The rank pool (hangs, crashes, errors, clean-up) and the peer launch modes.
 distmetrics_test(launch_tests
-  SOURCES launch_rank_pool_test.cpp
+  SOURCES launch_rank_pool_test.cpp launch_diagnosis_test.cpp
   LINK distmetrics::runtime
   LABELS runtime)
+
+# A program started by mpirun or with torchrun-style variables, for the peer-mode tests.
+add_executable(launch_peer_probe launch_peer_probe.cpp)
+target_link_libraries(launch_peer_probe PRIVATE distmetrics::runtime)
+distmetrics_target_defaults(launch_peer_probe)
+
+distmetrics_test(launch_peer_tests
+  SOURCES launch_peer_runner_test.cpp
+  LINK distmetrics::runtime
+  LABELS runtime)
+target_compile_definitions(launch_peer_tests PRIVATE DISTMETRICS_PEER_PROBE="$<TARGET_FILE:launch_peer_probe>")
+add_dependencies(launch_peer_tests launch_peer_probe)

@@ -52,6 +52,9 @@ int world_size();
 // Finalises MPI if it was initialised and no collective was left pending by a timeout (a pending
 // collective would make MPI_Finalize wait forever).
 void finalize();
+// Rank `root`'s text (up to 1023 bytes) reaches every rank of MPI_COMM_WORLD, by the deadline
+// (BackendTimeout after it).
+std::string broadcast_text(const std::string& text, int root, const Deadline& deadline);
 }  // namespace mpi_runtime
 
 // The message of an exception without LibTorch's C++ backtrace.

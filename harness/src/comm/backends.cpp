@@ -105,6 +105,7 @@ bool initialized() { return false; }
 int world_rank() { return 0; }
 int world_size() { return 1; }
 void finalize() {}
+std::string broadcast_text(const std::string&, int, const Deadline&) { throw ConfigError("mpi: this build has no Open MPI"); }
 }  // namespace mpi_runtime
 #endif
 

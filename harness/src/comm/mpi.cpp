@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <climits>
+#include <cstdlib>
 #include <mutex>
 #include <thread>
 
@@ -35,6 +36,8 @@ void ensure_initialized() {
   int provided = 0;
   const int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
   if (rc != MPI_SUCCESS) throw ConfigError("mpi: MPI_Init_thread failed (was this process started by mpirun?)");
+  // No atexit(MPI_Finalize): a rank that calls exit() inside a task must die (and mpirun notice),
+  // not wait in MPI_Finalize for peers that are waiting for it. Owners finalise explicitly.
   we_initialized = true;
   // Errors come back as codes (and become CollectiveErrors naming the collective) instead of
   // aborting the whole job: OMPI reports some errors of non-blocking collectives here.
@@ -179,6 +182,19 @@ class MpiCommunicator final : public Communicator {
 };
 
 }  // namespace
+
+namespace mpi_runtime {
+std::string broadcast_text(const std::string& text, int root, const Deadline& deadline) {
+  ensure_initialized();
+  std::vector<char> buffer(1024, '\0');
+  if (text.size() >= buffer.size()) throw ConfigError("mpi: broadcast_text takes at most 1023 bytes");
+  std::copy(text.begin(), text.end(), buffer.begin());
+  MPI_Request request;
+  check(MPI_Ibcast(buffer.data(), static_cast<int>(buffer.size()), MPI_CHAR, root, MPI_COMM_WORLD, &request), "MPI_Ibcast");
+  wait_for(request, deadline, "MPI_Ibcast");
+  return std::string(buffer.data());
+}
+}  // namespace mpi_runtime
 
 std::unique_ptr<Communicator> make_mpi_communicator(const CommSpec& spec, const Deadline& deadline) {
   mpi_runtime::ensure_initialized();

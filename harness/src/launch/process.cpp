@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -164,6 +165,62 @@ std::vector<pid_t> end_processes(const std::vector<pid_t>& pids, std::chrono::mi
   live = wait_until_ended(live, Deadline::after(grace));
   for (pid_t pid : live) kill(pid, SIGKILL);
   return wait_until_ended(live, Deadline::after(std::chrono::seconds(5)));
+}
+
+namespace {
+
+// Parses "[job,rank]<stream>:" at `pos`; returns the rank and moves `pos` past the tag.
+std::optional<int> parse_tag(const std::string& text, size_t& pos) {
+  size_t i = pos;
+  auto digits = [&]() {
+    const size_t start = i;
+    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
+    return i > start;
+  };
+  if (i >= text.size() || text[i] != '[') return std::nullopt;
+  ++i;
+  if (!digits() || i >= text.size() || text[i] != ',') return std::nullopt;
+  const size_t rank_start = ++i;
+  if (!digits()) return std::nullopt;
+  const int rank = std::stoi(text.substr(rank_start, i - rank_start));
+  if (text.compare(i, 2, "]<") != 0) return std::nullopt;
+  const size_t close = text.find(">:", i + 2);
+  if (close == std::string::npos || close - i > 12) return std::nullopt;
+  pos = close + 2;
+  return rank;
+}
+
+}  // namespace
+
+std::string mpirun_rank_output(const std::string& tagged, int rank, bool with_launcher_lines) {
+  std::string mine, launcher;
+  int current = -1;  // -1: mpirun's own text (a line that starts without a tag)
+  size_t pos = 0;
+  while (pos < tagged.size()) {
+    if (tagged[pos] == '[') {
+      size_t after = pos;
+      if (auto tag_rank = parse_tag(tagged, after)) {
+        current = *tag_rank;
+        pos = after;
+        continue;
+      }
+    }
+    // Up to the next tag or the end of the line.
+    size_t end = pos;
+    while (end < tagged.size() && tagged[end] != '\n') {
+      size_t probe = end;
+      if (tagged[end] == '[' && end > pos && parse_tag(tagged, probe)) break;
+      ++end;
+    }
+    const bool newline = end < tagged.size() && tagged[end] == '\n';
+    std::string piece = tagged.substr(pos, end - pos) + (newline ? "\n" : "");
+    if (current == rank) mine += piece;
+    else if (current == -1 && !piece.empty() && piece != "\n") launcher += "mpirun: " + piece;
+    pos = end + (newline ? 1 : 0);
+    if (newline) current = -1;
+  }
+  if (with_launcher_lines) mine += launcher;
+  return mine;
 }
 
 std::string current_executable() {

@@ -41,6 +41,11 @@ std::optional<int> reap_child(pid_t pid, const Deadline& deadline);
 // (empty unless a process ignores SIGKILL, e.g. stuck in the kernel).
 std::vector<pid_t> end_processes(const std::vector<pid_t>& pids, std::chrono::milliseconds grace);
 
+// What one rank wrote, from the output of `mpirun --tag-output`, which prefixes every chunk a
+// rank writes with "[job,rank]<stdout>:" (or <stderr>), chunks of several ranks sharing lines.
+// Untagged lines are mpirun's own; with `with_launcher_lines` they follow, as "mpirun: ...".
+std::string mpirun_rank_output(const std::string& tagged, int rank, bool with_launcher_lines);
+
 // The path of this executable (/proc/self/exe resolved).
 std::string current_executable();
 

@@ -12,7 +12,6 @@
 
 #include <algorithm>
 #include <random>
-#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -71,35 +70,6 @@ struct Worker {
     lost = false;
   }
 };
-
-// mpirun --tag-output prefixes each chunk a rank writes with "[job,rank]<stderr>:", possibly
-// several on one line (unbuffered writes); lines without a tag come from mpirun itself.
-std::string rank_lines(const std::string& log, int rank) {
-  static const std::regex tag(R"(\[\d+,(\d+)\]<(?:stdout|stderr)>:)");
-  std::istringstream in(log);
-  std::string line, out;
-  while (std::getline(in, line)) {
-    auto it = std::sregex_iterator(line.begin(), line.end(), tag);
-    if (it == std::sregex_iterator()) {
-      if (!line.empty()) out += "mpirun: " + line + "\n";
-      continue;
-    }
-    std::string mine;
-    bool ours = false;
-    for (; it != std::sregex_iterator(); ++it) {
-      const auto& match = *it;
-      const auto next = std::next(it);
-      const size_t begin = static_cast<size_t>(match.position(0) + match.length(0));
-      const size_t end = next == std::sregex_iterator() ? line.size() : static_cast<size_t>(next->position(0));
-      if (std::stoi(match[1]) == rank) {
-        mine += line.substr(begin, end - begin);
-        ours = true;
-      }
-    }
-    if (ours) out += mine + "\n";
-  }
-  return out.size() > kLogTailBytes ? out.substr(out.size() - kLogTailBytes) : out;
-}
 
 }  // namespace
 
@@ -521,7 +491,10 @@ class RankPool::Impl {
       for (const auto& w : unhelloed_) {
         if (w.rank == outcome.rank && w.log) outcome.log_tail = w.log->tail(kLogTailBytes);
       }
-      if (launcher_log_) outcome.log_tail = rank_lines(launcher, outcome.rank);
+      if (launcher_log_) {
+        outcome.log_tail = detail::mpirun_rank_output(launcher, outcome.rank, true);
+        if (outcome.log_tail.size() > kLogTailBytes) outcome.log_tail.erase(0, outcome.log_tail.size() - kLogTailBytes);
+      }
     }
   }
 

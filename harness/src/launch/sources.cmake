@@ -8,4 +8,5 @@ list(APPEND DISTMETRICS_RUNTIME_SOURCES
   src/launch/task_runner.cpp
   src/launch/worker.cpp
   src/launch/diagnosis.cpp
-  src/launch/rank_pool.cpp)
+  src/launch/rank_pool.cpp
+  src/launch/peer_runner.cpp)
