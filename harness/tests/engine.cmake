@@ -35,3 +35,14 @@ foreach(_part ${_library_parts})
            COMMAND scenario_library_tests --gtest_filter=${_backend}_ws${_ws}/*)
   set_tests_properties(scenarios/${_backend}/ws${_ws} PROPERTIES TIMEOUT 900 LABELS "engine;scenarios")
 endforeach()
+
+# Golden values in the scenario library against an independent source: the data generators
+# re-implemented in Python and the metrics from scikit-learn.
+if(DISTMETRICS_PYTHON)
+  add_test(NAME engine_golden_values
+           COMMAND "${DISTMETRICS_PYTHON}" "${CMAKE_CURRENT_SOURCE_DIR}/golden_values.py" check
+                   "${PROJECT_SOURCE_DIR}/scenarios/core/accuracy_multiclass.toml"
+                   "${PROJECT_SOURCE_DIR}/scenarios/core/mean_squared_error.toml"
+                   "${PROJECT_SOURCE_DIR}/scenarios/core/roc_auc.toml")
+  set_tests_properties(engine_golden_values PROPERTIES TIMEOUT 120 LABELS engine)
+endif()
