@@ -217,6 +217,8 @@ TEST(EngineCli, ExitCodesAndReports) {
   EXPECT_EQ(cli({"run", std::string(DISTMETRICS_TEST_SCENARIOS) + "/bad/types.toml"}, out, err), 2);
   EXPECT_NE(err.find("nothing was run"), std::string::npos) << err;
   EXPECT_EQ(cli({"run", "--no-such-flag"}, out, err), 2);
+  EXPECT_EQ(cli({"run", kDir + "/no_sync.toml", "--filter", "no-such-variant"}, out, err), 2);
+  EXPECT_NE(out.find("no variant matched the selection"), std::string::npos) << out;
   EXPECT_EQ(cli({"list", kDir + "/correct_mean.toml", "--backend", "gloo", "--world-sizes", "1,3", "--filter", "*-even-*",
                  "--filter", "*round_robin*"},
                 out, err),

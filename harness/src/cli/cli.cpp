@@ -9,10 +9,12 @@
 #include <map>
 #include <memory>
 #include <ostream>
+#include <sstream>
 
 #include "distmetrics/harness/backends.h"
 #include "distmetrics/harness/engine.h"
 #include "distmetrics/harness/names.h"
+#include "distmetrics/harness/peer_runner.h"
 #include "distmetrics/harness/placement.h"
 #include "distmetrics/harness/report.h"
 #include "distmetrics/harness/scenario.h"
@@ -30,7 +32,7 @@ struct Options {
   Selection selection;
   bool json = false;
   std::optional<double> deadline;
-  std::string launcher = "local";
+  std::string launcher;  // empty: the launcher that started this process, else local
   std::string json_file, junit_file;
   bool quiet = false;
 };
@@ -144,23 +146,46 @@ bool write_file(const std::string& path, const std::string& text, std::ostream& 
   return true;
 }
 
-int cmd_run(const Options& o, std::ostream& out, std::ostream& err) {
-  if (o.launcher != "local") {
-    err << "distmetrics: --launcher " << o.launcher << " is not available in this build yet; use --launcher local\n";
-    return kBadInput;
-  }
+// Everything a run needs before it starts: the selected variants, or an exit code.
+struct Plan {
+  Loaded loaded;
+  std::vector<std::pair<const Scenario*, Variant>> variants;
+};
+
+std::optional<int> prepare_run(const Options& o, Plan& plan, std::ostream& err, bool quiet_errors) {
   if (o.deadline && !(*o.deadline > 0)) {
-    err << "distmetrics: --deadline must be a positive number of seconds\n";
+    if (!quiet_errors) err << "distmetrics: --deadline must be a positive number of seconds\n";
     return kBadInput;
   }
-  const auto loaded = load_all(o.paths);
-  if (!loaded.diagnostics.empty()) {
-    print_diagnostics(loaded.diagnostics, err);
-    err << "distmetrics: " << loaded.diagnostics.size() << " error(s) in the scenario files: nothing was run "
-        << "(`distmetrics validate` lists them)\n";
+  plan.loaded = load_all(o.paths);
+  if (!plan.loaded.diagnostics.empty()) {
+    if (!quiet_errors) {
+      print_diagnostics(plan.loaded.diagnostics, err);
+      err << "distmetrics: " << plan.loaded.diagnostics.size() << " error(s) in the scenario files: nothing was run "
+          << "(`distmetrics validate` lists them)\n";
+    }
     return kBadInput;
   }
-  auto variants = selected_variants(loaded, o.selection);
+  plan.variants = selected_variants(plan.loaded, o.selection);
+  return std::nullopt;
+}
+
+int finish_run(const Options& o, const std::vector<Verdict>& verdicts, ConsoleReport& console, const std::string& started,
+               std::chrono::steady_clock::time_point start, std::ostream& err) {
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  console.finish(verdicts, seconds);
+  bool written = true;
+  if (!o.json_file.empty()) written = write_file(o.json_file, json_report(verdicts, started, seconds).dump(2) + "\n", err) && written;
+  if (!o.junit_file.empty()) written = write_file(o.junit_file, junit_report(verdicts, seconds), err) && written;
+  // A selection that matches nothing is a mistake (a typo in --filter), not a success.
+  return exit_code(verdicts, !written || verdicts.empty());
+}
+
+// Local launcher: this process supervises its own rank pools.
+int run_local(const Options& o, std::ostream& out, std::ostream& err) {
+  Plan plan;
+  if (auto code = prepare_run(o, plan, err, false)) return *code;
+  auto& variants = plan.variants;
   const auto started = now_iso8601();
   const auto start = std::chrono::steady_clock::now();
 
@@ -195,12 +220,78 @@ int cmd_run(const Options& o, std::ostream& out, std::ostream& err) {
     console.progress(verdicts[i]);
   }
   pools.clear();
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  console.finish(verdicts, seconds);
-  bool written = true;
-  if (!o.json_file.empty()) written = write_file(o.json_file, json_report(verdicts, started, seconds).dump(2) + "\n", err) && written;
-  if (!o.junit_file.empty()) written = write_file(o.junit_file, junit_report(verdicts, seconds), err) && written;
-  return exit_code(verdicts, !written);
+  return finish_run(o, verdicts, console, started, start, err);
+}
+
+// Peer launchers (mpi, env): every process is a rank and runs the same variants in lockstep;
+// rank 0 judges, prints and writes the reports, the others only take part.
+int run_peers(const Options& o, const std::string& launcher, std::ostream& out, std::ostream& err) {
+  std::unique_ptr<PeerRunner> runner;
+  try {
+    PeerOptions options;
+    options.launcher = launcher;
+    runner = std::make_unique<PeerRunner>(options);
+  } catch (const std::exception& e) {
+    err << "distmetrics: --launcher " << launcher << ": " << e.what() << "\n";
+    return kBadInput;
+  }
+  const bool reporter = runner->is_reporter();
+  Plan plan;
+  // Every rank loads the same files; only rank 0 explains what is wrong with them.
+  if (auto code = prepare_run(o, plan, err, !reporter)) return reporter ? *code : 0;
+  const int world_size = runner->world_size();
+  std::vector<std::pair<const Scenario*, Variant>> variants;
+  std::size_t other_sizes = 0;
+  for (auto& entry : plan.variants) {
+    if (entry.second.world_size == world_size) variants.push_back(std::move(entry));
+    else ++other_sizes;
+  }
+  if (reporter && other_sizes > 0)
+    out << "distmetrics: launcher " << launcher << " runs world size " << world_size << " only: " << other_sizes
+        << " selected variant(s) of other world sizes left out\n";
+
+  const auto started = now_iso8601();
+  const auto start = std::chrono::steady_clock::now();
+  EngineOptions options;
+  options.deadline_seconds = o.deadline;
+  Engine engine(options);
+  std::ostringstream silent;
+  ConsoleReport console(reporter ? out : silent, static_cast<int>(variants.size()), o.quiet);
+  std::vector<Verdict> verdicts;
+  std::string stopped_at;
+  for (const auto& [scenario, variant] : variants) {
+    Verdict verdict;
+    if (variant.skip) {
+      verdict = skip_verdict(variant);
+    } else if (!stopped_at.empty()) {
+      verdict.variant = variant;
+      verdict.outcome = Outcome::Error;
+      verdict.reason = "not run: the ranks' process group broke at " + stopped_at +
+                       " (a hang or a crash); start the launcher again to run the rest";
+    } else if (reporter) {
+      verdict = engine.run(*scenario, variant, *runner);
+    } else {
+      const double deadline = o.deadline.value_or(scenario->deadline_seconds);
+      try {
+        runner->run(make_variant_request(*scenario, variant, deadline));
+      } catch (const std::exception&) {
+        // Rank 0 reports it.
+      }
+    }
+    if (!variant.skip && stopped_at.empty() && runner->stopped()) stopped_at = variant.id;
+    if (reporter) console.progress(verdict);
+    verdicts.push_back(std::move(verdict));
+  }
+  if (!reporter) return 0;
+  return finish_run(o, verdicts, console, started, start, err);
+}
+
+int cmd_run(const Options& o, std::ostream& out, std::ostream& err) {
+  std::string launcher = o.launcher;
+  if (launcher.empty()) launcher = detect_launcher();
+  if (launcher.empty()) launcher = "local";
+  if (launcher == "local") return run_local(o, out, err);
+  return run_peers(o, launcher, out, err);
 }
 
 }  // namespace
@@ -224,7 +315,9 @@ int cli_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
   auto* run = app.add_subcommand("run", "run the variants and check their properties");
   add_selection(run, o);
   run->add_option("--deadline", o.deadline, "seconds each variant may take (overrides the scenarios' deadline)");
-  run->add_option("--launcher", o.launcher, "local (a supervised rank pool), mpi or env")
+  run->add_option("--launcher", o.launcher,
+                  "local (a supervised rank pool), mpi (started by mpirun) or env (RANK, WORLD_SIZE, ... set); "
+                  "default: the launcher that started this process, else local")
       ->check(CLI::IsMember({"local", "mpi", "env"}));
   run->add_option("--json", o.json_file, "write the JSON report to FILE");
   run->add_option("--junit", o.junit_file, "write JUnit XML to FILE");

@@ -145,7 +145,7 @@ void ConsoleReport::finish(const std::vector<Verdict>& verdicts, double seconds)
   }
   if (summary.total > 0 && summary.skip == summary.total)
     out_ << "distmetrics: every variant was skipped: nothing ran\n";
-  if (summary.total == 0) out_ << "distmetrics: no variant matched the selection: nothing ran\n";
+  if (summary.total == 0) out_ << "distmetrics: no variant matched the selection: nothing ran (exit code 2)\n";
   out_ << "distmetrics: " << summary.line() << "\n";
   out_.flush();
 }
