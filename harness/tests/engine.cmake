@@ -46,3 +46,9 @@ if(DISTMETRICS_PYTHON)
                    "${PROJECT_SOURCE_DIR}/scenarios/core/roc_auc.toml")
   set_tests_properties(engine_golden_values PROPERTIES TIMEOUT 120 LABELS engine)
 endif()
+
+# distmetrics run under mpirun and torchrun-style launchers.
+add_test(NAME engine_launchers
+         COMMAND bash "${CMAKE_CURRENT_SOURCE_DIR}/engine_launchers_test.sh" $<TARGET_FILE:distmetrics>
+                 "${PROJECT_SOURCE_DIR}/scenarios")
+set_tests_properties(engine_launchers PROPERTIES TIMEOUT 240 LABELS engine)
