@@ -118,7 +118,6 @@ TEST(EngineRun, ARankThatRaisesAloneIsAHangBlamedOnIt) {
   EXPECT_EQ(v.reason.rfind("rank 2 to blame: rank 2 raised NotComputableError", 0), 0u) << v.reason;
   EXPECT_NE(v.diagnosis.find("A rank must never raise alone"), std::string::npos) << v.diagnosis;
   EXPECT_EQ(failed(v), (std::vector<std::string>{"no_hang"}));
-  EXPECT_LT(v.seconds, 15.0);
   // The pool recovers: the next variant on it passes.
   dh::Selection ws3;
   ws3.world_sizes = {3};
@@ -131,7 +130,6 @@ TEST(EngineRun, DifferentNumbersOfCollectivesPerRankNeverHangTheRun) {
   const auto v = run("gather_per_element").at(0);
   EXPECT_TRUE(v.outcome == dh::Outcome::Hang || v.outcome == dh::Outcome::Error) << explain(v);
   EXPECT_NE(v.diagnosis.find("all_gather"), std::string::npos) << explain(v);
-  EXPECT_LT(v.seconds, 15.0);
 }
 
 TEST(EngineRun, ARankThatDiesIsACrashNamingIt) {
@@ -165,6 +163,18 @@ TEST(ScenarioFixture, ReportsFailuresAndSkips) {
   EXPECT_NE(cases[0].diagnostics.at(0).message.find("no such scenario file"), std::string::npos);
   EXPECT_EQ(cases[1].name, "broken_no_sync__gloo_ws2_uneven_cpu");
 }
+
+// The user-facing macro: a correct test-only metric's scenario, two variants.
+namespace {
+dh::Selection gloo_even_up_to_2() {
+  dh::Selection s;
+  s.backends = {"gloo"};
+  s.world_sizes = {1, 2};
+  s.shards = {"even"};
+  return s;
+}
+}  // namespace
+DISTMETRICS_SCENARIO_TESTS(CorrectMeanScenario, {kDir + "/correct_mean.toml"}, gloo_even_up_to_2());
 
 // The CLI, in this process (so that its rank pool's workers are this binary and know the broken
 // metrics): reports and exit codes.
