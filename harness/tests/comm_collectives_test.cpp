@@ -204,3 +204,34 @@ DISTMETRICS_RANK_TEST(Collectives, GatheringDifferentTrailingShapesRaisesOnEvery
 
 }  // namespace
 }  // namespace distmetrics::harness
+
+namespace distmetrics::harness {
+namespace {
+
+// Collectives on the GPU (gloo with comm device cuda, and nccl, which is always cuda): the
+// tensors may live anywhere, the communicator moves them and brings results back where they
+// were. Skips, with the reason, where there is no GPU (or too few for nccl).
+DISTMETRICS_RANK_TEST(CollectivesOnCuda, ReduceGatherBroadcastComeBackExact,
+                      DISTMETRICS_WORLD_SIZES(1, 2).backends({"gloo", "nccl"}).comm_device("cuda")) {
+  const std::int64_t N = ctx.world_size, r = ctx.rank;
+  EXPECT_TRUE(ctx.device().is_cuda());
+  std::vector<at::Tensor> t{at::full({3}, double(r + 1)), at::full({2}, kBig + r, at::kLong)};
+  ctx.comm.all_reduce(t, ReduceOp::Sum);
+  EXPECT_TRUE(t[0].device().is_cpu());  // back where it came from
+  EXPECT_TRUE(at::equal(t[0], at::full({3}, double(N * (N + 1) / 2))));
+  EXPECT_EQ(t[1][0].item<std::int64_t>(), N * kBig + N * (N - 1) / 2);
+
+  const at::Tensor on_gpu = at::full({r + 1}, 0.5 * double(r), at::TensorOptions().device(ctx.device()));
+  auto gathered = ctx.comm.all_gather(on_gpu);
+  for (std::int64_t q = 0; q < N; ++q) {
+    EXPECT_TRUE(gathered[q].device().is_cuda());
+    EXPECT_TRUE(at::equal(gathered[q].cpu(), at::full({q + 1}, 0.5 * double(q))));
+  }
+  at::Tensor b = at::full({2}, double(r));
+  ctx.comm.broadcast(b, static_cast<int>(N - 1));
+  EXPECT_TRUE(at::equal(b, at::full({2}, double(N - 1))));
+  ctx.comm.barrier();
+}
+
+}  // namespace
+}  // namespace distmetrics::harness
