@@ -13,6 +13,10 @@ install(FILES "${CMAKE_BINARY_DIR}/generated/include/distmetrics/build_config.h"
 install(EXPORT distmetricsTargets NAMESPACE distmetrics::
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/distmetrics)
 
+# Dependencies of optional exported targets (e.g. the fixtures need GoogleTest).
+get_property(_distmetrics_config_dependencies GLOBAL PROPERTY DISTMETRICS_CONFIG_DEPENDENCIES)
+list(JOIN _distmetrics_config_dependencies "\n" DISTMETRICS_CONFIG_EXTRA)
+
 configure_package_config_file("${CMAKE_CURRENT_LIST_DIR}/distmetricsConfig.cmake.in"
   "${CMAKE_BINARY_DIR}/distmetricsConfig.cmake"
   INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/distmetrics)

@@ -1,0 +1,52 @@
+# The package-consumer test (cmake -P): installs this build into a prefix under the build tree,
+# configures and builds ci/package-consumer against it with find_package(distmetrics), runs it
+# and checks what it prints. Everything it writes stays under WORK_DIR.
+#   -D BUILD_DIR=... -D SOURCE_DIR=... -D WORK_DIR=... -D GENERATOR=... -D CXX_COMPILER=...
+#   -D TORCH_DIR=... -D BUILD_TYPE=...
+foreach(var BUILD_DIR SOURCE_DIR WORK_DIR GENERATOR CXX_COMPILER TORCH_DIR)
+  if(NOT DEFINED ${var})
+    message(FATAL_ERROR "package consumer: ${var} is not set")
+  endif()
+endforeach()
+
+function(step what)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "package consumer: ${what} failed (${rc}):\n${out}\n${err}")
+  endif()
+  set(step_output "${out}" PARENT_SCOPE)
+endfunction()
+
+file(REMOVE_RECURSE "${WORK_DIR}")
+set(prefix "${WORK_DIR}/prefix")
+step("installing the build into ${prefix}" "${CMAKE_COMMAND}" --install "${BUILD_DIR}" --prefix "${prefix}")
+foreach(file include/distmetrics/harness/rank_pool.h include/distmetrics/metrics/registry.h
+             include/distmetrics/build_config.h)
+  if(NOT EXISTS "${prefix}/${file}")
+    message(FATAL_ERROR "package consumer: the install has no ${file}")
+  endif()
+endforeach()
+
+step("configuring the consumer" "${CMAKE_COMMAND}" -S "${SOURCE_DIR}/ci/package-consumer" -B "${WORK_DIR}/build"
+     -G "${GENERATOR}" "-DCMAKE_BUILD_TYPE=${BUILD_TYPE}" "-DCMAKE_CXX_COMPILER=${CXX_COMPILER}"
+     "-DCMAKE_PREFIX_PATH=${prefix}" "-DTorch_DIR=${TORCH_DIR}")
+string(REGEX MATCH "consumer: distmetrics [^\n]*" found "${step_output}")
+message(STATUS "${found}")
+step("building the consumer" "${CMAKE_COMMAND}" --build "${WORK_DIR}/build")
+step("running the consumer" "${WORK_DIR}/build/consumer")
+message(STATUS "${step_output}")
+if(NOT step_output MATCHES "MeanAbsoluteError on one process = 2.25")
+  message(FATAL_ERROR "package consumer: unexpected output:\n${step_output}")
+endif()
+
+# The user's multi-rank GoogleTest, when the install has the fixtures.
+if(EXISTS "${WORK_DIR}/build/consumer_rank_tests")
+  step("running the consumer's multi-rank tests" "${WORK_DIR}/build/consumer_rank_tests")
+  if(NOT step_output MATCHES "Consumer.RanksAgreeOnTheirSum/gloo/ws2" OR NOT step_output MATCHES "PASSED  \\] 2 tests")
+    message(FATAL_ERROR "package consumer: unexpected output of the rank tests:\n${step_output}")
+  endif()
+  message(STATUS "consumer: the multi-rank GoogleTests passed on the installed fixtures")
+elseif(EXISTS "${prefix}/include/distmetrics/fixtures/rank_test.h")
+  message(FATAL_ERROR "package consumer: the fixtures are installed but consumer_rank_tests was not built")
+endif()
+
