@@ -1,6 +1,7 @@
 """pytest hooks: scenario files (*.toml under the scenario folder) become one item per variant,
 each run by the distmetrics runner in a session of its own under a hard timeout."""
 
+import functools
 import os
 import re
 import tempfile
@@ -9,6 +10,11 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 import pytest
+
+try:
+    import tomllib  # Python 3.11+
+except ImportError:  # pragma: no cover - older Pythons use the default deadline
+    tomllib = None
 
 from .processes import describe_returncode, run_with_timeout
 from .report import NOT_PASSED, describe_variant, read_variant
@@ -67,6 +73,30 @@ def pytest_collect_file(file_path: Path, parent):
     if session is None or not session.collects(file_path):
         return None
     return ScenarioFile.from_parent(parent, path=file_path)
+
+
+def item_timeout(timeout: Optional[float], deadline_option: Optional[float],
+                 listed_deadline: Optional[float], file_deadline) -> float:
+    """An item's hard timeout: --distmetrics-timeout, else the variant's deadline plus GRACE,
+    the deadline being --distmetrics-deadline, else the listing's, else the scenario file's
+    (file_deadline is called only then), else DEFAULT_DEADLINE."""
+    if timeout is not None:
+        return timeout
+    deadline = deadline_option or listed_deadline or file_deadline() or DEFAULT_DEADLINE
+    return deadline + GRACE
+
+
+@functools.lru_cache(maxsize=None)
+def scenario_deadline(path: Path) -> Optional[float]:
+    """The top-level `deadline` (seconds per variant) of a scenario file, or None when it has
+    none or cannot be read (the runner reports bad files itself)."""
+    if tomllib is None:
+        return None
+    try:
+        value = tomllib.loads(path.read_text()).get("deadline")
+    except (OSError, ValueError):
+        return None
+    return float(value) if isinstance(value, (int, float)) and value > 0 else None
 
 
 class DistmetricsSession:
@@ -158,10 +188,8 @@ class DistmetricsSession:
         return variant.listed_from or self.cli_path(file)
 
     def hard_timeout(self, variant: Variant) -> float:
-        if self.timeout is not None:
-            return self.timeout
-        deadline = self.deadline or variant.deadline or DEFAULT_DEADLINE
-        return deadline + GRACE
+        return item_timeout(self.timeout, self.deadline, variant.deadline,
+                            lambda: scenario_deadline(variant.file))
 
     # --- reporting ---------------------------------------------------------------------------
     def pytest_report_header(self, config):

@@ -7,7 +7,7 @@ child processes. What a variant does comes from its scenario file, in a format o
     mode = "pass"            # pass fail error crash skip hang runner-crash leak rendezvous
     modes = { "gloo-ws2-*" = "fail" }   # per variant (glob on the id without the scenario)
     backends = ["gloo"]      world_sizes = [1, 2]   shards = ["even"]   placements = ["cpu"]
-    markers = ["regression"] list_skip = "needs 2 GPUs"   deadline = 2.0
+    markers = ["regression"] list_skip = "needs 2 GPUs"
     rank_ignores_term = true rank_escapes_session = true   # for mode "hang"
 
 Every process it starts is logged (one JSON line each) to $FAKE_DISTMETRICS_LOG when set, so
@@ -87,7 +87,7 @@ def load(file, root):
                         "id": f"{name}:{short}", "scenario": name, "file": str(file),
                         "backend": backend, "world_size": ws, "shard": shard,
                         "placement": placement, "markers": markers,
-                        "skip": spec.get("list_skip"), "deadline": spec.get("deadline", 5.0),
+                        "skip": spec.get("list_skip"),
                         "_mode": mode, "_spec": spec})
     return variants
 

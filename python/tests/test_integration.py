@@ -131,3 +131,37 @@ def test_run_2gpu_covers_every_cuda_placement_the_scenarios_use():
     used = {v["placement"] for v in listed(REPO_ROOT / "scenarios") if v["backend"] == "gloo"}
     used -= {"cpu"}
     assert used <= cuda_placements, f"add {used - cuda_placements} to ci/run_2gpu.sh"
+
+
+def processes_with_tmpdir(folder):
+    """Pids of live processes whose environment has TMPDIR=folder (the plugin gives each item's
+    runner its own, and the ranks inherit it)."""
+    wanted = f"TMPDIR={folder}".encode()
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                if wanted in Path(f"/proc/{name}/environ").read_bytes().split(b"\0"):
+                    found.append(int(name))
+            except OSError:
+                pass
+    return found
+
+
+def test_the_hard_timeout_ends_a_real_runner_and_its_ranks(real):
+    # About 20 s of work at world size 4 (one sample per batch); the item may take 6 s.
+    path = write(real, "core/long")
+    path.write_text(path.read_text().replace("num_samples = 29", "num_samples = 80000")
+                    .replace("batch_size = 4", "batch_size = 1")
+                    .replace("world_sizes = [1, 2]", "world_sizes = [4]")
+                    .replace('shards = ["even", "uneven"]', 'shards = ["even"]'))
+    result = real.run("--distmetrics-timeout=6", timeout=120)
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert "core/long:gloo-ws4-even-cpu: HANG: no result within the item's hard timeout of 6 s" \
+        in out
+    assert "still alive after KILL" not in out
+    ended = re.search(r"ended the runner and its ranks \(pids \[([\d, ]*)\]\)", out).group(1)
+    assert ended
+    workdir = re.search(r"log and report in (\S+)", out).group(1)
+    assert processes_with_tmpdir(workdir) == []

@@ -263,3 +263,21 @@ def test_the_deadline_option_reaches_the_runner(project):
     (run,) = [p["argv"] for p in project.processes() if p["role"] == "runner"
               and p["argv"][0] == "run"]
     assert run[run.index("--deadline") + 1] == "7"
+
+
+def test_the_hard_timeout_comes_from_the_options_then_the_deadlines(tmp_path):
+    from distmetrics_pytest.plugin import GRACE, item_timeout, scenario_deadline
+    never = lambda: pytest.fail("the file was read although a deadline was known")  # noqa: E731
+    assert item_timeout(5.0, 100.0, 100.0, never) == 5.0
+    assert item_timeout(None, 7.0, 100.0, never) == 7.0 + GRACE
+    assert item_timeout(None, None, 9.0, never) == 9.0 + GRACE
+    scenario = tmp_path / "s.toml"
+    scenario.write_text('description = "x"\ndeadline = 120\n[metric]\nname = "Accuracy"\n')
+    assert scenario_deadline(scenario) == 120.0
+    assert item_timeout(None, None, None, lambda: scenario_deadline(scenario)) == 120.0 + GRACE
+    plain = tmp_path / "plain.toml"
+    plain.write_text('[metric]\nname = "Accuracy"\n')
+    assert item_timeout(None, None, None, lambda: scenario_deadline(plain)) == 60.0 + GRACE
+    broken = tmp_path / "broken.toml"
+    broken.write_text("[metric\n")
+    assert scenario_deadline(broken) is None
