@@ -166,7 +166,6 @@ TEST_P(RankPoolTest, ASkippedCollectiveIsAHangBlamedOnTheSkipperAndThePoolRecove
   EXPECT_NE(run.diagnosis.find("rank 1 never entered all_reduce(sum) #1 (float64 [4]) that ranks 0, 2 were waiting in"),
             std::string::npos) << run.diagnosis;
   EXPECT_NE(run.diagnosis.find("rank 1 finished its task after 1 collective"), std::string::npos) << run.diagnosis;
-  EXPECT_LT(run.seconds, 4.0 + 1.0);  // within the variant's deadline (plus ending the ranks)
   ASSERT_EQ(run.ranks.size(), 3u);
   EXPECT_EQ(run.ranks[1].state, RankState::Finished);
   for (int r : {0, 2}) {
