@@ -152,6 +152,18 @@ class AbortOnRank1Mean : public MeanBase {
   }
 };
 
+class RejectsWhenDistributedMean : public MeanBase {
+ public:
+  RejectsWhenDistributedMean() : MeanBase("RejectsWhenDistributedMean") {}
+  void update(const Batch& batch) override {
+    if (comm_ && comm_->world_size() > 1)
+      throw metrics::InputError(name_, "input", "a single process", "a communicator of world size " +
+                                                                        std::to_string(comm_->world_size()));
+    MeanBase::update(batch);
+  }
+  Value compute() override { return mean_of(sum_, count_); }
+};
+
 template <typename M>
 metrics::MetricSpec spec(const std::string& name, const std::string& what) {
   return {name, "aggregation", what, {}, [](const nlohmann::json&) { return std::make_unique<M>(); }};
@@ -167,6 +179,7 @@ metrics::MetricRegistry& registry() {
     reg.add(spec<PerBatchMean>("PerBatchMean", "mean of per-batch means"));
     reg.add(spec<RaiseAloneMean>("RaiseAloneMean", "mean of input; raises alone on an empty rank"));
     reg.add(spec<GatherPerElementMean>("GatherPerElementMean", "mean of input; one all_gather per element"));
+    reg.add(spec<RejectsWhenDistributedMean>("RejectsWhenDistributedMean", "mean of input; rejects every batch when distributed"));
     reg.add(spec<AbortOnRank1Mean>("AbortOnRank1Mean", "mean of input; rank 1 aborts in compute"));
     return reg;
   }();

@@ -16,6 +16,7 @@ namespace distmetrics::harness::testing {
 //   RaiseAloneMean        raises NotComputableError on a rank with no data before syncing (Ignite #1242)
 //   GatherPerElementMean  gathers its values one all_gather per element (torchmetrics #3336)
 //   AbortOnRank1Mean      rank 1 calls abort() in compute()
+//   RejectsWhenDistributedMean  every rank raises InputError in update() when world size > 1
 void register_broken_metrics();
 
 }  // namespace distmetrics::harness::testing

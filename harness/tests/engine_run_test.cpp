@@ -139,6 +139,14 @@ TEST(EngineRun, ARankThatDiesIsACrashNamingIt) {
   EXPECT_NE(v.diagnosis.find("SIGABRT"), std::string::npos) << v.diagnosis;
 }
 
+TEST(EngineRun, AnErrorTheSingleProcessDoesNotRaiseIsAnErrorOutcome) {
+  const auto v = run("rejects_when_distributed").at(0);
+  ASSERT_EQ(v.outcome, dh::Outcome::Error) << explain(v);
+  EXPECT_EQ(v.reason.rfind("rank 0 raised InputError at update (script step 1): RejectsWhenDistributedMean", 0), 0u) << v.reason;
+  EXPECT_NE(v.diagnosis.find("rank 1: InputError at update"), std::string::npos) << v.diagnosis;
+  EXPECT_NE(v.diagnosis.find("(0 collectives)"), std::string::npos) << v.diagnosis;
+}
+
 TEST(EngineRun, Float32SumsLosePrecisionBeyondTwoToThe24) {
   // PR #2959: the same data with float64 sums passes (scenarios/regression/ignite_pr2959_large_counts).
   const auto v = run("float32_counts").at(0);
@@ -249,6 +257,6 @@ TEST(EngineCli, ExitCodesAndReports) {
                                        {"markers", {"mpi"}},
                                        {"skip", nullptr}}));
   EXPECT_EQ(cli({"validate", kDir}, out, err), 0) << out;
-  EXPECT_NE(out.find("distmetrics: 10 scenario file(s): 10 valid, 0 with errors (0 error(s))"), std::string::npos) << out;
+  EXPECT_NE(out.find("distmetrics: 11 scenario file(s): 11 valid, 0 with errors (0 error(s))"), std::string::npos) << out;
   fs::remove_all(tmp);
 }

@@ -248,8 +248,12 @@ Verdict Engine::judge(const Scenario& scenario, const Variant& variant, const Va
                ": " + first_line(obs.error->message);
     std::ostringstream diag;
     diag << v.reason << "\n";
-    for (const auto& o : observations)
-      if (o.error) diag << "  rank " << o.rank << ": " << o.error->type << " at " << o.error->op << ": " << o.error->message << "\n";
+    for (const auto& o : observations) {
+      diag << "  rank " << o.rank << ": ";
+      if (o.error) diag << o.error->type << " at " << o.error->op << ": " << o.error->message;
+      else diag << "finished its script";
+      diag << " (" << o.trace.size() << " collectives" << (o.trace.empty() ? "" : ", last " + o.trace.back()) << ")\n";
+    }
     v.diagnosis = diag.str();
     return v;
   }

@@ -56,6 +56,7 @@ json RankObservation::to_json() const {
             {"batches", batches},
             {"computes", computes_json},
             {"collectives", collectives},
+            {"trace", trace},
             {"seconds", seconds}};
   j["error"] = error ? json{{"step", error->step}, {"op", error->op}, {"type", error->type}, {"message", error->message}}
                      : json(nullptr);
@@ -83,6 +84,7 @@ RankObservation RankObservation::from_json(const json& j) {
     o.computes.push_back(std::move(r));
   }
   o.collectives = j.at("collectives");
+  if (j.contains("trace")) o.trace = j.at("trace").get<std::vector<std::string>>();
   o.seconds = j.at("seconds");
   if (!j.at("error").is_null()) {
     const auto& e = j.at("error");

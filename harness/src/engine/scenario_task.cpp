@@ -127,6 +127,7 @@ nlohmann::json run_scenario_variant_task(TaskContext& ctx) {
     obs.error = StepError{step, op, exception_type_name(e), error_text(e)};
   }
   obs.collectives = ctx.comm.collectives_issued();
+  for (const auto& record : ctx.comm.trace()) obs.trace.push_back(record.describe());
   obs.seconds = since(start);
   return obs.to_json();
 }

@@ -49,6 +49,8 @@ struct RankObservation {
   std::vector<ComputeRecord> computes;
   std::optional<StepError> error;  // the script stopped at this step
   std::uint64_t collectives = 0;   // in the whole script
+  // Every collective this rank issued, in order: "all_reduce(sum) #3 (int64 [2])".
+  std::vector<std::string> trace;
   double seconds = 0;
 
   const ComputeRecord* compute(int index) const;
