@@ -260,3 +260,22 @@ TEST(EngineCli, ExitCodesAndReports) {
   EXPECT_NE(out.find("distmetrics: 11 scenario file(s): 11 valid, 0 with errors (0 error(s))"), std::string::npos) << out;
   fs::remove_all(tmp);
 }
+
+TEST(EngineCli, SelectionOptionsTakeOneValueSoPathsMayFollow) {
+  std::string out, err;
+  // "--world-sizes 2 <path>": the path is a path, not a second world size.
+  ASSERT_EQ(cli({"list", "--world-sizes", "2", "--backend", "gloo", kDir + "/correct_mean.toml", "--shard", "even", "--json"}, out, err), 0)
+      << out << err;
+  const auto listed = nlohmann::json::parse(out);
+  ASSERT_EQ(listed.size(), 1u) << out;
+  EXPECT_EQ(listed[0]["id"], "broken/correct_mean:gloo-ws2-even-cpu");
+  // The listing carries the scenario's deadline, for runners that wrap each variant in a timeout.
+  EXPECT_GT(listed[0]["deadline"].get<double>(), 0.0);
+  // Repeating an option adds to it.
+  ASSERT_EQ(cli({"list", "--world-sizes", "1", "--world-sizes", "2", kDir + "/correct_mean.toml", "--backend", "gloo", "--shard",
+                 "even"},
+                out, err),
+            0)
+      << out << err;
+  EXPECT_EQ(out, "broken/correct_mean:gloo-ws1-even-cpu\nbroken/correct_mean:gloo-ws2-even-cpu\n");
+}

@@ -39,11 +39,18 @@ struct Options {
 
 void add_selection(CLI::App* cmd, Options& o) {
   cmd->add_option("paths", o.paths, "scenario files or folders (default: ./scenarios, else the installed ones)");
-  cmd->add_option("--backend", o.selection.backends, "backends to run: gloo, mpi, nccl (comma-separated)")->delimiter(',');
-  cmd->add_option("--world-sizes", o.selection.world_sizes, "world sizes to run, e.g. 1,2,4")->delimiter(',');
-  cmd->add_option("--shard", o.selection.shards, "shard policies to run (comma-separated)")->delimiter(',');
-  cmd->add_option("--placement", o.selection.placements, "placements to run (comma-separated)")->delimiter(',');
-  cmd->add_option("--filter", o.selection.filters, "glob on variant ids; repeat to OR several");
+  // Each occurrence takes exactly one (comma-separated) value, so paths may follow a selection
+  // option ("list --world-sizes 2 scenarios"); repeating an option adds to it.
+  auto one_value = [](CLI::Option* option) {
+    option->expected(1)->allow_extra_args(false)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  };
+  one_value(cmd->add_option("--backend", o.selection.backends, "backends to run: gloo, mpi, nccl (comma-separated)")
+                ->delimiter(','));
+  one_value(cmd->add_option("--world-sizes", o.selection.world_sizes, "world sizes to run, e.g. 1,2,4")->delimiter(','));
+  one_value(cmd->add_option("--shard", o.selection.shards, "shard policies to run (comma-separated)")->delimiter(','));
+  one_value(cmd->add_option("--placement", o.selection.placements, "placements to run (comma-separated)")
+                ->delimiter(','));
+  one_value(cmd->add_option("--filter", o.selection.filters, "glob on variant ids; repeat to OR several"));
 }
 
 // Unknown names in the selection flags: a clear message with close names.

@@ -66,8 +66,12 @@ std::optional<std::string> skip_reason(const std::string& placement, const std::
   const std::string comm_device = comm_device_for(placement, backend);
   if (std::find(built.begin(), built.end(), backend) == built.end())
     return backend_unavailable_reason(backend, comm_device, world_size);
-  const int needed = gpus_needed(placement, "", world_size);
+  const int needed = gpus_needed(placement, backend, world_size);
   if (needed > gpus_available) {
+    if (backend == "nccl") {
+      return "nccl: needs " + std::to_string(needed) + " GPU" + (needed == 1 ? "" : "s") +
+             " (one per rank), " + std::to_string(gpus_available) + " visible";
+    }
     return "needs " + std::to_string(needed) + " GPU" + (needed == 1 ? "" : "s") + " (placement " + placement +
            " at world size " + std::to_string(world_size) + "), " + std::to_string(gpus_available) + " visible";
   }

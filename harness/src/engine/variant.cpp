@@ -28,6 +28,7 @@ nlohmann::json Variant::to_json() const {
           {"world_size", world_size},
           {"shard", shard},
           {"placement", placement},
+          {"deadline", deadline_seconds},
           {"markers", markers},
           {"skip", skip ? nlohmann::json(*skip) : nlohmann::json(nullptr)}};
 }
@@ -64,6 +65,7 @@ std::vector<Variant> expand_variants(const Scenario& scenario, int gpus_availabl
           v.shard = shard;
           v.placement = placement;
           v.seed = scenario.data.seed;
+          v.deadline_seconds = scenario.deadline_seconds;
           v.markers.push_back(backend);
           if (placement != "cpu" || backend == "nccl") v.markers.push_back("gpu");
           if (regression) v.markers.push_back("regression");

@@ -22,6 +22,7 @@ struct Variant {
   std::string shard;
   std::string placement;
   std::uint64_t seed = 0;
+  double deadline_seconds = 0;       // the scenario's deadline for one variant
   std::vector<std::string> markers;  // backend, "gpu", "regression", "slow"
   std::optional<std::string> skip;   // why it cannot run here
 
