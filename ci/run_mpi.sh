@@ -6,14 +6,14 @@
 # build failed).
 #
 # Two ways to start the ranks (MPI_LAUNCH):
-#   local   (default) the runner's supervised rank pool starts them as
-#           `mpiexec -np N --oversubscribe` itself, ends them by pid on a hang, and reports;
-#   mpirun  this script runs `mpirun -np N --oversubscribe distmetrics run --launcher mpi`, every
-#           rank a runner (needs a runner with --launcher mpi).
+#   mpirun  (default) this script runs `mpirun -np N --oversubscribe distmetrics run --launcher mpi`:
+#           every rank is a runner, rank 0 reports; a hang ends the run after it is reported;
+#   local   the runner's supervised rank pool starts them as `mpiexec -np N --oversubscribe`
+#           itself, ends them by pid on a hang, respawns, and goes on with the next variant.
 #
 #   Usage: ci/run_mpi.sh [extra `distmetrics run` arguments]
 #   BUILD_DIR (build)  JOBS (cores)  REPORTS_DIR (BUILD_DIR/reports)  SKIP_DEPS=1
-#   MPI_SIZES ("2 4")  MPI_LAUNCH (local)  MPIRUN (mpirun)
+#   MPI_SIZES ("2 4")  MPI_LAUNCH (mpirun)  MPIRUN (mpirun)
 #   DM_DRY_RUN=1 (print the build and run commands, run none)
 set -euo pipefail
 DM_JOB=run_mpi  # read by ci/lib.sh
@@ -26,7 +26,7 @@ export REPORTS_DIR=${REPORTS_DIR:-$build_dir/reports}
 # CI runs as root, which Open MPI refuses unless told.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
-launch=${MPI_LAUNCH:-local}
+launch=${MPI_LAUNCH:-mpirun}
 case "$launch" in
   local | mpirun) ;;
   *) dm_fail "MPI_LAUNCH must be local or mpirun, got '$launch'"; exit "$DM_EXIT_BAD_INPUT" ;;

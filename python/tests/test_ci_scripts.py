@@ -220,19 +220,19 @@ def test_cpu_and_mpi_jobs_dry_run(machine):
     assert machine.commands(cpu[1])[-1] == (
         "timeout --kill-after=30 3000 build/harness/distmetrics run scenarios --backend gloo "
         "--world-sizes 1,2,4 --json build/reports/cpu.json --junit build/reports/cpu.xml")
-    mpi = machine.run(script=REPO_ROOT / "ci" / "run_mpi.sh", DM_DRY_RUN="1", SKIP_DEPS="1")
+    mpi = machine.run(script=REPO_ROOT / "ci" / "run_mpi.sh", DM_DRY_RUN="1", SKIP_DEPS="1", MPI_SIZES="2 4")
     assert mpi[0] == 0, mpi[1]
     assert machine.commands(mpi[1])[-2:] == [
-        f"timeout --kill-after=30 3000 build/harness/distmetrics run scenarios --backend mpi "
-        f"--world-sizes {n} --json build/reports/mpi-np{n}.json --junit build/reports/mpi-np{n}.xml"
+        f"timeout --kill-after=30 3000 mpirun -np {n} --oversubscribe build/harness/distmetrics "
+        f"run scenarios --launcher mpi --backend mpi --world-sizes {n} "
+        f"--json build/reports/mpi-np{n}.json --junit build/reports/mpi-np{n}.xml"
         for n in (2, 4)]
     mpi = machine.run(script=REPO_ROOT / "ci" / "run_mpi.sh", DM_DRY_RUN="1", SKIP_DEPS="1",
-                      MPI_LAUNCH="mpirun", MPI_SIZES="3")
+                      MPI_LAUNCH="local", MPI_SIZES="3")
     assert mpi[0] == 0, mpi[1]
     assert machine.commands(mpi[1])[-1] == (
-        "timeout --kill-after=30 3000 mpirun -np 3 --oversubscribe build/harness/distmetrics "
-        "run scenarios --launcher mpi --backend mpi --world-sizes 3 "
-        "--json build/reports/mpi-np3.json --junit build/reports/mpi-np3.xml")
+        "timeout --kill-after=30 3000 build/harness/distmetrics run scenarios --backend mpi "
+        "--world-sizes 3 --json build/reports/mpi-np3.json --junit build/reports/mpi-np3.xml")
     bad = machine.run(script=REPO_ROOT / "ci" / "run_mpi.sh", DM_DRY_RUN="1", SKIP_DEPS="1",
                       MPI_LAUNCH="srun")
     assert bad[0] == 2 and "MPI_LAUNCH must be local or mpirun, got 'srun'" in bad[1]
