@@ -12,7 +12,7 @@ DM_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 DM_JOB=${DM_JOB:-ci}
 DM_DRY_RUN=${DM_DRY_RUN:-0}
 
-# The runner's exit codes (CLI_CONTRACT.md) and the ones these scripts add.
+# The runner's exit codes (docs/cli-contract.md) and the ones these scripts add.
 DM_EXIT_OK=0 DM_EXIT_FAIL=1 DM_EXIT_BAD_INPUT=2 DM_EXIT_HANG=3 DM_EXIT_CRASH=4
 DM_EXIT_SETUP=5   # the job could not be set up: no LibTorch, configure or build failed
 DM_EXIT_SKIP=77   # the machine lacks what the job needs (e.g. 2 GPUs); nothing was run

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A stand-in for the distmetrics CLI that implements the list/run contract (CLI_CONTRACT.md) for
+"""A stand-in for the distmetrics CLI that implements the list/run contract (docs/cli-contract.md) for
 the plugin's own tests: the ids, the list JSON, the run report, the exit codes, and ranks as real
 child processes. What a variant does comes from its scenario file, in a format of its own:
 

@@ -1,4 +1,4 @@
-// The distmetrics command line (CLI_CONTRACT.md):
+// The distmetrics command line (docs/cli-contract.md):
 //   distmetrics list     [PATHS...] [SELECTION] [--json]
 //   distmetrics validate [PATHS...]
 //   distmetrics run      [PATHS...] [SELECTION] [--deadline SECONDS] [--launcher local|mpi|env]

@@ -1,5 +1,5 @@
 // Reports of a run: a console progress line per variant, a summary table and a last line that
-// can be grepped; the JSON report and JUnit XML of CLI_CONTRACT.md; the exit code.
+// can be grepped; the JSON report and JUnit XML of docs/cli-contract.md; the exit code.
 #pragma once
 
 #include <nlohmann/json.hpp>
