@@ -47,6 +47,7 @@ class GlooCommunicator final : public Communicator {
   GlooCommunicator(const CommSpec& spec, at::Device device, c10::intrusive_ptr<c10d::ProcessGroupGloo> group)
       : Communicator(spec.rank, spec.world_size, device), group_(std::move(group)) {}
   std::string backend() const override { return "gloo"; }
+  c10::intrusive_ptr<c10::intrusive_ptr_target> process_group() const override { return group_; }
 
  protected:
   void all_reduce_flat(at::Tensor& buffer, ReduceOp op, const Deadline& deadline) override {

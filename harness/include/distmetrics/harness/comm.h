@@ -10,6 +10,7 @@
 
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
+#include <c10/util/intrusive_ptr.h>
 
 #include <chrono>
 #include <cstdint>
@@ -77,6 +78,12 @@ class Communicator {
   void set_op_timeout(std::chrono::milliseconds timeout) { op_timeout_ = timeout; }
   std::chrono::milliseconds op_timeout() const { return op_timeout_; }
   void set_observer(std::shared_ptr<CollectiveObserver> observer) { observer_ = std::move(observer); }
+
+  // The c10d process group collectives run on, when the backend has one (c10d::ProcessGroupGloo
+  // for gloo, c10d::ProcessGroupNCCL for nccl); null for mpi and single. Type-erased so that this
+  // header stays light: distmetrics/plugin/process_group.h gives it its type, for metrics that
+  // make their own c10d calls (which bypass this class's deadlines and trace).
+  virtual c10::intrusive_ptr<c10::intrusive_ptr_target> process_group() const { return {}; }
 
   // Every backend collective this communicator issued, in order.
   const std::vector<CollectiveRecord>& trace() const { return trace_; }

@@ -1,0 +1,67 @@
+// BROKEN ON PURPOSE: a MeanAbsoluteError whose sync overwrites the local state.
+//
+// Bug class: PyTorch-Ignite #2803. compute() all-reduces the state tensors themselves instead of
+// copies, so after a compute every rank holds the global sums; the updates that follow add to
+// already-reduced values, and the next compute reduces them again. The first compute is right.
+// `distmetrics conform` flags: update_after_compute (and idempotent: compute() changes the local
+// state digest), on every variant with more than one rank.
+#include <distmetrics/plugin/digest.h>
+#include <distmetrics/plugin/plugin.h>
+
+#include <ATen/ATen.h>
+
+#include <memory>
+
+#include "../common/regression_inputs.h"
+
+namespace {
+
+using namespace distmetrics::metrics;
+
+class OverwritingMeanAbsoluteError final : public Metric {
+ public:
+  OverwritingMeanAbsoluteError() { reset(); }
+  std::string name() const override { return "MeanAbsoluteError"; }
+  void reset() override {
+    error_sum_ = at::zeros({}, at::TensorOptions().device(device_).dtype(at::kDouble));
+    elements_ = at::zeros({}, at::TensorOptions().device(device_).dtype(at::kLong));
+  }
+  void update(const Batch& batch) override {
+    const at::Tensor errors = example_plugins::absolute_errors(name(), batch, device_);
+    error_sum_ += errors.sum();
+    elements_ += errors.numel();
+  }
+  Value compute() override {
+    if (comm_) {
+      // BUG: the reduced values are written back into the state: the local sums become the
+      // global sums.
+      std::vector<at::Tensor> state{error_sum_, elements_};
+      comm_->all_reduce(state, distmetrics::harness::ReduceOp::Sum);
+      error_sum_ = state[0];
+      elements_ = state[1];
+    }
+    const auto elements = elements_.item<std::int64_t>();
+    if (elements == 0) throw NotComputableError(name(), "no samples on any rank");
+    return error_sum_.item<double>() / static_cast<double>(elements);
+  }
+  void set_communicator(distmetrics::harness::Communicator* comm) override { comm_ = comm; }
+  void to(c10::Device device) override {
+    device_ = device;
+    error_sum_ = error_sum_.to(device);
+    elements_ = elements_.to(device);
+  }
+  c10::Device device() const override { return device_; }
+  std::string state_digest() const override { return distmetrics::plugin::tensor_digest({error_sum_, elements_}); }
+
+ private:
+  c10::Device device_{c10::kCPU};
+  distmetrics::harness::Communicator* comm_ = nullptr;
+  at::Tensor error_sum_, elements_;
+};
+
+}  // namespace
+
+DISTMETRICS_PLUGIN("example_overwrite_state", "1.0.0") {
+  registry.add({"MeanAbsoluteError", "regression", "BROKEN: the sync overwrites local state", {},
+                [](const nlohmann::json&) { return std::make_unique<OverwritingMeanAbsoluteError>(); }});
+}
