@@ -37,20 +37,12 @@ struct Options {
   bool quiet = false;
 };
 
-void add_selection(CLI::App* cmd, Options& o) {
-  cmd->add_option("paths", o.paths, "scenario files or folders (default: ./scenarios, else the installed ones)");
-  // Each occurrence takes exactly one (comma-separated) value, so paths may follow a selection
-  // option ("list --world-sizes 2 scenarios"); repeating an option adds to it.
-  auto one_value = [](CLI::Option* option) {
-    option->expected(1)->allow_extra_args(false)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  };
-  one_value(cmd->add_option("--backend", o.selection.backends, "backends to run: gloo, mpi, nccl (comma-separated)")
-                ->delimiter(','));
-  one_value(cmd->add_option("--world-sizes", o.selection.world_sizes, "world sizes to run, e.g. 1,2,4")->delimiter(','));
-  one_value(cmd->add_option("--shard", o.selection.shards, "shard policies to run (comma-separated)")->delimiter(','));
-  one_value(cmd->add_option("--placement", o.selection.placements, "placements to run (comma-separated)")
-                ->delimiter(','));
-  one_value(cmd->add_option("--filter", o.selection.filters, "glob on variant ids; repeat to OR several"));
+void add_selection(CLI::App* cmd, Options& o) { add_selection_options(*cmd, o.paths, o.selection); }
+
+// Subcommands registered by other parts (register_cli_command).
+std::vector<CliCommand>& extra_commands() {
+  static std::vector<CliCommand> commands;
+  return commands;
 }
 
 // Unknown names in the selection flags: a clear message with close names.
@@ -329,6 +321,12 @@ int cli_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
   run->add_option("--json", o.json_file, "write the JSON report to FILE");
   run->add_option("--junit", o.junit_file, "write JUnit XML to FILE");
   run->add_flag("--quiet", o.quiet, "print only variants that did not pass and the last line");
+  std::vector<std::pair<CLI::App*, const CliCommand*>> extras;
+  for (const auto& command : extra_commands()) {
+    auto* sub = app.add_subcommand(command.name, command.description);
+    if (command.setup) command.setup(*sub);
+    extras.emplace_back(sub, &command);
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
@@ -342,10 +340,48 @@ int cli_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
     return kBadInput;
   }
   // A subcommand's --help is raised from within parse() as well; nothing else to do here.
+  for (const auto& [sub, command] : extras)
+    if (*sub) return command->run(out, err);
   if (!check_selection(o.selection, err)) return kBadInput;
   if (*validate) return cmd_validate(o, out);
   if (*list) return cmd_list(o, out, err);
   return cmd_run(o, out, err);
+}
+
+// --- For commands added from other parts (cli.h) ---------------------------------------------
+
+void register_cli_command(CliCommand command) { extra_commands().push_back(std::move(command)); }
+
+void add_selection_options(CLI::App& command, std::vector<std::string>& paths, Selection& selection) {
+  CLI::App* cmd = &command;
+  cmd->add_option("paths", paths, "scenario files or folders (default: ./scenarios, else the installed ones)");
+  // Each occurrence takes exactly one (comma-separated) value, so paths may follow a selection
+  // option ("list --world-sizes 2 scenarios"); repeating an option adds to it.
+  auto one_value = [](CLI::Option* option) {
+    option->expected(1)->allow_extra_args(false)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  };
+  one_value(cmd->add_option("--backend", selection.backends, "backends to run: gloo, mpi, nccl (comma-separated)")
+                ->delimiter(','));
+  one_value(cmd->add_option("--world-sizes", selection.world_sizes, "world sizes to run, e.g. 1,2,4")->delimiter(','));
+  one_value(cmd->add_option("--shard", selection.shards, "shard policies to run (comma-separated)")->delimiter(','));
+  one_value(cmd->add_option("--placement", selection.placements, "placements to run (comma-separated)")
+                ->delimiter(','));
+  one_value(cmd->add_option("--filter", selection.filters, "glob on variant ids; repeat to OR several"));
+}
+
+bool check_selection_flags(const Selection& selection, std::ostream& err) { return check_selection(selection, err); }
+
+LoadedScenarios load_scenarios(std::vector<std::string> paths) {
+  Loaded loaded = load_all(std::move(paths));
+  return {std::move(loaded.scenarios), std::move(loaded.diagnostics), loaded.files};
+}
+
+void print_scenario_diagnostics(const std::vector<Diagnostic>& diagnostics, std::ostream& os) {
+  print_diagnostics(diagnostics, os);
+}
+
+bool write_report_file(const std::string& path, const std::string& text, std::ostream& err) {
+  return write_file(path, text, err);
 }
 
 }  // namespace distmetrics::harness

@@ -225,17 +225,23 @@ Verdict Engine::judge(const Scenario& scenario, const Variant& variant, const Va
   std::vector<std::size_t> batches_per_rank;
   for (int r = 0; r < variant.world_size; ++r) batches_per_rank.push_back(shards.batches_of(r));
   const ScriptPlan script = simulate_script(scenario.script, batches_per_rank);
-  const SingleProcessReference single = build_reference(scenario, data, shards, script);
+  const SingleProcessReference single = options_.single_process
+                                            ? options_.single_process(scenario, variant, data, shards, script)
+                                            : build_reference(scenario, data, shards, script);
   if (!single.failure.empty()) {
     v.outcome = Outcome::Error;
     v.reason = "the single-process reference failed: " + first_line(single.failure);
-    v.diagnosis = "the single-process reference (" + scenario.metric + " in the supervisor, no communicator) failed: " +
-                  single.failure + "\nThe scenario's data may not suit the metric; `distmetrics validate` checks a few samples.";
+    v.diagnosis = options_.single_process  // a builder of its own says what failed, in full
+                      ? single.failure
+                      : "the single-process reference (" + scenario.metric + " in the supervisor, no communicator) failed: " +
+                            single.failure +
+                            "\nThe scenario's data may not suit the metric; `distmetrics validate` checks a few samples.";
     return v;
   }
 
   const CheckContext ctx{scenario, variant, script, single, observations};
   v.properties = check_properties(ctx);
+  for (const auto& extra : options_.extra_checks) v.properties.push_back(extra(ctx, data, shards));
   v.properties.insert(v.properties.begin(), no_hang_result(run, deadline));
 
   for (const auto& obs : observations) {

@@ -24,8 +24,12 @@ void MetricCatalog::add(const std::string& source, const metrics::MetricRegistry
 const metrics::MetricRegistry* MetricCatalog::registry_for(const std::string& metric) const {
   for (const auto& entry : registries_)
     if (entry.second->find(metric)) return entry.second;
+  for (const auto& resolve : resolvers_)
+    if (const auto* registry = resolve(metric)) return registry;
   return nullptr;
 }
+
+void MetricCatalog::add_resolver(Resolver resolver) { resolvers_.push_back(std::move(resolver)); }
 
 std::vector<std::string> MetricCatalog::metric_names() const {
   std::vector<std::string> names;

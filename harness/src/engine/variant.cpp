@@ -18,7 +18,10 @@ std::string Variant::short_id() const {
   return backend + "-ws" + std::to_string(world_size) + "-" + shard + "-" + placement;
 }
 
-std::string Variant::reproduce() const { return "distmetrics run " + file + " --filter '" + id + "'"; }
+std::string Variant::reproduce() const {
+  if (!reproduce_command.empty()) return reproduce_command;
+  return "distmetrics run " + file + " --filter '" + id + "'";
+}
 
 nlohmann::json Variant::to_json() const {
   return {{"id", id},

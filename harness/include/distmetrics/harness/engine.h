@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -57,6 +58,15 @@ Verdict skip_verdict(const Variant& variant);
 struct EngineOptions {
   // Overrides every scenario's deadline (seconds per variant), e.g. from --deadline.
   std::optional<double> deadline_seconds;
+  // Builds a variant's single-process reference instead of build_reference() in this process:
+  // `distmetrics conform` builds a plugin's on a helper worker, so that a plugin that crashes or
+  // hangs without a communicator cannot take the supervisor down.
+  std::function<SingleProcessReference(const Scenario&, const Variant&, const Dataset&, const ShardPlan&,
+                                       const ScriptPlan&)>
+      single_process;
+  // Properties judged after the scenario's own on a variant whose ranks all finished (e.g.
+  // agrees_with_reference in `distmetrics conform`); a Fail fails the variant.
+  std::vector<std::function<PropertyResult(const CheckContext&, const Dataset&, const ShardPlan&)>> extra_checks;
 };
 
 class Engine {

@@ -3,6 +3,7 @@
 // be unique across registries: the first registry that knows it wins.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -19,12 +20,21 @@ class MetricCatalog {
 
   // Adds a registry (not owned; it must outlive the catalog's use, e.g. a static).
   void add(const std::string& source, const metrics::MetricRegistry* registry);
-  // The registry that knows `metric`, or nullptr.
+  // Supplies the registry for names no added registry knows, e.g. a plugin's metrics under
+  // qualified names ("MeanAbsoluteError@/path/libacme.so", plugin/catalog.h), loaded on first use
+  // in every process that meets them. Returns nullptr for names that are not its kind; may throw
+  // with a message (a plugin that cannot be loaded).
+  using Resolver = std::function<const metrics::MetricRegistry*(const std::string& metric)>;
+  void add_resolver(Resolver resolver);
+
+  // The registry that knows `metric` (added registries first, then the resolvers), or nullptr.
   const metrics::MetricRegistry* registry_for(const std::string& metric) const;
+  // The names the added registries know (not what resolvers could supply).
   std::vector<std::string> metric_names() const;
 
  private:
   std::vector<std::pair<std::string, const metrics::MetricRegistry*>> registries_;
+  std::vector<Resolver> resolvers_;
 };
 
 }  // namespace distmetrics::harness

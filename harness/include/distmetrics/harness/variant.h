@@ -25,10 +25,12 @@ struct Variant {
   double deadline_seconds = 0;       // the scenario's deadline for one variant
   std::vector<std::string> markers;  // backend, "gpu", "regression", "slow"
   std::optional<std::string> skip;   // why it cannot run here
+  // The command that reproduces it when not `distmetrics run` (e.g. `distmetrics conform ...`).
+  std::string reproduce_command;
 
   // The short form used as the JUnit test name: "gloo-ws4-uneven-cpu".
   std::string short_id() const;
-  // distmetrics run <file> --filter '<id>'
+  // distmetrics run <file> --filter '<id>' (or reproduce_command when set)
   std::string reproduce() const;
   // The `distmetrics list --json` form.
   nlohmann::json to_json() const;
