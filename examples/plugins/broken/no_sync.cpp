@@ -2,8 +2,9 @@
 //
 // Bug class: no sync at all. compute() returns the mean of this rank's shard only: right on one
 // process, wrong on N ranks, and different on every rank.
-// `distmetrics conform` flags: equal_to_single, ranks_agree and agrees_with_reference, on every
-// variant with more than one rank; the world-size-1 variants pass.
+// `distmetrics conform` flags: equal_to_single, ranks_agree, update_after_compute and
+// agrees_with_reference on every variant with more than one rank; with the empty_rank shard the
+// empty rank raises "no samples" while its peers return (an error). World size 1 passes.
 #include <distmetrics/plugin/digest.h>
 #include <distmetrics/plugin/plugin.h>
 

@@ -4,7 +4,8 @@
 // copies, so after a compute every rank holds the global sums; the updates that follow add to
 // already-reduced values, and the next compute reduces them again. The first compute is right.
 // `distmetrics conform` flags: update_after_compute (and idempotent: compute() changes the local
-// state digest), on every variant with more than one rank.
+// state digest; reset_replay and agrees_with_reference), on every variant with more than one
+// rank. equal_to_single holds: the first compute is right.
 #include <distmetrics/plugin/digest.h>
 #include <distmetrics/plugin/plugin.h>
 

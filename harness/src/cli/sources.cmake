@@ -6,7 +6,7 @@ target_compile_definitions(distmetrics_harness PRIVATE
   DISTMETRICS_INSTALLED_SCENARIOS="${CMAKE_INSTALL_FULL_DATADIR}/distmetrics/scenarios")
 
 add_executable(distmetrics src/cli/main.cpp)
-target_link_libraries(distmetrics PRIVATE distmetrics::harness)
+target_link_libraries(distmetrics PRIVATE distmetrics::harness distmetrics_plugin_host)  # plugin/: `conform`
 distmetrics_target_defaults(distmetrics)
 install(TARGETS distmetrics RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(DIRECTORY "${PROJECT_SOURCE_DIR}/scenarios/" DESTINATION "${CMAKE_INSTALL_DATADIR}/distmetrics/scenarios"

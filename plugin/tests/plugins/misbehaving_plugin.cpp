@@ -1,7 +1,8 @@
 // A plugin whose metrics misbehave in the ways a conformance run must survive and report on the
 // variant, then go on: each registers under a reference metric's name, so the scenarios of that
 // metric run it.
-//   MeanAbsoluteError     rank 1 throws a plain std::runtime_error in update()      -> error
+//   MeanAbsoluteError     rank 1 throws a plain std::runtime_error in update(), and
+//                         leaves rank 0 alone in the all_reduce of compute()       -> hang
 //   MeanSquaredError      dereferences its communicator even when it has none: it crashes in
 //                         the single-process run only (every distributed rank has one) -> error
 //   RootMeanSquaredError  rank 1 dies of SIGSEGV in compute()                        -> crash

@@ -1,0 +1,96 @@
+// `distmetrics conform`: does a plugin's metric behave like a distributed metric must?
+//
+//   distmetrics conform --plugin PATH [--metric NAME]... [PATHS...] [SELECTION]
+//                       [--deadline S] [--json F] [--junit F] [--markdown F] [--quiet]
+//
+// Runs every scenario whose metric the plugin provides, with the plugin's metric on every rank,
+// and checks every property of the scenario (DESIGN.md) plus agrees_with_reference: on every
+// variant, every rank's every compute equals the reference implementation's single-process
+// result on the same data, within the scenario's tolerance. The plugin's own single-process
+// runs happen on a helper worker, never in this process, so a plugin that throws, crashes,
+// hangs or returns the wrong kind of value is reported on that variant and the run goes on.
+// Exit codes as `distmetrics run`; a plugin that cannot be loaded, or has no scenario, is 2.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <iosfwd>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "distmetrics/harness/check.h"
+#include "distmetrics/harness/data.h"
+#include "distmetrics/harness/rank_pool.h"
+#include "distmetrics/harness/scenario.h"
+#include "distmetrics/harness/shard.h"
+#include "distmetrics/harness/variant.h"
+#include "distmetrics/harness/verdict.h"
+#include "distmetrics/plugin/loader.h"
+
+namespace distmetrics::plugin {
+
+constexpr const char* kAgreesWithReference = "agrees_with_reference";
+// The task a helper worker runs to build a plugin's single-process reference.
+constexpr const char* kPluginReferenceTask = "plugin_single_process";
+
+struct ConformOptions {
+  std::string plugin;                // path of the plugin's shared library
+  std::vector<std::string> metrics;  // --metric: only these of the plugin's metrics (empty: all)
+  std::vector<std::string> paths;    // scenario files or folders (empty: the default scenarios)
+  harness::Selection selection;
+  std::optional<double> deadline;    // seconds per variant, overriding the scenarios'
+  std::string json_file, junit_file, markdown_file;
+  bool quiet = false;
+};
+
+int run_conform(const ConformOptions& options, std::ostream& out, std::ostream& err);
+
+// Makes this process able to conform plugins and to serve as their rank worker: the resolver
+// of qualified metric names (catalog.h), the helper task, and the `conform` command of the CLI.
+// Call it first in main(), before run_worker_if_requested(). Idempotent.
+void register_plugin_support();
+
+// --- The parts, exposed for tests ----------------------------------------------------------
+
+// A scenario as conform runs it: the metric under its qualified name, with the parameters the
+// plugin's metric takes; or why the plugin cannot run it (every variant is then a skip).
+struct PluginScenario {
+  harness::Scenario scenario;   // metric: qualified; metric_params: the plugin's
+  harness::Scenario reference;  // as loaded: the reference implementation's
+  std::string metric;           // the unqualified name
+  std::optional<std::string> cannot_run;
+};
+PluginScenario adapt_scenario(const harness::Scenario& scenario, const Plugin& plugin);
+
+// `distmetrics conform --plugin P --metric M <file> --filter '<id>'` (and --deadline if given).
+std::string conform_reproduce_command(const Plugin& plugin, const std::string& metric, const harness::Variant& variant,
+                                      std::optional<double> deadline);
+
+// The single-process reference as JSON (it travels from the helper worker) and back.
+nlohmann::json reference_to_json(const harness::SingleProcessReference& reference);
+harness::SingleProcessReference reference_from_json(const nlohmann::json& j);
+
+// Builds a plugin's single-process reference on a helper worker (a rank pool of one, respawned
+// after a crash or a hang). A worker that crashes, hangs or raises gives a reference whose
+// `failure` says so.
+class RemoteReference {
+ public:
+  explicit RemoteReference(std::optional<double> deadline_seconds);
+  ~RemoteReference();
+  harness::SingleProcessReference build(const harness::Scenario& scenario, const harness::Variant& variant);
+
+ private:
+  std::optional<double> deadline_seconds_;
+  std::string backend_;
+  std::unique_ptr<harness::RankPool> pool_;
+};
+
+// agrees_with_reference on one variant: `reference` is the scenario as written (the reference
+// implementation's metric), run in this process on the variant's data and shards.
+harness::PropertyResult check_agrees_with_reference(const harness::CheckContext& ctx, const harness::Scenario& reference,
+                                                    const harness::Dataset& data, const harness::ShardPlan& shards);
+
+}  // namespace distmetrics::plugin

@@ -1,0 +1,232 @@
+// The two single-process references of a conformance run:
+// - the plugin's own (for equal_to_single and the other properties), built on a helper worker
+//   so that a plugin that crashes or hangs without a communicator cannot take the supervisor
+//   down: the "plugin_single_process" task and RemoteReference;
+// - the reference implementation's, built here, for agrees_with_reference.
+#include <ATen/ATen.h>
+
+#include <chrono>
+#include <cmath>
+#include <sstream>
+
+#include "distmetrics/harness/backends.h"
+#include "distmetrics/harness/engine.h"
+#include "distmetrics/harness/task.h"
+#include "distmetrics/plugin/conform.h"
+
+namespace distmetrics::plugin {
+namespace {
+
+using harness::ComputeResult;
+using harness::Outcome;
+using harness::PropertyResult;
+using harness::SingleProcessReference;
+using nlohmann::json;
+
+std::chrono::milliseconds ms(double seconds) {
+  return std::chrono::milliseconds(static_cast<std::int64_t>(std::llround(seconds * 1000.0)));
+}
+
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+// What every rank's script plan needs: the shard plan and the script simulated over it.
+struct Plan {
+  harness::Dataset data;
+  harness::ShardPlan shards;
+  harness::ScriptPlan script;
+};
+
+Plan plan_for(const harness::Scenario& scenario, const std::string& shard, int world_size) {
+  Plan p;
+  p.data = harness::generate_data(scenario.data);
+  p.shards = harness::variant_shard_plan(scenario, p.data, shard, world_size);
+  std::vector<std::size_t> batches_per_rank;
+  for (int r = 0; r < world_size; ++r) batches_per_rank.push_back(p.shards.batches_of(r));
+  p.script = harness::simulate_script(scenario.script, batches_per_rank);
+  return p;
+}
+
+// Runs on the helper worker: the plugin's metric (resolved by its qualified name) in one
+// process, without a communicator, on the variant's data.
+json plugin_single_process_task(harness::TaskContext& ctx) {
+  const auto scenario = harness::Scenario::from_json(ctx.params.at("scenario"));
+  const Plan p = plan_for(scenario, ctx.params.at("shard").get<std::string>(), ctx.params.at("world_size").get<int>());
+  SingleProcessReference reference;
+  try {
+    reference = harness::build_reference(scenario, p.data, p.shards, p.script);
+  } catch (const std::exception& e) {  // e.g. the plugin cannot be loaded here
+    reference.failure = e.what();
+  }
+  return reference_to_json(reference);
+}
+
+
+std::string rank_problem(const harness::VariantRun& run, double deadline) {
+  if (run.ranks.empty()) return run.diagnosis.empty() ? "no answer from the helper worker" : run.diagnosis;
+  const auto& r = run.ranks.front();
+  std::ostringstream out;
+  switch (run.status) {
+    case harness::RunStatus::Crash:
+      out << "crashed (" << (r.how_died.empty() ? "the helper worker died" : r.how_died) << ")";
+      break;
+    case harness::RunStatus::Hang:
+      out << "did not finish within the deadline (" << deadline << " s)";
+      break;
+    default:
+      out << "raised " << (r.error_type.empty() ? "an error" : r.error_type) << ": " << first_line(r.error);
+      break;
+  }
+  if (!r.log_tail.empty()) out << "\nits last output:\n" << r.log_tail;
+  return out.str();
+}
+
+std::string tolerance_text(const harness::Tolerance& tol) {
+  std::ostringstream out;
+  out << "rtol " << tol.rtol << ", atol " << tol.atol;
+  return out.str();
+}
+
+}  // namespace
+
+// Called by register_plugin_support(): a worker must know the task before it serves a variant.
+void register_reference_task() { harness::TaskRegistry::instance().add(kPluginReferenceTask, plugin_single_process_task); }
+
+json reference_to_json(const SingleProcessReference& reference) {
+  json at_compute = json::array();
+  for (const auto& r : reference.at_compute) at_compute.push_back(r.to_json());
+  json other = json::array();
+  for (const auto& [size, r] : reference.other_batch_sizes) other.push_back({{"batch_size", size}, {"result", r.to_json()}});
+  return {{"at_compute", at_compute}, {"full", reference.full.to_json()}, {"other_batch_sizes", other},
+          {"failure", reference.failure}};
+}
+
+SingleProcessReference reference_from_json(const json& j) {
+  SingleProcessReference reference;
+  for (const auto& r : j.at("at_compute")) reference.at_compute.push_back(ComputeResult::from_json(r));
+  reference.full = ComputeResult::from_json(j.at("full"));
+  for (const auto& o : j.at("other_batch_sizes"))
+    reference.other_batch_sizes.emplace_back(o.at("batch_size").get<std::int64_t>(), ComputeResult::from_json(o.at("result")));
+  reference.failure = j.at("failure").get<std::string>();
+  return reference;
+}
+
+RemoteReference::RemoteReference(std::optional<double> deadline_seconds) : deadline_seconds_(deadline_seconds) {
+  const auto backends = harness::compiled_backends();
+  const bool gloo = std::find(backends.begin(), backends.end(), "gloo") != backends.end();
+  backend_ = gloo || backends.empty() ? "gloo" : "mpi";
+}
+
+RemoteReference::~RemoteReference() = default;
+
+SingleProcessReference RemoteReference::build(const harness::Scenario& scenario, const harness::Variant& variant) {
+  const double deadline = deadline_seconds_.value_or(scenario.deadline_seconds);
+  harness::VariantRequest request;
+  request.id = variant.id + "/single-process";
+  request.task = kPluginReferenceTask;
+  request.params = {{"scenario", scenario.to_json()}, {"shard", variant.shard}, {"world_size", variant.world_size}};
+  request.backend = backend_;
+  request.comm_device = "cpu";
+  request.deadline = ms(deadline);
+
+  SingleProcessReference reference;
+  const std::string what = "the plugin's metric, in its single-process run (no communicator; on a helper process)";
+  try {
+    if (!pool_) {
+      harness::PoolOptions options;
+      options.world_size = 1;
+      options.launch = backend_ == "mpi" ? "mpirun" : "direct";
+      pool_ = std::make_unique<harness::RankPool>(options);
+    }
+    const harness::VariantRun run = pool_->run(request);
+    if (run.status == harness::RunStatus::Completed && !run.ranks.empty())
+      return reference_from_json(run.ranks.front().result);
+    reference.failure = what + ", " + rank_problem(run, deadline);
+  } catch (const std::exception& e) {
+    reference.failure = what + ": the helper process could not run it: " + std::string(e.what());
+  }
+  return reference;
+}
+
+PropertyResult check_agrees_with_reference(const harness::CheckContext& ctx, const harness::Scenario& reference_scenario,
+                                           const harness::Dataset& data, const harness::ShardPlan& shards) {
+  PropertyResult p;
+  p.name = kAgreesWithReference;
+  const SingleProcessReference reference = harness::build_reference(reference_scenario, data, shards, ctx.plan);
+  if (!reference.failure.empty()) {
+    p.outcome = Outcome::Skip;
+    p.message = "agrees_with_reference skipped: the reference implementation of " + reference_scenario.metric +
+                " could not run on this data: " + reference.failure;
+    return p;
+  }
+
+  struct Difference {
+    int rank;
+    const harness::ComputeRecord* compute;
+    harness::Comparison comparison;
+  };
+  std::vector<Difference> differences;
+  int compared = 0;
+  double largest = 0;
+  for (const auto& obs : ctx.ranks) {
+    for (const auto& c : obs.computes) {
+      if (c.index < 0 || c.index >= static_cast<int>(reference.at_compute.size())) continue;
+      const auto comparison = harness::compare_results(reference.at_compute[c.index], c.result, ctx.scenario.tolerance);
+      ++compared;
+      largest = std::max(largest, comparison.difference);
+      if (!comparison.equal) differences.push_back({obs.rank, &c, comparison});
+    }
+  }
+  // The values shown: the first differing compute (else the first compute) on every rank.
+  const int shown = differences.empty() ? 0 : differences.front().compute->index;
+  if (shown < static_cast<int>(reference.at_compute.size()) && reference.at_compute[shown].value &&
+      !reference.at_compute[shown].raised())
+    p.single = *reference.at_compute[shown].value;
+  for (const auto& obs : ctx.ranks) {
+    const auto* c = obs.compute(shown);
+    p.ranks.push_back(c && c->result.value && !c->result.raised() ? *c->result.value : json(nullptr));
+  }
+  if (compared == 0) {
+    p.outcome = Outcome::Skip;
+    p.message = "agrees_with_reference skipped: no rank reached a compute";
+    return p;
+  }
+  p.difference = largest;
+  const std::size_t computes = ctx.plan.computes.size();
+  if (differences.empty()) {
+    std::ostringstream msg;
+    msg << "agrees_with_reference held: " << compared << " compute result(s) on " << ctx.ranks.size()
+        << " rank(s) equal the reference implementation's (" << tolerance_text(ctx.scenario.tolerance) << ")";
+    p.message = msg.str();
+    return p;
+  }
+  p.outcome = Outcome::Fail;
+  std::ostringstream msg;
+  msg << "agrees_with_reference failed: " << differences.size() << " of " << compared
+      << " compute result(s) differ from the reference implementation of " << reference_scenario.metric << " ("
+      << tolerance_text(ctx.scenario.tolerance) << ")\n";
+  const std::size_t limit = 4;
+  for (std::size_t i = 0; i < differences.size() && i < limit; ++i) {
+    const auto& d = differences[i];
+    const auto& point = ctx.plan.computes.at(d.compute->index);
+    msg << "  rank " << d.rank << ", compute " << d.compute->index + 1 << " of " << computes << " (script step "
+        << point.step + 1 << ": '" << ctx.scenario.script.at(point.step).text << "'): plugin "
+        << d.compute->result.text() << ", reference " << reference.at_compute[d.compute->index].text();
+    // Two numbers say it all; otherwise say how they differ (kind, shape, entry).
+    const auto& expected = reference.at_compute[d.compute->index];
+    auto number = [](const std::optional<json>& v) {
+      return v && (v->is_number() || (v->is_string() && (*v == "nan" || *v == "inf" || *v == "-inf")));
+    };
+    const bool numbers = number(expected.value) && number(d.compute->result.value);
+    if (!numbers && !d.comparison.detail.empty()) msg << " (" << d.comparison.detail << ")";
+    msg << "\n";
+  }
+  if (differences.size() > limit) msg << "  ... and " << differences.size() - limit << " more\n";
+  const auto& v = ctx.variant;
+  msg << "  variant: " << v.id << " (backend " << v.backend << ", world size " << v.world_size << ", shard " << v.shard
+      << ", placement " << v.placement << ", seed " << v.seed << ")\n"
+      << "  reproduce: " << v.reproduce();
+  p.message = msg.str();
+  return p;
+}
+
+}  // namespace distmetrics::plugin

@@ -1,0 +1,280 @@
+// `distmetrics conform` on plugins built in this tree: the correct example passes every property;
+// a plugin that throws, crashes, hangs and returns the wrong kind of value is reported on each
+// variant and the run goes on; the reports (JSON, JUnit, Markdown) and the reproduce command;
+// every refusal is a clear error with exit code 2. Also the scenario adaptation and the
+// single-process reference's JSON form, in this process.
+#include <gtest/gtest.h>
+#include <torch/version.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "conform_support.h"
+#include "distmetrics/harness/scenario.h"
+#include "distmetrics/plugin/catalog.h"
+#include "distmetrics/plugin/conform.h"
+
+namespace {
+
+using conform_test::failed_properties;
+using conform_test::outcome;
+using conform_test::quote;
+using conform_test::run_command;
+using conform_test::variant;
+
+conform_test::Run conform(const std::string& args, const std::string& json_name = "") {
+  return run_command(DISTMETRICS_BIN, "conform " + args, json_name);
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+TEST(Conform, TheCorrectExamplePassesEveryPropertyWithReports) {
+  const std::string markdown = conform_test::temp_file("report.md");
+  const std::string junit = conform_test::temp_file("report.xml");
+  const auto run = conform("--plugin " + quote(PLUGIN_EXAMPLE_REGRESSION_METRICS) + " " + quote(EXAMPLE_SCENARIOS) +
+                               " --world-sizes 1,2 --markdown " + quote(markdown) + " --junit " + quote(junit),
+                           "correct.json");
+  EXPECT_EQ(run.rc, 0) << run.output;
+  ASSERT_TRUE(run.report.is_object()) << run.output;
+  const auto& summary = run.report.at("summary");
+  EXPECT_EQ(summary.at("total"), 10);  // 2 scenarios x (ws1: even, uneven; ws2: even, uneven, empty_rank)
+  EXPECT_EQ(summary.at("pass"), 10) << run.output;
+  EXPECT_EQ(run.report.at("plugin").at("name"), "example_regression_metrics");
+  EXPECT_EQ(run.report.at("plugin").at("torch_version"), TORCH_VERSION);
+  // Every property of DESIGN.md the default script judges, and agreement with the reference.
+  const std::vector<std::string> properties = run.report.at("properties");
+  for (const char* p : {"no_hang", "equal_to_single", "ranks_agree", "idempotent", "update_after_compute",
+                        "reset_replay", "batch_invariant", "agrees_with_reference"})
+    EXPECT_NE(std::find(properties.begin(), properties.end(), p), properties.end()) << p;
+  ASSERT_EQ(run.report.at("matrix").size(), 10u);
+  for (const auto& row : run.report.at("matrix")) {
+    EXPECT_EQ(row.at("outcome"), "pass");
+    for (const auto& p : properties) EXPECT_EQ(row.at("properties").at(p), "pass") << row.at("variant") << " " << p;
+  }
+  const auto* mae = variant(run.report, "mean_absolute_error:gloo-ws2-empty_rank-cpu");
+  ASSERT_TRUE(mae);
+  EXPECT_EQ(mae->at("metric"), "MeanAbsoluteError");
+  // The console: one matrix per metric, and the last line.
+  EXPECT_NE(run.output.find("MeanAbsoluteError (example_regression_metrics): 5 variant(s): 5 passed"), std::string::npos)
+      << run.output;
+  EXPECT_NE(run.output.find("distmetrics conform: example_regression_metrics: 10 passed, 0 failed, 0 hang, 0 crash, "
+                            "0 error, 0 skipped in "),
+            std::string::npos)
+      << run.output;
+  const std::string md = read_file(markdown);
+  EXPECT_NE(md.find("# distmetrics conform: example_regression_metrics 1.0.0"), std::string::npos) << md;
+  EXPECT_NE(md.find("| `mean_absolute_error` | gloo | 2 | empty_rank | cpu | pass |"), std::string::npos) << md;
+  EXPECT_EQ(md.find("## Not passed"), std::string::npos) << md;
+  const std::string xml = read_file(junit);
+  EXPECT_NE(xml.find("<testsuite name=\"mean_absolute_error\" tests=\"5\" failures=\"0\""), std::string::npos) << xml;
+  std::filesystem::remove(markdown);
+  std::filesystem::remove(junit);
+}
+
+TEST(Conform, AMisbehavingPluginIsReportedOnEachVariantAndTheRunGoesOn) {
+  const std::string markdown = conform_test::temp_file("misbehaving.md");
+  const auto run = conform("--plugin " + quote(PLUGIN_MISBEHAVING_TEST_PLUGIN) + " " + quote(MISBEHAVING_SCENARIOS) +
+                               " --markdown " + quote(markdown),
+                           "misbehaving.json");
+  EXPECT_EQ(run.rc, 4) << run.output;  // a crash outranks hangs and failures
+  ASSERT_TRUE(run.report.is_object()) << run.output;
+  EXPECT_EQ(run.report.at("summary").at("total"), 10) << run.output;  // every variant ran and was judged
+  const auto& r = run.report;
+
+  // Throws in update() on rank 1: rank 0 is left alone in the compute's all_reduce.
+  EXPECT_EQ(outcome(r, "mae_throws_in_update:gloo-ws1-even-cpu"), "pass");
+  ASSERT_EQ(outcome(r, "mae_throws_in_update:gloo-ws2-even-cpu"), "hang");
+  EXPECT_EQ(variant(r, "mae_throws_in_update:gloo-ws2-even-cpu")->at("reason").get<std::string>().rfind(
+                "rank 1 to blame: rank 1 raised runtime_error at update", 0),
+            0u);
+
+  // Crashes without a communicator: only its single-process run does, on the helper process.
+  for (const char* id : {"mse_needs_communicator:gloo-ws1-even-cpu", "mse_needs_communicator:gloo-ws2-even-cpu"}) {
+    ASSERT_EQ(outcome(r, id), "error") << id;
+    EXPECT_NE(variant(r, id)->at("reason").get<std::string>().find(
+                  "single-process run (no communicator; on a helper process), crashed (killed by signal 11 (SIGSEGV))"),
+              std::string::npos)
+        << variant(r, id)->at("reason");
+  }
+
+  // Segfaults on rank 1 in compute().
+  EXPECT_EQ(outcome(r, "rmse_segfaults_on_rank1:gloo-ws1-even-cpu"), "pass");
+  ASSERT_EQ(outcome(r, "rmse_segfaults_on_rank1:gloo-ws2-even-cpu"), "crash");
+  EXPECT_EQ(variant(r, "rmse_segfaults_on_rank1:gloo-ws2-even-cpu")->at("reason").get<std::string>().rfind(
+                "rank 1 to blame: rank 1 crashed (killed by signal 11 (SIGSEGV))", 0),
+            0u);
+
+  // Returns a tensor where the reference returns a number: consistent with itself, so only
+  // agrees_with_reference fails, saying why.
+  for (const char* id : {"maxae_wrong_type:gloo-ws1-even-cpu", "maxae_wrong_type:gloo-ws2-even-cpu"}) {
+    ASSERT_EQ(outcome(r, id), "fail") << id;
+    EXPECT_EQ(failed_properties(*variant(r, id)), std::set<std::string>{"agrees_with_reference"}) << id;
+    for (const auto& p : variant(r, id)->at("properties")) {
+      if (p.at("name") != "agrees_with_reference") continue;
+      EXPECT_NE(p.at("message").get<std::string>().find("a different kind of value: tensor"), std::string::npos)
+          << p.at("message");
+    }
+  }
+
+  // Never returns from compute() on rank 0.
+  EXPECT_EQ(outcome(r, "r2_hangs_on_rank0:gloo-ws1-even-cpu"), "hang");
+  ASSERT_EQ(outcome(r, "r2_hangs_on_rank0:gloo-ws2-even-cpu"), "hang");
+  EXPECT_EQ(variant(r, "r2_hangs_on_rank0:gloo-ws2-even-cpu")->at("reason").get<std::string>().rfind("rank 0 to blame", 0),
+            0u);
+
+  // The matrix gives a variant that did not finish its outcome in every column.
+  for (const auto& row : r.at("matrix")) {
+    if (row.at("variant") != "rmse_segfaults_on_rank1:gloo-ws2-even-cpu") continue;
+    for (const auto& [property, cell] : row.at("properties").items()) EXPECT_EQ(cell, "crash") << property;
+  }
+  // Under the matrix, each failure with its reproduce command; the Markdown report likewise.
+  EXPECT_NE(run.output.find("not passed: what differed, and the command that reproduces it"), std::string::npos);
+  EXPECT_NE(run.output.find("CRASH  rmse_segfaults_on_rank1:gloo-ws2-even-cpu  [RootMeanSquaredError]"),
+            std::string::npos)
+      << run.output;
+  const std::string md = read_file(markdown);
+  EXPECT_NE(md.find("### CRASH `rmse_segfaults_on_rank1:gloo-ws2-even-cpu` (RootMeanSquaredError)"), std::string::npos) << md;
+  EXPECT_NE(md.find("| `maxae_wrong_type` | gloo | 2 | even | cpu | pass | pass | pass | pass | pass | pass | pass | **fail** |"),
+            std::string::npos)
+      << md;
+  std::filesystem::remove(markdown);
+}
+
+TEST(Conform, TheReproduceCommandRunsExactlyThatVariantAgain) {
+  const auto first = conform("--plugin " + quote(PLUGIN_MISBEHAVING_TEST_PLUGIN) + " --metric RootMeanSquaredError " +
+                                 quote(MISBEHAVING_SCENARIOS),
+                             "reproduce_first.json");
+  const auto* crashed = variant(first.report, "rmse_segfaults_on_rank1:gloo-ws2-even-cpu");
+  ASSERT_TRUE(crashed) << first.output;
+  std::string command = crashed->at("reproduce").get<std::string>();
+  ASSERT_EQ(command.rfind("distmetrics conform --plugin ", 0), 0u) << command;
+  EXPECT_NE(command.find("--metric RootMeanSquaredError"), std::string::npos) << command;
+  const auto again = run_command(DISTMETRICS_BIN, command.substr(std::string("distmetrics ").size()), "reproduce_again.json");
+  EXPECT_EQ(again.rc, 4) << again.output;
+  ASSERT_TRUE(again.report.is_object()) << again.output;
+  ASSERT_EQ(again.report.at("variants").size(), 1u);
+  EXPECT_EQ(outcome(again.report, "rmse_segfaults_on_rank1:gloo-ws2-even-cpu"), "crash");
+}
+
+struct Refusal {
+  const char* name;
+  std::string plugin;
+  const char* message;
+};
+
+TEST(Conform, RefusesWhatItCannotLoadWithExitCode2) {
+  const std::string text_file = conform_test::temp_file("libtext.so");
+  std::ofstream(text_file) << "not a library\n";
+  const std::vector<Refusal> refusals = {
+      {"missing file", "/nonexistent/libplugin.so", "plugin /nonexistent/libplugin.so: no such file"},
+      {"not a shared library", text_file, "is not a shared library (it does not start with the ELF magic number)"},
+      {"not a plugin", PLUGIN_NOT_A_PLUGIN, "is a shared library but not a distmetrics plugin"},
+      {"missing entry point", PLUGIN_HANDMADE_NO_ENTRY, "exports no `distmetrics_plugin_entry` function"},
+      {"wrong interface", PLUGIN_HANDMADE_WRONG_INTERFACE, "expected interface 1, found 99"},
+      {"wrong LibTorch", PLUGIN_HANDMADE_WRONG_TORCH, "expected LibTorch " TORCH_VERSION ", found 0.0.1"},
+      {"wrong C++ ABI", PLUGIN_HANDMADE_WRONG_CXX11_ABI, "found 7"},
+      {"failed registration", PLUGIN_HANDMADE_REGISTRATION_FAILS, "the handmade plugin refuses to register anything"},
+  };
+  for (const auto& r : refusals) {
+    const auto run = conform("--plugin " + quote(r.plugin) + " " + quote(EXAMPLE_SCENARIOS));
+    EXPECT_EQ(run.rc, 2) << r.name << ": " << run.output;
+    EXPECT_NE(run.output.find("distmetrics conform: plugin "), std::string::npos) << r.name << ": " << run.output;
+    EXPECT_NE(run.output.find(r.message), std::string::npos) << r.name << ": " << run.output;
+  }
+  std::filesystem::remove(text_file);
+}
+
+TEST(Conform, RefusesBadRequestsWithExitCode2) {
+  const std::string plugin = quote(PLUGIN_EXAMPLE_REGRESSION_METRICS);
+  auto run = conform("--plugin " + plugin + " --metric MeanAbsolutError " + quote(EXAMPLE_SCENARIOS));
+  EXPECT_EQ(run.rc, 2);
+  EXPECT_NE(run.output.find("plugin example_regression_metrics has no metric 'MeanAbsolutError'; did you mean "
+                            "'MeanAbsoluteError'?"),
+            std::string::npos)
+      << run.output;
+  run = conform("--plugin " + plugin + " --metric MaximumAbsoluteError " + quote(std::string(EXAMPLE_SCENARIOS) + "/mean_absolute_error.toml"));
+  EXPECT_EQ(run.rc, 2);
+  EXPECT_NE(run.output.find("uses 'MaximumAbsoluteError' (the metric(s) of plugin example_regression_metrics to check)"),
+            std::string::npos)
+      << run.output;
+  run = conform(quote(EXAMPLE_SCENARIOS));
+  EXPECT_EQ(run.rc, 2);
+  EXPECT_NE(run.output.find("--plugin is required"), std::string::npos) << run.output;
+  run = conform("--plugin " + plugin + " --shard evne " + quote(EXAMPLE_SCENARIOS));
+  EXPECT_EQ(run.rc, 2);
+  EXPECT_NE(run.output.find("--shard: unknown value 'evne'; did you mean 'even'?"), std::string::npos) << run.output;
+  // The command is part of the CLI's help.
+  run = run_command(DISTMETRICS_BIN, "--help");
+  EXPECT_EQ(run.rc, 0);
+  EXPECT_NE(run.output.find("conform"), std::string::npos) << run.output;
+}
+
+// --- In this process ---------------------------------------------------------------------------
+
+distmetrics::harness::Scenario scenario_from(const std::string& metric_table) {
+  const std::string text = "description = \"inline\"\n" + metric_table +
+                           "\n[data]\ngenerator = \"regression\"\nseed = 1\nnum_samples = 8\nbatch_size = 2\n"
+                           "[variants]\nworld_sizes = [2]\nbackends = [\"gloo\"]\n";
+  auto loaded = distmetrics::harness::load_scenario_text(text, "inline.toml", "inline");
+  if (!loaded.scenario) {
+    for (const auto& d : loaded.diagnostics) ADD_FAILURE() << d.to_string();
+    return {};
+  }
+  return *loaded.scenario;
+}
+
+TEST(ConformParts, ScenarioParametersAreThoseThePluginTakes) {
+  const auto& plugin = distmetrics::plugin::load_plugin(PLUGIN_EXAMPLE_REGRESSION_METRICS);
+  // The reference's default for a parameter the plugin does not declare: left out.
+  auto adapted = distmetrics::plugin::adapt_scenario(scenario_from("[metric]\nname = \"MeanAbsoluteError\"\n"), plugin);
+  EXPECT_FALSE(adapted.cannot_run) << *adapted.cannot_run;
+  EXPECT_EQ(adapted.scenario.metric, "MeanAbsoluteError@" + plugin.path);
+  EXPECT_EQ(adapted.scenario.metric_params, nlohmann::json::object());
+  EXPECT_EQ(adapted.reference.metric, "MeanAbsoluteError");
+  EXPECT_EQ(adapted.reference.metric_params.at("sum_dtype"), "float64");
+  // A value the plugin cannot be given: every variant of the scenario is a skip, saying why.
+  adapted = distmetrics::plugin::adapt_scenario(
+      scenario_from("[metric]\nname = \"MeanAbsoluteError\"\nparams = { sum_dtype = \"float32\" }\n"), plugin);
+  ASSERT_TRUE(adapted.cannot_run);
+  EXPECT_EQ(*adapted.cannot_run,
+            "plugin example_regression_metrics's MeanAbsoluteError takes no parameter 'sum_dtype', which this scenario "
+            "sets to \"float32\"");
+}
+
+TEST(ConformParts, QualifiedNamesSplitAtTheFirstAt) {
+  const auto parts = distmetrics::plugin::split_qualified_name("MeanAbsoluteError@/a/b@c/libx.so");
+  ASSERT_TRUE(parts);
+  EXPECT_EQ(parts->first, "MeanAbsoluteError");
+  EXPECT_EQ(parts->second, "/a/b@c/libx.so");
+  EXPECT_FALSE(distmetrics::plugin::split_qualified_name("MeanAbsoluteError"));
+  EXPECT_FALSE(distmetrics::plugin::split_qualified_name("@/libx.so"));
+}
+
+TEST(ConformParts, TheSingleProcessReferenceTravelsAsJson) {
+  distmetrics::harness::SingleProcessReference ref;
+  ref.at_compute.resize(2);
+  ref.at_compute[0].value = 0.25;
+  ref.at_compute[1].error_type = "NotComputableError";
+  ref.at_compute[1].error = "no samples";
+  ref.full.value = nlohmann::json{{"count", 3}, {"mean", 0.5}};
+  ref.other_batch_sizes.push_back({5, ref.at_compute[0]});
+  ref.failure = "";
+  const auto back = distmetrics::plugin::reference_from_json(distmetrics::plugin::reference_to_json(ref));
+  ASSERT_EQ(back.at_compute.size(), 2u);
+  EXPECT_EQ(*back.at_compute[0].value, 0.25);
+  EXPECT_EQ(back.at_compute[1].error_type, "NotComputableError");
+  EXPECT_EQ(back.at_compute[1].error, "no samples");
+  EXPECT_EQ(*back.full.value, ref.full.value);
+  ASSERT_EQ(back.other_batch_sizes.size(), 1u);
+  EXPECT_EQ(back.other_batch_sizes[0].first, 5);
+  EXPECT_EQ(*back.other_batch_sizes[0].second.value, 0.25);
+  EXPECT_EQ(back.failure, "");
+}
+
+}  // namespace
