@@ -271,7 +271,8 @@ void register_plugin_support() {
       cmd.add_option("--plugin", options->plugin, "the plugin's shared library (lib<name>.so)")->required();
       cmd.add_option("--metric", options->metrics, "check only this metric of the plugin (repeatable)")
           ->expected(1)
-          ->allow_extra_args(false);  // one name per --metric: what follows is a scenario path
+          ->allow_extra_args(false)  // one name per --metric: what follows is a scenario path
+          ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
       harness::add_selection_options(cmd, options->paths, options->selection);
       cmd.add_option("--deadline", options->deadline, "seconds each variant may take (overrides the scenarios' deadline)");
       cmd.add_option("--json", options->json_file, "write the JSON report to FILE");
