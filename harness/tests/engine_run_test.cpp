@@ -254,6 +254,7 @@ TEST(EngineCli, ExitCodesAndReports) {
                                        {"world_size", 1},
                                        {"shard", "even"},
                                        {"placement", "cpu"},
+                                       {"deadline", 30.0},
                                        {"markers", {"mpi"}},
                                        {"skip", nullptr}}));
   EXPECT_EQ(cli({"validate", kDir}, out, err), 0) << out;

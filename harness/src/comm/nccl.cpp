@@ -55,6 +55,7 @@ class NcclCommunicator final : public Communicator {
   NcclCommunicator(const CommSpec& spec, at::Device device, c10::intrusive_ptr<c10d::ProcessGroupNCCL> group)
       : Communicator(spec.rank, spec.world_size, device), group_(std::move(group)) {}
   std::string backend() const override { return "nccl"; }
+  c10::intrusive_ptr<c10::intrusive_ptr_target> process_group() const override { return group_; }
 
   // The first collective creates the NCCL communicator (a blocking rendezvous of every rank):
   // done once here, while connecting, so that it is not charged to the task's first collective.

@@ -57,8 +57,10 @@ class Communicator {
   at::Device device() const { return device_; }
   virtual std::string backend() const = 0;  // "gloo", "nccl", "mpi", "single"
 
-  // Reduces every tensor in place across ranks. Tensors of one dtype travel in one collective;
-  // each comes back on the device (and with the shape) it had.
+  // Replaces every entry of `tensors` with a new tensor holding its reduction across ranks; the
+  // tensors passed in (and anything aliasing them, such as a metric's local state) are left
+  // untouched. Tensors of one dtype travel in one collective; each comes back on the device (and
+  // with the shape) it had.
   void all_reduce(std::vector<at::Tensor>& tensors, ReduceOp op);
   // Convenience for one tensor: returns the reduced copy, leaves `tensor` untouched.
   at::Tensor all_reduce_copy(const at::Tensor& tensor, ReduceOp op);
