@@ -249,6 +249,13 @@ DISTMETRICS_RANK_TEST(PluginAcrossRanks, LoadedOnEveryRankAndSynced, DISTMETRICS
   }
   EXPECT_FALSE(distmetrics::plugin::gloo_process_group(ctx.comm));
 #endif
+#if DISTMETRICS_HAVE_NCCL
+  if (ctx.backend == "nccl") {
+    EXPECT_TRUE(distmetrics::plugin::nccl_process_group(ctx.comm));  // there for plugins' own c10d calls
+    EXPECT_EQ(ctx.comm.collectives_issued() - between, 2u);         // the example syncs through comm
+    return;
+  }
+#endif
   EXPECT_FALSE(ctx.comm.process_group());  // mpi has no c10d process group
   EXPECT_EQ(ctx.comm.collectives_issued() - between, 2u);
 }
