@@ -25,22 +25,6 @@ std::string number_string(double v) {
   return out.str();
 }
 
-std::string dtype_name(at::ScalarType type) {
-  switch (type) {
-    case at::kDouble: return "float64";
-    case at::kFloat: return "float32";
-    case at::kHalf: return "float16";
-    case at::kBFloat16: return "bfloat16";
-    case at::kLong: return "int64";
-    case at::kInt: return "int32";
-    case at::kShort: return "int16";
-    case at::kChar: return "int8";
-    case at::kByte: return "uint8";
-    case at::kBool: return "bool";
-    default: return c10::toString(type);
-  }
-}
-
 std::string shape_string(at::IntArrayRef shape) {
   std::ostringstream out;
   out << "[";

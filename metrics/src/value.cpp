@@ -7,6 +7,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "distmetrics/harness/comm.h"
+
 namespace distmetrics::metrics {
 namespace {
 
@@ -25,17 +27,6 @@ double number_from_json(const nlohmann::json& j) {
     if (s == "-inf") return -INFINITY;
   }
   throw std::invalid_argument("Value: expected a number or \"nan\"/\"inf\"/\"-inf\", got " + j.dump());
-}
-
-const char* dtype_name(at::ScalarType t) {
-  switch (t) {
-    case at::kDouble: return "float64";
-    case at::kFloat: return "float32";
-    case at::kLong: return "int64";
-    case at::kInt: return "int32";
-    case at::kBool: return "bool";
-    default: return "float64";
-  }
 }
 
 at::ScalarType dtype_from_name(const std::string& name) {
@@ -108,7 +99,7 @@ nlohmann::json Value::to_json() const {
         auto a = flat.accessor<int64_t, 1>();
         for (int64_t i = 0; i < flat.numel(); ++i) values.push_back(a[i]);
       }
-      return {{"dtype", dtype_name(tensor_.scalar_type())}, {"shape", tensor_.sizes().vec()}, {"values", values}};
+      return {{"dtype", harness::dtype_name(tensor_.scalar_type())}, {"shape", tensor_.sizes().vec()}, {"values", values}};
     }
     case Kind::Named: {
       nlohmann::json out = nlohmann::json::object();

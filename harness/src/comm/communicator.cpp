@@ -31,6 +31,22 @@ const char* to_string(CollectiveFailure kind) {
   return "?";
 }
 
+std::string dtype_name(at::ScalarType type) {
+  switch (type) {
+    case at::kDouble: return "float64";
+    case at::kFloat: return "float32";
+    case at::kHalf: return "float16";
+    case at::kBFloat16: return "bfloat16";
+    case at::kLong: return "int64";
+    case at::kInt: return "int32";
+    case at::kShort: return "int16";
+    case at::kChar: return "int8";
+    case at::kByte: return "uint8";
+    case at::kBool: return "bool";
+    default: return c10::toString(type);
+  }
+}
+
 std::string CollectiveRecord::describe() const {
   std::ostringstream out;
   out << op << " #" << seq;
@@ -68,23 +84,6 @@ std::string collective_message(int rank, CollectiveFailure kind, const Collectiv
   }
   out << ": " << detail << ". " << what_to_do(kind);
   return out.str();
-}
-
-std::string dtype_name(at::ScalarType type) {
-  std::string name = c10::toString(type);  // "Double", "Long", ...
-  switch (type) {
-    case at::kDouble: return "float64";
-    case at::kFloat: return "float32";
-    case at::kHalf: return "float16";
-    case at::kBFloat16: return "bfloat16";
-    case at::kLong: return "int64";
-    case at::kInt: return "int32";
-    case at::kShort: return "int16";
-    case at::kChar: return "int8";
-    case at::kByte: return "uint8";
-    case at::kBool: return "bool";
-    default: return name;
-  }
 }
 
 std::vector<std::int64_t> sizes_of(const at::Tensor& t) { return t.sizes().vec(); }

@@ -9,6 +9,7 @@
 #include <cstdlib>
 
 #include "backend_factory.h"
+#include "c10d_ops.h"
 #include "distmetrics/harness/errors.h"
 
 namespace distmetrics::harness::detail {
@@ -19,16 +20,6 @@ using namespace std::chrono_literals;
 // Gloo's own timeout sits a little after ours, so that our deadline, not Gloo's, reports a hang
 // (as a timeout, with the collective's record) and Gloo still frees its threads soon after.
 constexpr std::chrono::milliseconds kGlooTimeoutMargin = 1000ms;
-
-c10d::ReduceOp to_c10d(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::Sum: return c10d::ReduceOp(c10d::ReduceOp::SUM);
-    case ReduceOp::Max: return c10d::ReduceOp(c10d::ReduceOp::MAX);
-    case ReduceOp::Min: return c10d::ReduceOp(c10d::ReduceOp::MIN);
-    case ReduceOp::Prod: return c10d::ReduceOp(c10d::ReduceOp::PRODUCT);
-  }
-  return c10d::ReduceOp(c10d::ReduceOp::SUM);
-}
 
 // Waits for a Gloo work item until the deadline. Past it: BackendTimeout. A failure Gloo
 // reports (a peer that closed its connection, say) is rethrown as it is.

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "backend_factory.h"
+#include "c10d_ops.h"
 #include "distmetrics/harness/errors.h"
 
 namespace distmetrics::harness::detail {
@@ -22,16 +23,6 @@ using namespace std::chrono_literals;
 // it sits after our own deadline, so that a hang is first reported (as a timeout, with the
 // collective's record) and only then torn down.
 constexpr std::chrono::milliseconds kWatchdogMargin = 10000ms;
-
-c10d::ReduceOp to_c10d(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::Sum: return c10d::ReduceOp(c10d::ReduceOp::SUM);
-    case ReduceOp::Max: return c10d::ReduceOp(c10d::ReduceOp::MAX);
-    case ReduceOp::Min: return c10d::ReduceOp(c10d::ReduceOp::MIN);
-    case ReduceOp::Prod: return c10d::ReduceOp(c10d::ReduceOp::PRODUCT);
-  }
-  return c10d::ReduceOp(c10d::ReduceOp::SUM);
-}
 
 // NCCL work runs on its own stream: poll until the GPU has finished it or the deadline passes
 // (BackendTimeout), then wait() to order the caller's stream after it and to surface errors.

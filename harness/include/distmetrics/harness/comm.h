@@ -25,6 +25,9 @@ namespace distmetrics::harness {
 enum class ReduceOp { Sum, Max, Min, Prod };
 const char* to_string(ReduceOp op);
 
+// The name distmetrics gives a dtype in traces, errors and reports: "float64", "int64", "bool"...
+std::string dtype_name(at::ScalarType type);
+
 // One backend collective as issued by this rank. Ranks that agree issue identical sequences
 // of (op, dtype) records; the first difference between two ranks' traces names a desync.
 struct CollectiveRecord {

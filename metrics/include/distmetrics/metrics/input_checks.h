@@ -7,9 +7,11 @@
 #include <cstdint>
 #include <string>
 
+#include "distmetrics/harness/comm.h"
+
 namespace distmetrics::metrics::checks {
 
-std::string dtype_name(at::ScalarType type);       // "float64", "int64", "bool", ...
+using harness::dtype_name;                         // "float64", "int64", "bool", ...
 std::string shape_string(at::IntArrayRef shape);   // "[8, 5]"
 std::string describe(const at::Tensor& t);         // "float32 [8, 5]", or "nothing" when undefined
 std::string number_string(double v);               // shortest exact-enough form: "0.5", "1e-06", "nan"
