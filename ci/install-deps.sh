@@ -36,6 +36,5 @@ fi
 echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -q
-# shellcheck disable=SC2086
 # With recommends, as on the machines this was tested on (the recommended set is what was measured).
 apt-get install -y -q "${missing[@]}"

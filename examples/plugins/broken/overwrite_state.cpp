@@ -6,32 +6,18 @@
 // `distmetrics conform` flags: update_after_compute (and idempotent: compute() changes the local
 // state digest; reset_replay and agrees_with_reference), on every variant with more than one
 // rank. equal_to_single holds: the first compute is right.
-#include <distmetrics/plugin/digest.h>
 #include <distmetrics/plugin/plugin.h>
-
-#include <ATen/ATen.h>
 
 #include <memory>
 
-#include "../common/regression_inputs.h"
+#include "../common/mean_absolute_error_state.h"
 
 namespace {
 
 using namespace distmetrics::metrics;
 
-class OverwritingMeanAbsoluteError final : public Metric {
+class OverwritingMeanAbsoluteError final : public example_plugins::MeanAbsoluteErrorState {
  public:
-  OverwritingMeanAbsoluteError() { reset(); }
-  std::string name() const override { return "MeanAbsoluteError"; }
-  void reset() override {
-    error_sum_ = at::zeros({}, at::TensorOptions().device(device_).dtype(at::kDouble));
-    elements_ = at::zeros({}, at::TensorOptions().device(device_).dtype(at::kLong));
-  }
-  void update(const Batch& batch) override {
-    const at::Tensor errors = example_plugins::absolute_errors(name(), batch, device_);
-    error_sum_ += errors.sum();
-    elements_ += errors.numel();
-  }
   Value compute() override {
     if (comm_) {
       // BUG: the reduced values are written back into the state: the local sums become the
@@ -45,19 +31,6 @@ class OverwritingMeanAbsoluteError final : public Metric {
     if (elements == 0) throw NotComputableError(name(), "no samples on any rank");
     return error_sum_.item<double>() / static_cast<double>(elements);
   }
-  void set_communicator(distmetrics::harness::Communicator* comm) override { comm_ = comm; }
-  void to(c10::Device device) override {
-    device_ = device;
-    error_sum_ = error_sum_.to(device);
-    elements_ = elements_.to(device);
-  }
-  c10::Device device() const override { return device_; }
-  std::string state_digest() const override { return distmetrics::plugin::tensor_digest({error_sum_, elements_}); }
-
- private:
-  c10::Device device_{c10::kCPU};
-  distmetrics::harness::Communicator* comm_ = nullptr;
-  at::Tensor error_sum_, elements_;
 };
 
 }  // namespace
