@@ -160,7 +160,7 @@ if [ "$skip_build" != 1 ]; then
       exit "$DM_EXIT_SETUP"
   fi
 fi
-runner=$build_dir/harness/distmetrics
+runner=$build_dir/bin/distmetrics
 if [ "$DM_DRY_RUN" != 1 ] && [ ! -x "$runner" ]; then
   dm_fail "$runner is missing: build it (leave out --skip-build)"
   exit "$DM_EXIT_SETUP"

@@ -21,5 +21,5 @@ if [ "${SKIP_DEPS:-0}" != 1 ]; then
 fi
 dm_build "$build_dir" distmetrics || exit "$DM_EXIT_SETUP"
 
-dm_suite cpu "$build_dir/harness/distmetrics" run scenarios --backend gloo --world-sizes 1,2,4 "$@"
+dm_suite cpu "$build_dir/bin/distmetrics" run scenarios --backend gloo --world-sizes 1,2,4 "$@"
 exit "$DM_SUITE_CODE"

@@ -37,7 +37,7 @@ if [ "${SKIP_DEPS:-0}" != 1 ]; then
 fi
 dm_build "$build_dir" distmetrics || exit "$DM_EXIT_SETUP"
 
-runner=$build_dir/harness/distmetrics
+runner=$build_dir/bin/distmetrics
 codes=()
 for np in ${MPI_SIZES:-2 4}; do
   if [ "$launch" = mpirun ]; then

@@ -6,11 +6,12 @@
 #include <iostream>
 
 #include "distmetrics/build_config.h"
-#include "distmetrics/harness/rank_pool.h"
-#include "distmetrics/harness/task.h"
+#include "distmetrics/runtime/rank_pool.h"
+#include "distmetrics/runtime/task.h"
 #include "distmetrics/metrics/registry.h"
 
 namespace dh = distmetrics::harness;
+namespace dr = distmetrics::runtime;
 namespace dm = distmetrics::metrics;
 
 namespace {
@@ -22,7 +23,7 @@ dm::Batch samples(std::int64_t rank, std::int64_t world_size) {
   return dm::Batch{input.index_select(0, rows), at::zeros({rows.size(0)}, at::kDouble), at::Tensor()};
 }
 
-double mean_absolute_error(dh::Communicator& comm) {
+double mean_absolute_error(dr::Communicator& comm) {
   auto metric = dm::MetricRegistry::reference().make("MeanAbsoluteError", nlohmann::json::object());
   metric->set_communicator(&comm);
   metric->update(samples(comm.rank(), comm.world_size()));
@@ -34,9 +35,9 @@ double mean_absolute_error(dh::Communicator& comm) {
 DISTMETRICS_TASK(consumer_mean_absolute_error) { return {{"value", mean_absolute_error(ctx.comm)}}; }
 
 int main(int argc, char** argv) {
-  if (auto code = dh::run_worker_if_requested(argc, argv)) return *code;
+  if (auto code = dr::run_worker_if_requested(argc, argv)) return *code;
 
-  auto single = dh::make_single_process_communicator();
+  auto single = dr::make_single_process_communicator();
   const double on_one = mean_absolute_error(*single);
   std::cout << "consumer: distmetrics " << DISTMETRICS_VERSION << ", MeanAbsoluteError on one process = " << on_one
             << std::endl;
@@ -45,16 +46,16 @@ int main(int argc, char** argv) {
     return on_one == 2.25 ? 0 : 1;
   }
 
-  dh::PoolOptions options;
+  dr::PoolOptions options;
   options.world_size = 2;
-  dh::RankPool pool(options);
-  dh::VariantRequest request;
+  dr::RankPool pool(options);
+  dr::Job request;
   request.id = "consumer/gloo/ws2";
   request.task = "consumer_mean_absolute_error";
   request.backend = "gloo";
   request.deadline = std::chrono::seconds(60);
-  const dh::VariantRun run = pool.run(request);
-  if (run.status != dh::RunStatus::Completed) {
+  const dr::JobResult run = pool.run(request);
+  if (run.status != dr::RunStatus::Completed) {
     std::cout << "consumer: the 2-rank run ended in " << dh::to_string(run.status) << ": " << run.diagnosis << std::endl;
     return 1;
   }

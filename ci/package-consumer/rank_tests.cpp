@@ -6,6 +6,6 @@
 
 DISTMETRICS_RANK_TEST(Consumer, RanksAgreeOnTheirSum, DISTMETRICS_WORLD_SIZES(1, 2).backends({"gloo"})) {
   at::Tensor mine = at::full({1}, double(ctx.rank + 1), at::kDouble);
-  at::Tensor sum = ctx.comm.all_reduce_copy(mine, distmetrics::harness::ReduceOp::Sum);
+  at::Tensor sum = ctx.comm.all_reduce_copy(mine, distmetrics::runtime::ReduceOp::Sum);
   EXPECT_EQ(sum.item<double>(), ctx.world_size * (ctx.world_size + 1) / 2.0);
 }

@@ -20,7 +20,7 @@ endfunction()
 file(REMOVE_RECURSE "${WORK_DIR}")
 set(prefix "${WORK_DIR}/prefix")
 step("installing the build into ${prefix}" "${CMAKE_COMMAND}" --install "${BUILD_DIR}" --prefix "${prefix}")
-foreach(file include/distmetrics/harness/rank_pool.h include/distmetrics/metrics/registry.h
+foreach(file include/distmetrics/runtime/rank_pool.h include/distmetrics/metrics/registry.h
              include/distmetrics/build_config.h)
   if(NOT EXISTS "${prefix}/${file}")
     message(FATAL_ERROR "package consumer: the install has no ${file}")

@@ -50,5 +50,5 @@ endif()
 # distmetrics run under mpirun and torchrun-style launchers.
 add_test(NAME engine_launchers
          COMMAND bash "${CMAKE_CURRENT_SOURCE_DIR}/engine_launchers_test.sh" $<TARGET_FILE:distmetrics>
-                 "${PROJECT_SOURCE_DIR}/scenarios")
+                 "${PROJECT_SOURCE_DIR}/scenarios" "${DISTMETRICS_PYTHON}")
 set_tests_properties(engine_launchers PROPERTIES TIMEOUT 240 LABELS engine)

@@ -8,28 +8,29 @@
 #include <numeric>
 #include <set>
 
-#include "distmetrics/harness/backends.h"
+#include "distmetrics/runtime/backends.h"
 #include "distmetrics/harness/compare.h"
 #include "distmetrics/harness/data.h"
-#include "distmetrics/harness/names.h"
+#include "distmetrics/runtime/text.h"
 #include "distmetrics/harness/placement.h"
 #include "distmetrics/harness/script.h"
 #include "distmetrics/harness/shard.h"
 
 namespace dh = distmetrics::harness;
+namespace dr = distmetrics::runtime;
 using nlohmann::json;
 
 // --- names --------------------------------------------------------------------------------------
 
 TEST(Names, SuggestsTyposAndPrefixes) {
   const std::vector<std::string> known = {"even", "uneven", "empty_rank", "skewed", "round_robin", "scattered", "padded"};
-  EXPECT_EQ(dh::closest_names("evne", known), (std::vector<std::string>{"even"}));
-  EXPECT_EQ(dh::closest_names("round-robin", known).front(), "round_robin");
-  EXPECT_EQ(dh::closest_names("empty", known).front(), "empty_rank");
-  EXPECT_TRUE(dh::closest_names("zzzzzz", known).empty());
-  EXPECT_EQ(dh::did_you_mean("padd", known), "; did you mean 'padded'?");
-  EXPECT_EQ(dh::did_you_mean("qqqqqqq", known), "");
-  EXPECT_EQ(dh::closest_names("ACCURACY", {"Accuracy", "TopKCategoricalAccuracy"}).front(), "Accuracy");
+  EXPECT_EQ(dr::closest_names("evne", known), (std::vector<std::string>{"even"}));
+  EXPECT_EQ(dr::closest_names("round-robin", known).front(), "round_robin");
+  EXPECT_EQ(dr::closest_names("empty", known).front(), "empty_rank");
+  EXPECT_TRUE(dr::closest_names("zzzzzz", known).empty());
+  EXPECT_EQ(dr::did_you_mean("padd", known), "; did you mean 'padded'?");
+  EXPECT_EQ(dr::did_you_mean("qqqqqqq", known), "");
+  EXPECT_EQ(dr::closest_names("ACCURACY", {"Accuracy", "TopKCategoricalAccuracy"}).front(), "Accuracy");
 }
 
 // --- data ---------------------------------------------------------------------------------------
@@ -150,7 +151,7 @@ TEST(Data, BadParametersNameTheField) {
   auto field_of = [](const std::string& gen, json params) {
     try {
       dh::resolve_generator_params(gen, params);
-    } catch (const dh::FieldError& e) {
+    } catch (const dr::FieldError& e) {
       return e.field() + " | " + e.what();
     }
     return std::string("no error");
@@ -272,7 +273,7 @@ TEST(Placements, DevicesAndSkips) {
   EXPECT_TRUE(dh::place("mixed", 1, 1).state.is_cuda());
   // Skip reasons depend on the build (a CUDA LibTorch from pip has no Gloo) and on the GPU count
   // given, never on the GPUs of the machine the test runs on.
-  const auto built = dh::compiled_backends();
+  const auto built = dr::compiled_backends();
   const bool gloo_built = std::find(built.begin(), built.end(), "gloo") != built.end();
   const auto cuda = dh::skip_reason("cuda", "gloo", 2, 1);
   ASSERT_TRUE(cuda);

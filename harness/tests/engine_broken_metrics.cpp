@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "distmetrics/harness/comm.h"
+#include "distmetrics/runtime/comm.h"
 #include "distmetrics/harness/metric_catalog.h"
 #include "distmetrics/metrics/errors.h"
 #include "distmetrics/metrics/registry.h"
@@ -15,7 +15,7 @@ namespace {
 
 using metrics::Batch;
 using metrics::Value;
-using harness::ReduceOp;
+using runtime::ReduceOp;
 
 // Local state: the sum of the values, their count, the largest |value|, and the per-batch means.
 class MeanBase : public metrics::Metric {
@@ -41,7 +41,7 @@ class MeanBase : public metrics::Metric {
     }
     values_.push_back(x);
   }
-  void set_communicator(harness::Communicator* comm) override { comm_ = comm; }
+  void set_communicator(runtime::Communicator* comm) override { comm_ = comm; }
   void to(c10::Device) override {}
   c10::Device device() const override { return c10::Device(c10::kCPU); }
   std::string state_digest() const override {
@@ -58,7 +58,7 @@ class MeanBase : public metrics::Metric {
   int rank() const { return comm_ ? comm_->rank() : 0; }
 
   std::string name_;
-  harness::Communicator* comm_ = nullptr;
+  runtime::Communicator* comm_ = nullptr;
   at::Tensor sum_, count_, max_abs_, batch_mean_sum_, batches_;
   std::vector<at::Tensor> values_;
 };
@@ -68,7 +68,7 @@ class CorrectMean : public MeanBase {
   CorrectMean() : MeanBase("CorrectMean") {}
   Value compute() override {
     std::vector<at::Tensor> state = {sum_.clone(), count_.clone()};
-    if (comm_) comm_->all_reduce(state, ReduceOp::Sum);
+    if (comm_) comm_->all_reduce(state, runtime::ReduceOp::Sum);
     return mean_of(state[0], state[1]);
   }
 };
@@ -84,7 +84,7 @@ class OverwriteSyncMean : public MeanBase {
   OverwriteSyncMean() : MeanBase("OverwriteSyncMean") {}
   Value compute() override {
     std::vector<at::Tensor> state = {sum_, count_};  // the local tensors themselves
-    if (comm_) comm_->all_reduce(state, ReduceOp::Sum);
+    if (comm_) comm_->all_reduce(state, runtime::ReduceOp::Sum);
     sum_.copy_(state[0]);
     count_.copy_(state[1]);
     return mean_of(sum_, count_);
@@ -96,7 +96,7 @@ class SumForMaxAbs : public MeanBase {
   SumForMaxAbs() : MeanBase("SumForMaxAbs") {}
   Value compute() override {
     std::vector<at::Tensor> state = {max_abs_.clone()};
-    if (comm_) comm_->all_reduce(state, ReduceOp::Sum);  // should be Max
+    if (comm_) comm_->all_reduce(state, runtime::ReduceOp::Sum);  // should be Max
     return state[0].item<double>();
   }
 };
@@ -106,7 +106,7 @@ class PerBatchMean : public MeanBase {
   PerBatchMean() : MeanBase("PerBatchMean") {}
   Value compute() override {
     std::vector<at::Tensor> state = {batch_mean_sum_.clone(), batches_.clone()};
-    if (comm_) comm_->all_reduce(state, ReduceOp::Sum);
+    if (comm_) comm_->all_reduce(state, runtime::ReduceOp::Sum);
     return mean_of(state[0], state[1]);
   }
 };
@@ -117,7 +117,7 @@ class RaiseAloneMean : public MeanBase {
   Value compute() override {
     if (count_.item<std::int64_t>() == 0) throw metrics::NotComputableError(name_, "this rank saw no samples");
     std::vector<at::Tensor> state = {sum_.clone(), count_.clone()};
-    if (comm_) comm_->all_reduce(state, ReduceOp::Sum);
+    if (comm_) comm_->all_reduce(state, runtime::ReduceOp::Sum);
     return mean_of(state[0], state[1]);
   }
 };
@@ -147,7 +147,7 @@ class AbortOnRank1Mean : public MeanBase {
   Value compute() override {
     if (rank() == 1) std::abort();
     std::vector<at::Tensor> state = {sum_.clone(), count_.clone()};
-    if (comm_) comm_->all_reduce(state, ReduceOp::Sum);
+    if (comm_) comm_->all_reduce(state, runtime::ReduceOp::Sum);
     return mean_of(state[0], state[1]);
   }
 };

@@ -3,16 +3,17 @@
 # environment) and by torchrun-style variables (launcher env). Every process is a rank; the
 # variants of the launcher's world size run, each on a fresh process group; rank 0 alone reports
 # and carries the exit code.
-#   engine_launchers_test.sh BIN SCENARIO_DIR
+#   engine_launchers_test.sh BIN SCENARIO_DIR [PYTHON]
 set -euo pipefail
 bin=$1
 scenarios=$2
+python=${3:-/usr/bin/python3}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 fail() { echo "FAIL: $*"; exit 1; }
 # summary FILE KEY: one number from a JSON report's summary.
-summary() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['summary'][sys.argv[2]])" "$1" "$2"; }
+summary() { "$python" -c "import json,sys; print(json.load(open(sys.argv[1]))['summary'][sys.argv[2]])" "$1" "$2"; }
 
 # A scenario whose expected failure never happens: the run must fail (exit 1) through the launcher.
 mkdir -p "$tmp/scenarios"
@@ -48,7 +49,7 @@ if command -v mpirun > /dev/null; then
 fi
 
 # torchrun-style: RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT.
-port=$(python3 -c "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")
+port=$("$python" -c "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")
 pids=()
 for rank in 0 1; do
   RANK=$rank WORLD_SIZE=2 LOCAL_RANK=$rank MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \

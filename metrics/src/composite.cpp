@@ -230,7 +230,7 @@ Value CompositeMetric::compute() {
   }
 }
 
-void CompositeMetric::set_communicator(harness::Communicator* comm) {
+void CompositeMetric::set_communicator(runtime::Communicator* comm) {
   for (auto& m : operands_) m->set_communicator(comm);
 }
 

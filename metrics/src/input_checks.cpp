@@ -35,7 +35,7 @@ std::string shape_string(at::IntArrayRef shape) {
 
 std::string describe(const at::Tensor& t) {
   if (!t.defined()) return "nothing";
-  return dtype_name(t.scalar_type()) + " " + shape_string(t.sizes());
+  return runtime::dtype_name(t.scalar_type()) + " " + shape_string(t.sizes());
 }
 
 bool is_label_dtype(at::ScalarType type) { return at::isIntegralType(type, /*includeBool=*/true); }

@@ -6,7 +6,7 @@
 #include <set>
 #include <stdexcept>
 
-#include "distmetrics/harness/comm.h"
+#include "distmetrics/runtime/comm.h"
 #include "distmetrics/metrics/input_checks.h"
 
 namespace distmetrics::metrics {
@@ -14,12 +14,12 @@ namespace {
 
 constexpr Reduction kReduceOrder[] = {Reduction::Sum, Reduction::Max, Reduction::Min, Reduction::Prod};
 
-harness::ReduceOp reduce_op(Reduction reduction) {
+runtime::ReduceOp reduce_op(Reduction reduction) {
   switch (reduction) {
-    case Reduction::Sum: return harness::ReduceOp::Sum;
-    case Reduction::Max: return harness::ReduceOp::Max;
-    case Reduction::Min: return harness::ReduceOp::Min;
-    case Reduction::Prod: return harness::ReduceOp::Prod;
+    case Reduction::Sum: return runtime::ReduceOp::Sum;
+    case Reduction::Max: return runtime::ReduceOp::Max;
+    case Reduction::Min: return runtime::ReduceOp::Min;
+    case Reduction::Prod: return runtime::ReduceOp::Prod;
     case Reduction::Gather: break;
   }
   throw std::logic_error("reduce_op: gather is not an all_reduce");

@@ -7,7 +7,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "distmetrics/harness/comm.h"
+#include "distmetrics/runtime/comm.h"
 
 namespace distmetrics::metrics {
 namespace {
@@ -99,7 +99,7 @@ nlohmann::json Value::to_json() const {
         auto a = flat.accessor<int64_t, 1>();
         for (int64_t i = 0; i < flat.numel(); ++i) values.push_back(a[i]);
       }
-      return {{"dtype", harness::dtype_name(tensor_.scalar_type())}, {"shape", tensor_.sizes().vec()}, {"values", values}};
+      return {{"dtype", runtime::dtype_name(tensor_.scalar_type())}, {"shape", tensor_.sizes().vec()}, {"values", values}};
     }
     case Kind::Named: {
       nlohmann::json out = nlohmann::json::object();

@@ -6,7 +6,7 @@
 
 #include <cmath>
 
-#include "distmetrics/harness/comm.h"
+#include "distmetrics/runtime/comm.h"
 #include "distmetrics/metrics/classification.h"
 #include "distmetrics/metrics/errors.h"
 #include "distmetrics/metrics/registry.h"
@@ -33,7 +33,7 @@ TEST(CompositeTest, F1FromPrecisionAndRecallSyncsEachOperandOnce) {
   EXPECT_EQ(f1.expression().to_string(), "((2 * Precision) * Recall) / (Precision + Recall)");
   Fbeta reference(kBinary, 1.0);
 
-  auto comm = harness::make_single_process_communicator();
+  auto comm = runtime::make_single_process_communicator();
   f1.set_communicator(comm.get());
   const Batch b = batch(at::tensor({0.9, 0.8, 0.2, 0.7, 0.1}, at::kDouble), at::tensor({1, 0, 1, 1, 0}, at::kLong));
   f1.update(b);

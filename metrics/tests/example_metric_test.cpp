@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "distmetrics/harness/comm.h"
+#include "distmetrics/runtime/comm.h"
 #include "distmetrics/metrics/errors.h"
 #include "distmetrics/metrics/input_checks.h"
 #include "distmetrics/metrics/registry.h"
@@ -79,7 +79,7 @@ TEST(WritingAMetricExample, ComputesSyncsAndRejectsBadInput) {
   MetricRegistry registry;
   register_example(registry);
   auto metric = registry.make("MeanAbsolutePercentageError", {});
-  auto comm = distmetrics::harness::make_single_process_communicator();
+  auto comm = distmetrics::runtime::make_single_process_communicator();
   metric->set_communicator(comm.get());
 
   EXPECT_THROW(metric->compute(), NotComputableError);

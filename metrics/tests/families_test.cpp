@@ -5,7 +5,7 @@
 
 #include <cmath>
 
-#include "distmetrics/harness/comm.h"
+#include "distmetrics/runtime/comm.h"
 #include "distmetrics/metrics/aggregation.h"
 #include "distmetrics/metrics/confusion_matrix.h"
 #include "distmetrics/metrics/epoch.h"
@@ -66,7 +66,7 @@ TEST(RegressionTest, ExactPredictionsAndHandComputedValues) {
 
 TEST(RegressionTest, MaximumAbsoluteErrorKeepsANanSeenInAnEarlierBatch) {
   MaximumAbsoluteError m;
-  auto comm = harness::make_single_process_communicator();
+  auto comm = runtime::make_single_process_communicator();
   m.set_communicator(comm.get());
   m.update(batch(doubles({NAN, 1.0}), doubles({0.0, 0.0})));
   m.update(batch(doubles({100.0}), doubles({0.0})));

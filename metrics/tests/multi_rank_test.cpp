@@ -12,7 +12,7 @@
 #include <chrono>
 
 #include "distmetrics/fixtures/rank_test.h"
-#include "distmetrics/harness/comm.h"
+#include "distmetrics/runtime/comm.h"
 #include "distmetrics/metrics/composite.h"
 #include "distmetrics/metrics/aggregation.h"
 #include "distmetrics/metrics/errors.h"
@@ -61,7 +61,7 @@ struct Outcome {
   std::vector<std::string> collectives;
 };
 
-Outcome compute(Metric& metric, const harness::Communicator* comm) {
+Outcome compute(Metric& metric, const runtime::Communicator* comm) {
   Outcome out;
   const std::size_t before = comm ? comm->trace().size() : 0;
   try {
@@ -102,9 +102,9 @@ bool any_rows(const std::vector<Batch>& batches, std::size_t from, std::size_t t
 }
 
 // True when every rank holds the same numbers (raised or not, collectives issued).
-bool ranks_agree(harness::Communicator& comm, std::int64_t raised, std::int64_t collectives) {
+bool ranks_agree(runtime::Communicator& comm, std::int64_t raised, std::int64_t collectives) {
   const at::Tensor mine = at::tensor({raised, -raised, collectives, -collectives}, at::kLong);
-  const at::Tensor most = comm.all_reduce_copy(mine, harness::ReduceOp::Max);
+  const at::Tensor most = comm.all_reduce_copy(mine, runtime::ReduceOp::Max);
   return most[0].item<std::int64_t>() == -most[1].item<std::int64_t>() &&
          most[2].item<std::int64_t>() == -most[3].item<std::int64_t>();
 }

@@ -8,7 +8,7 @@
 
 #include <memory>
 
-#include "distmetrics/harness/comm.h"
+#include "distmetrics/runtime/comm.h"
 #include "distmetrics/metrics/errors.h"
 #include "distmetrics/metrics/registry.h"
 #include "distmetrics/metrics/stateful_metric.h"
@@ -43,7 +43,7 @@ std::string compute_or_error(Metric& metric, Value& out) {
   }
 }
 
-std::vector<std::string> trace_ops(const harness::Communicator& comm, std::size_t from) {
+std::vector<std::string> trace_ops(const runtime::Communicator& comm, std::size_t from) {
   std::vector<std::string> out;
   for (std::size_t i = from; i < comm.trace().size(); ++i) {
     out.push_back(comm.trace()[i].op + " " + comm.trace()[i].dtype);
@@ -66,7 +66,7 @@ void check_case(const nlohmann::json& c) {
   }
 
   auto synced = build(c);
-  auto comm = harness::make_single_process_communicator();
+  auto comm = runtime::make_single_process_communicator();
   synced->set_communicator(comm.get());
   feed(*synced, c);
   const std::string digest = synced->state_digest();
@@ -109,7 +109,7 @@ TEST(DeviceTest, StateOnCudaGivesTheCpuResults) {
     auto cpu = build(c);
     auto gpu = MetricRegistry::reference().make(c.at("metric").get<std::string>(), c.at("params"), cuda);
     EXPECT_EQ(gpu->device(), cuda);
-    auto comm = harness::make_single_process_communicator(at::kCPU);
+    auto comm = runtime::make_single_process_communicator(at::kCPU);
     gpu->set_communicator(comm.get());
     feed(*cpu, c);
     feed(*gpu, c);

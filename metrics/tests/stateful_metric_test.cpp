@@ -5,7 +5,7 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
-#include "distmetrics/harness/comm.h"
+#include "distmetrics/runtime/comm.h"
 #include "distmetrics/metrics/errors.h"
 #include "test_support.h"
 
@@ -55,7 +55,7 @@ Batch values(std::vector<double> v) {
   return b;
 }
 
-std::vector<std::string> ops_since(const harness::Communicator& comm, std::size_t from) {
+std::vector<std::string> ops_since(const runtime::Communicator& comm, std::size_t from) {
   std::vector<std::string> out;
   for (std::size_t i = from; i < comm.trace().size(); ++i) out.push_back(comm.trace()[i].op + " " + comm.trace()[i].dtype);
   return out;
@@ -69,7 +69,7 @@ TEST(StatefulMetricTest, SyncPlanHasOneCollectivePerReductionAndDtypePlusTheGath
       "all_gather int64",       "all_gather float64"};
   EXPECT_EQ(probe.sync_plan(), expected);
 
-  auto comm = harness::make_single_process_communicator();
+  auto comm = runtime::make_single_process_communicator();
   probe.set_communicator(comm.get());
   probe.update(values({1.0, 2.0, 4.0}));
   probe.compute();
@@ -79,7 +79,7 @@ TEST(StatefulMetricTest, SyncPlanHasOneCollectivePerReductionAndDtypePlusTheGath
 
 TEST(StatefulMetricTest, ComputeTwiceAgreesAndLeavesLocalStateAlone) {
   Probe probe;
-  auto comm = harness::make_single_process_communicator();
+  auto comm = runtime::make_single_process_communicator();
   probe.set_communicator(comm.get());
   probe.update(values({1.0, 2.0}));
   probe.update(values({}));
@@ -101,7 +101,7 @@ TEST(StatefulMetricTest, ComputeTwiceAgreesAndLeavesLocalStateAlone) {
 
 TEST(StatefulMetricTest, UpdateAfterComputeCountsEverySampleOnce) {
   Probe probe;
-  auto comm = harness::make_single_process_communicator();
+  auto comm = runtime::make_single_process_communicator();
   probe.set_communicator(comm.get());
   probe.update(values({1.0, 2.0}));
   EXPECT_EQ(probe.compute().at("count").scalar(), 2);
@@ -127,7 +127,7 @@ TEST(StatefulMetricTest, ResetRestoresTheDeclaredDefaults) {
 
 TEST(StatefulMetricTest, NoCommunicatorAndWorldSizeOneGiveIdenticalResults) {
   Probe alone, synced;
-  auto comm = harness::make_single_process_communicator();
+  auto comm = runtime::make_single_process_communicator();
   synced.set_communicator(comm.get());
   for (auto* m : {&alone, &synced}) {
     m->update(values({0.1, 0.2, 0.3}));
@@ -139,7 +139,7 @@ TEST(StatefulMetricTest, NoCommunicatorAndWorldSizeOneGiveIdenticalResults) {
 
 TEST(StatefulMetricTest, GatherStatesWithNoRowsSyncToEmptyTensors) {
   Probe probe;
-  auto comm = harness::make_single_process_communicator();
+  auto comm = runtime::make_single_process_communicator();
   probe.set_communicator(comm.get());
   probe.update(values({}));  // a batch with no samples: one row in "sizes", none in "values"
   const StateValues synced = probe.sync();
@@ -196,7 +196,7 @@ class Phased : public StatefulMetric {
 
 TEST(StatefulMetricTest, PhasesSyncInOrderAndACheckStopsBeforeTheNextPhase) {
   Phased m;
-  auto comm = harness::make_single_process_communicator();
+  auto comm = runtime::make_single_process_communicator();
   m.set_communicator(comm.get());
   m.update(values({1.0, 2.0}));
   m.update(values({4.0}));

@@ -9,9 +9,9 @@
 #include <cmath>
 #include <sstream>
 
-#include "distmetrics/harness/backends.h"
+#include "distmetrics/runtime/backends.h"
 #include "distmetrics/harness/engine.h"
-#include "distmetrics/harness/task.h"
+#include "distmetrics/runtime/task.h"
 #include "distmetrics/plugin/conform.h"
 
 namespace distmetrics::plugin {
@@ -48,7 +48,7 @@ Plan plan_for(const harness::Scenario& scenario, const std::string& shard, int w
 
 // Runs on the helper worker: the plugin's metric (resolved by its qualified name) in one
 // process, without a communicator, on the variant's data.
-json plugin_single_process_task(harness::TaskContext& ctx) {
+json plugin_single_process_task(runtime::TaskContext& ctx) {
   const auto scenario = harness::Scenario::from_json(ctx.params.at("scenario"));
   const Plan p = plan_for(scenario, ctx.params.at("shard").get<std::string>(), ctx.params.at("world_size").get<int>());
   SingleProcessReference reference;
@@ -61,15 +61,15 @@ json plugin_single_process_task(harness::TaskContext& ctx) {
 }
 
 
-std::string rank_problem(const harness::VariantRun& run, double deadline) {
+std::string rank_problem(const runtime::JobResult& run, double deadline) {
   if (run.ranks.empty()) return run.diagnosis.empty() ? "no answer from the helper worker" : run.diagnosis;
   const auto& r = run.ranks.front();
   std::ostringstream out;
   switch (run.status) {
-    case harness::RunStatus::Crash:
+    case runtime::RunStatus::Crash:
       out << "crashed (" << (r.how_died.empty() ? "the helper worker died" : r.how_died) << ")";
       break;
-    case harness::RunStatus::Hang:
+    case runtime::RunStatus::Hang:
       out << "did not finish within the deadline (" << deadline << " s)";
       break;
     default:
@@ -89,7 +89,7 @@ std::string tolerance_text(const harness::Tolerance& tol) {
 }  // namespace
 
 // Called by register_plugin_support(): a worker must know the task before it serves a variant.
-void register_reference_task() { harness::TaskRegistry::instance().add(kPluginReferenceTask, plugin_single_process_task); }
+void register_reference_task() { runtime::TaskRegistry::instance().add(kPluginReferenceTask, plugin_single_process_task); }
 
 json reference_to_json(const SingleProcessReference& reference) {
   json at_compute = json::array();
@@ -111,7 +111,7 @@ SingleProcessReference reference_from_json(const json& j) {
 }
 
 RemoteReference::RemoteReference(std::optional<double> deadline_seconds) : deadline_seconds_(deadline_seconds) {
-  const auto backends = harness::compiled_backends();
+  const auto backends = runtime::compiled_backends();
   const bool gloo = std::find(backends.begin(), backends.end(), "gloo") != backends.end();
   backend_ = gloo || backends.empty() ? "gloo" : "mpi";
 }
@@ -120,7 +120,7 @@ RemoteReference::~RemoteReference() = default;
 
 SingleProcessReference RemoteReference::build(const harness::Scenario& scenario, const harness::Variant& variant) {
   const double deadline = deadline_seconds_.value_or(scenario.deadline_seconds);
-  harness::VariantRequest request;
+  runtime::Job request;
   request.id = variant.id + "/single-process";
   request.task = kPluginReferenceTask;
   request.params = {{"scenario", scenario.to_json()}, {"shard", variant.shard}, {"world_size", variant.world_size}};
@@ -132,13 +132,13 @@ SingleProcessReference RemoteReference::build(const harness::Scenario& scenario,
   const std::string what = "the plugin's metric, in its single-process run (no communicator; on a helper process)";
   try {
     if (!pool_) {
-      harness::PoolOptions options;
+      runtime::PoolOptions options;
       options.world_size = 1;
       options.launch = backend_ == "mpi" ? "mpirun" : "direct";
-      pool_ = std::make_unique<harness::RankPool>(options);
+      pool_ = std::make_unique<runtime::RankPool>(options);
     }
-    const harness::VariantRun run = pool_->run(request);
-    if (run.status == harness::RunStatus::Completed && !run.ranks.empty())
+    const runtime::JobResult run = pool_->run(request);
+    if (run.status == runtime::RunStatus::Completed && !run.ranks.empty())
       return reference_from_json(run.ranks.front().result);
     reference.failure = what + ", " + rank_problem(run, deadline);
   } catch (const std::exception& e) {

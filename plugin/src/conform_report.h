@@ -27,7 +27,7 @@ struct ConformResult {
   double seconds = 0;
 };
 
-// The matrix's columns: the properties judged anywhere in the run, in DESIGN.md's order, then
+// The matrix's columns: the properties judged anywhere in the run, in docs/design.md's order, then
 // expected_error and agrees_with_reference.
 std::vector<std::string> matrix_properties(const ConformResult& result);
 

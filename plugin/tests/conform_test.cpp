@@ -47,7 +47,7 @@ TEST(Conform, TheCorrectExamplePassesEveryPropertyWithReports) {
   EXPECT_EQ(summary.at("pass"), 10) << run.output;
   EXPECT_EQ(run.report.at("plugin").at("name"), "example_regression_metrics");
   EXPECT_EQ(run.report.at("plugin").at("torch_version"), TORCH_VERSION);
-  // Every property of DESIGN.md the default script judges, and agreement with the reference.
+  // Every property of docs/design.md the default script judges, and agreement with the reference.
   const std::vector<std::string> properties = run.report.at("properties");
   for (const char* p : {"no_hang", "equal_to_single", "ranks_agree", "idempotent", "update_after_compute",
                         "reset_replay", "batch_invariant", "agrees_with_reference"})

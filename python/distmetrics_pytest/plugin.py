@@ -40,7 +40,7 @@ def pytest_addoption(parser):
     group = parser.getgroup("distmetrics", "distmetrics scenarios as pytest items")
     group.addoption("--distmetrics-bin", metavar="PATH",
                     help="the distmetrics runner (a path or a command line). Default: "
-                         "$DISTMETRICS_BIN, build/harness/distmetrics, `distmetrics` on PATH")
+                         "$DISTMETRICS_BIN, build/bin/distmetrics, `distmetrics` on PATH")
     group.addoption("--scenario-dir", action="append", metavar="DIR",
                     help="folder of scenario files (*.toml) to collect; repeatable. "
                          "Default: scenarios/ under the rootdir")

@@ -22,7 +22,7 @@ class RunnerError(Exception):
 
 def find_runner(option: Optional[str], rootdir: Path, invocation_dir: Path) -> List[str]:
     """The command that starts the runner: --distmetrics-bin (a path, or a command line such as
-    "python3 fake.py"), else $DISTMETRICS_BIN, else build/harness/distmetrics under the rootdir or
+    "python3 fake.py"), else $DISTMETRICS_BIN, else build/bin/distmetrics under the rootdir or
     the current directory, else `distmetrics` on PATH."""
     given = option or os.environ.get("DISTMETRICS_BIN")
     if given:
@@ -46,7 +46,7 @@ def find_runner(option: Optional[str], rootdir: Path, invocation_dir: Path) -> L
     if on_path:
         return [on_path]
     raise RunnerError(
-        "the distmetrics runner was not found in build/harness/distmetrics or on PATH: build it "
+        "the distmetrics runner was not found in build/bin/distmetrics or on PATH: build it "
         "(cmake --build build --target distmetrics) or pass --distmetrics-bin PATH")
 
 

@@ -133,10 +133,10 @@ def test_two_gpus_dry_run_prints_the_build_and_both_runs(machine):
         "-DDISTMETRICS_WITH_NCCL=ON -DCMAKE_PREFIX_PATH=/opt/torch/share/cmake "
         "-DDISTMETRICS_BUILD_TESTS=OFF",
         "cmake --build build-2gpu -j " + str(os.cpu_count()) + " --target distmetrics",
-        "timeout --kill-after=30 3000 build-2gpu/harness/distmetrics run scenarios --backend nccl "
+        "timeout --kill-after=30 3000 build-2gpu/bin/distmetrics run scenarios --backend nccl "
         "--world-sizes 2 --json build-2gpu/reports/2gpu-nccl.json "
         "--junit build-2gpu/reports/2gpu-nccl.xml",
-        "timeout --kill-after=30 3000 build-2gpu/harness/distmetrics run scenarios --backend gloo "
+        "timeout --kill-after=30 3000 build-2gpu/bin/distmetrics run scenarios --backend gloo "
         "--world-sizes 2 --placement cuda,cuda0,cpu_state_cuda_input,mixed "
         "--json build-2gpu/reports/2gpu-gloo-cuda.json "
         "--junit build-2gpu/reports/2gpu-gloo-cuda.xml"]
@@ -156,7 +156,7 @@ def test_torch_dir_deps_dir_folders_tests_and_extra_run_arguments(machine):
                                 "-DDISTMETRICS_DEPS_DIR=/deps -DDISTMETRICS_BUILD_TESTS=ON")
     assert commands[1] == "cmake --build b2 -j 3"
     assert commands[2] == "ctest --test-dir b2 --output-on-failure -j 3"
-    assert commands[3].endswith("b2/harness/distmetrics run scenarios --backend nccl "
+    assert commands[3].endswith("b2/bin/distmetrics run scenarios --backend nccl "
                                 "--world-sizes 2 --deadline 5 --json /r/2gpu-nccl.json "
                                 "--junit /r/2gpu-nccl.xml")
     assert "--deadline 5 --json /r/2gpu-gloo-cuda.json" in commands[4]
@@ -203,7 +203,7 @@ def test_skip_build_without_a_runner_is_a_setup_failure(machine):
     machine.gpus(2)
     code, out = machine.run("--skip-build", "--build-dir", "nowhere")
     assert code == 5
-    assert "nowhere/harness/distmetrics is missing" in out
+    assert "nowhere/bin/distmetrics is missing" in out
 
 
 @pytest.mark.parametrize("codes, worst", [
@@ -218,12 +218,12 @@ def test_cpu_and_mpi_jobs_dry_run(machine):
     cpu = machine.run(script=REPO_ROOT / "ci" / "run_cpu.sh", DM_DRY_RUN="1", SKIP_DEPS="1")
     assert cpu[0] == 0, cpu[1]
     assert machine.commands(cpu[1])[-1] == (
-        "timeout --kill-after=30 3000 build/harness/distmetrics run scenarios --backend gloo "
+        "timeout --kill-after=30 3000 build/bin/distmetrics run scenarios --backend gloo "
         "--world-sizes 1,2,4 --json build/reports/cpu.json --junit build/reports/cpu.xml")
     mpi = machine.run(script=REPO_ROOT / "ci" / "run_mpi.sh", DM_DRY_RUN="1", SKIP_DEPS="1", MPI_SIZES="2 4")
     assert mpi[0] == 0, mpi[1]
     assert machine.commands(mpi[1])[-2:] == [
-        f"timeout --kill-after=30 3000 mpirun -np {n} --oversubscribe build/harness/distmetrics "
+        f"timeout --kill-after=30 3000 mpirun -np {n} --oversubscribe build/bin/distmetrics "
         f"run scenarios --launcher mpi --backend mpi --world-sizes {n} "
         f"--json build/reports/mpi-np{n}.json --junit build/reports/mpi-np{n}.xml"
         for n in (2, 4)]
@@ -231,7 +231,7 @@ def test_cpu_and_mpi_jobs_dry_run(machine):
                       MPI_LAUNCH="local", MPI_SIZES="3")
     assert mpi[0] == 0, mpi[1]
     assert machine.commands(mpi[1])[-1] == (
-        "timeout --kill-after=30 3000 build/harness/distmetrics run scenarios --backend mpi "
+        "timeout --kill-after=30 3000 build/bin/distmetrics run scenarios --backend mpi "
         "--world-sizes 3 --json build/reports/mpi-np3.json --junit build/reports/mpi-np3.xml")
     bad = machine.run(script=REPO_ROOT / "ci" / "run_mpi.sh", DM_DRY_RUN="1", SKIP_DEPS="1",
                       MPI_LAUNCH="srun")

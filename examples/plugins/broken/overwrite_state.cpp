@@ -23,7 +23,7 @@ class OverwritingMeanAbsoluteError final : public example_plugins::MeanAbsoluteE
       // BUG: the reduced values are written back into the state: the local sums become the
       // global sums.
       std::vector<at::Tensor> state{error_sum_, elements_};
-      comm_->all_reduce(state, distmetrics::harness::ReduceOp::Sum);
+      comm_->all_reduce(state, distmetrics::runtime::ReduceOp::Sum);
       error_sum_ = state[0];
       elements_ = state[1];
     }

@@ -22,7 +22,7 @@ class RaisingAloneMeanAbsoluteError final : public example_plugins::MeanAbsolute
     // BUG: decided from the local count; peers are about to wait in the all_reduce below.
     if (elements_.item<std::int64_t>() == 0) throw NotComputableError(name(), "no samples on this rank");
     std::vector<at::Tensor> totals{error_sum_.clone(), elements_.clone()};
-    if (comm_) comm_->all_reduce(totals, distmetrics::harness::ReduceOp::Sum);
+    if (comm_) comm_->all_reduce(totals, distmetrics::runtime::ReduceOp::Sum);
     return totals[0].item<double>() / static_cast<double>(totals[1].item<std::int64_t>());
   }
 };

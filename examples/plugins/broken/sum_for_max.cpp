@@ -35,11 +35,11 @@ class SummedMaximumAbsoluteError final : public Metric {
   Value compute() override {
     std::vector<at::Tensor> totals{largest_.clone(), elements_.clone()};
     // BUG: one reduction for every state, SUM: right for the count, wrong for the maximum.
-    if (comm_) comm_->all_reduce(totals, distmetrics::harness::ReduceOp::Sum);
+    if (comm_) comm_->all_reduce(totals, distmetrics::runtime::ReduceOp::Sum);
     if (totals[1].item<std::int64_t>() == 0) throw NotComputableError(name(), "no samples on any rank");
     return totals[0].item<double>();
   }
-  void set_communicator(distmetrics::harness::Communicator* comm) override { comm_ = comm; }
+  void set_communicator(distmetrics::runtime::Communicator* comm) override { comm_ = comm; }
   void to(c10::Device device) override {
     device_ = device;
     largest_ = largest_.to(device);
@@ -50,7 +50,7 @@ class SummedMaximumAbsoluteError final : public Metric {
 
  private:
   c10::Device device_{c10::kCPU};
-  distmetrics::harness::Communicator* comm_ = nullptr;
+  distmetrics::runtime::Communicator* comm_ = nullptr;
   at::Tensor largest_, elements_;
 };
 

@@ -28,7 +28,7 @@ class MeanAbsoluteErrorState : public distmetrics::metrics::Metric {
     error_sum_ += errors.sum();
     elements_ += errors.numel();
   }
-  void set_communicator(distmetrics::harness::Communicator* comm) override { comm_ = comm; }
+  void set_communicator(distmetrics::runtime::Communicator* comm) override { comm_ = comm; }
   void to(c10::Device device) override {
     device_ = device;
     error_sum_ = error_sum_.to(device);
@@ -39,7 +39,7 @@ class MeanAbsoluteErrorState : public distmetrics::metrics::Metric {
 
  protected:
   c10::Device device_{c10::kCPU};
-  distmetrics::harness::Communicator* comm_ = nullptr;
+  distmetrics::runtime::Communicator* comm_ = nullptr;
   at::Tensor error_sum_, elements_;
 };
 

@@ -1,7 +1,7 @@
 // A correct distmetrics plugin: MeanAbsoluteError and MaximumAbsoluteError, written from scratch
 // on the plain Metric interface (no distmetrics base class).
 //
-// How they sync, and why (DESIGN.md, "Metric contract"):
+// How they sync, and why (docs/design.md, "Metric contract"):
 // - update() changes local state only; it never communicates.
 // - compute() reduces COPIES of the state, so that compute(); compute(); agree and the updates
 //   that follow a compute are counted once (the bug of PyTorch-Ignite #2803).
@@ -23,8 +23,8 @@
 
 namespace {
 
-using distmetrics::harness::Communicator;
-using distmetrics::harness::ReduceOp;
+using distmetrics::runtime::Communicator;
+using distmetrics::runtime::ReduceOp;
 using distmetrics::metrics::Batch;
 using distmetrics::metrics::Metric;
 using distmetrics::metrics::NotComputableError;

@@ -11,7 +11,7 @@
 #include <map>
 
 #include "counter_rng.h"
-#include "distmetrics/harness/names.h"
+#include "distmetrics/runtime/text.h"
 
 namespace distmetrics::harness {
 namespace {
@@ -22,7 +22,7 @@ using nlohmann::json;
 // Streams: one per purpose, so adding a draw for one purpose never shifts another.
 constexpr std::uint64_t kTargetStream = 1, kNoiseStream = 2, kWeightStream = 3, kOutlierStream = 4;
 
-std::vector<ParamDecl> with_common(std::vector<ParamDecl> params) {
+std::vector<runtime::ParamDecl> with_common(std::vector<runtime::ParamDecl> params) {
   params.push_back({"weights", "string",
                     "per-sample weights: none, uniform (real, in [weight_low, weight_high]) or "
                     "integers (whole numbers in [weight_low, weight_high])",
@@ -32,7 +32,7 @@ std::vector<ParamDecl> with_common(std::vector<ParamDecl> params) {
   return params;
 }
 
-const ParamDecl kSeparation{"separation", "float",
+const runtime::ParamDecl kSeparation{"separation", "float",
                             "how far the true class's score sits above the noise (larger: easier)", 1.5, {}};
 
 std::vector<GeneratorSpec> make_specs() {
@@ -107,7 +107,7 @@ std::vector<GeneratorSpec> make_specs() {
 }
 
 void require(bool ok, const std::string& field, const std::string& message) {
-  if (!ok) throw FieldError(field, message);
+  if (!ok) throw runtime::FieldError(field, message);
 }
 
 // Range checks beyond types and choices.
@@ -431,9 +431,9 @@ std::vector<std::string> generator_names() {
 json resolve_generator_params(const std::string& generator, const json& params) {
   const auto* spec = find_generator(generator);
   if (!spec)
-    throw FieldError("", "unknown data generator '" + generator + "'" + did_you_mean(generator, generator_names()) +
-                             " (known: " + quoted_list(generator_names()) + ")");
-  auto resolved = resolve_declared_params("generator '" + generator + "'", spec->params, params);
+    throw runtime::FieldError("", "unknown data generator '" + generator + "'" + runtime::did_you_mean(generator, generator_names()) +
+                             " (known: " + runtime::quoted_list(generator_names()) + ")");
+  auto resolved = runtime::resolve_declared_params("generator '" + generator + "'", spec->params, params);
   check_ranges(generator, resolved);
   return resolved;
 }

@@ -31,21 +31,21 @@ std::string rank_list(const std::vector<int>& ranks) {
 
 // A rank that left its script on an error while others waited in a collective: the classic
 // "raises alone" desync (PyTorch-Ignite #1242). Returns the diagnosis, or empty.
-std::string raised_alone(const VariantRun& run, int& blamed) {
+std::string raised_alone(const runtime::JobResult& run, int& blamed) {
   std::vector<int> raisers, waiters;
   std::string raised_what;
   for (const auto& r : run.ranks) {
-    if (r.state == RankState::Finished && r.result.is_object() && r.result.contains("error") &&
+    if (r.state == runtime::RankState::Finished && r.result.is_object() && r.result.contains("error") &&
         !r.result.at("error").is_null()) {
       const auto& e = r.result.at("error");
       if (raisers.empty())
         raised_what = e.value("type", "an error") + " at " + e.value("op", "a step") + " (script step " +
                       std::to_string(e.value("step", -1) + 1) + "): " + e.value("message", "");
       raisers.push_back(r.rank);
-    } else if (r.state == RankState::Raised && r.error_type != "CollectiveError") {
+    } else if (r.state == runtime::RankState::Raised && r.error_type != "CollectiveError") {
       if (raisers.empty()) raised_what = r.error_type + ": " + r.error;
       raisers.push_back(r.rank);
-    } else if (r.state == RankState::TimedOut || r.state == RankState::Stuck || r.state == RankState::Ended) {
+    } else if (r.state == runtime::RankState::TimedOut || r.state == runtime::RankState::Stuck || r.state == runtime::RankState::Ended) {
       waiters.push_back(r.rank);
     }
   }
@@ -65,7 +65,7 @@ std::string raised_alone(const VariantRun& run, int& blamed) {
   return out.str();
 }
 
-std::string rank_state_lines(const VariantRun& run) {
+std::string rank_state_lines(const runtime::JobResult& run) {
   std::ostringstream out;
   for (const auto& r : run.ranks) {
     out << "  rank " << r.rank << " (pid " << r.pid << "): " << to_string(r.state);
@@ -74,7 +74,7 @@ std::string rank_state_lines(const VariantRun& run) {
     if (!r.how_died.empty()) out << ", " << r.how_died;
     if (!r.error.empty()) out << ": " << first_line(r.error);
     out << "\n";
-    if (!r.log_tail.empty() && (r.state == RankState::Crashed || r.state == RankState::Raised)) {
+    if (!r.log_tail.empty() && (r.state == runtime::RankState::Crashed || r.state == runtime::RankState::Raised)) {
       std::istringstream tail(r.log_tail);
       for (std::string line; std::getline(tail, line);) out << "      | " << line << "\n";
     }
@@ -82,10 +82,10 @@ std::string rank_state_lines(const VariantRun& run) {
   return out.str();
 }
 
-PropertyResult no_hang_result(const VariantRun& run, double deadline) {
+PropertyResult no_hang_result(const runtime::JobResult& run, double deadline) {
   PropertyResult p;
   p.name = "no_hang";
-  if (run.status == RunStatus::Hang) {
+  if (run.status == runtime::RunStatus::Hang) {
     p.outcome = Outcome::Fail;
     p.message = "no_hang failed: the variant did not finish within its deadline (" + std::to_string(deadline) + " s)";
   } else {
@@ -110,8 +110,8 @@ bool error_matches_reference(const StepError& error, const RankObservation& obs,
 
 }  // namespace
 
-VariantRequest make_variant_request(const Scenario& scenario, const Variant& variant, double deadline_seconds) {
-  VariantRequest request;
+runtime::Job make_variant_request(const Scenario& scenario, const Variant& variant, double deadline_seconds) {
+  runtime::Job request;
   request.id = variant.id;
   request.task = kScenarioTask;
   request.params = {{"scenario", scenario.to_json()}, {"shard", variant.shard}, {"placement", variant.placement}};
@@ -147,11 +147,11 @@ const Dataset& Engine::data_for(const Scenario& scenario) {
   return it->second;
 }
 
-Verdict Engine::run(const Scenario& scenario, const Variant& variant, VariantRunner& runner) {
+Verdict Engine::run(const Scenario& scenario, const Variant& variant, runtime::JobRunner& runner) {
   if (variant.skip) return skip_verdict(variant);
   const double deadline = options_.deadline_seconds.value_or(scenario.deadline_seconds);
   const auto start = Clock::now();
-  VariantRun run;
+  runtime::JobResult run;
   try {
     run = runner.run(make_variant_request(scenario, variant, deadline));
   } catch (const std::exception& e) {
@@ -168,16 +168,16 @@ Verdict Engine::run(const Scenario& scenario, const Variant& variant, VariantRun
   return v;
 }
 
-Verdict Engine::judge(const Scenario& scenario, const Variant& variant, const VariantRun& run) {
+Verdict Engine::judge(const Scenario& scenario, const Variant& variant, const runtime::JobResult& run) {
   const double deadline = options_.deadline_seconds.value_or(scenario.deadline_seconds);
   Verdict v;
   v.variant = variant;
   v.seconds = run.seconds;
 
-  if (run.status == RunStatus::Crash || run.status == RunStatus::Hang) {
+  if (run.status == runtime::RunStatus::Crash || run.status == runtime::RunStatus::Hang) {
     int blamed = run.blamed_rank;
-    std::string ours = run.status == RunStatus::Hang ? raised_alone(run, blamed) : std::string();
-    v.outcome = run.status == RunStatus::Crash ? Outcome::Crash : Outcome::Hang;
+    std::string ours = run.status == runtime::RunStatus::Hang ? raised_alone(run, blamed) : std::string();
+    v.outcome = run.status == runtime::RunStatus::Crash ? Outcome::Crash : Outcome::Hang;
     std::ostringstream diag;
     if (!ours.empty()) diag << ours << "\n";
     if (!run.diagnosis.empty()) diag << run.diagnosis << "\n";
@@ -185,7 +185,7 @@ Verdict Engine::judge(const Scenario& scenario, const Variant& variant, const Va
     v.diagnosis = diag.str();
     if (!v.diagnosis.empty() && v.diagnosis.back() == '\n') v.diagnosis.pop_back();
     std::string summary = first_line(!ours.empty() ? ours : run.diagnosis);
-    if (summary.empty()) summary = run.status == RunStatus::Crash ? "a rank died" : "the variant did not finish in time";
+    if (summary.empty()) summary = run.status == runtime::RunStatus::Crash ? "a rank died" : "the variant did not finish in time";
     v.reason = (blamed >= 0 ? "rank " + std::to_string(blamed) + " to blame: " : std::string()) + summary;
     v.properties.push_back(no_hang_result(run, deadline));
     return v;
@@ -195,7 +195,7 @@ Verdict Engine::judge(const Scenario& scenario, const Variant& variant, const Va
   std::vector<RankObservation> observations;
   std::vector<std::string> problems;
   for (const auto& r : run.ranks) {
-    if (r.state != RankState::Finished) {
+    if (r.state != runtime::RankState::Finished) {
       problems.push_back("rank " + std::to_string(r.rank) + " " + to_string(r.state) + ": " +
                          (r.error_type.empty() ? "" : r.error_type + ": ") + first_line(r.error));
       continue;
@@ -206,7 +206,7 @@ Verdict Engine::judge(const Scenario& scenario, const Variant& variant, const Va
       problems.push_back("rank " + std::to_string(r.rank) + " returned an unreadable observation: " + e.what());
     }
   }
-  if (!problems.empty() || run.status == RunStatus::Error || observations.size() != static_cast<std::size_t>(variant.world_size)) {
+  if (!problems.empty() || run.status == runtime::RunStatus::Error || observations.size() != static_cast<std::size_t>(variant.world_size)) {
     v.outcome = Outcome::Error;
     if (problems.empty()) problems.push_back(run.diagnosis.empty() ? "the ranks did not all report" : first_line(run.diagnosis));
     v.reason = problems.front();
@@ -274,7 +274,7 @@ Verdict Engine::judge(const Scenario& scenario, const Variant& variant, const Va
 
 // --- LocalPools ------------------------------------------------------------------------------
 
-LocalPools::LocalPools(PoolOptions base, std::size_t max_pools) : base_(std::move(base)), max_pools_(std::max<std::size_t>(max_pools, 1)) {}
+LocalPools::LocalPools(runtime::PoolOptions base, std::size_t max_pools) : base_(std::move(base)), max_pools_(std::max<std::size_t>(max_pools, 1)) {}
 
 LocalPools::~LocalPools() { clear(); }
 
@@ -282,7 +282,7 @@ void LocalPools::clear() {
   while (!pools_.empty()) pools_.pop_back();  // ends the workers
 }
 
-VariantRunner& LocalPools::runner_for(const Variant& variant) {
+runtime::JobRunner& LocalPools::runner_for(const Variant& variant) {
   const std::string launch = variant.backend == "mpi" ? "mpirun" : "direct";
   const std::string key = launch + "/" + std::to_string(variant.world_size);
   for (auto it = pools_.begin(); it != pools_.end(); ++it) {
@@ -291,10 +291,10 @@ VariantRunner& LocalPools::runner_for(const Variant& variant) {
     return *pools_.back().second;
   }
   while (pools_.size() >= max_pools_) pools_.erase(pools_.begin());
-  PoolOptions options = base_;
+  runtime::PoolOptions options = base_;
   options.world_size = variant.world_size;
   options.launch = launch;
-  pools_.emplace_back(key, std::make_unique<RankPool>(options));
+  pools_.emplace_back(key, std::make_unique<runtime::RankPool>(options));
   ++started_;
   return *pools_.back().second;
 }

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "distmetrics/harness/backends.h"
+#include "distmetrics/runtime/backends.h"
 
 namespace distmetrics::harness {
 
@@ -62,10 +62,10 @@ const std::vector<std::string>& backend_names() {
 
 std::optional<std::string> skip_reason(const std::string& placement, const std::string& backend, int world_size,
                                        int gpus_available) {
-  const auto built = compiled_backends();
+  const auto built = runtime::compiled_backends();
   const std::string comm_device = comm_device_for(placement, backend);
   if (std::find(built.begin(), built.end(), backend) == built.end())
-    return backend_unavailable_reason(backend, comm_device, world_size);
+    return runtime::backend_unavailable_reason(backend, comm_device, world_size);
   const int needed = gpus_needed(placement, backend, world_size);
   if (needed > gpus_available) {
     if (backend == "nccl") {
@@ -75,7 +75,7 @@ std::optional<std::string> skip_reason(const std::string& placement, const std::
     return "needs " + std::to_string(needed) + " GPU" + (needed == 1 ? "" : "s") + " (placement " + placement +
            " at world size " + std::to_string(world_size) + "), " + std::to_string(gpus_available) + " visible";
   }
-  return backend_unavailable_reason(backend, comm_device, world_size);
+  return runtime::backend_unavailable_reason(backend, comm_device, world_size);
 }
 
 }  // namespace distmetrics::harness

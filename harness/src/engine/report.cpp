@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 #include <ctime>
+#include <filesystem>
+#include <fstream>
 #include <iomanip>
 #include <map>
 #include <sstream>
@@ -230,6 +232,19 @@ std::string now_iso8601() {
   char buffer[32];
   std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", &utc);
   return buffer;
+}
+
+bool write_report_file(const std::string& path, const std::string& text, std::ostream& err) {
+  std::error_code ec;
+  const std::filesystem::path p(path);
+  if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path(), ec);
+  std::ofstream file(path, std::ios::binary);
+  file << text;
+  if (!file) {
+    err << "distmetrics: cannot write " << path << "\n";
+    return false;
+  }
+  return true;
 }
 
 }  // namespace distmetrics::harness

@@ -14,7 +14,7 @@
 
 #include "distmetrics/harness/metric_catalog.h"
 #include "distmetrics/metrics/errors.h"
-#include "distmetrics/harness/names.h"
+#include "distmetrics/runtime/text.h"
 #include "distmetrics/harness/shard.h"
 #include "distmetrics/harness/placement.h"
 #include "toml_json.h"
@@ -79,8 +79,8 @@ class Loader {
       std::string where = path.empty() ? "at the top level" : "in [" + path + "]";
       diagnostics_.push_back({file_, static_cast<int>(key.source().begin.line),
                               static_cast<int>(key.source().begin.column), join_path(path, k),
-                              "unknown field '" + k + "' " + where + did_you_mean(k, known) + " (known: " +
-                                  quoted_list(known) + ")"});
+                              "unknown field '" + k + "' " + where + runtime::did_you_mean(k, known) + " (known: " +
+                                  runtime::quoted_list(known) + ")"});
     }
   }
 
@@ -175,8 +175,8 @@ class Loader {
       }
       const std::string s = item.as_string()->get();
       if (known && std::find(known->begin(), known->end(), s) == known->end()) {
-        error(&item, item_path, "unknown " + what + " '" + s + "'" + did_you_mean(s, *known) + " (known: " +
-                                    quoted_list(*known) + ")");
+        error(&item, item_path, "unknown " + what + " '" + s + "'" + runtime::did_you_mean(s, *known) + " (known: " +
+                                    runtime::quoted_list(*known) + ")");
         ok = false;
         continue;
       }
@@ -325,7 +325,7 @@ void validate_metric(Loader& L, const toml::table& root, Scenario& s, const toml
   if (!registry) {
     const auto names = MetricCatalog::instance().metric_names();
     L.error_at(L.line_of(metric_table, "name"), "metric.name",
-               "unknown metric '" + *name + "'" + did_you_mean(*name, names) + " (known: " + quoted_list(names) + ")");
+               "unknown metric '" + *name + "'" + runtime::did_you_mean(*name, names) + " (known: " + runtime::quoted_list(names) + ")");
     return;
   }
   json given = params_table ? toml_to_json(*params_table) : json::object();
@@ -339,8 +339,8 @@ void validate_metric(Loader& L, const toml::table& root, Scenario& s, const toml
       if (std::find(known.begin(), known.end(), k) != known.end()) continue;
       unknown = true;
       L.error_at(static_cast<int>(key.source().begin.line), "metric.params." + k,
-                 "metric '" + *name + "' has no parameter '" + k + "'" + did_you_mean(k, known) +
-                     (known.empty() ? " (it takes none)" : " (it takes " + quoted_list(known) + ")"));
+                 "metric '" + *name + "' has no parameter '" + k + "'" + runtime::did_you_mean(k, known) +
+                     (known.empty() ? " (it takes none)" : " (it takes " + runtime::quoted_list(known) + ")"));
     }
   }
   if (unknown) return;
@@ -385,19 +385,19 @@ void validate_data(Loader& L, Scenario& s, const toml::table* data, bool& data_o
   if (dtype && *dtype != "float32" && *dtype != "float64") {
     L.error_at(L.line_of(data, "dtype"), "data.dtype",
                "'data.dtype' must be 'float32' or 'float64', got '" + *dtype + "'" +
-                   did_you_mean(*dtype, {"float32", "float64"}));
+                   runtime::did_you_mean(*dtype, {"float32", "float64"}));
     ok = false;
   }
   if (!generator) return;
   if (!find_generator(*generator)) {
     L.error_at(L.line_of(data, "generator"), "data.generator",
-               "unknown data generator '" + *generator + "'" + did_you_mean(*generator, generator_names()) +
-                   " (known: " + quoted_list(generator_names()) + ")");
+               "unknown data generator '" + *generator + "'" + runtime::did_you_mean(*generator, generator_names()) +
+                   " (known: " + runtime::quoted_list(generator_names()) + ")");
     return;
   }
   try {
     s.data.params = resolve_generator_params(*generator, params ? toml_to_json(*params) : json::object());
-  } catch (const FieldError& e) {
+  } catch (const runtime::FieldError& e) {
     const int line = params && !e.field().empty() && params->contains(e.field()) ? L.line_of(params, e.field())
                      : params                                                      ? L.line_of(params, "")
                                                                                    : L.line_of(data, "generator");
@@ -497,7 +497,7 @@ void validate_expectations(Loader& L, Scenario& s, const toml::table& root, cons
     const auto& known = expected_error_names();
     if (std::find(known.begin(), known.end(), *error) == known.end()) {
       L.error_at(L.line_of(expect, "error"), "expect.error",
-                 "unknown error type '" + *error + "'" + did_you_mean(*error, known) + " (known: " + quoted_list(known) + ")");
+                 "unknown error type '" + *error + "'" + runtime::did_you_mean(*error, known) + " (known: " + runtime::quoted_list(known) + ")");
     } else {
       s.expect.error = *error;
     }
@@ -608,7 +608,7 @@ LoadResult load_scenario_text(const std::string& text, const std::string& path, 
     if (*mode != "global" && *mode != "per_step")
       L.error_at(L.line_of(&root, "single_process"), "single_process",
                  "'single_process' must be 'global' or 'per_step', got '" + *mode + "'" +
-                     did_you_mean(*mode, {"global", "per_step"}));
+                     runtime::did_you_mean(*mode, {"global", "per_step"}));
     else
       s.single_process = *mode;
   }

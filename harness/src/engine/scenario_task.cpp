@@ -11,7 +11,7 @@
 #include <chrono>
 
 #include "distmetrics/harness/engine.h"
-#include "distmetrics/harness/errors.h"
+#include "distmetrics/runtime/errors.h"
 #include "distmetrics/harness/metric_catalog.h"
 #include "distmetrics/harness/observation.h"
 #include "distmetrics/harness/placement.h"
@@ -43,9 +43,9 @@ const bool registered = [] {
 
 }  // namespace
 
-void register_scenario_task() { TaskRegistry::instance().add(kScenarioTask, run_scenario_variant_task); }
+void register_scenario_task() { runtime::TaskRegistry::instance().add(kScenarioTask, run_scenario_variant_task); }
 
-nlohmann::json run_scenario_variant_task(TaskContext& ctx) {
+nlohmann::json run_scenario_variant_task(runtime::TaskContext& ctx) {
   const auto start = Clock::now();
   const Scenario scenario = Scenario::from_json(ctx.params.at("scenario"));
   const std::string shard = ctx.params.at("shard");
@@ -101,7 +101,7 @@ nlohmann::json run_scenario_variant_task(TaskContext& ctx) {
           const auto t0 = Clock::now();
           try {
             record.result.value = metric->compute().to_json();
-          } catch (const CollectiveError&) {
+          } catch (const runtime::CollectiveError&) {
             throw;
           } catch (const std::exception& e) {
             record.result.error_type = exception_type_name(e);
@@ -121,7 +121,7 @@ nlohmann::json run_scenario_variant_task(TaskContext& ctx) {
       }
       if (step == -2) break;
     }
-  } catch (const CollectiveError&) {
+  } catch (const runtime::CollectiveError&) {
     throw;
   } catch (const std::exception& e) {
     obs.error = StepError{step, op, exception_type_name(e), error_text(e)};

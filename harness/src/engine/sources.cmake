@@ -1,13 +1,12 @@
 # The scenario engine (scenario files, data, shards, placements, checks, reports).
 list(APPEND DISTMETRICS_HARNESS_SOURCES
-  src/engine/names.cpp
-  src/engine/params.cpp
   src/engine/data.cpp
   src/engine/shard.cpp
   src/engine/placement.cpp
   src/engine/script.cpp
   src/engine/metric_catalog.cpp
   src/engine/scenario.cpp
+  src/engine/scenario_files.cpp
   src/engine/compare.cpp
   src/engine/observation.cpp
   src/engine/check.cpp
@@ -19,3 +18,6 @@ list(APPEND DISTMETRICS_HARNESS_SOURCES
   src/engine/engine.cpp)
 # toml++ (header-only) is used only inside the engine's sources.
 list(APPEND DISTMETRICS_HARNESS_PRIVATE_LINK distmetrics_dep_toml)
+# Where an installed distmetrics finds its scenario library when no path is given.
+set_source_files_properties(src/engine/scenario_files.cpp PROPERTIES COMPILE_DEFINITIONS
+  DISTMETRICS_INSTALLED_SCENARIOS="${CMAKE_INSTALL_FULL_DATADIR}/distmetrics/scenarios")

@@ -1,5 +1,5 @@
 // Property checkers: each judges a variant's observations against the single-process reference
-// (DESIGN.md, "Properties"). One small function per property; check_properties runs the ones
+// (docs/design.md, "Properties"). One small function per property; check_properties runs the ones
 // the scenario lists and applies its expected failures.
 //
 // Which compute each property judges follows from its place in the script (script.h):

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "distmetrics/harness/params.h"
+#include "distmetrics/runtime/params.h"
 #include "distmetrics/metrics/batch.h"
 
 namespace distmetrics::harness {
@@ -19,7 +19,7 @@ namespace distmetrics::harness {
 struct GeneratorSpec {
   std::string name;         // "multiclass"
   std::string description;  // what input/target/weight it produces (shapes, dtypes, ranges)
-  std::vector<ParamDecl> params;
+  std::vector<runtime::ParamDecl> params;
 };
 
 // Every generator, with its parameters (the ones every generator takes, for sample weights,
@@ -28,7 +28,7 @@ const std::vector<GeneratorSpec>& data_generators();
 const GeneratorSpec* find_generator(const std::string& name);
 std::vector<std::string> generator_names();
 
-// Checks and completes a generator's parameters (throws FieldError naming the parameter).
+// Checks and completes a generator's parameters (throws runtime::FieldError naming the parameter).
 nlohmann::json resolve_generator_params(const std::string& generator, const nlohmann::json& params);
 
 struct DataSpec {

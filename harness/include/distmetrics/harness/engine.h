@@ -2,7 +2,7 @@
 //
 //   Engine engine;
 //   LocalPools pools;                              // rank pools, reused across variants
-//   for (const auto& v : expand_variants(scenario, visible_gpu_count()))
+//   for (const auto& v : expand_variants(scenario, runtime::visible_gpu_count()))
 //     Verdict verdict = engine.run(scenario, v, pools.runner_for(v));
 //
 // Each variant runs the "scenario_variant" task on every rank (a fresh process group per
@@ -21,25 +21,25 @@
 
 #include "distmetrics/harness/check.h"
 #include "distmetrics/harness/data.h"
-#include "distmetrics/harness/rank_pool.h"
+#include "distmetrics/runtime/rank_pool.h"
 #include "distmetrics/harness/scenario.h"
 #include "distmetrics/harness/shard.h"
-#include "distmetrics/harness/task.h"
+#include "distmetrics/runtime/task.h"
 #include "distmetrics/harness/variant.h"
-#include "distmetrics/harness/variant_run.h"
+#include "distmetrics/runtime/job.h"
 #include "distmetrics/harness/verdict.h"
 
 namespace distmetrics::harness {
 
-// The task every rank runs for a variant; registered with the TaskRegistry as "scenario_variant".
+// The task every rank runs for a variant; registered with the runtime::TaskRegistry as "scenario_variant".
 constexpr const char* kScenarioTask = "scenario_variant";
 // The task body (exposed for tests that run it in-process): returns a RankObservation as JSON.
-nlohmann::json run_scenario_variant_task(TaskContext& ctx);
+nlohmann::json run_scenario_variant_task(runtime::TaskContext& ctx);
 // Registers the task (idempotent; also done when the library loads).
 void register_scenario_task();
 
 // The request the engine sends for a variant.
-VariantRequest make_variant_request(const Scenario& scenario, const Variant& variant, double deadline_seconds);
+runtime::Job make_variant_request(const Scenario& scenario, const Variant& variant, double deadline_seconds);
 
 // The shard plan of a variant, as both the ranks and the supervisor build it (step-synchronous
 // for single_process = "per_step").
@@ -75,10 +75,10 @@ class Engine {
 
   // Runs and judges one variant. Never throws for a failing metric or runner: every outcome
   // (skip, pass, fail, hang, crash, error) is a verdict.
-  Verdict run(const Scenario& scenario, const Variant& variant, VariantRunner& runner);
+  Verdict run(const Scenario& scenario, const Variant& variant, runtime::JobRunner& runner);
 
   // Judges a finished run (exposed for tests): observations are in run.ranks[r].result.
-  Verdict judge(const Scenario& scenario, const Variant& variant, const VariantRun& run);
+  Verdict judge(const Scenario& scenario, const Variant& variant, const runtime::JobResult& run);
 
  private:
   const Dataset& data_for(const Scenario& scenario);
@@ -91,17 +91,17 @@ class Engine {
 // recently used one is ended first).
 class LocalPools {
  public:
-  explicit LocalPools(PoolOptions base = {}, std::size_t max_pools = 2);
+  explicit LocalPools(runtime::PoolOptions base = {}, std::size_t max_pools = 2);
   ~LocalPools();
-  VariantRunner& runner_for(const Variant& variant);
+  runtime::JobRunner& runner_for(const Variant& variant);
   void clear();  // ends every pool
   int pools_started() const { return started_; }
 
  private:
-  PoolOptions base_;
+  runtime::PoolOptions base_;
   std::size_t max_pools_;
   int started_ = 0;
-  std::vector<std::pair<std::string, std::unique_ptr<RankPool>>> pools_;  // most recent last
+  std::vector<std::pair<std::string, std::unique_ptr<runtime::RankPool>>> pools_;  // most recent last
 };
 
 }  // namespace distmetrics::harness

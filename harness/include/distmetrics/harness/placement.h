@@ -32,7 +32,7 @@ int gpus_needed(const std::string& placement, const std::string& backend, int wo
 std::string comm_device_for(const std::string& placement, const std::string& backend);
 
 // Why the variant cannot run here (backend not built or unusable, too few GPUs for the
-// placement), or nullopt. `gpus_available`: visible_gpu_count() (backends.h) on this machine.
+// placement), or nullopt. `gpus_available`: runtime::visible_gpu_count() (backends.h) on this machine.
 std::optional<std::string> skip_reason(const std::string& placement, const std::string& backend, int world_size,
                                        int gpus_available);
 

@@ -45,6 +45,9 @@ std::string junit_report(const std::vector<Verdict>& verdicts, double seconds);
 // 4 a crash. The highest priority wins: 2 > 4 > 3 > 1.
 int exit_code(const std::vector<Verdict>& verdicts, bool bad_input);
 
+// Writes a report file, creating its folder; false, with a message on `err`, when it cannot.
+bool write_report_file(const std::string& path, const std::string& text, std::ostream& err);
+
 // Now, as ISO-8601 UTC ("2024-05-01T12:00:00Z").
 std::string now_iso8601();
 

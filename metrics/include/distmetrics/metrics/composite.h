@@ -65,7 +65,7 @@ class CompositeMetric : public Metric {
   void reset() override;
   void update(const Batch& batch) override;
   Value compute() override;
-  void set_communicator(harness::Communicator* comm) override;
+  void set_communicator(runtime::Communicator* comm) override;
   void to(c10::Device device) override;
   c10::Device device() const override { return device_; }
   // The operands' digests, in operand order (empty when an operand cannot tell).

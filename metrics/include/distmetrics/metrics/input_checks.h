@@ -7,11 +7,11 @@
 #include <cstdint>
 #include <string>
 
-#include "distmetrics/harness/comm.h"
+#include "distmetrics/runtime/comm.h"
 
 namespace distmetrics::metrics::checks {
 
-using harness::dtype_name;                         // "float64", "int64", "bool", ...
+using runtime::dtype_name;                         // "float64", "int64", "bool", ...
 std::string shape_string(at::IntArrayRef shape);   // "[8, 5]"
 std::string describe(const at::Tensor& t);         // "float32 [8, 5]", or "nothing" when undefined
 std::string number_string(double v);               // shortest exact-enough form: "0.5", "1e-06", "nan"

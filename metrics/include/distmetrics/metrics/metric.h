@@ -1,7 +1,7 @@
 // Metric: the interface every metric implements, the reference ones and third-party plugins
 // alike. The harness judges behaviour through this interface only.
 //
-// Contract (DESIGN.md, Metric):
+// Contract (docs/design.md, Metric):
 // - update() is local: it never communicates.
 // - compute() syncs *copies* of the state through the communicator and leaves the local state
 //   untouched: compute(); compute(); agree, and update/compute/update/compute counts every
@@ -17,7 +17,7 @@
 #include "distmetrics/metrics/batch.h"
 #include "distmetrics/metrics/value.h"
 
-namespace distmetrics::harness {
+namespace distmetrics::runtime {
 class Communicator;
 }
 
@@ -34,7 +34,7 @@ class Metric {
 
   // The communicator compute() syncs through; nullptr (the default) means single process.
   // Not owned: the harness builds a fresh one per variant and outlives the metric's use of it.
-  virtual void set_communicator(harness::Communicator* comm) = 0;
+  virtual void set_communicator(runtime::Communicator* comm) = 0;
 
   // Where the metric keeps its state. Inputs on another device are moved to it.
   virtual void to(c10::Device device) = 0;

@@ -6,7 +6,7 @@
 // - compute() syncs COPIES of the states and passes them to compute_from(); local state is never
 //   overwritten, so compute(); compute(); agree and update/compute/update/compute counts every
 //   sample once.
-// - All states sharing a reduction travel in ONE Communicator::all_reduce call, which coalesces
+// - All states sharing a reduction travel in ONE runtime::Communicator::all_reduce call, which coalesces
 //   them per dtype: a compute issues one collective per (reduction, dtype) group, plus, when the
 //   metric has gather states, one shape exchange and one all_gather per dtype for all of them.
 // - Gather states hold any number of rows on each rank, zero included.
@@ -60,8 +60,8 @@ class StatefulMetric : public Metric {
   void update(const Batch& batch) override;
   Value compute() override;
 
-  void set_communicator(harness::Communicator* comm) override { comm_ = comm; }
-  harness::Communicator* communicator() const { return comm_; }
+  void set_communicator(runtime::Communicator* comm) override { comm_ = comm; }
+  runtime::Communicator* communicator() const { return comm_; }
   void to(c10::Device device) override;
   c10::Device device() const override { return device_; }
 
@@ -125,7 +125,7 @@ class StatefulMetric : public Metric {
 
   std::string name_;
   c10::Device device_{c10::kCPU};
-  harness::Communicator* comm_ = nullptr;
+  runtime::Communicator* comm_ = nullptr;
   std::vector<State> states_;  // in declaration order
 };
 

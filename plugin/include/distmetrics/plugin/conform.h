@@ -4,7 +4,7 @@
 //                       [--deadline S] [--json F] [--junit F] [--markdown F] [--quiet]
 //
 // Runs every scenario whose metric the plugin provides, with the plugin's metric on every rank,
-// and checks every property of the scenario (DESIGN.md) plus agrees_with_reference: on every
+// and checks every property of the scenario (docs/design.md) plus agrees_with_reference: on every
 // variant, every rank's every compute equals the reference implementation's single-process
 // result on the same data, within the scenario's tolerance. The plugin's own single-process
 // runs happen on a helper worker, never in this process, so a plugin that throws, crashes,
@@ -23,7 +23,7 @@
 
 #include "distmetrics/harness/check.h"
 #include "distmetrics/harness/data.h"
-#include "distmetrics/harness/rank_pool.h"
+#include "distmetrics/runtime/rank_pool.h"
 #include "distmetrics/harness/scenario.h"
 #include "distmetrics/harness/shard.h"
 #include "distmetrics/harness/variant.h"
@@ -50,7 +50,7 @@ int run_conform(const ConformOptions& options, std::ostream& out, std::ostream& 
 
 // Makes this process able to conform plugins and to serve as their rank worker: the resolver
 // of qualified metric names (catalog.h), the helper task, and the `conform` command of the CLI.
-// Call it first in main(), before run_worker_if_requested(). Idempotent.
+// Call it first in main(), before runtime::run_worker_if_requested(). Idempotent.
 void register_plugin_support();
 
 // --- The parts, exposed for tests ----------------------------------------------------------
@@ -85,7 +85,7 @@ class RemoteReference {
  private:
   std::optional<double> deadline_seconds_;
   std::string backend_;
-  std::unique_ptr<harness::RankPool> pool_;
+  std::unique_ptr<runtime::RankPool> pool_;
 };
 
 // agrees_with_reference on one variant: `reference` is the scenario as written (the reference

@@ -24,7 +24,7 @@
 #include <exception>
 
 #include "distmetrics/build_config.h"  // DISTMETRICS_VERSION of these headers
-#include "distmetrics/harness/comm.h"
+#include "distmetrics/runtime/comm.h"
 #include "distmetrics/metrics/batch.h"
 #include "distmetrics/metrics/errors.h"
 #include "distmetrics/metrics/metric.h"

@@ -7,7 +7,7 @@
 //     auto work = group->allreduce(tensors);
 //     if (!work->wait(std::chrono::seconds(30))) throw std::runtime_error("allreduce timed out");
 //   } else {
-//     comm->all_reduce(tensors, distmetrics::harness::ReduceOp::Sum);  // mpi, single process
+//     comm->all_reduce(tensors, distmetrics::runtime::ReduceOp::Sum);  // mpi, single process
 //   }
 //
 // Collectives issued on the group directly bypass the communicator's deadlines and its trace:
@@ -16,7 +16,7 @@
 #pragma once
 
 #include "distmetrics/build_config.h"
-#include "distmetrics/harness/comm.h"
+#include "distmetrics/runtime/comm.h"
 
 #if DISTMETRICS_HAVE_GLOO
 #ifndef USE_C10D_GLOO
@@ -36,7 +36,7 @@ namespace distmetrics::plugin {
 // The communicator's process group as a `Group`, or null when it runs on another kind (or on
 // none: mpi, single process).
 template <class Group>
-c10::intrusive_ptr<Group> process_group_as(const harness::Communicator& comm) {
+c10::intrusive_ptr<Group> process_group_as(const runtime::Communicator& comm) {
   const auto erased = comm.process_group();
   auto* group = dynamic_cast<Group*>(erased.get());
   if (!group) return {};
@@ -45,14 +45,14 @@ c10::intrusive_ptr<Group> process_group_as(const harness::Communicator& comm) {
 
 #if DISTMETRICS_HAVE_GLOO
 // The c10d::ProcessGroupGloo of a gloo communicator; null for other backends.
-inline c10::intrusive_ptr<c10d::ProcessGroupGloo> gloo_process_group(const harness::Communicator& comm) {
+inline c10::intrusive_ptr<c10d::ProcessGroupGloo> gloo_process_group(const runtime::Communicator& comm) {
   return process_group_as<c10d::ProcessGroupGloo>(comm);
 }
 #endif
 
 #if DISTMETRICS_HAVE_NCCL
 // The c10d::ProcessGroupNCCL of an nccl communicator; null for other backends.
-inline c10::intrusive_ptr<c10d::ProcessGroupNCCL> nccl_process_group(const harness::Communicator& comm) {
+inline c10::intrusive_ptr<c10d::ProcessGroupNCCL> nccl_process_group(const runtime::Communicator& comm) {
   return process_group_as<c10d::ProcessGroupNCCL>(comm);
 }
 #endif

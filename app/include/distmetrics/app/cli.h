@@ -1,0 +1,32 @@
+// The distmetrics command line (docs/cli.md, docs/cli-contract.md):
+//   distmetrics list     [PATHS...] [SELECTION] [--json]
+//   distmetrics validate [PATHS...]
+//   distmetrics run      [PATHS...] [SELECTION] [--deadline SECONDS] [--launcher local|mpi|env]
+//                        [--json FILE] [--junit FILE] [--quiet]
+//   distmetrics conform  --plugin PATH [--metric NAME]... [PATHS...] [SELECTION] ...
+//   SELECTION: [--backend B[,B..]] [--world-sizes 1,2,4] [--shard S[,S..]] [--placement P[,P..]]
+//              [--filter GLOB]...
+// The top layer: it parses flags and calls the harness and the plugin host; no checking or
+// running logic lives here.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "distmetrics/harness/variant.h"
+
+namespace CLI {
+class App;
+}
+
+namespace distmetrics::app {
+
+// Runs one command; returns the exit code (0 ok, 1 a property failed or an error outcome,
+// 2 bad input, 3 a hang, 4 a crash). `argv[0]` is the program name.
+int cli_main(int argc, char** argv, std::ostream& out, std::ostream& err);
+
+// PATHS and the SELECTION flags, as `list`, `run` and `conform` take them.
+void add_selection_options(CLI::App& command, std::vector<std::string>& paths, harness::Selection& selection);
+
+}  // namespace distmetrics::app

@@ -1,0 +1,272 @@
+#include "distmetrics/app/cli.h"
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <ostream>
+#include <sstream>
+
+#include "conform_command.h"
+#include "distmetrics/harness/engine.h"
+#include "distmetrics/harness/report.h"
+#include "distmetrics/harness/scenario_files.h"
+#include "distmetrics/harness/variant.h"
+#include "distmetrics/plugin/conform.h"
+#include "distmetrics/runtime/peer_runner.h"
+
+namespace distmetrics::app {
+namespace {
+
+using namespace harness;  // the CLI is a thin layer over the scenario engine
+
+constexpr int kBadInput = 2;
+
+struct Options {
+  std::vector<std::string> paths;
+  Selection selection;
+  bool json = false;
+  std::optional<double> deadline;
+  std::string launcher;  // empty: the launcher that started this process, else local
+  std::string json_file, junit_file;
+  bool quiet = false;
+};
+
+void add_selection(CLI::App* cmd, Options& o) { add_selection_options(*cmd, o.paths, o.selection); }
+
+int cmd_validate(const Options& o, std::ostream& out) {
+  const auto loaded = load_scenarios(o.paths);
+  print_scenario_diagnostics(loaded.diagnostics, out);
+  std::map<std::string, int> bad_files;
+  for (const auto& d : loaded.diagnostics) ++bad_files[d.file];
+  out << "distmetrics: " << loaded.files << " scenario file(s): " << loaded.scenarios.size() << " valid, "
+      << bad_files.size() << " with errors (" << loaded.diagnostics.size() << " error(s))\n";
+  return loaded.diagnostics.empty() && loaded.files > 0 ? 0 : kBadInput;
+}
+
+int cmd_list(const Options& o, std::ostream& out, std::ostream& err) {
+  const auto loaded = load_scenarios(o.paths);
+  print_scenario_diagnostics(loaded.diagnostics, err);
+  const auto variants = selected_variants(loaded, o.selection);
+  if (o.json) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& entry : variants) list.push_back(entry.second.to_json());
+    out << list.dump(2) << "\n";
+  } else {
+    for (const auto& entry : variants) out << entry.second.id << "\n";
+  }
+  return loaded.diagnostics.empty() ? 0 : kBadInput;
+}
+
+// Everything a run needs before it starts: the selected variants, or an exit code.
+struct Plan {
+  LoadedScenarios loaded;
+  std::vector<std::pair<const Scenario*, Variant>> variants;
+};
+
+std::optional<int> prepare_run(const Options& o, Plan& plan, std::ostream& err, bool quiet_errors) {
+  if (o.deadline && !(*o.deadline > 0)) {
+    if (!quiet_errors) err << "distmetrics: --deadline must be a positive number of seconds\n";
+    return kBadInput;
+  }
+  plan.loaded = load_scenarios(o.paths);
+  if (!plan.loaded.diagnostics.empty()) {
+    if (!quiet_errors) {
+      print_scenario_diagnostics(plan.loaded.diagnostics, err);
+      err << "distmetrics: " << plan.loaded.diagnostics.size() << " error(s) in the scenario files: nothing was run "
+          << "(`distmetrics validate` lists them)\n";
+    }
+    return kBadInput;
+  }
+  plan.variants = selected_variants(plan.loaded, o.selection);
+  return std::nullopt;
+}
+
+int finish_run(const Options& o, const std::vector<Verdict>& verdicts, ConsoleReport& console, const std::string& started,
+               std::chrono::steady_clock::time_point start, std::ostream& err) {
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  console.finish(verdicts, seconds);
+  bool written = true;
+  if (!o.json_file.empty()) written = write_report_file(o.json_file, json_report(verdicts, started, seconds).dump(2) + "\n", err) && written;
+  if (!o.junit_file.empty()) written = write_report_file(o.junit_file, junit_report(verdicts, seconds), err) && written;
+  // A selection that matches nothing is a mistake (a typo in --filter), not a success.
+  return exit_code(verdicts, !written || verdicts.empty());
+}
+
+// Local launcher: this process supervises its own rank pools.
+int run_local(const Options& o, std::ostream& out, std::ostream& err) {
+  Plan plan;
+  if (auto code = prepare_run(o, plan, err, false)) return *code;
+  auto& variants = plan.variants;
+  const auto started = now_iso8601();
+  const auto start = std::chrono::steady_clock::now();
+
+  // Run variants grouped by the pool they need, so each pool starts once; report in list order.
+  std::vector<std::size_t> order(variants.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  auto pool_key = [&](std::size_t i) {
+    const auto& v = variants[i].second;
+    return std::make_pair(v.backend == "mpi" ? 1 : 0, v.world_size);
+  };
+  std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return pool_key(a) < pool_key(b); });
+
+  EngineOptions options;
+  options.deadline_seconds = o.deadline;
+  Engine engine(options);
+  LocalPools pools({}, 1);
+  ConsoleReport console(out, static_cast<int>(variants.size()), o.quiet);
+  std::vector<Verdict> verdicts(variants.size());
+  for (std::size_t i : order) {
+    const auto& [scenario, variant] = variants[i];
+    if (variant.skip) {
+      verdicts[i] = skip_verdict(variant);
+    } else {
+      try {
+        verdicts[i] = engine.run(*scenario, variant, pools.runner_for(variant));
+      } catch (const std::exception& e) {  // the pool itself could not start
+        verdicts[i].variant = variant;
+        verdicts[i].outcome = Outcome::Error;
+        verdicts[i].reason = std::string("could not start the rank pool: ") + e.what();
+      }
+    }
+    console.progress(verdicts[i]);
+  }
+  pools.clear();
+  return finish_run(o, verdicts, console, started, start, err);
+}
+
+// Peer launchers (mpi, env): every process is a rank and runs the same variants in lockstep;
+// rank 0 judges, prints and writes the reports, the others only take part.
+int run_peers(const Options& o, const std::string& launcher, std::ostream& out, std::ostream& err) {
+  std::unique_ptr<runtime::PeerRunner> runner;
+  try {
+    runtime::PeerOptions options;
+    options.launcher = launcher;
+    runner = std::make_unique<runtime::PeerRunner>(options);
+  } catch (const std::exception& e) {
+    err << "distmetrics: --launcher " << launcher << ": " << e.what() << "\n";
+    return kBadInput;
+  }
+  const bool reporter = runner->is_reporter();
+  Plan plan;
+  // Every rank loads the same files; only rank 0 explains what is wrong with them.
+  if (auto code = prepare_run(o, plan, err, !reporter)) return reporter ? *code : 0;
+  const int world_size = runner->world_size();
+  std::vector<std::pair<const Scenario*, Variant>> variants;
+  std::size_t other_sizes = 0;
+  for (auto& entry : plan.variants) {
+    if (entry.second.world_size == world_size) variants.push_back(std::move(entry));
+    else ++other_sizes;
+  }
+  if (reporter && other_sizes > 0)
+    out << "distmetrics: launcher " << launcher << " runs world size " << world_size << " only: " << other_sizes
+        << " selected variant(s) of other world sizes left out\n";
+
+  const auto started = now_iso8601();
+  const auto start = std::chrono::steady_clock::now();
+  EngineOptions options;
+  options.deadline_seconds = o.deadline;
+  Engine engine(options);
+  std::ostringstream silent;
+  ConsoleReport console(reporter ? out : silent, static_cast<int>(variants.size()), o.quiet);
+  std::vector<Verdict> verdicts;
+  std::string stopped_at;
+  for (const auto& [scenario, variant] : variants) {
+    Verdict verdict;
+    if (variant.skip) {
+      verdict = skip_verdict(variant);
+    } else if (!stopped_at.empty()) {
+      verdict.variant = variant;
+      verdict.outcome = Outcome::Error;
+      verdict.reason = "not run: the ranks' process group broke at " + stopped_at +
+                       " (a hang or a crash); start the launcher again to run the rest";
+    } else if (reporter) {
+      verdict = engine.run(*scenario, variant, *runner);
+    } else {
+      const double deadline = o.deadline.value_or(scenario->deadline_seconds);
+      try {
+        runner->run(make_variant_request(*scenario, variant, deadline));
+      } catch (const std::exception&) {
+        // Rank 0 reports it.
+      }
+    }
+    if (!variant.skip && stopped_at.empty() && runner->stopped()) stopped_at = variant.id;
+    if (reporter) console.progress(verdict);
+    verdicts.push_back(std::move(verdict));
+  }
+  if (!reporter) return 0;
+  return finish_run(o, verdicts, console, started, start, err);
+}
+
+int cmd_run(const Options& o, std::ostream& out, std::ostream& err) {
+  std::string launcher = o.launcher;
+  if (launcher.empty()) launcher = runtime::detect_launcher();
+  if (launcher.empty()) launcher = "local";
+  if (launcher == "local") return run_local(o, out, err);
+  return run_peers(o, launcher, out, err);
+}
+
+}  // namespace
+
+int cli_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
+  CLI::App app{"distmetrics: checks that distributed metrics give on N ranks what they give on one, "
+               "that compute() is idempotent, and that nothing hangs."};
+  app.require_subcommand(1);
+  Options o;
+  auto* list = app.add_subcommand("list", "print the variant ids the scenarios expand into");
+  add_selection(list, o);
+  list->add_flag("--json", o.json, "print a JSON array of variants with their markers and skip reasons");
+  auto* validate = app.add_subcommand("validate", "check scenario files; print every error with file, line and field");
+  validate->add_option("paths", o.paths, "scenario files or folders (default: ./scenarios)");
+  auto* run = app.add_subcommand("run", "run the variants and check their properties");
+  add_selection(run, o);
+  run->add_option("--deadline", o.deadline, "seconds each variant may take (overrides the scenarios' deadline)");
+  run->add_option("--launcher", o.launcher,
+                  "local (a supervised rank pool), mpi (started by mpirun) or env (RANK, WORLD_SIZE, ... set); "
+                  "default: the launcher that started this process, else local")
+      ->check(CLI::IsMember({"local", "mpi", "env"}));
+  run->add_option("--json", o.json_file, "write the JSON report to FILE");
+  run->add_option("--junit", o.junit_file, "write JUnit XML to FILE");
+  run->add_flag("--quiet", o.quiet, "print only variants that did not pass and the last line");
+  plugin::ConformOptions conform_options;
+  auto* conform = add_conform_command(app, conform_options);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    out << app.help();
+    return 0;
+  } catch (const CLI::CallForAllHelp&) {
+    out << app.help("", CLI::AppFormatMode::All);
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    err << "distmetrics: " << e.what() << "\n" << "Run 'distmetrics --help' (or 'distmetrics run --help') for usage.\n";
+    return kBadInput;
+  }
+  // A subcommand's --help is raised from within parse() as well; nothing else to do here.
+  if (*conform) return plugin::run_conform(conform_options, out, err);
+  if (!check_selection(o.selection, err)) return kBadInput;
+  if (*validate) return cmd_validate(o, out);
+  if (*list) return cmd_list(o, out, err);
+  return cmd_run(o, out, err);
+}
+
+void add_selection_options(CLI::App& command, std::vector<std::string>& paths, harness::Selection& selection) {
+  CLI::App* cmd = &command;
+  cmd->add_option("paths", paths, "scenario files or folders (default: ./scenarios, else the installed ones)");
+  // Each occurrence takes exactly one (comma-separated) value, so paths may follow a selection
+  // option ("list --world-sizes 2 scenarios"); repeating an option adds to it.
+  auto one_value = [](CLI::Option* option) {
+    option->expected(1)->allow_extra_args(false)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  };
+  one_value(cmd->add_option("--backend", selection.backends, "backends to run: gloo, mpi, nccl (comma-separated)")
+                ->delimiter(','));
+  one_value(cmd->add_option("--world-sizes", selection.world_sizes, "world sizes to run, e.g. 1,2,4")->delimiter(','));
+  one_value(cmd->add_option("--shard", selection.shards, "shard policies to run (comma-separated)")->delimiter(','));
+  one_value(cmd->add_option("--placement", selection.placements, "placements to run (comma-separated)")
+                ->delimiter(','));
+  one_value(cmd->add_option("--filter", selection.filters, "glob on variant ids; repeat to OR several"));
+}
+
+}  // namespace distmetrics::app

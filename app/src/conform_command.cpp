@@ -1,0 +1,27 @@
+#include "conform_command.h"
+
+#include <CLI/CLI.hpp>
+
+#include "distmetrics/app/cli.h"
+
+namespace distmetrics::app {
+
+CLI::App* add_conform_command(CLI::App& app, plugin::ConformOptions& options) {
+  auto* cmd = app.add_subcommand("conform",
+                                 "check a plugin's metrics: every scenario whose metric it provides, every property, "
+                                 "and agreement with the reference implementation");
+  cmd->add_option("--plugin", options.plugin, "the plugin's shared library (lib<name>.so)")->required();
+  cmd->add_option("--metric", options.metrics, "check only this metric of the plugin (repeatable)")
+      ->expected(1)
+      ->allow_extra_args(false)  // one name per --metric: what follows is a scenario path
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  add_selection_options(*cmd, options.paths, options.selection);
+  cmd->add_option("--deadline", options.deadline, "seconds each variant may take (overrides the scenarios' deadline)");
+  cmd->add_option("--json", options.json_file, "write the JSON report to FILE");
+  cmd->add_option("--junit", options.junit_file, "write JUnit XML to FILE");
+  cmd->add_option("--markdown", options.markdown_file, "write the Markdown report to FILE");
+  cmd->add_flag("--quiet", options.quiet, "print only the variants that did not pass and the last line");
+  return cmd;
+}
+
+}  // namespace distmetrics::app

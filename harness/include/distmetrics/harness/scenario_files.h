@@ -1,0 +1,39 @@
+// Scenario files as a command takes them: every scenario under the given paths (or the default
+// scenario folder), with every problem found, and the variants a selection keeps. Shared by
+// `list`, `validate`, `run` and `conform`.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "distmetrics/harness/scenario.h"
+#include "distmetrics/harness/variant.h"
+
+namespace distmetrics::harness {
+
+// Where scenarios are looked for when no path is given: ./scenarios if it exists, else the
+// installed scenario folder.
+std::string default_scenario_path();
+
+struct LoadedScenarios {
+  std::vector<Scenario> scenarios;
+  std::vector<Diagnostic> diagnostics;
+  int files = 0;
+};
+// Every scenario under `paths` (default_scenario_path() when empty), with every problem found;
+// two files that give the same scenario name are a problem too (their variant ids would collide).
+LoadedScenarios load_scenarios(std::vector<std::string> paths);
+void print_scenario_diagnostics(const std::vector<Diagnostic>& diagnostics, std::ostream& os);
+
+// Unknown names in a selection (backends, shards, placements) and world sizes out of range: a
+// message each on `err`, with close names; false if any.
+bool check_selection(const Selection& selection, std::ostream& err);
+
+// The variants of the loaded scenarios that `selection` keeps, in file order, with skip reasons
+// for what this machine cannot run.
+std::vector<std::pair<const Scenario*, Variant>> selected_variants(const LoadedScenarios& loaded,
+                                                                   const Selection& selection);
+
+}  // namespace distmetrics::harness

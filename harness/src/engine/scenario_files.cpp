@@ -1,0 +1,77 @@
+#include "distmetrics/harness/scenario_files.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <ostream>
+
+#include "distmetrics/harness/placement.h"
+#include "distmetrics/harness/shard.h"
+#include "distmetrics/runtime/backends.h"
+#include "distmetrics/runtime/text.h"
+
+namespace distmetrics::harness {
+
+std::string default_scenario_path() {
+  std::error_code ec;
+  if (std::filesystem::is_directory("scenarios", ec)) return "scenarios";
+  return DISTMETRICS_INSTALLED_SCENARIOS;
+}
+
+LoadedScenarios load_scenarios(std::vector<std::string> paths) {
+  LoadedScenarios loaded;
+  if (paths.empty()) paths.push_back(default_scenario_path());
+  const auto files = find_scenario_files(paths, loaded.diagnostics);
+  loaded.files = static_cast<int>(files.size());
+  for (const auto& f : files) {
+    auto result = load_scenario(f.path, f.name);
+    if (result.scenario) loaded.scenarios.push_back(std::move(*result.scenario));
+    for (auto& d : result.diagnostics) loaded.diagnostics.push_back(std::move(d));
+  }
+  std::map<std::string, std::string> seen;
+  for (const auto& s : loaded.scenarios) {
+    auto [it, fresh] = seen.emplace(s.name, s.file);
+    if (!fresh && it->second != s.file)
+      loaded.diagnostics.push_back({s.file, 0, 0, "", "scenario name '" + s.name + "' is also the name of " + it->second +
+                                                         ": variant ids would collide; pass only one of them"});
+  }
+  return loaded;
+}
+
+void print_scenario_diagnostics(const std::vector<Diagnostic>& diagnostics, std::ostream& os) {
+  for (const auto& d : diagnostics) os << d.to_string() << "\n";
+}
+
+bool check_selection(const Selection& s, std::ostream& err) {
+  bool ok = true;
+  auto check = [&](const std::vector<std::string>& given, const std::vector<std::string>& known, const char* flag) {
+    for (const auto& g : given) {
+      if (std::find(known.begin(), known.end(), g) != known.end()) continue;
+      err << "distmetrics: " << flag << ": unknown value '" << g << "'" << runtime::did_you_mean(g, known)
+          << " (known: " << runtime::quoted_list(known) << ")\n";
+      ok = false;
+    }
+  };
+  check(s.backends, backend_names(), "--backend");
+  check(s.shards, shard_policy_names(), "--shard");
+  check(s.placements, placement_names(), "--placement");
+  for (int ws : s.world_sizes) {
+    if (ws < 1 || ws > 64) {
+      err << "distmetrics: --world-sizes: " << ws << " is not a world size (1 to 64)\n";
+      ok = false;
+    }
+  }
+  return ok;
+}
+
+std::vector<std::pair<const Scenario*, Variant>> selected_variants(const LoadedScenarios& loaded,
+                                                                   const Selection& selection) {
+  const int gpus = runtime::visible_gpu_count();
+  std::vector<std::pair<const Scenario*, Variant>> out;
+  for (const auto& s : loaded.scenarios)
+    for (auto& v : expand_variants(s, gpus))
+      if (selection.matches(v)) out.emplace_back(&s, std::move(v));
+  return out;
+}
+
+}  // namespace distmetrics::harness

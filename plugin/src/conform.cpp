@@ -1,0 +1,268 @@
+// `distmetrics conform` (conform.h): a plugin's metrics through every scenario of theirs.
+#include <algorithm>
+#include <chrono>
+#include <iomanip>
+#include <map>
+#include <ostream>
+#include <sstream>
+
+#include "conform_report.h"
+#include "distmetrics/runtime/backends.h"
+#include "distmetrics/harness/engine.h"
+#include "distmetrics/harness/metric_catalog.h"
+#include "distmetrics/runtime/text.h"
+#include "distmetrics/harness/report.h"
+#include "distmetrics/harness/scenario_files.h"
+#include "distmetrics/plugin/catalog.h"
+#include "distmetrics/plugin/conform.h"
+
+namespace distmetrics::plugin {
+namespace {
+
+using harness::Outcome;
+using harness::Verdict;
+using nlohmann::json;
+constexpr int kBadInput = 2;
+
+std::string shell_quote(const std::string& s) {
+  if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./:=@+-") ==
+                        std::string::npos)
+    return s;
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+std::string number_text(double v) {
+  std::ostringstream out;
+  out << v;
+  return out.str();
+}
+
+bool contains(const std::vector<std::string>& list, const std::string& item) {
+  return std::find(list.begin(), list.end(), item) != list.end();
+}
+
+// The plugin's metrics to check: all, or those named by --metric (each must exist).
+bool select_metrics(const Plugin& plugin, const std::vector<std::string>& wanted, std::vector<std::string>& metrics,
+                    std::ostream& err) {
+  const auto provided = plugin.metric_names();
+  if (wanted.empty()) {
+    metrics = provided;
+    return true;
+  }
+  bool ok = true;
+  for (const auto& name : wanted) {
+    if (contains(provided, name)) {
+      if (!contains(metrics, name)) metrics.push_back(name);
+      continue;
+    }
+    err << "distmetrics conform: --metric: plugin " << plugin.name << " has no metric '" << name << "'"
+        << runtime::did_you_mean(name, provided) << " (it provides " << runtime::quoted_list(provided) << ")\n";
+    ok = false;
+  }
+  return ok;
+}
+
+}  // namespace
+
+PluginScenario adapt_scenario(const harness::Scenario& scenario, const Plugin& plugin) {
+  PluginScenario out;
+  out.scenario = scenario;
+  out.reference = scenario;
+  out.metric = scenario.metric;
+  out.scenario.metric = qualified_metric_name(scenario.metric, plugin.path);
+  const auto* spec = plugin.registry.find(scenario.metric);
+  if (!spec) {
+    out.cannot_run = "plugin " + plugin.name + " has no metric " + scenario.metric;
+    return out;
+  }
+  // The scenario's parameters were resolved by the reference metric (defaults filled in). The
+  // plugin's metric gets those it declares; one it does not declare may be left out only when
+  // the scenario leaves it at the reference's default.
+  const auto* reference = metrics::MetricRegistry::reference().find(scenario.metric);
+  json params = json::object();
+  for (const auto& [key, value] : scenario.metric_params.items()) {
+    const bool declared = std::any_of(spec->params.begin(), spec->params.end(), [&](const auto& p) { return p.name == key; });
+    if (declared) {
+      params[key] = value;
+      continue;
+    }
+    const metrics::ParamSpec* ref_param = nullptr;
+    if (reference)
+      for (const auto& p : reference->params)
+        if (p.name == key) ref_param = &p;
+    if (ref_param && ref_param->default_value == value) continue;
+    out.cannot_run = "plugin " + plugin.name + "'s " + scenario.metric + " takes no parameter '" + key +
+                     "', which this scenario sets to " + value.dump();
+    return out;
+  }
+  try {
+    out.scenario.metric_params = plugin.registry.resolve_params(scenario.metric, params);
+  } catch (const std::exception& e) {
+    out.cannot_run = "plugin " + plugin.name + "'s " + scenario.metric + " does not take this scenario's parameters: " +
+                     std::string(e.what());
+  }
+  return out;
+}
+
+std::string conform_reproduce_command(const Plugin& plugin, const std::string& metric, const harness::Variant& variant,
+                                      std::optional<double> deadline) {
+  std::string command = "distmetrics conform --plugin " + shell_quote(plugin.path) + " --metric " + shell_quote(metric) +
+                        " " + shell_quote(variant.file) + " --filter '" + variant.id + "'";
+  if (deadline) command += " --deadline " + number_text(*deadline);
+  return command;
+}
+
+int run_conform(const ConformOptions& o, std::ostream& out, std::ostream& err) {
+  if (o.plugin.empty()) {
+    err << "distmetrics conform: --plugin PATH is required: the shared library of the plugin to check\n";
+    return kBadInput;
+  }
+  if (o.deadline && !(*o.deadline > 0)) {
+    err << "distmetrics conform: --deadline must be a positive number of seconds\n";
+    return kBadInput;
+  }
+  if (!harness::check_selection(o.selection, err)) return kBadInput;
+
+  const Plugin* plugin = nullptr;
+  try {
+    plugin = &load_plugin(o.plugin);
+  } catch (const PluginError& e) {
+    err << "distmetrics conform: " << e.what() << "\n";
+    return kBadInput;
+  }
+  std::vector<std::string> metrics;
+  if (!select_metrics(*plugin, o.metrics, metrics, err)) return kBadInput;
+  // Scenarios may name a metric only the plugin has (no reference implementation): they are
+  // validated with the plugin's parameters. The reference's metrics keep the reference's.
+  harness::MetricCatalog::instance().add("plugin " + plugin->path, &plugin->registry);
+
+  const auto loaded = harness::load_scenarios(o.paths);
+  if (!loaded.diagnostics.empty()) {
+    harness::print_scenario_diagnostics(loaded.diagnostics, err);
+    err << "distmetrics conform: " << loaded.diagnostics.size() << " error(s) in the scenario files: nothing was run "
+        << "(`distmetrics validate` lists them)\n";
+    return kBadInput;
+  }
+  std::vector<PluginScenario> scenarios;
+  for (const auto& s : loaded.scenarios)
+    if (contains(metrics, s.metric)) scenarios.push_back(adapt_scenario(s, *plugin));
+  if (scenarios.empty()) {
+    std::string where;
+    for (const auto& p : o.paths) where += (where.empty() ? "" : ", ") + p;
+    err << "distmetrics conform: no scenario under " << (where.empty() ? harness::default_scenario_path() : where)
+        << " uses " << runtime::quoted_list(metrics) << " (the metric(s) of plugin " << plugin->name
+        << " to check): give scenario files for them (docs/plugins.md)\n";
+    return kBadInput;
+  }
+
+  // Variants, each reproduced by its own conform command.
+  struct Item {
+    const PluginScenario* scenario;
+    harness::Variant variant;
+  };
+  std::vector<Item> items;
+  const int gpus = runtime::visible_gpu_count();
+  for (const auto& ps : scenarios) {
+    for (auto& v : harness::expand_variants(ps.scenario, gpus)) {
+      if (!o.selection.matches(v)) continue;
+      v.reproduce_command = conform_reproduce_command(*plugin, ps.metric, v, o.deadline);
+      if (ps.cannot_run && !v.skip) v.skip = *ps.cannot_run;
+      items.push_back({&ps, std::move(v)});
+    }
+  }
+
+  std::map<std::string, const PluginScenario*> by_name;
+  for (const auto& ps : scenarios) by_name[ps.scenario.name] = &ps;
+  RemoteReference remote(o.deadline);
+  harness::EngineOptions options;
+  options.deadline_seconds = o.deadline;
+  options.single_process = [&remote](const harness::Scenario& scenario, const harness::Variant& variant,
+                                     const harness::Dataset&, const harness::ShardPlan&, const harness::ScriptPlan&) {
+    return remote.build(scenario, variant);
+  };
+  options.extra_checks.push_back([&by_name](const harness::CheckContext& ctx, const harness::Dataset& data,
+                                            const harness::ShardPlan& shards) {
+    const auto& reference = by_name.at(ctx.scenario.name)->reference;
+    if (!metrics::MetricRegistry::reference().find(reference.metric)) {
+      harness::PropertyResult p;
+      p.name = kAgreesWithReference;
+      p.outcome = Outcome::Skip;
+      p.message = "agrees_with_reference skipped: distmetrics has no reference implementation of " + reference.metric;
+      return p;
+    }
+    return check_agrees_with_reference(ctx, reference, data, shards);
+  });
+  harness::Engine engine(options);
+
+  out << "distmetrics conform: plugin " << plugin->describe() << "\n  " << plugin->path << "\n  checking "
+      << runtime::quoted_list(metrics) << " on " << items.size() << " variant(s) of " << scenarios.size()
+      << " scenario(s)\n";
+  const auto started = harness::now_iso8601();
+  const auto start = std::chrono::steady_clock::now();
+  // Grouped by the rank pool they need, so that each pool starts once; reported in list order.
+  std::vector<std::size_t> order(items.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  auto pool_key = [&](std::size_t i) {
+    return std::make_pair(items[i].variant.backend == "mpi" ? 1 : 0, items[i].variant.world_size);
+  };
+  std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return pool_key(a) < pool_key(b); });
+  detail::ConformResult result;
+  result.plugin = plugin;
+  result.verdicts.resize(items.size());
+  for (const auto& item : items) result.metrics.push_back(item.scenario->metric);
+  for (const auto& ps : scenarios) {
+    auto& checked = result.checked[ps.scenario.name];
+    checked.push_back("no_hang");
+    checked.insert(checked.end(), ps.scenario.properties.begin(), ps.scenario.properties.end());
+    if (!ps.scenario.expect.error.empty()) checked.push_back("expected_error");
+    checked.push_back(kAgreesWithReference);
+  }
+  harness::LocalPools pools({}, 1);
+  int done = 0;
+  for (std::size_t i : order) {
+    const auto& item = items[i];
+    Verdict& verdict = result.verdicts[i];
+    if (item.variant.skip) {
+      verdict = harness::skip_verdict(item.variant);
+    } else {
+      try {
+        verdict = engine.run(item.scenario->scenario, item.variant, pools.runner_for(item.variant));
+      } catch (const std::exception& e) {  // the pool itself could not start
+        verdict.variant = item.variant;
+        verdict.outcome = Outcome::Error;
+        verdict.reason = std::string("could not start the rank pool: ") + e.what();
+      }
+    }
+    ++done;
+    const bool passed = verdict.outcome == Outcome::Pass || verdict.outcome == Outcome::Skip;
+    if (!o.quiet || !passed) detail::print_progress(out, verdict, done, static_cast<int>(items.size()));
+  }
+  pools.clear();
+  result.started = started;
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  detail::print_console_report(out, result, o.quiet);
+  bool written = true;
+  if (!o.json_file.empty())
+    written = harness::write_report_file(o.json_file, detail::json_report(result).dump(2) + "\n", err) && written;
+  if (!o.junit_file.empty())
+    written = harness::write_report_file(o.junit_file, harness::junit_report(result.verdicts, result.seconds), err) && written;
+  if (!o.markdown_file.empty())
+    written = harness::write_report_file(o.markdown_file, detail::markdown_report(result), err) && written;
+  return harness::exit_code(result.verdicts, !written);
+}
+
+void register_reference_task();  // conform_reference.cpp
+
+void register_plugin_support() {
+  static const bool registered = [] {
+    install_plugin_resolver();
+    register_reference_task();
+    return true;
+  }();
+  (void)registered;
+}
+
+}  // namespace distmetrics::plugin

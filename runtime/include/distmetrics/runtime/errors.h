@@ -1,0 +1,49 @@
+// Errors raised by the distributed runtime. Every message names the rank, the operation (with
+// its sequence number, dtype and shape) and what to do about it.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+#include "distmetrics/runtime/comm.h"
+
+namespace distmetrics::runtime {
+
+enum class CollectiveFailure {
+  Timeout,   // the deadline passed: a peer never entered this collective, or entered another one
+  Mismatch,  // ranks disagreed on dtype or trailing shape (found during the shape exchange)
+  Failed,    // the backend raised (e.g. NCCL given a CPU tensor)
+};
+const char* to_string(CollectiveFailure kind);
+
+class CollectiveError : public std::runtime_error {
+ public:
+  CollectiveError(int rank, CollectiveFailure kind, CollectiveRecord record, const std::string& detail);
+  int rank() const { return rank_; }
+  CollectiveFailure kind() const { return kind_; }
+  const CollectiveRecord& record() const { return record_; }
+
+ private:
+  int rank_;
+  CollectiveFailure kind_;
+  CollectiveRecord record_;
+};
+
+// Misuse of the runtime or bad configuration (unknown backend, NCCL without CUDA, ...).
+class ConfigError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace distmetrics::runtime
+
+namespace distmetrics::runtime {
+
+// Thrown by a backend primitive when its deadline passes; the Communicator turns it into a
+// CollectiveError of kind Timeout with the full record.
+class BackendTimeout : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace distmetrics::runtime

@@ -1,0 +1,61 @@
+// Running variants on ranks that a launcher started: `mpirun -np N distmetrics run ...`
+// (launcher "mpi") or a torchrun-style launcher that sets RANK, WORLD_SIZE, LOCAL_RANK,
+// MASTER_ADDR and MASTER_PORT (launcher "env", also across nodes).
+//
+// Every process runs the same variants in the same order (lockstep). Each variant gets a fresh
+// process group: a prefix per variant over one TCPStore that rank 0 hosts (at MASTER_PORT in
+// env mode; on a free port, sent to the others through MPI, in mpi mode), or a fresh
+// MPI_Comm_dup for the mpi backend. Each rank runs the task in its own process; rank 0 gathers
+// every rank's outcome through the store (within the variant's deadline plus a grace), diagnoses
+// the run and publishes it, so that every rank returns the same JobResult.
+//
+// No supervisor can end a stuck rank here: after a hang or a crash the process group is broken,
+// so run() returns that report and every later run() throws ConfigError ("the peer run
+// stopped"): the caller reports and exits, and the launcher must be started again.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "distmetrics/runtime/job.h"
+
+namespace distmetrics::runtime {
+
+struct PeerOptions {
+  std::string launcher;  // "mpi" or "env"
+  // Connecting to rank 0's store.
+  std::chrono::milliseconds connect_deadline{std::chrono::seconds(60)};
+  // How long after a variant's deadline rank 0 still waits for outcomes (and the others for
+  // rank 0's report).
+  std::chrono::milliseconds report_grace{std::chrono::seconds(5)};
+};
+
+class PeerRunner : public JobRunner {
+ public:
+  // Reads the launcher's environment and connects the ranks; throws ConfigError naming a
+  // missing or malformed variable.
+  explicit PeerRunner(PeerOptions options);
+  ~PeerRunner() override;
+  PeerRunner(const PeerRunner&) = delete;
+  PeerRunner& operator=(const PeerRunner&) = delete;
+
+  JobResult run(const Job& request) override;
+  int world_size() const override;
+  int rank() const;
+  int local_rank() const;
+  // Rank 0 reports (prints progress, writes reports); the others run the same variants quietly.
+  bool is_reporter() const { return rank() == 0; }
+  // True after a hang or a crash: later runs throw.
+  bool stopped() const;
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Which launcher started this process, from its environment: "mpi" (OMPI_COMM_WORLD_SIZE is
+// set), "env" (WORLD_SIZE and RANK are set), or "" (neither: the local rank pool applies).
+std::string detect_launcher();
+
+}  // namespace distmetrics::runtime

@@ -1,0 +1,49 @@
+// Tasks: named functions that run on every rank of a variant, inside a worker process, with a
+// fresh communicator. The scenario engine registers one ("scenario_variant"); tests register
+// their own. A task returns JSON, which travels back to the supervisor.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "distmetrics/runtime/comm.h"
+
+namespace distmetrics::runtime {
+
+struct TaskContext {
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;
+  Communicator& comm;             // fresh for this variant
+  const nlohmann::json& params;   // Job::params
+  std::string variant_id;
+};
+
+using TaskFn = std::function<nlohmann::json(TaskContext&)>;
+
+class TaskRegistry {
+ public:
+  static TaskRegistry& instance();
+  void add(const std::string& name, TaskFn fn);  // a second add with the same name replaces
+  const TaskFn* find(const std::string& name) const;
+  std::vector<std::string> names() const;
+
+ private:
+  std::map<std::string, TaskFn> tasks_;
+};
+
+// Registers a task at static-initialization time:
+//   DISTMETRICS_TASK(my_task) { return {{"sum", ctx.rank}}; }   // ctx is TaskContext&
+#define DISTMETRICS_TASK(name)                                                               \
+  static nlohmann::json distmetrics_task_##name(::distmetrics::runtime::TaskContext& ctx);   \
+  static const bool distmetrics_task_registered_##name = [] {                                \
+    ::distmetrics::runtime::TaskRegistry::instance().add(#name, &distmetrics_task_##name);   \
+    return true;                                                                             \
+  }();                                                                                       \
+  static nlohmann::json distmetrics_task_##name(::distmetrics::runtime::TaskContext& ctx)
+
+}  // namespace distmetrics::runtime

@@ -1,0 +1,63 @@
+// Building a fresh communicator for one variant (internal to the runtime: workers and peer
+// runners call it; users get communicators through tasks and the rank-test fixture).
+#pragma once
+
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
+#include <chrono>
+#include <exception>
+#include <memory>
+#include <string>
+
+#include "distmetrics/runtime/comm.h"
+#include "distmetrics/runtime/deadline.h"
+
+namespace distmetrics::runtime::detail {
+
+struct CommSpec {
+  std::string backend;              // "gloo", "nccl", "mpi"
+  std::string comm_device = "cpu";  // "cpu" or "cuda" (cuda:local_rank); nccl is always cuda
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;
+  std::chrono::milliseconds op_timeout{std::chrono::seconds(60)};
+  // The address this rank's gloo transport binds to. Empty: GLOO_SOCKET_IFNAME if set, else the
+  // address of this host's name (for ranks on several hosts).
+  std::string gloo_address = "127.0.0.1";
+};
+
+// `store` must be fresh for this communicator (a PrefixStore per variant); mpi ignores it and
+// duplicates MPI_COMM_WORLD instead. Connecting must finish by `deadline`.
+std::unique_ptr<Communicator> make_communicator(const CommSpec& spec, const c10::intrusive_ptr<c10d::Store>& store,
+                                                const Deadline& deadline);
+
+std::unique_ptr<Communicator> make_gloo_communicator(const CommSpec& spec, const c10::intrusive_ptr<c10d::Store>& store,
+                                                     const Deadline& deadline);
+std::unique_ptr<Communicator> make_nccl_communicator(const CommSpec& spec, const c10::intrusive_ptr<c10d::Store>& store,
+                                                     const Deadline& deadline);
+std::unique_ptr<Communicator> make_mpi_communicator(const CommSpec& spec, const Deadline& deadline);
+
+// The device collectives of this spec run on.
+at::Device comm_device_of(const CommSpec& spec);
+
+// Open MPI, initialised at most once per process (MPI cannot be initialised twice).
+namespace mpi_runtime {
+bool compiled();
+// Initialises MPI (thread level SERIALIZED) unless done; throws ConfigError when it cannot.
+void ensure_initialized();
+bool initialized();
+// MPI_COMM_WORLD's rank and size (after ensure_initialized()).
+int world_rank();
+int world_size();
+// Finalises MPI if it was initialised and no collective was left pending by a timeout (a pending
+// collective would make MPI_Finalize wait forever).
+void finalize();
+// Rank `root`'s text (up to 1023 bytes) reaches every rank of MPI_COMM_WORLD, by the deadline
+// (BackendTimeout after it).
+std::string broadcast_text(const std::string& text, int root, const Deadline& deadline);
+}  // namespace mpi_runtime
+
+// The message of an exception without LibTorch's C++ backtrace.
+std::string short_what(const std::exception& e);
+
+}  // namespace distmetrics::runtime::detail

@@ -1,0 +1,274 @@
+#include "diagnosis.h"
+
+#include <algorithm>
+#include <map>
+#include <sstream>
+
+namespace distmetrics::runtime::detail {
+
+std::string describe_ranks(const std::vector<int>& ranks) {
+  std::ostringstream out;
+  out << (ranks.size() == 1 ? "rank " : "ranks ");
+  for (size_t i = 0; i < ranks.size(); ++i) out << (i ? ", " : "") << ranks[i];
+  return out.str();
+}
+
+namespace {
+
+constexpr const char* kSameOrder =
+    "Every rank must issue the same collectives in the same order (a rank that returns early, raises "
+    "alone or skips a collective leaves its peers waiting).";
+
+std::string collectives(size_t n) { return std::to_string(n) + (n == 1 ? " collective" : " collectives"); }
+
+// Two ranks issued "the same" collective when op and dtype agree, and the shape too except for
+// gathers (whose first dimension may differ by design).
+std::string key_of(const CollectiveRecord& record) {
+  std::string key = record.op + "|" + record.dtype;
+  if (record.op != "all_gather") {
+    for (auto d : record.shape) key += "," + std::to_string(d);
+  }
+  return key;
+}
+
+std::string what_issued(const CollectiveRecord& record) {
+  std::string text = record.op;
+  if (!record.dtype.empty()) {
+    std::ostringstream shape;
+    for (size_t i = 0; i < record.shape.size(); ++i) shape << (i ? ", " : "") << record.shape[i];
+    text += " (" + record.dtype + " [" + shape.str() + "])";
+  }
+  return text;
+}
+
+std::string first_line(const std::string& text) {
+  const auto newline = text.find('\n');
+  return newline == std::string::npos ? text : text.substr(0, newline);
+}
+
+// The first sequence number at which ranks issued different collectives, with the groups.
+struct Divergence {
+  std::uint64_t seq = 0;
+  std::vector<std::pair<CollectiveRecord, std::vector<int>>> groups;  // record issued, by which ranks
+};
+
+std::optional<Divergence> find_divergence(const std::vector<RankOutcome>& ranks) {
+  size_t longest = 0;
+  for (const auto& r : ranks) longest = std::max(longest, r.trace.size());
+  for (size_t seq = 0; seq < longest; ++seq) {
+    std::map<std::string, std::pair<CollectiveRecord, std::vector<int>>> by_key;
+    std::vector<std::string> order;
+    for (const auto& r : ranks) {
+      if (r.trace.size() <= seq) continue;
+      const std::string key = key_of(r.trace[seq]);
+      if (!by_key.count(key)) {
+        order.push_back(key);
+        by_key[key] = {r.trace[seq], {}};
+      }
+      by_key[key].second.push_back(r.rank);
+    }
+    if (by_key.size() > 1) {
+      Divergence divergence;
+      divergence.seq = seq;
+      for (const auto& key : order) divergence.groups.push_back(by_key[key]);
+      return divergence;
+    }
+  }
+  return std::nullopt;
+}
+
+// What a rank that did not reach a collective was doing instead.
+std::string doing_instead(const RankOutcome& r, const std::string& phase) {
+  const std::string after = " after " + collectives(r.trace.size());
+  switch (r.state) {
+    case RankState::Finished: return "rank " + std::to_string(r.rank) + " finished its task" + after;
+    case RankState::Raised:
+      return "rank " + std::to_string(r.rank) + " raised " + r.error_type + after + ": " + first_line(r.error);
+    case RankState::TimedOut:
+      if (r.blocked_in) return "rank " + std::to_string(r.rank) + " was waiting in " + r.blocked_in->describe();
+      return "rank " + std::to_string(r.rank) + " timed out before its first collective: " + first_line(r.error);
+    case RankState::Stuck:
+    case RankState::Ended:
+      if (r.blocked_in) return "rank " + std::to_string(r.rank) + " was waiting in " + r.blocked_in->describe();
+      if (phase == "connecting") return "rank " + std::to_string(r.rank) + " was still connecting to its peers";
+      return "rank " + std::to_string(r.rank) + " was still running its task outside any collective" + after +
+             " (an endless loop, or work slower than the deadline?)";
+    case RankState::Crashed: return "rank " + std::to_string(r.rank) + " crashed (" + r.how_died + ")" + after;
+  }
+  return "";
+}
+
+// "ranks disagree at #2: rank 0 issued all_gather (...), ranks 1, 2 issued all_reduce(sum) (...)",
+// blaming the smallest group. False when every rank issued the same sequence.
+bool describe_divergence(JobResult& run, std::ostringstream& out) {
+  auto divergence = find_divergence(run.ranks);
+  if (!divergence) return false;
+  // Blame the smallest group of ranks that issued something else (ties: the group that does
+  // not hold the lowest rank, whose sequence is taken as the reference).
+  auto& groups = divergence->groups;
+  std::stable_sort(groups.begin(), groups.end(), [](const auto& a, const auto& b) {
+    if (a.second.size() != b.second.size()) return a.second.size() > b.second.size();
+    return a.second.front() < b.second.front();
+  });
+  out << "ranks disagree at #" << divergence->seq << ": ";
+  for (size_t i = 0; i < groups.size(); ++i) {
+    out << (i ? ", " : "") << describe_ranks(groups[i].second) << " issued " << what_issued(groups[i].first);
+  }
+  std::vector<int> silent;  // ranks that issued nothing at that point
+  for (const auto& r : run.ranks) {
+    if (r.trace.size() <= divergence->seq) silent.push_back(r.rank);
+  }
+  if (!silent.empty()) out << ", " << describe_ranks(silent) << " issued nothing";
+  run.blamed_rank = groups.back().second.front();
+  out << ". Rank " << run.blamed_rank << " is blamed. " << kSameOrder;
+  return true;
+}
+
+void diagnose_crash(JobResult& run, const std::vector<std::string>& phases) {
+  std::vector<int> crashed, waiting;
+  for (const auto& r : run.ranks) {
+    if (r.state == RankState::Crashed) crashed.push_back(r.rank);
+    else if (r.blocked_in) waiting.push_back(r.rank);
+  }
+  const RankOutcome& first = run.ranks[crashed.front()];
+  run.blamed_rank = first.rank;
+  std::ostringstream out;
+  // Ranks that issued different collectives can make the backend itself end them (MPI aborts
+  // on a truncated message): the divergence is the cause, the crash its consequence.
+  if (describe_divergence(run, out)) out << " Then ";
+  out << "rank " << first.rank << " crashed (" << (first.how_died.empty() ? "how is unknown" : first.how_died) << ")";
+  if (first.blocked_in) out << " inside " << first.blocked_in->describe();
+  else out << " after " << collectives(first.trace.size());
+  for (size_t i = 1; i < crashed.size(); ++i) {
+    const auto& other = run.ranks[crashed[i]];
+    out << "; rank " << other.rank << " crashed too (" << other.how_died << ")";
+  }
+  if (!waiting.empty()) {
+    // Name the collective the survivors were in (the latest one, if they differ).
+    const RankOutcome* latest = nullptr;
+    for (int w : waiting) {
+      if (!latest || run.ranks[w].blocked_in->seq > latest->blocked_in->seq) latest = &run.ranks[w];
+    }
+    out << ", while " << describe_ranks(waiting) << (waiting.size() == 1 ? " was" : " were") << " waiting in "
+        << latest->blocked_in->describe();
+  }
+  out << ". The other ranks were ended.";
+  if (!first.log_tail.empty()) out << " The end of rank " << first.rank << "'s output is in its log tail.";
+  (void)phases;
+  run.diagnosis = out.str();
+}
+
+void diagnose_hang(JobResult& run, const std::vector<std::string>& phases, std::chrono::milliseconds deadline) {
+  auto phase_of = [&](int rank) { return rank < static_cast<int>(phases.size()) ? phases[rank] : std::string(); };
+  std::ostringstream out;
+
+  if (describe_divergence(run, out)) {
+    run.diagnosis = out.str();
+    return;
+  }
+
+  // The collective some ranks were waiting in: the latest one any rank was blocked in.
+  std::vector<int> waiting;
+  const CollectiveRecord* waited = nullptr;
+  for (const auto& r : run.ranks) {
+    if (!r.blocked_in) continue;
+    if (!waited || r.blocked_in->seq > waited->seq) waited = &*r.blocked_in;
+  }
+  if (waited != nullptr) {
+    std::vector<int> missing;
+    for (const auto& r : run.ranks) {
+      const bool entered = r.trace.size() > waited->seq;
+      if (entered && r.blocked_in && r.blocked_in->seq == waited->seq) waiting.push_back(r.rank);
+      else if (!entered || (r.blocked_in && r.blocked_in->seq < waited->seq)) missing.push_back(r.rank);
+    }
+    if (!missing.empty()) {
+      run.blamed_rank = missing.front();
+      const RankOutcome& culprit = run.ranks[missing.front()];
+      if (culprit.state == RankState::Raised && missing.size() == 1) {
+        out << "rank " << culprit.rank << " raised " << culprit.error_type << " before " << waited->describe()
+            << " while " << describe_ranks(waiting) << " waited in it: " << first_line(culprit.error);
+      } else {
+        out << describe_ranks(missing) << " never entered " << waited->describe() << " that "
+            << describe_ranks(waiting) << (waiting.size() == 1 ? " was" : " were") << " waiting in";
+        for (int m : missing) out << "; " << doing_instead(run.ranks[m], phase_of(m));
+      }
+      out << ". " << kSameOrder;
+      run.diagnosis = out.str();
+      return;
+    }
+    out << "every rank entered " << waited->describe() << " but it did not complete within "
+        << deadline.count() << " ms: the backend stalled, or the deadline is too short for this work.";
+    run.diagnosis = out.str();
+    return;
+  }
+
+  // Nobody was inside a collective: some rank did not finish its task by the deadline.
+  std::vector<int> late;
+  for (const auto& r : run.ranks) {
+    if (r.state == RankState::Stuck || r.state == RankState::TimedOut) late.push_back(r.rank);
+  }
+  if (late.size() < run.ranks.size() && !late.empty()) run.blamed_rank = late.front();
+  out << describe_ranks(late) << " did not finish within " << deadline.count() << " ms";
+  for (int l : late) out << "; " << doing_instead(run.ranks[l], phase_of(l));
+  out << ".";
+  run.diagnosis = out.str();
+}
+
+void diagnose_error(JobResult& run) {
+  std::vector<int> raised, finished;
+  for (const auto& r : run.ranks) (r.state == RankState::Raised ? raised : finished).push_back(r.rank);
+  std::ostringstream out;
+  const RankOutcome& first = run.ranks[raised.front()];
+  // Ranks that issued different collectives make the backend fail in odd ways: name the cause.
+  if (describe_divergence(run, out)) {
+    out << " (rank " << first.rank << " raised " << first.error_type << ": " << first_line(first.error) << ")";
+    run.diagnosis = out.str();
+    return;
+  }
+  if (finished.empty()) {
+    bool same_type = true;
+    for (int r : raised) same_type = same_type && run.ranks[r].error_type == first.error_type;
+    out << "every rank raised " << (same_type ? first.error_type : std::string("an error")) << "; rank "
+        << first.rank << ": " << first_line(first.error);
+    if (!same_type) {
+      for (size_t i = 1; i < raised.size(); ++i) {
+        out << "; rank " << raised[i] << " raised " << run.ranks[raised[i]].error_type << ": "
+            << first_line(run.ranks[raised[i]].error);
+      }
+    }
+    run.blamed_rank = -1;
+  } else {
+    out << describe_ranks(raised) << " raised " << first.error_type << " after " << collectives(first.trace.size())
+        << " (rank " << first.rank << ": " << first_line(first.error) << "); " << describe_ranks(finished)
+        << " finished.";
+    run.blamed_rank = first.rank;
+  }
+  run.diagnosis = out.str();
+}
+
+}  // namespace
+
+void diagnose(JobResult& run, const std::vector<std::string>& phases, std::chrono::milliseconds deadline) {
+  bool crashed = false, hung = false, raised = false;
+  for (const auto& r : run.ranks) {
+    crashed |= r.state == RankState::Crashed;
+    hung |= r.state == RankState::TimedOut || r.state == RankState::Stuck;
+    raised |= r.state == RankState::Raised;
+  }
+  run.blamed_rank = -1;
+  run.diagnosis.clear();
+  if (crashed) {
+    run.status = RunStatus::Crash;
+    diagnose_crash(run, phases);
+  } else if (hung) {
+    run.status = RunStatus::Hang;
+    diagnose_hang(run, phases, deadline);
+  } else if (raised) {
+    run.status = RunStatus::Error;
+    diagnose_error(run);
+  } else {
+    run.status = RunStatus::Completed;
+  }
+}
+
+}  // namespace distmetrics::runtime::detail

@@ -1,0 +1,348 @@
+// Variants on ranks started by mpirun or by a torchrun-style launcher: every rank runs the task
+// itself, rank 0 gathers the outcomes through the store and publishes the report.
+#include "distmetrics/runtime/peer_runner.h"
+
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <thread>
+
+#include "../comm/backend_factory.h"
+#include "diagnosis.h"
+#include "distmetrics/runtime/backends.h"
+#include "distmetrics/runtime/errors.h"
+#include "process.h"
+#include "protocol.h"
+#include "task_runner.h"
+
+namespace distmetrics::runtime {
+
+using namespace std::chrono_literals;
+
+std::string detect_launcher() {
+  if (std::getenv("OMPI_COMM_WORLD_SIZE")) return "mpi";
+  if (std::getenv("WORLD_SIZE") && std::getenv("RANK")) return "env";
+  return "";
+}
+
+namespace {
+
+constexpr const char* kEnvVariables = "RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT";
+
+std::optional<std::string> env(const char* name) {
+  const char* value = std::getenv(name);
+  if (value == nullptr || *value == '\0') return std::nullopt;
+  return std::string(value);
+}
+
+int env_int(const std::string& launcher, const char* name, std::optional<int> fallback = std::nullopt) {
+  const auto text = env(name);
+  if (!text) {
+    if (fallback) return *fallback;
+    throw ConfigError(launcher + " launcher: " + name + " is not set (a torchrun-style launcher sets " + kEnvVariables + ")");
+  }
+  try {
+    size_t used = 0;
+    const int value = std::stoi(*text, &used);
+    if (used == text->size() && value >= 0) return value;
+  } catch (const std::exception&) {
+  }
+  throw ConfigError(launcher + " launcher: " + name + "=" + *text + " is not a non-negative integer");
+}
+
+std::vector<std::uint8_t> bytes_of(const std::string& text) { return {text.begin(), text.end()}; }
+std::string text_of(const std::vector<std::uint8_t>& bytes) { return {bytes.begin(), bytes.end()}; }
+
+std::string host_name() {
+  char name[256] = {0};
+  ::gethostname(name, sizeof(name) - 1);
+  return name;
+}
+
+// Polls the store until every key exists or the deadline passes.
+bool wait_for_keys(c10d::Store& store, const std::vector<std::string>& keys, const Deadline& deadline) {
+  auto pause = 1ms;
+  while (true) {
+    if (store.check(keys)) return true;
+    if (deadline.expired()) return false;
+    std::this_thread::sleep_for(std::min<std::chrono::milliseconds>(pause, deadline.remaining()));
+    pause = std::min(pause * 2, std::chrono::milliseconds(50));
+  }
+}
+
+// Writes where this rank is to the store, so that rank 0 can say where a rank that never
+// reported got stuck.
+class StoreProgress final : public CollectiveObserver {
+ public:
+  StoreProgress(c10::intrusive_ptr<c10d::Store> store, int rank) : store_(std::move(store)), key_("progress/" + std::to_string(rank)) {}
+  void on_enter(const CollectiveRecord& record) override {
+    entered_.push_back(detail::to_json(record));
+    publish(true);
+  }
+  void on_exit(const CollectiveRecord&, bool) override { publish(false); }
+
+ private:
+  void publish(bool open) {
+    try {
+      store_->set(key_, bytes_of(nlohmann::json({{"trace", entered_}, {"open", open}}).dump()));
+    } catch (const std::exception&) {
+      // Progress is for the diagnosis only; the outcome still travels.
+    }
+  }
+  c10::intrusive_ptr<c10d::Store> store_;
+  std::string key_;
+  nlohmann::json entered_ = nlohmann::json::array();
+};
+
+}  // namespace
+
+class PeerRunner::Impl {
+ public:
+  explicit Impl(PeerOptions options) : options_(std::move(options)) {
+    std::string host;
+    int port = -1;
+    if (options_.launcher == "mpi") {
+      if (!detail::mpi_runtime::compiled()) throw ConfigError("mpi launcher: this build has no Open MPI");
+      detail::mpi_runtime::ensure_initialized();
+      rank_ = detail::mpi_runtime::world_rank();
+      world_size_ = detail::mpi_runtime::world_size();
+      local_rank_ = env_int("mpi", "OMPI_COMM_WORLD_LOCAL_RANK", 0);
+      local_world_size_ = env_int("mpi", "OMPI_COMM_WORLD_LOCAL_SIZE", world_size_);
+      if (env("MASTER_ADDR") && env("MASTER_PORT")) {
+        host = *env("MASTER_ADDR");
+        port = env_int("mpi", "MASTER_PORT");
+      }
+    } else if (options_.launcher == "env") {
+      rank_ = env_int("env", "RANK");
+      world_size_ = env_int("env", "WORLD_SIZE");
+      local_rank_ = env_int("env", "LOCAL_RANK", 0);
+      local_world_size_ = env_int("env", "LOCAL_WORLD_SIZE", world_size_);
+      host = env("MASTER_ADDR").value_or("");
+      if (host.empty()) throw ConfigError(std::string("env launcher: MASTER_ADDR is not set (a torchrun-style launcher sets ") + kEnvVariables + ")");
+      port = env_int("env", "MASTER_PORT");
+      if (port == 0 || port > 65535) throw ConfigError("env launcher: MASTER_PORT must be a port in 1..65535");
+    } else {
+      throw ConfigError("peer runner: launcher must be \"mpi\" or \"env\", got \"" + options_.launcher + "\"");
+    }
+    if (world_size_ < 1 || rank_ >= world_size_) {
+      throw ConfigError(options_.launcher + " launcher: rank " + std::to_string(rank_) + " is not in a world of " +
+                        std::to_string(world_size_));
+    }
+    const bool one_host = local_world_size_ == world_size_ || host == "127.0.0.1" || host == "localhost";
+    gloo_address_ = one_host ? "127.0.0.1" : "";  // several hosts: GLOO_SOCKET_IFNAME, or this host's name
+
+    const Deadline deadline = Deadline::after(options_.connect_deadline);
+    c10d::TCPStoreOptions store_options;
+    store_options.isServer = rank_ == 0;
+    store_options.waitWorkers = false;
+    store_options.timeout = options_.connect_deadline;
+    if (port < 0) {
+      // mpi without MASTER_ADDR/PORT: rank 0 hosts the store on a free port and tells the others.
+      std::string address;
+      if (rank_ == 0) {
+        store_options.port = 0;
+        store_ = c10::make_intrusive<c10d::TCPStore>("127.0.0.1", store_options);
+        address = (one_host ? std::string("127.0.0.1") : host_name()) + ":" + std::to_string(store_->getPort());
+      }
+      address = detail::mpi_runtime::broadcast_text(address, 0, deadline);
+      const auto colon = address.rfind(':');
+      host = address.substr(0, colon);
+      port = std::stoi(address.substr(colon + 1));
+    }
+    if (!store_) {
+      store_options.port = static_cast<std::uint16_t>(port);
+      try {
+        store_ = c10::make_intrusive<c10d::TCPStore>(host, store_options);
+      } catch (const std::exception& e) {
+        throw ConfigError(options_.launcher + " launcher: rank " + std::to_string(rank_) + " could not " +
+                          (rank_ == 0 ? "host" : "reach") + " the store at " + host + ":" + std::to_string(port) +
+                          ": " + detail::short_what(e));
+      }
+    }
+    // Every rank checks in; rank 0 waits for all of them, so a wrong WORLD_SIZE is caught here.
+    store_->set("joined/" + std::to_string(rank_), bytes_of(std::to_string(world_size_)));
+    if (rank_ == 0) {
+      std::vector<std::string> keys;
+      for (int r = 0; r < world_size_; ++r) keys.push_back("joined/" + std::to_string(r));
+      if (!wait_for_keys(*store_, keys, deadline)) {
+        throw ConfigError(options_.launcher + " launcher: not every one of the " + std::to_string(world_size_) +
+                          " ranks joined within " + std::to_string(options_.connect_deadline.count()) + " ms");
+      }
+    }
+  }
+
+  ~Impl() {
+    // Rank 0 hosts the store: it keeps it (bounded) until every other rank has left its runner,
+    // so that no rank loses the store while it still reads its last report.
+    try {
+      if (rank_ != 0 && store_) {
+        store_->add("left", 1);
+      } else if (store_) {
+        const Deadline deadline = Deadline::after(options_.report_grace);
+        auto pause = 1ms;
+        while (store_->add("left", 0) < world_size_ - 1 && !deadline.expired()) {
+          std::this_thread::sleep_for(pause);
+          pause = std::min(pause * 2, std::chrono::milliseconds(50));
+        }
+      }
+    } catch (const std::exception&) {
+    }
+    store_.reset();
+    if (options_.launcher == "mpi") detail::mpi_runtime::finalize();
+  }
+
+  JobResult run(const Job& request) {
+    if (stopped_) {
+      throw ConfigError("the peer run stopped after " + stop_reason_ +
+                        ": its process group is broken; start the launcher again to run more variants");
+    }
+    if (request.backend == "mpi" && options_.launcher != "mpi") {
+      throw ConfigError("variant " + request.id + ": the mpi backend needs ranks started by mpirun (launcher mpi)");
+    }
+    if (auto reason = backend_unavailable_reason(request.backend, request.comm_device, local_world_size_)) {
+      throw ConfigError("variant " + request.id + ": " + *reason);
+    }
+    const auto started = std::chrono::steady_clock::now();
+    const Deadline deadline = Deadline::after(request.deadline);
+    const std::string prefix = "v" + std::to_string(++variant_count_) + "/";
+    auto store = c10::make_intrusive<c10d::PrefixStore>(prefix, store_);
+    auto group_store = c10::make_intrusive<c10d::PrefixStore>("group/", store);
+
+    detail::CommSpec spec;
+    spec.backend = request.backend;
+    spec.comm_device = request.comm_device;
+    spec.rank = rank_;
+    spec.world_size = world_size_;
+    spec.local_rank = local_rank_;
+    spec.op_timeout = detail::op_timeout_of(request);
+    spec.gloo_address = gloo_address_;
+    detail::TaskHooks hooks;
+    hooks.observer = std::make_shared<StoreProgress>(store, rank_);
+    hooks.on_phase = [&](const std::string& phase) {
+      set_quietly(*store, "phase/" + std::to_string(rank_),
+                  nlohmann::json({{"phase", phase}, {"pid", static_cast<long>(::getpid())}, {"host", host_name()}}));
+    };
+    detail::LocalRun local = detail::run_task_here(request, spec, group_store, deadline, hooks);
+    set_quietly(*store, "outcome/" + std::to_string(rank_), detail::to_json(local.outcome));
+
+    const Deadline report_deadline = Deadline::after(request.deadline + options_.report_grace);
+    JobResult run = rank_ == 0 ? gather(*store, request, local.outcome, report_deadline)
+                                : await_report(*store, request, local.outcome);
+    local.comm.reset();  // only now: peers may have been inside collectives until the report
+    if (run.status == RunStatus::Hang || run.status == RunStatus::Crash) {
+      stopped_ = true;
+      stop_reason_ = std::string("a ") + to_string(run.status) + " in variant " + request.id;
+    }
+    run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    return run;
+  }
+
+  int world_size() const { return world_size_; }
+  int rank() const { return rank_; }
+  int local_rank() const { return local_rank_; }
+  bool stopped() const { return stopped_; }
+
+ private:
+  static void set_quietly(c10d::Store& store, const std::string& key, const nlohmann::json& value) {
+    try {
+      store.set(key, bytes_of(value.dump()));
+    } catch (const std::exception&) {
+      // rank 0 is gone; the report wait below says so
+    }
+  }
+
+  std::optional<nlohmann::json> get_json(c10d::Store& store, const std::string& key) {
+    try {
+      if (!store.check({key})) return std::nullopt;
+      return nlohmann::json::parse(text_of(store.get(key)));
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+  }
+
+  // Rank 0: every rank's outcome, or, for a rank that sent none by the deadline, what its
+  // progress says (stuck, or gone if its process is no longer there).
+  JobResult gather(c10d::Store& store, const Job& request, const RankOutcome& own, const Deadline& deadline) {
+    std::vector<std::string> keys;
+    for (int r = 0; r < world_size_; ++r) keys.push_back("outcome/" + std::to_string(r));
+    wait_for_keys(store, keys, deadline);
+    JobResult run;
+    std::vector<std::string> phases(world_size_);
+    for (int r = 0; r < world_size_; ++r) {
+      if (r == 0) {
+        run.ranks.push_back(own);
+        continue;
+      }
+      if (auto outcome = get_json(store, keys[r])) {
+        run.ranks.push_back(detail::outcome_from_json(*outcome));
+        continue;
+      }
+      RankOutcome missing;
+      missing.rank = r;
+      missing.state = RankState::Stuck;
+      if (auto phase = get_json(store, "phase/" + std::to_string(r))) {
+        phases[r] = phase->value("phase", "");
+        missing.pid = phase->value("pid", 0L);
+        if (phase->value("host", "") == host_name() && missing.pid > 0 &&
+            detail::process_state(static_cast<pid_t>(missing.pid)) != detail::ProcessState::Running) {
+          missing.state = RankState::Crashed;
+          missing.how_died = "its process is gone (its launcher has the exit status)";
+        }
+      }
+      if (auto progress = get_json(store, "progress/" + std::to_string(r))) {
+        for (const auto& record : progress->value("trace", nlohmann::json::array())) {
+          missing.trace.push_back(detail::record_from_json(record));
+        }
+        if (progress->value("open", false) && !missing.trace.empty()) missing.blocked_in = missing.trace.back();
+      }
+      run.ranks.push_back(std::move(missing));
+    }
+    detail::diagnose(run, phases, request.deadline);
+    set_quietly(store, "report", run.to_json());
+    return run;
+  }
+
+  // Ranks other than 0: rank 0's report, or (rank 0 silent) this rank's own view as a hang.
+  JobResult await_report(c10d::Store& store, const Job& request, const RankOutcome& own) {
+    const Deadline deadline = Deadline::after(request.deadline + 2 * options_.report_grace);
+    if (wait_for_keys(store, {"report"}, deadline)) {
+      if (auto report = get_json(store, "report")) return detail::run_from_json(*report);
+    }
+    JobResult run;
+    for (int r = 0; r < world_size_; ++r) {
+      RankOutcome outcome;
+      outcome.rank = r;
+      outcome.state = RankState::Stuck;
+      run.ranks.push_back(r == rank_ ? own : outcome);
+    }
+    run.status = RunStatus::Hang;
+    run.blamed_rank = 0;
+    run.diagnosis = "rank " + std::to_string(rank_) + " heard no report from rank 0 within " +
+                    std::to_string((request.deadline + 2 * options_.report_grace).count()) + " ms";
+    return run;
+  }
+
+  PeerOptions options_;
+  int rank_ = 0;
+  int world_size_ = 1;
+  int local_rank_ = 0;
+  int local_world_size_ = 1;
+  std::string gloo_address_;
+  c10::intrusive_ptr<c10d::TCPStore> store_;
+  std::uint64_t variant_count_ = 0;
+  bool stopped_ = false;
+  std::string stop_reason_;
+};
+
+PeerRunner::PeerRunner(PeerOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
+PeerRunner::~PeerRunner() = default;
+JobResult PeerRunner::run(const Job& request) { return impl_->run(request); }
+int PeerRunner::world_size() const { return impl_->world_size(); }
+int PeerRunner::rank() const { return impl_->rank(); }
+int PeerRunner::local_rank() const { return impl_->local_rank(); }
+bool PeerRunner::stopped() const { return impl_->stopped(); }
+
+}  // namespace distmetrics::runtime

@@ -1,0 +1,263 @@
+#include "process.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <thread>
+
+#include "distmetrics/runtime/errors.h"
+
+extern char** environ;
+
+namespace distmetrics::runtime::detail {
+
+const char* signal_name(int signal) {
+  switch (signal) {
+    case SIGABRT: return "SIGABRT";
+    case SIGSEGV: return "SIGSEGV";
+    case SIGBUS: return "SIGBUS";
+    case SIGFPE: return "SIGFPE";
+    case SIGILL: return "SIGILL";
+    case SIGKILL: return "SIGKILL";
+    case SIGTERM: return "SIGTERM";
+    case SIGINT: return "SIGINT";
+    case SIGHUP: return "SIGHUP";
+    case SIGPIPE: return "SIGPIPE";
+    case SIGQUIT: return "SIGQUIT";
+    case SIGTRAP: return "SIGTRAP";
+    case SIGSYS: return "SIGSYS";
+    case SIGUSR1: return "SIGUSR1";
+    case SIGUSR2: return "SIGUSR2";
+    case SIGALRM: return "SIGALRM";
+    case SIGXCPU: return "SIGXCPU";
+    default: return nullptr;
+  }
+}
+
+std::string describe_wait_status(int status) {
+  if (WIFEXITED(status)) return "exit status " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) {
+    const int sig = WTERMSIG(status);
+    const char* name = signal_name(sig);
+    std::string text = "killed by signal " + std::to_string(sig) + " (" + (name ? name : strsignal(sig)) + ")";
+    if (WCOREDUMP(status)) text += ", core dumped";
+    return text;
+  }
+  return "wait status " + std::to_string(status);
+}
+
+pid_t spawn_process(const SpawnSpec& spec) {
+  if (spec.argv.empty()) throw ConfigError("spawn: no program given");
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  if (spec.output_fd >= 0) {
+    posix_spawn_file_actions_adddup2(&actions, spec.output_fd, 1);
+    posix_spawn_file_actions_adddup2(&actions, spec.output_fd, 2);
+  }
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
+  // Descriptors opened without CLOEXEC by libraries (store sockets, other pools' pipes) must
+  // not leak into workers: a leaked copy of a socket hides the EOF that tells a peer we died.
+  posix_spawn_file_actions_addclosefrom_np(&actions, 3);
+#endif
+
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t none;
+  sigemptyset(&none);
+  posix_spawnattr_setsigmask(&attr, &none);
+  sigset_t defaults;  // a supervisor that ignores SIGPIPE or SIGTERM must not pass that on
+  sigemptyset(&defaults);
+  for (int sig : {SIGPIPE, SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGCHLD, SIGUSR1, SIGUSR2, SIGALRM})
+    sigaddset(&defaults, sig);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+
+  std::vector<std::string> env_strings;
+  for (char** e = environ; e && *e; ++e) {
+    std::string entry(*e);
+    const std::string key = entry.substr(0, entry.find('='));
+    if (spec.extra_env.count(key) == 0) env_strings.push_back(std::move(entry));
+  }
+  for (const auto& [key, value] : spec.extra_env) env_strings.push_back(key + "=" + value);
+  std::vector<char*> envp;
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> args = spec.argv;
+  std::vector<char*> argv;
+  for (auto& s : args) argv.push_back(s.data());
+  argv.push_back(nullptr);
+
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, argv[0], &actions, &attr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  if (rc != 0) {
+    throw ConfigError("could not start " + spec.argv[0] + ": " + std::strerror(rc));
+  }
+  return pid;
+}
+
+ProcessState process_state(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text;
+  if (!stat || !std::getline(stat, text)) return ProcessState::Gone;
+  const auto close = text.rfind(')');  // the command name may hold spaces and parentheses
+  if (close == std::string::npos || close + 2 >= text.size()) return ProcessState::Gone;
+  const char state = text[close + 2];
+  if (state == 'Z') return ProcessState::Zombie;
+  if (state == 'X' || state == 'x') return ProcessState::Gone;
+  return ProcessState::Running;
+}
+
+std::optional<int> reap_child(pid_t pid, const Deadline& deadline) {
+  auto pause = std::chrono::microseconds(200);
+  while (true) {
+    int status = 0;
+    const pid_t got = waitpid(pid, &status, WNOHANG);
+    if (got == pid) return status;
+    if (got < 0 && errno != EINTR) return std::nullopt;  // not our child
+    if (deadline.expired()) return std::nullopt;
+    std::this_thread::sleep_for(std::min<std::chrono::microseconds>(pause, deadline.remaining()));
+    pause = std::min<std::chrono::microseconds>(pause * 2, std::chrono::milliseconds(20));
+  }
+}
+
+namespace {
+
+// Reaps what it can and says whether the process still runs (a zombie that is not ours counts
+// as ended: only its parent can reap it).
+bool still_running(pid_t pid) {
+  int status = 0;
+  const pid_t got = waitpid(pid, &status, WNOHANG);
+  if (got == pid) return false;
+  return process_state(pid) == ProcessState::Running;
+}
+
+std::vector<pid_t> wait_until_ended(std::vector<pid_t> pids, const Deadline& deadline) {
+  auto pause = std::chrono::microseconds(200);
+  while (true) {
+    pids.erase(std::remove_if(pids.begin(), pids.end(), [](pid_t p) { return !still_running(p); }), pids.end());
+    if (pids.empty() || deadline.expired()) return pids;
+    std::this_thread::sleep_for(std::min<std::chrono::microseconds>(pause, deadline.remaining()));
+    pause = std::min<std::chrono::microseconds>(pause * 2, std::chrono::milliseconds(20));
+  }
+}
+
+}  // namespace
+
+std::vector<pid_t> end_processes(const std::vector<pid_t>& pids, std::chrono::milliseconds grace) {
+  std::vector<pid_t> live;
+  for (pid_t pid : pids) {
+    if (pid > 0 && kill(pid, SIGTERM) == 0) live.push_back(pid);
+    else if (pid > 0) waitpid(pid, nullptr, WNOHANG);  // already gone: reap a zombie child
+  }
+  live = wait_until_ended(live, Deadline::after(grace));
+  for (pid_t pid : live) kill(pid, SIGKILL);
+  return wait_until_ended(live, Deadline::after(std::chrono::seconds(5)));
+}
+
+namespace {
+
+// Parses "[job,rank]<stream>:" at `pos`; returns the rank and moves `pos` past the tag.
+std::optional<int> parse_tag(const std::string& text, size_t& pos) {
+  size_t i = pos;
+  auto digits = [&]() {
+    const size_t start = i;
+    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
+    return i > start;
+  };
+  if (i >= text.size() || text[i] != '[') return std::nullopt;
+  ++i;
+  if (!digits() || i >= text.size() || text[i] != ',') return std::nullopt;
+  const size_t rank_start = ++i;
+  if (!digits()) return std::nullopt;
+  const int rank = std::stoi(text.substr(rank_start, i - rank_start));
+  if (text.compare(i, 2, "]<") != 0) return std::nullopt;
+  const size_t close = text.find(">:", i + 2);
+  if (close == std::string::npos || close - i > 12) return std::nullopt;
+  pos = close + 2;
+  return rank;
+}
+
+}  // namespace
+
+std::string mpirun_rank_output(const std::string& tagged, int rank, bool with_launcher_lines) {
+  std::string mine, launcher;
+  int current = -1;  // -1: mpirun's own text (a line that starts without a tag)
+  size_t pos = 0;
+  while (pos < tagged.size()) {
+    if (tagged[pos] == '[') {
+      size_t after = pos;
+      if (auto tag_rank = parse_tag(tagged, after)) {
+        current = *tag_rank;
+        pos = after;
+        continue;
+      }
+    }
+    // Up to the next tag or the end of the line.
+    size_t end = pos;
+    while (end < tagged.size() && tagged[end] != '\n') {
+      size_t probe = end;
+      if (tagged[end] == '[' && end > pos && parse_tag(tagged, probe)) break;
+      ++end;
+    }
+    const bool newline = end < tagged.size() && tagged[end] == '\n';
+    std::string piece = tagged.substr(pos, end - pos) + (newline ? "\n" : "");
+    if (current == rank) mine += piece;
+    else if (current == -1 && !piece.empty() && piece != "\n") launcher += "mpirun: " + piece;
+    pos = end + (newline ? 1 : 0);
+    if (newline) current = -1;
+  }
+  if (with_launcher_lines) mine += launcher;
+  return mine;
+}
+
+std::string current_executable() {
+  std::vector<char> buffer(4096);
+  const ssize_t n = readlink("/proc/self/exe", buffer.data(), buffer.size() - 1);
+  if (n <= 0) throw ConfigError(std::string("cannot resolve /proc/self/exe: ") + std::strerror(errno));
+  return std::string(buffer.data(), static_cast<size_t>(n));
+}
+
+OutputCapture::OutputCapture(const std::string& name) {
+  fd_ = memfd_create(name.c_str(), MFD_CLOEXEC);
+  if (fd_ < 0) throw ConfigError(std::string("memfd_create: ") + std::strerror(errno));
+  fcntl(fd_, F_SETFL, fcntl(fd_, F_GETFL) | O_APPEND);
+}
+
+OutputCapture::~OutputCapture() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void OutputCapture::clear() {
+  if (ftruncate(fd_, 0) != 0) { /* nothing useful to do: the tail just holds more */ }
+}
+
+std::string OutputCapture::tail(size_t max_bytes) const {
+  struct stat st {};
+  if (fstat(fd_, &st) != 0 || st.st_size <= 0) return "";
+  const off_t size = st.st_size;
+  const off_t start = size > static_cast<off_t>(max_bytes) ? size - static_cast<off_t>(max_bytes) : 0;
+  std::string text(static_cast<size_t>(size - start), '\0');
+  const ssize_t n = pread(fd_, text.data(), text.size(), start);
+  if (n <= 0) return "";
+  text.resize(static_cast<size_t>(n));
+  if (start > 0) {
+    const auto newline = text.find('\n');
+    if (newline != std::string::npos) text.erase(0, newline + 1);
+  }
+  return text;
+}
+
+}  // namespace distmetrics::runtime::detail

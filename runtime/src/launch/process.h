@@ -1,0 +1,71 @@
+// Child processes of the supervisor: spawning by exec (posix_spawn, safe in a threaded process),
+// ending by pid (TERM, then KILL), reaping, and saying how a process died.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "distmetrics/runtime/deadline.h"
+
+namespace distmetrics::runtime::detail {
+
+// "SIGABRT", "SIGSEGV", ...; "signal 42" for others. Async-signal-safe (a static table).
+const char* signal_name(int signal);
+// "killed by signal 6 (SIGABRT)" or "exit status 1", from a waitpid status.
+std::string describe_wait_status(int status);
+
+struct SpawnSpec {
+  std::vector<std::string> argv;                  // argv[0] is the program (a path)
+  std::map<std::string, std::string> extra_env;   // added to (or replacing in) this environment
+  int output_fd = -1;                             // stdout and stderr of the child; -1: inherit
+};
+
+// Starts the program; throws ConfigError with the reason when it cannot.
+pid_t spawn_process(const SpawnSpec& spec);
+
+// A process's state as far as this process can tell: running, a zombie, or gone.
+enum class ProcessState { Running, Zombie, Gone };
+ProcessState process_state(pid_t pid);
+
+// waitpid(pid) without blocking past the deadline. Returns the status once the child is reaped,
+// nullopt when it is still running at the deadline or is not our child (then it was not reaped).
+std::optional<int> reap_child(pid_t pid, const Deadline& deadline);
+
+// Ends the processes: SIGTERM to each, up to `grace` for them to go, then SIGKILL to the rest.
+// Reaps those that are (or become) our children. Returns the pids still running afterwards
+// (empty unless a process ignores SIGKILL, e.g. stuck in the kernel).
+std::vector<pid_t> end_processes(const std::vector<pid_t>& pids, std::chrono::milliseconds grace);
+
+// What one rank wrote, from the output of `mpirun --tag-output`, which prefixes every chunk a
+// rank writes with "[job,rank]<stdout>:" (or <stderr>), chunks of several ranks sharing lines.
+// Untagged lines are mpirun's own; with `with_launcher_lines` they follow, as "mpirun: ...".
+std::string mpirun_rank_output(const std::string& tagged, int rank, bool with_launcher_lines);
+
+// The path of this executable (/proc/self/exe resolved).
+std::string current_executable();
+
+// A file in memory (memfd) that children can write their output to: it never blocks them, it
+// leaves nothing on disk, and its tail can be read at any time. O_APPEND, so truncating it
+// between variants keeps the children's writes at the start.
+class OutputCapture {
+ public:
+  explicit OutputCapture(const std::string& name);
+  ~OutputCapture();
+  OutputCapture(const OutputCapture&) = delete;
+  OutputCapture& operator=(const OutputCapture&) = delete;
+
+  int fd() const { return fd_; }
+  void clear();
+  // The last `max_bytes` of what was written, starting at a line boundary.
+  std::string tail(size_t max_bytes = 4096) const;
+
+ private:
+  int fd_ = -1;
+};
+
+}  // namespace distmetrics::runtime::detail

@@ -1,0 +1,135 @@
+#include "protocol.h"
+
+#include "distmetrics/runtime/errors.h"
+
+namespace distmetrics::runtime {
+
+const char* to_string(RankState state) {
+  switch (state) {
+    case RankState::Finished: return "finished";
+    case RankState::Raised: return "raised";
+    case RankState::TimedOut: return "timed_out";
+    case RankState::Stuck: return "stuck";
+    case RankState::Crashed: return "crashed";
+    case RankState::Ended: return "ended";
+  }
+  return "?";
+}
+
+const char* to_string(RunStatus status) {
+  switch (status) {
+    case RunStatus::Completed: return "completed";
+    case RunStatus::Error: return "error";
+    case RunStatus::Hang: return "hang";
+    case RunStatus::Crash: return "crash";
+  }
+  return "?";
+}
+
+nlohmann::json JobResult::to_json() const {
+  nlohmann::json ranks_json = nlohmann::json::array();
+  for (const auto& outcome : ranks) ranks_json.push_back(detail::to_json(outcome));
+  return {{"status", to_string(status)}, {"blamed_rank", blamed_rank}, {"diagnosis", diagnosis},
+          {"seconds", seconds}, {"ranks", ranks_json}};
+}
+
+namespace detail {
+
+nlohmann::json to_json(const CollectiveRecord& record) {
+  return {{"seq", record.seq}, {"op", record.op}, {"dtype", record.dtype}, {"shape", record.shape}};
+}
+
+CollectiveRecord record_from_json(const nlohmann::json& json) {
+  CollectiveRecord record;
+  record.seq = json.at("seq").get<std::uint64_t>();
+  record.op = json.at("op").get<std::string>();
+  record.dtype = json.value("dtype", "");
+  record.shape = json.value("shape", std::vector<std::int64_t>{});
+  return record;
+}
+
+nlohmann::json to_json(const Job& request) {
+  return {{"id", request.id},
+          {"task", request.task},
+          {"params", request.params},
+          {"backend", request.backend},
+          {"comm_device", request.comm_device},
+          {"deadline_ms", request.deadline.count()},
+          {"op_timeout_ms", request.op_timeout.count()}};
+}
+
+Job request_from_json(const nlohmann::json& json) {
+  Job request;
+  request.id = json.at("id").get<std::string>();
+  request.task = json.at("task").get<std::string>();
+  request.params = json.value("params", nlohmann::json::object());
+  request.backend = json.at("backend").get<std::string>();
+  request.comm_device = json.value("comm_device", "cpu");
+  request.deadline = std::chrono::milliseconds(json.at("deadline_ms").get<std::int64_t>());
+  request.op_timeout = std::chrono::milliseconds(json.value("op_timeout_ms", std::int64_t{0}));
+  return request;
+}
+
+nlohmann::json to_json(const RankOutcome& outcome) {
+  nlohmann::json trace = nlohmann::json::array();
+  for (const auto& record : outcome.trace) trace.push_back(to_json(record));
+  nlohmann::json json = {{"rank", outcome.rank},
+                         {"pid", outcome.pid},
+                         {"state", to_string(outcome.state)},
+                         {"result", outcome.result},
+                         {"error", outcome.error},
+                         {"error_type", outcome.error_type},
+                         {"trace", trace},
+                         {"blocked_in", nullptr},
+                         {"how_died", outcome.how_died},
+                         {"log_tail", outcome.log_tail}};
+  if (outcome.blocked_in) json["blocked_in"] = to_json(*outcome.blocked_in);
+  return json;
+}
+
+RankState rank_state_from_string(const std::string& text) {
+  for (RankState state : {RankState::Finished, RankState::Raised, RankState::TimedOut, RankState::Stuck,
+                          RankState::Crashed, RankState::Ended}) {
+    if (text == to_string(state)) return state;
+  }
+  throw ConfigError("unknown rank state '" + text + "'");
+}
+
+RunStatus run_status_from_string(const std::string& text) {
+  for (RunStatus status : {RunStatus::Completed, RunStatus::Error, RunStatus::Hang, RunStatus::Crash}) {
+    if (text == to_string(status)) return status;
+  }
+  throw ConfigError("unknown run status '" + text + "'");
+}
+
+RankOutcome outcome_from_json(const nlohmann::json& json) {
+  RankOutcome outcome;
+  outcome.rank = json.at("rank").get<int>();
+  outcome.pid = json.value("pid", 0L);
+  outcome.state = rank_state_from_string(json.at("state").get<std::string>());
+  outcome.result = json.value("result", nlohmann::json());
+  outcome.error = json.value("error", "");
+  outcome.error_type = json.value("error_type", "");
+  for (const auto& record : json.value("trace", nlohmann::json::array())) outcome.trace.push_back(record_from_json(record));
+  if (json.contains("blocked_in") && !json["blocked_in"].is_null()) outcome.blocked_in = record_from_json(json["blocked_in"]);
+  outcome.how_died = json.value("how_died", "");
+  outcome.log_tail = json.value("log_tail", "");
+  return outcome;
+}
+
+JobResult run_from_json(const nlohmann::json& json) {
+  JobResult run;
+  run.status = run_status_from_string(json.at("status").get<std::string>());
+  run.blamed_rank = json.value("blamed_rank", -1);
+  run.diagnosis = json.value("diagnosis", "");
+  run.seconds = json.value("seconds", 0.0);
+  for (const auto& rank : json.value("ranks", nlohmann::json::array())) run.ranks.push_back(outcome_from_json(rank));
+  return run;
+}
+
+std::chrono::milliseconds op_timeout_of(const Job& request) {
+  return request.op_timeout.count() > 0 ? request.op_timeout : request.deadline;
+}
+
+}  // namespace detail
+}  // namespace distmetrics::runtime

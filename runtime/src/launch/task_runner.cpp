@@ -1,0 +1,88 @@
+#include "task_runner.h"
+
+#include <cxxabi.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <typeinfo>
+
+#include "distmetrics/runtime/errors.h"
+
+namespace distmetrics::runtime::detail {
+
+std::string current_exception_type() {
+  const std::type_info* type = abi::__cxa_current_exception_type();
+  if (type == nullptr) return "unknown";
+  int status = 0;
+  char* demangled = abi::__cxa_demangle(type->name(), nullptr, nullptr, &status);
+  std::string name = (status == 0 && demangled) ? demangled : type->name();
+  std::free(demangled);
+  if (name.rfind("std::", 0) == 0) return name.substr(0, 5) + name.substr(name.rfind("::") + 2);
+  const auto colon = name.rfind("::");
+  return colon == std::string::npos ? name : name.substr(colon + 2);
+}
+
+namespace {
+
+std::string task_not_found(const std::string& name) {
+  std::string known;
+  for (const auto& task : TaskRegistry::instance().names()) known += (known.empty() ? "" : ", ") + task;
+  return "no task named '" + name + "' is registered in this binary (registered: " +
+         (known.empty() ? "none" : known) + "); register it with DISTMETRICS_TASK in code linked into the worker";
+}
+
+}  // namespace
+
+LocalRun run_task_here(const Job& request, const CommSpec& spec, const c10::intrusive_ptr<c10d::Store>& store,
+                       const Deadline& deadline, const TaskHooks& hooks) {
+  LocalRun run;
+  RankOutcome& outcome = run.outcome;
+  outcome.rank = spec.rank;
+  outcome.pid = static_cast<long>(::getpid());
+
+  const TaskFn* task = TaskRegistry::instance().find(request.task);
+  if (task == nullptr) {
+    outcome.state = RankState::Raised;
+    outcome.error_type = "ConfigError";
+    outcome.error = "rank " + std::to_string(spec.rank) + ": " + task_not_found(request.task);
+    return run;
+  }
+
+  if (hooks.on_phase) hooks.on_phase("connecting");
+  try {
+    run.comm = make_communicator(spec, store, deadline);
+  } catch (const std::exception& e) {
+    outcome.state = deadline.expired() ? RankState::TimedOut : RankState::Raised;
+    outcome.error_type = current_exception_type();
+    outcome.error = "rank " + std::to_string(spec.rank) + ": could not build the " + spec.backend +
+                    " communicator: " + short_what(e);
+    return run;
+  }
+  run.comm->set_op_timeout(spec.op_timeout);
+  if (hooks.observer) run.comm->set_observer(hooks.observer);
+  if (hooks.on_phase) hooks.on_phase("running");
+
+  TaskContext context{spec.rank, spec.world_size, spec.local_rank, *run.comm, request.params, request.id};
+  try {
+    outcome.result = (*task)(context);
+    outcome.state = RankState::Finished;
+  } catch (const CollectiveError& e) {
+    outcome.state = e.kind() == CollectiveFailure::Timeout ? RankState::TimedOut : RankState::Raised;
+    outcome.error_type = "CollectiveError";
+    outcome.error = e.what();
+    outcome.blocked_in = e.record();  // the collective it was inside when it stopped
+  } catch (const std::exception& e) {
+    outcome.state = RankState::Raised;
+    outcome.error_type = current_exception_type();
+    outcome.error = short_what(e);
+  } catch (...) {
+    outcome.state = RankState::Raised;
+    outcome.error_type = current_exception_type();
+    outcome.error = "an exception that is not a std::exception";
+  }
+  outcome.trace = run.comm->trace();
+  run.comm->set_observer(nullptr);
+  return run;
+}
+
+}  // namespace distmetrics::runtime::detail

@@ -1,0 +1,37 @@
+// Running one variant's task on this rank: a fresh communicator, the task, and the outcome
+// (finished with its JSON, raised with type and message, or timed out in a collective).
+// Shared by pool workers and by peers started by mpirun or torchrun-style launchers.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "../comm/backend_factory.h"
+#include "distmetrics/runtime/task.h"
+#include "distmetrics/runtime/job.h"
+
+namespace distmetrics::runtime::detail {
+
+struct LocalRun {
+  RankOutcome outcome;
+  // Kept alive until every rank is done: a rank that tears down its process group early breaks
+  // the collectives its peers are still inside (they would fail instead of reporting a hang).
+  std::unique_ptr<Communicator> comm;
+};
+
+struct TaskHooks {
+  std::function<void(const std::string& phase)> on_phase;  // "connecting", "running"
+  std::shared_ptr<CollectiveObserver> observer;
+};
+
+// `store` is the fresh store of this variant (unused by mpi). Never throws: every failure is
+// in the outcome.
+LocalRun run_task_here(const Job& request, const CommSpec& spec, const c10::intrusive_ptr<c10d::Store>& store,
+                       const Deadline& deadline, const TaskHooks& hooks);
+
+// "NotComputableError", "CollectiveError", "std::runtime_error": the dynamic type of the
+// exception being handled, without its namespaces (std:: kept).
+std::string current_exception_type();
+
+}  // namespace distmetrics::runtime::detail

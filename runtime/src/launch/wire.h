@@ -1,0 +1,57 @@
+// The control channel between a supervisor and its workers: TCP on 127.0.0.1 (so that processes
+// started by mpirun can connect too), one JSON message per line, every read and write bounded
+// by a deadline.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include "distmetrics/runtime/deadline.h"
+
+namespace distmetrics::runtime::detail {
+
+// The peer closed the connection, or a read or write failed or passed its deadline.
+class ChannelError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class LineChannel {
+ public:
+  explicit LineChannel(int fd);  // takes ownership; made non-blocking and close-on-exec
+  ~LineChannel();
+  LineChannel(const LineChannel&) = delete;
+  LineChannel& operator=(const LineChannel&) = delete;
+
+  int fd() const { return fd_; }
+  bool at_eof() const { return eof_; }
+
+  void send(const nlohmann::json& message, const Deadline& deadline);
+  // Reads what the socket holds without blocking; returns false once the peer has closed.
+  bool read_available();
+  // The next complete message already read, if any. Throws ChannelError on a malformed line.
+  std::optional<nlohmann::json> next();
+  // Waits for the next message. nullopt when the deadline passes; ChannelError at EOF.
+  std::optional<nlohmann::json> receive(const Deadline& deadline);
+
+ private:
+  int fd_;
+  bool eof_ = false;
+  std::string buffer_;
+};
+
+// A listening socket on 127.0.0.1 with a port chosen by the kernel.
+struct Listener {
+  int fd = -1;
+  std::uint16_t port = 0;
+};
+Listener listen_on_loopback();
+// A connection, or -1 when none arrives by the deadline.
+int accept_connection(int listen_fd, const Deadline& deadline);
+int connect_to(const std::string& host, std::uint16_t port, const Deadline& deadline);
+
+}  // namespace distmetrics::runtime::detail

@@ -1,0 +1,275 @@
+// A rank worker: an exec'd copy of a test binary or of the CLI that serves its supervisor. It
+// connects to the supervisor's control channel, says hello, then runs variants one at a time,
+// each with a fresh communicator, streaming where it is (entered/left each collective) and
+// returning the task's outcome. It never outlives its supervisor.
+#include <ATen/Parallel.h>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <thread>
+
+#include "distmetrics/runtime/errors.h"
+#include "distmetrics/runtime/rank_pool.h"
+#include "process.h"
+#include "protocol.h"
+#include "task_runner.h"
+#include "wire.h"
+#include "worker_args.h"
+
+namespace distmetrics::runtime {
+namespace detail {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr auto kConnectBudget = 60s;
+constexpr auto kSendBudget = 30s;
+
+// --- Telling the supervisor how this process died ---------------------------------------------
+// A fatal signal or an exit() inside a task: the supervisor learns it from us, even when it is
+// not our parent (mpirun started us). The signal path is async-signal-safe: no allocation.
+std::atomic<int> dying_report_fd{-1};
+
+size_t append(char* out, size_t at, size_t cap, const char* text) {
+  while (*text && at + 1 < cap) out[at++] = *text++;
+  return at;
+}
+
+size_t append_int(char* out, size_t at, size_t cap, int value) {
+  char digits[16];
+  int n = 0;
+  unsigned v = value < 0 ? static_cast<unsigned>(-value) : static_cast<unsigned>(value);
+  do {
+    digits[n++] = static_cast<char>('0' + v % 10);
+    v /= 10;
+  } while (v && n < 15);
+  if (value < 0 && at + 1 < cap) out[at++] = '-';
+  while (n > 0 && at + 1 < cap) out[at++] = digits[--n];
+  return at;
+}
+
+void report_dying(const char* how, int number, const char* name) {
+  const int fd = dying_report_fd.exchange(-1);
+  if (fd < 0) return;
+  char line[160];
+  size_t n = 0;
+  n = append(line, n, sizeof(line), "{\"type\":\"dying\",\"how\":\"");
+  n = append(line, n, sizeof(line), how);
+  n = append_int(line, n, sizeof(line), number);
+  if (name) {
+    n = append(line, n, sizeof(line), " (");
+    n = append(line, n, sizeof(line), name);
+    n = append(line, n, sizeof(line), ")");
+  }
+  n = append(line, n, sizeof(line), "\"}\n");
+  ssize_t ignored = ::send(fd, line, n, MSG_NOSIGNAL);
+  (void)ignored;
+}
+
+void on_fatal_signal(int sig) {
+  report_dying("killed by signal ", sig, signal_name(sig));
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+
+void on_process_exit(int status, void*) { report_dying("exit status ", status, nullptr); }
+
+void arm_dying_report(int fd) {
+  static const bool registered = [] {
+    on_exit(&on_process_exit, nullptr);
+    return true;
+  }();
+  (void)registered;
+  dying_report_fd = fd;
+  struct sigaction action {};
+  action.sa_handler = &on_fatal_signal;
+  sigemptyset(&action.sa_mask);
+  for (int sig : {SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL}) sigaction(sig, &action, nullptr);
+}
+
+void disarm_dying_report() { dying_report_fd = -1; }
+
+// --- The worker ----------------------------------------------------------------------------------
+
+class ProgressReporter final : public CollectiveObserver {
+ public:
+  explicit ProgressReporter(LineChannel& channel) : channel_(channel) {}
+  void on_enter(const CollectiveRecord& record) override { send({{"type", "enter"}, {"record", to_json(record)}}); }
+  void on_exit(const CollectiveRecord& record, bool ok) override {
+    send({{"type", "exit"}, {"record", to_json(record)}, {"ok", ok}});
+  }
+  void send(const nlohmann::json& message) {
+    try {
+      channel_.send(message, Deadline::after(kSendBudget));
+    } catch (const ChannelError&) {
+      _exit(kWorkerExitSupervisorGone);  // nobody is left to report to
+    }
+  }
+
+ private:
+  LineChannel& channel_;
+};
+
+class Worker {
+ public:
+  explicit Worker(WorkerArgs args) : args_(std::move(args)) {}
+
+  int serve() {
+    at::set_num_threads(1);  // ranks share the machine's cores with each other
+    if (args_.launch == "mpirun") {
+      mpi_runtime::ensure_initialized();
+      args_.rank = mpi_runtime::world_rank();
+      if (mpi_runtime::world_size() != args_.world_size) {
+        throw ConfigError("mpirun started " + std::to_string(mpi_runtime::world_size()) + " ranks, the pool expects " +
+                          std::to_string(args_.world_size));
+      }
+      if (const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK")) local_rank_ = std::atoi(local);
+    } else {
+      local_rank_ = args_.rank;
+    }
+    if (args_.rank < 0) throw ConfigError("worker started without a rank");
+
+    channel_ = std::make_unique<LineChannel>(connect_to(args_.host, args_.port, Deadline::after(kConnectBudget)));
+    arm_dying_report(channel_->fd());
+    channel_->send({{"type", "hello"}, {"rank", args_.rank}, {"pid", static_cast<long>(::getpid())}, {"token", args_.token}},
+                   Deadline::after(kSendBudget));
+    if (::pipe2(stop_pipe_, O_CLOEXEC) != 0) throw ConfigError("worker: pipe2 failed");
+    std::thread watchdog([this] { watch_supervisor(); });
+
+    int code = kWorkerExitOk;
+    try {
+      serve_variants();
+    } catch (const ChannelError& e) {
+      std::cerr << "distmetrics worker rank " << args_.rank << ": control channel: " << e.what() << std::endl;
+      code = kWorkerExitSupervisorGone;
+    } catch (const std::exception& e) {
+      std::cerr << "distmetrics worker rank " << args_.rank << ": " << short_what(e) << std::endl;
+      code = kWorkerExitBadStart;
+    }
+    disarm_dying_report();
+    stop_ = true;
+    const char wake = 1;
+    if (::write(stop_pipe_[1], &wake, 1) != 1) { /* the watchdog then notices stop_ at the channel's close */ }
+    watchdog.join();
+    ::close(stop_pipe_[0]);
+    ::close(stop_pipe_[1]);
+    channel_.reset();
+    store_.reset();
+    if (mpi_runtime::initialized()) mpi_runtime::finalize();
+    return code;
+  }
+
+ private:
+  // Ends this process as soon as the supervisor's end of the channel closes (it died, or it
+  // gave up on us), whatever the task is doing: a worker must never outlive its supervisor.
+  void watch_supervisor() {
+    pollfd fds[2] = {{channel_->fd(), POLLRDHUP, 0}, {stop_pipe_[0], POLLIN, 0}};
+    while (!stop_) {
+      if (::poll(fds, 2, -1) <= 0) continue;
+      if (stop_ || (fds[1].revents & POLLIN)) return;
+      if (fds[0].revents & (POLLRDHUP | POLLHUP | POLLERR)) _exit(kWorkerExitSupervisorGone);
+    }
+  }
+
+  void serve_variants() {
+    const auto idle_budget = std::chrono::hours(24);
+    while (true) {
+      auto message = channel_->receive(Deadline::after(std::chrono::duration_cast<std::chrono::milliseconds>(idle_budget)));
+      if (!message) throw ChannelError("no message from the supervisor for 24 hours");
+      const std::string type = message->value("type", "");
+      if (type == "shutdown") return;
+      if (type != "variant") throw ChannelError("unexpected control message '" + type + "'");
+      run_variant(*message);
+    }
+  }
+
+  void run_variant(const nlohmann::json& message) {
+    const Job request = request_from_json(message.at("request"));
+    const Deadline deadline = Deadline::after(request.deadline);
+    CommSpec spec;
+    spec.backend = request.backend;
+    spec.comm_device = request.comm_device;
+    spec.rank = args_.rank;
+    spec.world_size = args_.world_size;
+    spec.local_rank = local_rank_;
+    spec.op_timeout = op_timeout_of(request);
+
+    auto reporter = std::make_shared<ProgressReporter>(*channel_);
+    TaskHooks hooks;
+    hooks.observer = reporter;
+    hooks.on_phase = [&](const std::string& phase) { reporter->send({{"type", "phase"}, {"phase", phase}}); };
+    LocalRun run;
+    try {
+      c10::intrusive_ptr<c10d::Store> store;
+      if (request.backend != "mpi") store = variant_store(message.at("store"));
+      run = run_task_here(request, spec, store, deadline, hooks);
+    } catch (const std::exception& e) {  // the store could not be reached
+      run.outcome.rank = spec.rank;
+      run.outcome.pid = static_cast<long>(::getpid());
+      run.outcome.state = RankState::Raised;
+      run.outcome.error_type = current_exception_type();
+      run.outcome.error = "rank " + std::to_string(spec.rank) + ": cannot reach the supervisor's store: " + short_what(e);
+    }
+    reporter->send({{"type", "outcome"}, {"outcome", to_json(run.outcome)}});
+
+    // Keep the process group until the supervisor has every rank's outcome and releases it.
+    auto release = channel_->receive(Deadline::after(request.deadline + 60s));
+    if (!release) throw ChannelError("the supervisor never released variant " + request.id);
+    const std::string type = release->value("type", "");
+    run.comm.reset();
+    if (type == "shutdown") throw ChannelError("shut down while holding variant " + request.id);
+    if (type != "release") throw ChannelError("expected 'release', got '" + type + "'");
+  }
+
+  c10::intrusive_ptr<c10d::Store> variant_store(const nlohmann::json& where) {
+    if (!store_) {  // one client connection for the worker's life; a prefix per variant
+      c10d::TCPStoreOptions options;
+      options.port = where.at("port").get<std::uint16_t>();
+      options.isServer = false;
+      options.waitWorkers = false;
+      options.timeout = kConnectBudget;
+      store_ = c10::make_intrusive<c10d::TCPStore>(where.at("host").get<std::string>(), options);
+    }
+    return c10::make_intrusive<c10d::PrefixStore>(where.at("prefix").get<std::string>(), store_);
+  }
+
+  WorkerArgs args_;
+  int local_rank_ = 0;
+  std::unique_ptr<LineChannel> channel_;
+  c10::intrusive_ptr<c10d::TCPStore> store_;
+  std::atomic<bool> stop_{false};
+  int stop_pipe_[2] = {-1, -1};  // wakes the watchdog when the worker leaves on its own
+};
+
+}  // namespace
+}  // namespace detail
+
+std::optional<int> run_worker_if_requested(int argc, char** argv) {
+  std::optional<detail::WorkerArgs> args;
+  try {
+    args = detail::parse_worker_flags(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "distmetrics worker: " << e.what() << std::endl;
+    return detail::kWorkerExitBadStart;
+  }
+  if (!args) return std::nullopt;
+  try {
+    return detail::Worker(*args).serve();
+  } catch (const std::exception& e) {
+    std::cerr << "distmetrics worker (rank " << args->rank << "): " << detail::short_what(e) << std::endl;
+    return detail::kWorkerExitBadStart;
+  }
+}
+
+}  // namespace distmetrics::runtime

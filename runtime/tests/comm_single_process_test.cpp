@@ -1,0 +1,55 @@
+// The Communicator base on world size 1: coalescing, tracing, exact gathers.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include "distmetrics/runtime/comm.h"
+#include "distmetrics/runtime/errors.h"
+
+namespace distmetrics::runtime {
+namespace {
+
+TEST(SingleProcessComm, AllReduceCoalescesOneCollectivePerDtype) {
+  auto comm = make_single_process_communicator();
+  std::vector<at::Tensor> tensors{at::tensor({1.0, 2.0}), at::tensor({int64_t{7}}), at::tensor({3.0})};
+  comm->all_reduce(tensors, ReduceOp::Sum);
+  // one collective per dtype, in a fixed dtype order (int64 before float64) on every rank
+  ASSERT_EQ(comm->trace().size(), 2u);
+  EXPECT_EQ(comm->trace()[0].op, "all_reduce(sum)");
+  EXPECT_EQ(comm->trace()[0].dtype, "int64");
+  EXPECT_EQ(comm->trace()[0].shape, std::vector<int64_t>{1});
+  EXPECT_EQ(comm->trace()[1].dtype, "float64");
+  EXPECT_EQ(comm->trace()[1].shape, std::vector<int64_t>{3});
+  EXPECT_TRUE(at::equal(tensors[0], at::tensor({1.0, 2.0})));
+  EXPECT_TRUE(at::equal(tensors[1], at::tensor({int64_t{7}})));
+}
+
+TEST(SingleProcessComm, AllReduceLeavesTheCallersTensorUntouched) {
+  auto comm = make_single_process_communicator();
+  at::Tensor state = at::tensor({5.0});
+  at::Tensor synced = comm->all_reduce_copy(state, ReduceOp::Max);
+  synced.add_(1.0);
+  EXPECT_EQ(state.item<double>(), 5.0);
+}
+
+TEST(SingleProcessComm, AllGatherReturnsTheInputExactlyIncludingEmpty) {
+  auto comm = make_single_process_communicator();
+  auto out = comm->all_gather(std::vector<at::Tensor>{at::arange(6, at::kLong).view({3, 2}),
+                                                      at::empty({0, 4}, at::kDouble)});
+  ASSERT_EQ(out.size(), 2u);
+  ASSERT_EQ(out[0].size(), 1u);
+  EXPECT_TRUE(at::equal(out[0][0], at::arange(6, at::kLong).view({3, 2})));
+  EXPECT_EQ(out[1][0].sizes().vec(), (std::vector<int64_t>{0, 4}));
+  // shapes, then int64 data; the all-empty float64 group needs no collective
+  ASSERT_EQ(comm->trace().size(), 2u);
+  EXPECT_EQ(comm->trace()[0].op, "all_gather(shapes)");
+  EXPECT_EQ(comm->trace()[1].op, "all_gather");
+  EXPECT_EQ(comm->trace()[1].seq, 1u);
+}
+
+TEST(SingleProcessComm, ScalarTensorsCannotBeGathered) {
+  auto comm = make_single_process_communicator();
+  EXPECT_THROW(comm->all_gather(at::scalar_tensor(1.0)), ConfigError);
+}
+
+}  // namespace
+}  // namespace distmetrics::runtime

@@ -1,0 +1,152 @@
+// The diagnosis rules on hand-made rank outcomes (no processes), and the splitting of mpirun's
+// tagged output per rank.
+#include <gtest/gtest.h>
+
+#include "../src/launch/diagnosis.h"
+#include "../src/launch/process.h"
+
+namespace distmetrics::runtime {
+namespace {
+
+using namespace std::chrono_literals;
+
+CollectiveRecord record(std::uint64_t seq, const std::string& op, const std::string& dtype = "float64",
+                        std::vector<std::int64_t> shape = {4}) {
+  return CollectiveRecord{seq, op, dtype, std::move(shape)};
+}
+
+std::vector<CollectiveRecord> reduces(int n) {
+  std::vector<CollectiveRecord> out;
+  for (int i = 0; i < n; ++i) out.push_back(record(static_cast<std::uint64_t>(i), "all_reduce(sum)"));
+  return out;
+}
+
+RankOutcome rank(int r, RankState state, std::vector<CollectiveRecord> trace, bool blocked_in_last = false) {
+  RankOutcome out;
+  out.rank = r;
+  out.state = state;
+  out.trace = std::move(trace);
+  if (blocked_in_last && !out.trace.empty()) out.blocked_in = out.trace.back();
+  return out;
+}
+
+// The diagnosis begins with `expected` (it then says what to do).
+testing::AssertionResult begins_with(const std::string& text, const std::string& expected) {
+  if (text.rfind(expected, 0) == 0) return testing::AssertionSuccess();
+  return testing::AssertionFailure() << "\n  the diagnosis: " << text << "\n  should begin:  " << expected;
+}
+
+JobResult diagnosed(std::vector<RankOutcome> ranks, std::vector<std::string> phases = {}) {
+  JobResult run;
+  run.ranks = std::move(ranks);
+  detail::diagnose(run, phases, 3000ms);
+  return run;
+}
+
+TEST(Diagnosis, EveryRankFinishedIsCompleted) {
+  const auto run = diagnosed({rank(0, RankState::Finished, reduces(2)), rank(1, RankState::Finished, reduces(2))});
+  EXPECT_EQ(run.status, RunStatus::Completed);
+  EXPECT_EQ(run.blamed_rank, -1);
+  EXPECT_EQ(run.diagnosis, "");
+}
+
+TEST(Diagnosis, ARankThatFinishedEarlyIsBlamedForThePeersThatWait) {
+  const auto run = diagnosed({rank(0, RankState::TimedOut, reduces(4), true), rank(1, RankState::Finished, reduces(3)),
+                              rank(2, RankState::Stuck, reduces(4), true), rank(3, RankState::Stuck, reduces(4), true)});
+  EXPECT_EQ(run.status, RunStatus::Hang);
+  EXPECT_EQ(run.blamed_rank, 1);
+  EXPECT_TRUE(begins_with(run.diagnosis, "rank 1 never entered all_reduce(sum) #3 (float64 [4]) that ranks 0, 2, 3 were waiting in; rank 1 "
+            "finished its task after 3 collectives."));
+}
+
+TEST(Diagnosis, ARankThatRaisedAloneIsBlamedWithItsMessage) {
+  auto raiser = rank(2, RankState::Raised, {});
+  raiser.error_type = "NotComputableError";
+  raiser.error = "no samples on rank 2\nmore detail";
+  const auto run = diagnosed({rank(0, RankState::Stuck, reduces(1), true), rank(1, RankState::Stuck, reduces(1), true),
+                              raiser, rank(3, RankState::Stuck, reduces(1), true)});
+  EXPECT_EQ(run.status, RunStatus::Hang);
+  EXPECT_EQ(run.blamed_rank, 2);
+  EXPECT_TRUE(begins_with(run.diagnosis, "rank 2 raised NotComputableError before all_reduce(sum) #0 (float64 [4]) while ranks 0, 1, 3 waited in "
+            "it: no samples on rank 2."));
+}
+
+TEST(Diagnosis, DifferentCollectivesAtOneSequenceNumberAreNamedAndTheMinorityBlamed) {
+  auto odd = reduces(2);
+  odd[1] = record(1, "all_gather(shapes)", "int64", {11});
+  const auto run = diagnosed({rank(0, RankState::Stuck, reduces(2), true), rank(1, RankState::Stuck, odd, true),
+                              rank(2, RankState::Stuck, reduces(2), true)});
+  EXPECT_EQ(run.status, RunStatus::Hang);
+  EXPECT_EQ(run.blamed_rank, 1);
+  EXPECT_TRUE(begins_with(run.diagnosis, "ranks disagree at #1: ranks 0, 2 issued all_reduce(sum) (float64 [4]), rank 1 issued all_gather(shapes) "
+            "(int64 [11])."));
+}
+
+TEST(Diagnosis, GathersOfDifferentLengthsAreNotADisagreement) {
+  // all_gather shapes differ in dim 0 by design; rank 1 is simply missing from #1
+  auto mine = std::vector<CollectiveRecord>{record(0, "all_gather", "float64", {3})};
+  auto theirs = std::vector<CollectiveRecord>{record(0, "all_gather", "float64", {5}), record(1, "barrier", "", {})};
+  const auto run = diagnosed({rank(0, RankState::Stuck, theirs, true), rank(1, RankState::Finished, mine)});
+  EXPECT_EQ(run.blamed_rank, 1);
+  EXPECT_EQ(run.diagnosis.find("rank 1 never entered barrier #1 that rank 0 was waiting in"), 0u) << run.diagnosis;
+}
+
+TEST(Diagnosis, ARankBusyOutsideCollectivesOrStillConnectingIsSaidSo) {
+  const auto busy = diagnosed({rank(0, RankState::Stuck, reduces(1), true), rank(1, RankState::Stuck, {})}, {"running", "running"});
+  EXPECT_EQ(busy.blamed_rank, 1);
+  EXPECT_NE(busy.diagnosis.find("rank 1 was still running its task outside any collective after 0 collectives"),
+            std::string::npos) << busy.diagnosis;
+  const auto connecting = diagnosed({rank(0, RankState::Stuck, {}), rank(1, RankState::Stuck, {})}, {"running", "connecting"});
+  EXPECT_EQ(connecting.status, RunStatus::Hang);
+  EXPECT_NE(connecting.diagnosis.find("rank 1 was still connecting to its peers"), std::string::npos) << connecting.diagnosis;
+}
+
+TEST(Diagnosis, EveryRankInsideTheSameCollectiveIsABackendStall) {
+  const auto run = diagnosed({rank(0, RankState::TimedOut, reduces(2), true), rank(1, RankState::TimedOut, reduces(2), true)});
+  EXPECT_EQ(run.status, RunStatus::Hang);
+  EXPECT_EQ(run.blamed_rank, -1);
+  EXPECT_EQ(run.diagnosis,
+            "every rank entered all_reduce(sum) #1 (float64 [4]) but it did not complete within 3000 ms: the backend "
+            "stalled, or the deadline is too short for this work.");
+}
+
+TEST(Diagnosis, ACrashNamesTheRankHowItDiedAndWhereThePeersWaited) {
+  auto dead = rank(1, RankState::Crashed, reduces(1));
+  dead.how_died = "killed by signal 11 (SIGSEGV)";
+  const auto run = diagnosed({rank(0, RankState::Ended, reduces(2), true), dead, rank(2, RankState::Ended, reduces(2), true)});
+  EXPECT_EQ(run.status, RunStatus::Crash);
+  EXPECT_EQ(run.blamed_rank, 1);
+  EXPECT_EQ(run.diagnosis,
+            "rank 1 crashed (killed by signal 11 (SIGSEGV)) after 1 collective, while ranks 0, 2 were waiting in "
+            "all_reduce(sum) #1 (float64 [4]). The other ranks were ended.");
+}
+
+TEST(Diagnosis, SomeRanksRaisingWhileTheOthersFinishIsAnErrorBlamingTheRaiser) {
+  auto raiser = rank(1, RankState::Raised, reduces(2));
+  raiser.error_type = "ValueError";
+  raiser.error = "bad input";
+  const auto run = diagnosed({rank(0, RankState::Finished, reduces(2)), raiser});
+  EXPECT_EQ(run.status, RunStatus::Error);
+  EXPECT_EQ(run.blamed_rank, 1);
+  EXPECT_EQ(run.diagnosis, "rank 1 raised ValueError after 2 collectives (rank 1: bad input); rank 0 finished.");
+}
+
+TEST(Diagnosis, RanksListsReadNaturally) {
+  EXPECT_EQ(detail::describe_ranks({2}), "rank 2");
+  EXPECT_EQ(detail::describe_ranks({0, 1, 3}), "ranks 0, 1, 3");
+}
+
+TEST(MpirunOutput, ChunksOfSeveralRanksOnOneLineAreSplitPerRank) {
+  const std::string tagged =
+      "[1,0]<stdout>:VARIANT {\"a\"[1,1]<stdout>:RANK 1 SAW hang 1\n"
+      "[1,0]<stdout>::1}\n"
+      "[1,1]<stderr>:rank [1,1]<stderr>:1 aborts\n"
+      "Primary job terminated\n";
+  EXPECT_EQ(detail::mpirun_rank_output(tagged, 0, false), "VARIANT {\"a\":1}\n");
+  EXPECT_EQ(detail::mpirun_rank_output(tagged, 1, false), "RANK 1 SAW hang 1\nrank 1 aborts\n");
+  EXPECT_EQ(detail::mpirun_rank_output(tagged, 1, true), "RANK 1 SAW hang 1\nrank 1 aborts\nmpirun: Primary job terminated\n");
+  EXPECT_EQ(detail::mpirun_rank_output("[not a tag] text\n", 0, true), "mpirun: [not a tag] text\n");
+}
+
+}  // namespace
+}  // namespace distmetrics::runtime

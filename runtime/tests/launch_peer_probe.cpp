@@ -1,0 +1,71 @@
+// A program for the peer-runner tests, started by mpirun or with torchrun-style variables:
+//   launch_peer_probe <mpi|env> <backend>
+// It runs the same variants on every rank through a PeerRunner. Every rank prints
+//   RANK <r> SAW <status> <blamed rank>
+// per variant; rank 0 also prints
+//   VARIANT <the JobResult as JSON>
+// After the hang variant it checks that the runner refuses to go on (printing STOPPED) and
+// exits 0 (a non-zero exit would make mpirun kill the ranks that have not printed yet).
+#include <ATen/ATen.h>
+
+#include <iostream>
+
+#include "distmetrics/runtime/errors.h"
+#include "distmetrics/runtime/peer_runner.h"
+#include "distmetrics/runtime/task.h"
+
+namespace dh = distmetrics::harness;
+using namespace std::chrono_literals;
+
+DISTMETRICS_TASK(peer_sum_of_ranks) {
+  at::Tensor sum = ctx.comm.all_reduce_copy(at::full({1}, double(ctx.rank), at::kDouble), dh::ReduceOp::Sum);
+  return {{"sum", sum.item<double>()}, {"world_size", ctx.world_size}};
+}
+
+DISTMETRICS_TASK(peer_every_rank_raises) { throw std::runtime_error("nothing to compute on rank " + std::to_string(ctx.rank)); }
+
+DISTMETRICS_TASK(peer_skip_second_collective) {
+  ctx.comm.all_reduce_copy(at::ones({4}, at::kDouble), dh::ReduceOp::Sum);
+  if (ctx.rank != 1) ctx.comm.all_reduce_copy(at::ones({4}, at::kDouble), dh::ReduceOp::Sum);
+  return nlohmann::json::object();
+}
+
+int main(int argc, char** argv) {
+  if (argc != 3) {
+    std::cerr << "usage: launch_peer_probe <mpi|env> <backend>" << std::endl;
+    return 2;
+  }
+  try {
+    dh::PeerOptions options;
+    options.launcher = argv[1];
+    options.report_grace = 2s;
+    dh::PeerRunner runner(options);
+    int index = 0;
+    auto run = [&](const std::string& task, std::chrono::milliseconds deadline) {
+      dh::Job request;
+      request.id = "probe/" + std::to_string(index++) + "/" + task;
+      request.task = task;
+      request.backend = argv[2];
+      request.deadline = deadline;
+      const dh::JobResult result = runner.run(request);
+      std::cout << "RANK " << runner.rank() << " SAW " << dh::to_string(result.status) << " " << result.blamed_rank
+                << std::endl;
+      if (runner.is_reporter()) std::cout << "VARIANT " << result.to_json().dump() << std::endl;
+    };
+    run("peer_sum_of_ranks", 10s);
+    run("peer_every_rank_raises", 10s);
+    run("peer_sum_of_ranks", 10s);  // an error does not stop the run
+    run("peer_skip_second_collective", 3s);
+    try {
+      run("peer_sum_of_ranks", 10s);
+      std::cout << "RANK " << runner.rank() << " RAN AFTER A HANG" << std::endl;
+      return 1;
+    } catch (const dh::ConfigError& e) {
+      std::cout << "RANK " << runner.rank() << " STOPPED: " << e.what() << std::endl;
+    }
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "launch_peer_probe: " << e.what() << std::endl;
+    return 1;
+  }
+}

@@ -1,0 +1,160 @@
+// The peer launch modes: the probe program started with torchrun-style variables (two
+// processes) and by mpirun (-np 2 and 4), on gloo and mpi. Rank 0 reports every variant; every
+// rank returns the same report; a hang is reported, then the run stops.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <sys/wait.h>
+
+#include <map>
+#include <sstream>
+
+#include "../src/launch/process.h"
+#include "../src/launch/wire.h"
+#include "distmetrics/build_config.h"
+#include "distmetrics/runtime/backends.h"
+
+namespace distmetrics::runtime {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct ProbeOutput {
+  std::vector<nlohmann::json> variants;        // rank 0's reports, in order
+  std::map<int, std::vector<std::string>> saw;  // per rank: "<status> <blamed>" per variant
+  std::map<int, bool> stopped;                  // per rank: refused to run after the hang
+  std::string text;
+};
+
+ProbeOutput parse(const std::string& text) {
+  ProbeOutput out;
+  out.text = text;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream words(line);
+    std::string first;
+    words >> first;
+    if (first == "VARIANT") {
+      out.variants.push_back(nlohmann::json::parse(line.substr(8)));
+    } else if (first == "RANK") {
+      int rank = -1;
+      std::string what;
+      words >> rank >> what;
+      if (what == "SAW") {
+        std::string status, blamed;
+        words >> status >> blamed;
+        out.saw[rank].push_back(status + " " + blamed);
+      } else if (what == "STOPPED:") {
+        out.stopped[rank] = true;
+      }
+    }
+  }
+  return out;
+}
+
+// Runs the processes to their end (or kills them at the deadline); returns their exit statuses.
+std::vector<int> run_to_end(const std::vector<detail::SpawnSpec>& specs, std::chrono::seconds budget) {
+  std::vector<pid_t> pids;
+  for (const auto& spec : specs) pids.push_back(detail::spawn_process(spec));
+  std::vector<int> statuses;
+  const Deadline deadline = Deadline::after(budget);
+  for (pid_t pid : pids) {
+    auto status = detail::reap_child(pid, deadline);
+    if (!status) {
+      detail::end_processes(pids, 1s);
+      ADD_FAILURE() << "the probe did not finish within " << budget.count() << " s";
+      return {};
+    }
+    statuses.push_back(*status);
+  }
+  return statuses;
+}
+
+void expect_the_probe_story(const ProbeOutput& out, int world_size) {
+  ASSERT_EQ(out.variants.size(), 4u) << out.text;
+  EXPECT_EQ(out.variants[0]["status"], "completed") << out.text;
+  for (const auto& rank : out.variants[0]["ranks"]) {
+    EXPECT_EQ(rank["result"]["sum"].get<double>(), world_size * (world_size - 1) / 2.0);
+    EXPECT_EQ(rank["result"]["world_size"].get<int>(), world_size);
+  }
+  EXPECT_EQ(out.variants[1]["status"], "error");
+  EXPECT_NE(out.variants[1]["diagnosis"].get<std::string>().find("every rank raised std::runtime_error"), std::string::npos);
+  EXPECT_EQ(out.variants[2]["status"], "completed");
+  EXPECT_EQ(out.variants[3]["status"], "hang");
+  EXPECT_EQ(out.variants[3]["blamed_rank"], 1);
+  EXPECT_NE(out.variants[3]["diagnosis"].get<std::string>().find("rank 1 never entered all_reduce(sum) #1 (float64 [4])"),
+            std::string::npos) << out.variants[3]["diagnosis"];
+  // Every rank returned rank 0's report, and every rank stopped after the hang.
+  const std::vector<std::string> story{"completed -1", "error -1", "completed -1", "hang 1"};
+  for (int r = 0; r < world_size; ++r) {
+    EXPECT_EQ(out.saw.count(r) ? out.saw.at(r) : std::vector<std::string>{}, story) << "rank " << r << "\n" << out.text;
+    EXPECT_TRUE(out.stopped.count(r)) << "rank " << r << " did not stop after the hang";
+  }
+}
+
+
+#if DISTMETRICS_HAVE_GLOO
+TEST(PeerLaunchEnv, TorchrunStyleVariablesOnTwoProcesses) {
+  // A free port for rank 0's store.
+  detail::Listener probe_port = detail::listen_on_loopback();
+  const std::string port = std::to_string(probe_port.port);
+  ::close(probe_port.fd);
+
+  detail::OutputCapture out0("probe-0"), out1("probe-1");
+  std::vector<detail::SpawnSpec> specs(2);
+  for (int r = 0; r < 2; ++r) {
+    specs[r].argv = {DISTMETRICS_PEER_PROBE, "env", "gloo"};
+    specs[r].extra_env = {{"RANK", std::to_string(r)}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", std::to_string(r)},
+                          {"LOCAL_WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", port}};
+    specs[r].output_fd = (r == 0 ? out0 : out1).fd();
+  }
+  const auto statuses = run_to_end(specs, 90s);
+  ASSERT_EQ(statuses.size(), 2u);
+  const std::string text = out0.tail(1 << 20) + out1.tail(1 << 20);
+  for (int status : statuses) EXPECT_EQ(detail::describe_wait_status(status), "exit status 0") << text;
+  expect_the_probe_story(parse(text), 2);
+}
+
+#endif
+
+#if DISTMETRICS_HAVE_MPI
+class PeerLaunch : public testing::TestWithParam<std::string> {};  // the backend
+
+TEST_P(PeerLaunch, MpirunWithTwoAndFourRanks) {
+  for (int np : {2, 4}) {
+    SCOPED_TRACE("mpirun -np " + std::to_string(np));
+    detail::OutputCapture out("mpirun");
+    detail::SpawnSpec spec;
+    spec.argv = {DISTMETRICS_MPIEXEC, "-np", std::to_string(np), "--oversubscribe", "--bind-to", "none",
+                 "--tag-output", DISTMETRICS_PEER_PROBE, "mpi", GetParam()};
+    spec.extra_env = {{"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"},
+                      {"OMPI_MCA_btl_vader_single_copy_mechanism", "none"}};
+    spec.output_fd = out.fd();
+    const auto statuses = run_to_end({spec}, 120s);
+    ASSERT_EQ(statuses.size(), 1u);
+    const std::string tagged = out.tail(1 << 20);
+    std::string text;  // each rank's lines, whole (mpirun interleaves their chunks)
+    for (int r = 0; r < np; ++r) text += detail::mpirun_rank_output(tagged, r, r == np - 1);
+    // After a hang the mpi backend leaves a collective pending, so the ranks cannot finalise MPI
+    // and mpirun reports the job as failed; gloo ranks leave cleanly.
+    if (GetParam() == "mpi") EXPECT_NE(detail::describe_wait_status(statuses[0]), "exit status 0") << text;
+    else EXPECT_EQ(detail::describe_wait_status(statuses[0]), "exit status 0") << text;
+    expect_the_probe_story(parse(text), np);
+  }
+}
+
+std::vector<std::string> cpu_backends() {
+  std::vector<std::string> out;
+  for (const auto& b : compiled_backends()) {
+    if (b != "nccl") out.push_back(b);
+  }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, PeerLaunch, testing::ValuesIn(cpu_backends()),
+                         [](const testing::TestParamInfo<std::string>& info) { return info.param; });
+#endif
+
+}  // namespace
+}  // namespace distmetrics::runtime

@@ -1,0 +1,361 @@
+// The rank pool under hangs, crashes and errors, on gloo (workers spawned directly) and on mpi
+// (workers started by mpirun): what it reports, whom it blames, and that it cleans up after
+// itself (no orphan processes, no growing descriptors or threads).
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <dirent.h>
+#include <signal.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <iostream>
+#include <thread>
+
+#include "distmetrics/runtime/backends.h"
+#include "distmetrics/runtime/errors.h"
+#include "distmetrics/runtime/rank_pool.h"
+#include "distmetrics/runtime/task.h"
+
+namespace distmetrics::runtime {
+namespace {
+
+using namespace std::chrono_literals;
+
+// An error type of the kind a metric raises on a rank with no data.
+class NotComputableError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+int param(const TaskContext& ctx, const char* name, int fallback = -1) { return ctx.params.value(name, fallback); }
+
+at::Tensor ones4() { return at::ones({4}, at::kDouble); }
+
+// Every rank contributes its rank; returns the sum.
+DISTMETRICS_TASK(launch_sum_of_ranks) {
+  at::Tensor sum = ctx.comm.all_reduce_copy(at::full({1}, double(ctx.rank), at::kDouble), ReduceOp::Sum);
+  return {{"sum", sum.item<double>()}, {"pid", static_cast<long>(::getpid())}};
+}
+
+// all_reduce #0 on every rank; #1 on every rank but the skipper.
+DISTMETRICS_TASK(launch_skip_second_collective) {
+  ctx.comm.all_reduce_copy(ones4(), ReduceOp::Sum);
+  if (ctx.rank != param(ctx, "skipper")) ctx.comm.all_reduce_copy(ones4(), ReduceOp::Sum);
+  return nlohmann::json::object();
+}
+
+// One rank works (sleeps) far longer than the collective timeout before its first collective.
+DISTMETRICS_TASK(launch_slow_rank) {
+  if (ctx.rank == param(ctx, "slow")) std::this_thread::sleep_for(std::chrono::milliseconds(param(ctx, "sleep_ms")));
+  ctx.comm.all_reduce_copy(ones4(), ReduceOp::Sum);
+  return nlohmann::json::object();
+}
+
+DISTMETRICS_TASK(launch_abort) {
+  ctx.comm.barrier();
+  if (ctx.rank == param(ctx, "victim")) {
+    std::cerr << "rank " << ctx.rank << " is about to abort" << std::endl;
+    std::abort();
+  }
+  ctx.comm.barrier();
+  return nlohmann::json::object();
+}
+
+DISTMETRICS_TASK(launch_exit) {
+  ctx.comm.barrier();
+  if (ctx.rank == param(ctx, "victim")) std::exit(1);
+  ctx.comm.barrier();
+  return nlohmann::json::object();
+}
+
+DISTMETRICS_TASK(launch_raise_alone) {
+  if (ctx.rank == param(ctx, "raiser")) throw NotComputableError("no samples on rank " + std::to_string(ctx.rank));
+  ctx.comm.all_reduce_copy(ones4(), ReduceOp::Sum);
+  return nlohmann::json::object();
+}
+
+DISTMETRICS_TASK(launch_every_rank_raises) { throw NotComputableError("no samples anywhere"); }
+
+// The odd rank gathers where the others reduce.
+DISTMETRICS_TASK(launch_desync) {
+  ctx.comm.barrier();
+  if (ctx.rank == param(ctx, "odd")) ctx.comm.all_gather(at::ones({3}, at::kLong));
+  else ctx.comm.all_reduce_copy(ones4(), ReduceOp::Sum);
+  return nlohmann::json::object();
+}
+
+// Far more output than a pipe holds: a worker must never block on its own stderr.
+DISTMETRICS_TASK(launch_noisy) {
+  const std::string line(1023, 'x');
+  for (int i = 0; i < 2048; ++i) std::cerr << line << '\n';
+  std::cerr << "last line of rank " << ctx.rank << std::endl;
+  ctx.comm.barrier();
+  return nlohmann::json::object();
+}
+
+bool process_is_gone(long pid) { return ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH; }
+
+size_t entries_in(const char* dir) {
+  size_t n = 0;
+  if (DIR* d = ::opendir(dir)) {
+    while (const dirent* e = ::readdir(d)) n += e->d_name[0] != '.';
+    ::closedir(d);
+  }
+  return n;
+}
+
+struct PoolKind {
+  std::string backend;
+  std::string launch;
+};
+void PrintTo(const PoolKind& kind, std::ostream* out) { *out << kind.backend << " (" << kind.launch << ")"; }
+
+class RankPoolTest : public testing::TestWithParam<PoolKind> {
+ protected:
+  RankPool make_pool(int world_size) {
+    PoolOptions options;
+    options.world_size = world_size;
+    options.launch = GetParam().launch;
+    options.term_grace = 500ms;
+    return RankPool(options);
+  }
+
+  Job request(const std::string& task, nlohmann::json params = nlohmann::json::object(),
+                         std::chrono::milliseconds deadline = 4s) {
+    Job r;
+    r.id = "test/" + task;
+    r.task = task;
+    r.params = std::move(params);
+    r.backend = GetParam().backend;
+    r.deadline = deadline;
+    return r;
+  }
+
+  void expect_completed(RankPool& pool, int world_size) {
+    const JobResult run = pool.run(request("launch_sum_of_ranks"));
+    ASSERT_EQ(run.status, RunStatus::Completed) << run.diagnosis;
+    ASSERT_EQ(run.ranks.size(), static_cast<size_t>(world_size));
+    for (const auto& rank : run.ranks) {
+      EXPECT_EQ(rank.state, RankState::Finished);
+      EXPECT_EQ(rank.result["sum"].get<double>(), world_size * (world_size - 1) / 2.0);
+      EXPECT_EQ(rank.result["pid"].get<long>(), rank.pid);
+    }
+  }
+
+  // Every process the pool had (workers, and mpirun) is gone: ended and reaped.
+  static void expect_gone(const std::vector<long>& pids) {
+    for (long pid : pids) EXPECT_TRUE(process_is_gone(pid)) << "process " << pid << " is still there";
+  }
+
+  static std::vector<long> all_pids(const RankPool& pool) {
+    std::vector<long> pids = pool.worker_pids();
+    if (pool.launcher_pid() > 0) pids.push_back(pool.launcher_pid());
+    return pids;
+  }
+};
+
+TEST_P(RankPoolTest, ASkippedCollectiveIsAHangBlamedOnTheSkipperAndThePoolRecovers) {
+  RankPool pool = make_pool(3);
+  expect_completed(pool, 3);
+  const auto before = all_pids(pool);
+
+  const JobResult run = pool.run(request("launch_skip_second_collective", {{"skipper", 1}}));
+  EXPECT_EQ(run.status, RunStatus::Hang);
+  EXPECT_EQ(run.blamed_rank, 1);
+  EXPECT_NE(run.diagnosis.find("rank 1 never entered all_reduce(sum) #1 (float64 [4]) that ranks 0, 2 were waiting in"),
+            std::string::npos) << run.diagnosis;
+  EXPECT_NE(run.diagnosis.find("rank 1 finished its task after 1 collective"), std::string::npos) << run.diagnosis;
+  ASSERT_EQ(run.ranks.size(), 3u);
+  EXPECT_EQ(run.ranks[1].state, RankState::Finished);
+  for (int r : {0, 2}) {
+    ASSERT_TRUE(run.ranks[r].blocked_in.has_value());
+    EXPECT_EQ(run.ranks[r].blocked_in->seq, 1u);
+    EXPECT_EQ(run.ranks[r].blocked_in->op, "all_reduce(sum)");
+  }
+  expect_gone(before);
+
+  expect_completed(pool, 3);  // a fresh pool
+  EXPECT_EQ(pool.spawn_count(), 2);
+}
+
+TEST_P(RankPoolTest, ARankTooSlowForTheCollectiveTimeoutIsBlamed) {
+  RankPool pool = make_pool(3);
+  Job r = request("launch_slow_rank", {{"slow", 2}, {"sleep_ms", 20000}}, 3s);
+  r.op_timeout = 1500ms;
+  const JobResult run = pool.run(r);
+  EXPECT_EQ(run.status, RunStatus::Hang);
+  EXPECT_EQ(run.blamed_rank, 2);
+  EXPECT_EQ(run.ranks[0].state, RankState::TimedOut);
+  EXPECT_NE(run.ranks[0].error.find("rank 0: all_reduce(sum) #0 (float64 [4]) timed out"), std::string::npos)
+      << run.ranks[0].error;
+  EXPECT_NE(run.diagnosis.find("rank 2 never entered all_reduce(sum) #0"), std::string::npos) << run.diagnosis;
+  EXPECT_NE(run.diagnosis.find("rank 2 was still running its task outside any collective"), std::string::npos)
+      << run.diagnosis;
+  expect_completed(pool, 3);
+}
+
+TEST_P(RankPoolTest, AnAbortIsACrashWithTheSignalAndTheOthersAreEnded) {
+  RankPool pool = make_pool(3);
+  expect_completed(pool, 3);
+  const auto before = all_pids(pool);
+  const JobResult run = pool.run(request("launch_abort", {{"victim", 1}}));
+  EXPECT_EQ(run.status, RunStatus::Crash);
+  EXPECT_EQ(run.blamed_rank, 1);
+  EXPECT_EQ(run.ranks[1].state, RankState::Crashed);
+  EXPECT_EQ(run.ranks[1].how_died, "killed by signal 6 (SIGABRT)");
+  EXPECT_NE(run.ranks[1].log_tail.find("rank 1 is about to abort"), std::string::npos) << run.ranks[1].log_tail;
+  EXPECT_NE(run.diagnosis.find("rank 1 crashed (killed by signal 6 (SIGABRT)) after 1 collective"), std::string::npos)
+      << run.diagnosis;
+  for (int r : {0, 2}) EXPECT_NE(run.ranks[r].state, RankState::Crashed);
+  expect_gone(before);
+  expect_completed(pool, 3);
+}
+
+TEST_P(RankPoolTest, AnExitIsACrashWithTheExitStatus) {
+  RankPool pool = make_pool(2);
+  expect_completed(pool, 2);
+  const auto before = all_pids(pool);
+  const JobResult run = pool.run(request("launch_exit", {{"victim", 0}}));
+  EXPECT_EQ(run.status, RunStatus::Crash);
+  EXPECT_EQ(run.blamed_rank, 0);
+  EXPECT_EQ(run.ranks[0].how_died, "exit status 1");
+  EXPECT_NE(run.ranks[1].state, RankState::Crashed);
+  expect_gone(before);
+  expect_completed(pool, 2);
+}
+
+TEST_P(RankPoolTest, ARankThatRaisesAloneIsBlamedForTheHang) {
+  RankPool pool = make_pool(4);
+  const JobResult run = pool.run(request("launch_raise_alone", {{"raiser", 2}}));
+  EXPECT_EQ(run.status, RunStatus::Hang);
+  EXPECT_EQ(run.blamed_rank, 2);
+  EXPECT_EQ(run.ranks[2].state, RankState::Raised);
+  EXPECT_EQ(run.ranks[2].error_type, "NotComputableError");
+  EXPECT_NE(run.diagnosis.find("rank 2 raised NotComputableError before all_reduce(sum) #0 (float64 [4]) while "
+                               "ranks 0, 1, 3 waited in it: no samples on rank 2"),
+            std::string::npos) << run.diagnosis;
+  expect_completed(pool, 4);
+}
+
+TEST_P(RankPoolTest, EveryRankRaisingIsAnErrorAndKeepsThePool) {
+  RankPool pool = make_pool(2);
+  expect_completed(pool, 2);
+  const auto before = pool.worker_pids();
+  const JobResult run = pool.run(request("launch_every_rank_raises"));
+  EXPECT_EQ(run.status, RunStatus::Error);
+  EXPECT_EQ(run.blamed_rank, -1);
+  EXPECT_EQ(run.diagnosis, "every rank raised NotComputableError; rank 0: no samples anywhere");
+  EXPECT_EQ(pool.worker_pids(), before);  // nothing hung: the same workers go on
+  expect_completed(pool, 2);
+  EXPECT_EQ(pool.spawn_count(), 1);
+}
+
+TEST_P(RankPoolTest, RanksIssuingDifferentCollectivesAreNamed) {
+  RankPool pool = make_pool(3);
+  const JobResult run = pool.run(request("launch_desync", {{"odd", 0}}));
+  EXPECT_NE(run.status, RunStatus::Completed);
+  EXPECT_NE(run.diagnosis.find("ranks disagree at #1: ranks 1, 2 issued all_reduce(sum) (float64 [4]), rank 0 issued "
+                               "all_gather(shapes)"),
+            std::string::npos) << run.diagnosis;
+  EXPECT_EQ(run.blamed_rank, 0);
+  expect_completed(pool, 3);
+}
+
+TEST_P(RankPoolTest, AnUnknownTaskIsAnErrorThatSaysWhatIsRegistered) {
+  RankPool pool = make_pool(2);
+  const JobResult run = pool.run(request("no_such_task"));
+  EXPECT_EQ(run.status, RunStatus::Error);
+  EXPECT_NE(run.ranks[0].error.find("no task named 'no_such_task'"), std::string::npos) << run.ranks[0].error;
+  EXPECT_NE(run.ranks[0].error.find("launch_sum_of_ranks"), std::string::npos);
+}
+
+TEST_P(RankPoolTest, LotsOfOutputNeverBlocksAWorker) {
+  RankPool pool = make_pool(2);
+  const JobResult run = pool.run(request("launch_noisy"));
+  EXPECT_EQ(run.status, RunStatus::Completed) << run.diagnosis;
+}
+
+TEST_P(RankPoolTest, AHundredVariantsDoNotGrowDescriptorsOrThreads) {
+  RankPool pool = make_pool(2);
+  expect_completed(pool, 2);
+  expect_completed(pool, 2);
+  const size_t fds = entries_in("/proc/self/fd");
+  const size_t threads = entries_in("/proc/self/task");
+  for (int i = 0; i < 100; ++i) {
+    const JobResult run = pool.run(request("launch_sum_of_ranks"));
+    ASSERT_EQ(run.status, RunStatus::Completed) << "variant " << i << ": " << run.diagnosis;
+  }
+  EXPECT_EQ(entries_in("/proc/self/fd"), fds);
+  EXPECT_EQ(entries_in("/proc/self/task"), threads);
+  // Respawns after crashes leave nothing behind either.
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(pool.run(request("launch_exit", {{"victim", 1}})).status, RunStatus::Crash);
+    expect_completed(pool, 2);
+  }
+  EXPECT_EQ(pool.spawn_count(), 4);
+  EXPECT_EQ(entries_in("/proc/self/fd"), fds);
+  EXPECT_EQ(entries_in("/proc/self/task"), threads);
+}
+
+TEST_P(RankPoolTest, DestroyingThePoolEndsEveryWorker) {
+  std::vector<long> pids;
+  {
+    RankPool pool = make_pool(3);
+    expect_completed(pool, 3);
+    pids = all_pids(pool);
+  }
+  ASSERT_FALSE(pids.empty());
+  expect_gone(pids);
+}
+
+std::vector<PoolKind> pool_kinds() {
+  std::vector<PoolKind> kinds;
+  for (const auto& backend : compiled_backends()) {
+    if (backend == "gloo") kinds.push_back({"gloo", "direct"});
+    if (backend == "mpi") kinds.push_back({"mpi", "mpirun"});
+  }
+  return kinds;
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, RankPoolTest, testing::ValuesIn(pool_kinds()),
+                         [](const testing::TestParamInfo<PoolKind>& info) { return info.param.backend; });
+
+TEST(RankPool, AWorkerThatCannotStartIsReportedNotHung) {
+  PoolOptions options;
+  options.world_size = 2;
+  options.worker_command = {"/bin/false"};
+  options.startup_deadline = 5s;
+  RankPool pool(options);
+  Job r;
+  r.id = "startup";
+  r.task = "launch_sum_of_ranks";
+  r.deadline = 2s;
+  const JobResult run = pool.run(r);
+  EXPECT_EQ(run.status, RunStatus::Crash);
+  EXPECT_NE(run.diagnosis.find("the rank pool could not start: rank"), std::string::npos) << run.diagnosis;
+  EXPECT_NE(run.diagnosis.find("exited while starting (exit status 1)"), std::string::npos) << run.diagnosis;
+}
+
+TEST(RankPool, RequestsThatCannotRunAreRefused) {
+  PoolOptions options;
+  options.world_size = 2;
+  RankPool pool(options);
+  Job r;
+  r.id = "bad";
+  r.task = "launch_sum_of_ranks";
+  r.backend = "mpi";
+  EXPECT_THROW(pool.run(r), ConfigError);  // mpi needs an mpirun pool
+  r.backend = "nccl";
+  EXPECT_THROW(pool.run(r), ConfigError);  // no NCCL (or too few GPUs) here
+  r.backend = "gloo";
+  r.task = "";
+  EXPECT_THROW(pool.run(r), ConfigError);
+  EXPECT_EQ(pool.spawn_count(), 0);
+  PoolOptions bad = options;
+  bad.launch = "ssh";
+  EXPECT_THROW(RankPool{bad}, ConfigError);
+}
+
+}  // namespace
+}  // namespace distmetrics::runtime
