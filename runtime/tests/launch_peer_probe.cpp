@@ -14,19 +14,19 @@
 #include "distmetrics/runtime/peer_runner.h"
 #include "distmetrics/runtime/task.h"
 
-namespace dh = distmetrics::harness;
+namespace dr = distmetrics::runtime;
 using namespace std::chrono_literals;
 
 DISTMETRICS_TASK(peer_sum_of_ranks) {
-  at::Tensor sum = ctx.comm.all_reduce_copy(at::full({1}, double(ctx.rank), at::kDouble), dh::ReduceOp::Sum);
+  at::Tensor sum = ctx.comm.all_reduce_copy(at::full({1}, double(ctx.rank), at::kDouble), dr::ReduceOp::Sum);
   return {{"sum", sum.item<double>()}, {"world_size", ctx.world_size}};
 }
 
 DISTMETRICS_TASK(peer_every_rank_raises) { throw std::runtime_error("nothing to compute on rank " + std::to_string(ctx.rank)); }
 
 DISTMETRICS_TASK(peer_skip_second_collective) {
-  ctx.comm.all_reduce_copy(at::ones({4}, at::kDouble), dh::ReduceOp::Sum);
-  if (ctx.rank != 1) ctx.comm.all_reduce_copy(at::ones({4}, at::kDouble), dh::ReduceOp::Sum);
+  ctx.comm.all_reduce_copy(at::ones({4}, at::kDouble), dr::ReduceOp::Sum);
+  if (ctx.rank != 1) ctx.comm.all_reduce_copy(at::ones({4}, at::kDouble), dr::ReduceOp::Sum);
   return nlohmann::json::object();
 }
 
@@ -36,19 +36,19 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    dh::PeerOptions options;
+    dr::PeerOptions options;
     options.launcher = argv[1];
     options.report_grace = 2s;
-    dh::PeerRunner runner(options);
+    dr::PeerRunner runner(options);
     int index = 0;
     auto run = [&](const std::string& task, std::chrono::milliseconds deadline) {
-      dh::Job request;
+      dr::Job request;
       request.id = "probe/" + std::to_string(index++) + "/" + task;
       request.task = task;
       request.backend = argv[2];
       request.deadline = deadline;
-      const dh::JobResult result = runner.run(request);
-      std::cout << "RANK " << runner.rank() << " SAW " << dh::to_string(result.status) << " " << result.blamed_rank
+      const dr::JobResult result = runner.run(request);
+      std::cout << "RANK " << runner.rank() << " SAW " << dr::to_string(result.status) << " " << result.blamed_rank
                 << std::endl;
       if (runner.is_reporter()) std::cout << "VARIANT " << result.to_json().dump() << std::endl;
     };
@@ -60,7 +60,7 @@ int main(int argc, char** argv) {
       run("peer_sum_of_ranks", 10s);
       std::cout << "RANK " << runner.rank() << " RAN AFTER A HANG" << std::endl;
       return 1;
-    } catch (const dh::ConfigError& e) {
+    } catch (const dr::ConfigError& e) {
       std::cout << "RANK " << runner.rank() << " STOPPED: " << e.what() << std::endl;
     }
     return 0;
