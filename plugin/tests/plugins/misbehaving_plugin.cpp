@@ -52,11 +52,11 @@ class Misbehaving final : public Metric {
       while (true) std::this_thread::sleep_for(std::chrono::seconds(1));
     std::vector<at::Tensor> totals{sum_.clone(), count_.clone()};
     if (fault_ == Fault::NeedsCommunicator) {
-      runtime::Communicator* volatile comm = comm_;
+      Communicator* volatile comm = comm_;
       if (!comm) std::raise(SIGSEGV);  // what dereferencing the null communicator would do, made certain
-      comm->all_reduce(totals, runtime::ReduceOp::Sum);
+      comm->all_reduce(totals, ReduceOp::Sum);
     } else if (comm_) {
-      comm_->all_reduce(totals, runtime::ReduceOp::Sum);
+      comm_->all_reduce(totals, ReduceOp::Sum);
     }
     const auto n = totals[1].item<std::int64_t>();
     if (n == 0) throw NotComputableError(name_, "no samples on any rank");
@@ -64,7 +64,7 @@ class Misbehaving final : public Metric {
     if (fault_ == Fault::WrongType) return at::full({1}, mean, at::kFloat);
     return squared_ && name_ == "RootMeanSquaredError" ? std::sqrt(mean) : mean;
   }
-  void set_communicator(runtime::Communicator* comm) override { comm_ = comm; }
+  void set_communicator(Communicator* comm) override { comm_ = comm; }
   void to(c10::Device device) override {}
   c10::Device device() const override { return c10::kCPU; }
 
@@ -72,7 +72,7 @@ class Misbehaving final : public Metric {
   std::string name_;
   Fault fault_;
   bool squared_;
-  runtime::Communicator* comm_ = nullptr;
+  Communicator* comm_ = nullptr;
   at::Tensor sum_, count_;
 };
 
