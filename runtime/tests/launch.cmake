@@ -15,3 +15,13 @@ distmetrics_test(launch_peer_tests
   LABELS runtime)
 target_compile_definitions(launch_peer_tests PRIVATE DISTMETRICS_PEER_PROBE="$<TARGET_FILE:launch_peer_probe>")
 add_dependencies(launch_peer_tests launch_peer_probe)
+
+# Strangers, private rendezvous, process hygiene (issue 12).
+distmetrics_test(launch_security_tests
+  SOURCES launch_security_test.cpp
+  LINK distmetrics::runtime
+  TIMEOUT 120
+  LABELS runtime)
+target_compile_definitions(launch_security_tests PRIVATE
+  DISTMETRICS_TEST_PYTHON="${DISTMETRICS_PYTHON}"
+  DISTMETRICS_IMPOSTOR_SCRIPT="${CMAKE_CURRENT_SOURCE_DIR}/launch_impostor.py")

@@ -104,6 +104,7 @@ nlohmann::json run_scenario_variant_task(runtime::TaskContext& ctx) {
           } catch (const runtime::CollectiveError&) {
             throw;
           } catch (const std::exception& e) {
+            if (runtime::is_allocation_failure(e)) throw;  // the rank's memory limit: its outcome says so
             record.result.error_type = exception_type_name(e);
             record.result.error = error_text(e);
           }
@@ -124,6 +125,7 @@ nlohmann::json run_scenario_variant_task(runtime::TaskContext& ctx) {
   } catch (const runtime::CollectiveError&) {
     throw;
   } catch (const std::exception& e) {
+    if (runtime::is_allocation_failure(e)) throw;  // the rank's memory limit: its outcome says so
     obs.error = StepError{step, op, exception_type_name(e), error_text(e)};
   }
   obs.collectives = ctx.comm.collectives_issued();

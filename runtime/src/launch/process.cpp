@@ -1,5 +1,6 @@
 #include "process.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -11,8 +12,10 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "distmetrics/runtime/errors.h"
@@ -81,7 +84,13 @@ pid_t spawn_process(const SpawnSpec& spec) {
   for (int sig : {SIGPIPE, SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGCHLD, SIGUSR1, SIGUSR2, SIGALRM})
     sigaddset(&defaults, sig);
   posix_spawnattr_setsigdefault(&attr, &defaults);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  short flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;
+  if (spec.own_process_group) {
+    // Whatever the child forks stays in its group, so that ending the group ends them all.
+    posix_spawnattr_setpgroup(&attr, 0);
+    flags |= POSIX_SPAWN_SETPGROUP;
+  }
+  posix_spawnattr_setflags(&attr, flags);
 
   std::vector<std::string> env_strings;
   for (char** e = environ; e && *e; ++e) {
@@ -131,6 +140,88 @@ std::optional<int> reap_child(pid_t pid, const Deadline& deadline) {
     std::this_thread::sleep_for(std::min<std::chrono::microseconds>(pause, deadline.remaining()));
     pause = std::min<std::chrono::microseconds>(pause * 2, std::chrono::milliseconds(20));
   }
+}
+
+namespace {
+// Fields 4 (parent) and 5 (process group) of /proc/PID/stat; zeros when the process is gone.
+std::pair<pid_t, pid_t> parent_and_group(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text;
+  if (!stat || !std::getline(stat, text)) return {0, 0};
+  const auto close = text.rfind(')');  // the command name may hold spaces and parentheses
+  if (close == std::string::npos || close + 2 >= text.size()) return {0, 0};
+  std::istringstream rest(text.substr(close + 2));
+  char state = 0;
+  long parent = 0, group = 0;
+  rest >> state >> parent >> group;
+  return {static_cast<pid_t>(parent), static_cast<pid_t>(group)};
+}
+}  // namespace
+
+pid_t parent_of(pid_t pid) { return parent_and_group(pid).first; }
+
+pid_t process_group_of(pid_t pid) { return parent_and_group(pid).second; }
+
+bool group_has_descendant_of(pid_t pgid, pid_t ancestor) {
+  DIR* proc = ::opendir("/proc");
+  if (!proc) return false;
+  bool found = false;
+  while (const dirent* entry = ::readdir(proc)) {
+    char* end = nullptr;
+    const long pid = std::strtol(entry->d_name, &end, 10);
+    if (pid <= 0 || *end != '\0') continue;
+    if (process_group_of(static_cast<pid_t>(pid)) == pgid && descends_from(static_cast<pid_t>(pid), ancestor)) {
+      found = true;
+      break;
+    }
+  }
+  ::closedir(proc);
+  return found;
+}
+
+bool descends_from(pid_t pid, pid_t ancestor) {
+  for (int depth = 0; pid > 1 && depth < 64; ++depth) {
+    if (pid == ancestor) return true;
+    pid = parent_of(pid);
+  }
+  return pid == ancestor && ancestor > 0;
+}
+
+void end_process_groups(const std::vector<pid_t>& leaders, std::chrono::milliseconds grace,
+                        std::map<pid_t, int>* statuses) {
+  auto reap_group = [&](pid_t group) {
+    while (true) {
+      int status = 0;
+      const pid_t got = waitpid(-group, &status, WNOHANG);
+      if (got <= 0) break;
+      if (statuses && got == group) (*statuses)[group] = status;
+    }
+  };
+  auto group_gone = [&](pid_t group) {
+    reap_group(group);
+    if (::kill(-group, 0) != 0 && errno == ESRCH) return true;
+    // Only zombies that are not ours (their parent will reap them) may be left.
+    return false;
+  };
+  auto wait_groups = [&](std::vector<pid_t> groups, const Deadline& deadline) {
+    auto pause = std::chrono::microseconds(200);
+    while (true) {
+      groups.erase(std::remove_if(groups.begin(), groups.end(), group_gone), groups.end());
+      if (groups.empty() || deadline.expired()) return groups;
+      std::this_thread::sleep_for(std::min<std::chrono::microseconds>(pause, deadline.remaining()));
+      pause = std::min<std::chrono::microseconds>(pause * 2, std::chrono::milliseconds(20));
+    }
+  };
+  std::vector<pid_t> live;
+  for (pid_t leader : leaders) {
+    if (leader > 0 && ::kill(-leader, SIGTERM) == 0) live.push_back(leader);
+    else if (leader > 0) reap_group(leader);
+  }
+  // A stopped process never acts on SIGTERM: let it go on, so that it can.
+  for (pid_t leader : live) ::kill(-leader, SIGCONT);
+  live = wait_groups(live, Deadline::after(grace));
+  for (pid_t leader : live) ::kill(-leader, SIGKILL);
+  wait_groups(live, Deadline::after(std::chrono::seconds(5)));
 }
 
 namespace {

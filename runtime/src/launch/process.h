@@ -23,6 +23,7 @@ struct SpawnSpec {
   std::vector<std::string> argv;                  // argv[0] is the program (a path)
   std::map<std::string, std::string> extra_env;   // added to (or replacing in) this environment
   int output_fd = -1;                             // stdout and stderr of the child; -1: inherit
+  bool own_process_group = false;                 // the child leads a new process group (pgid = its pid)
 };
 
 // Starts the program; throws ConfigError with the reason when it cannot.
@@ -35,6 +36,21 @@ ProcessState process_state(pid_t pid);
 // waitpid(pid) without blocking past the deadline. Returns the status once the child is reaped,
 // nullopt when it is still running at the deadline or is not our child (then it was not reaped).
 std::optional<int> reap_child(pid_t pid, const Deadline& deadline);
+
+// The parent of a process (from /proc), 0 when it is gone.
+pid_t parent_of(pid_t pid);
+// Whether `pid` is `ancestor` or one of its descendants, now.
+bool descends_from(pid_t pid, pid_t ancestor);
+// The process group of `pid` (from /proc), 0 when it is gone.
+pid_t process_group_of(pid_t pid);
+// Whether some process of group `pgid` descends from `ancestor` (a scan of /proc).
+bool group_has_descendant_of(pid_t pgid, pid_t ancestor);
+
+// Ends whole process groups that this process created (each leader's pid is its pgid): SIGTERM
+// to each group, up to `grace`, then SIGKILL; reaps the leaders and whatever of the groups became
+// our children (we are a subreaper). Leaders' wait statuses are recorded in `statuses` when given.
+void end_process_groups(const std::vector<pid_t>& leaders, std::chrono::milliseconds grace,
+                        std::map<pid_t, int>* statuses = nullptr);
 
 // Ends the processes: SIGTERM to each, up to `grace` for them to go, then SIGKILL to the rest.
 // Reaps those that are (or become) our children. Returns the pids still running afterwards

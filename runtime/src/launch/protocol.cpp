@@ -30,7 +30,7 @@ nlohmann::json JobResult::to_json() const {
   nlohmann::json ranks_json = nlohmann::json::array();
   for (const auto& outcome : ranks) ranks_json.push_back(detail::to_json(outcome));
   return {{"status", to_string(status)}, {"blamed_rank", blamed_rank}, {"diagnosis", diagnosis},
-          {"seconds", seconds}, {"ranks", ranks_json}};
+          {"seconds", seconds}, {"start_seconds", start_seconds}, {"ranks", ranks_json}};
 }
 
 namespace detail {
@@ -123,6 +123,7 @@ JobResult run_from_json(const nlohmann::json& json) {
   run.blamed_rank = json.value("blamed_rank", -1);
   run.diagnosis = json.value("diagnosis", "");
   run.seconds = json.value("seconds", 0.0);
+  run.start_seconds = json.value("start_seconds", 0.0);
   for (const auto& rank : json.value("ranks", nlohmann::json::array())) run.ranks.push_back(outcome_from_json(rank));
   return run;
 }

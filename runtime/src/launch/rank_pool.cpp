@@ -1,18 +1,23 @@
-// The supervisor side of the rank pool: spawning workers (directly, or through mpirun), handing
-// them variants, watching their progress, and ending them on a hang or a crash.
+// The supervisor side of the rank pool, in four parts with one job each:
+//   RankProcesses  starts the workers (directly, each in its own process group, or through
+//                  mpirun), knows which pids are ours, reaps them and ends them;
+//   Rendezvous     the pool's private folder and Unix socket: accepts only processes that
+//                  RankProcesses started (kernel peer credentials) and hosts the store;
+//   WorkerLink     the request/answer protocol with one worker;
+//   RankPool::Impl supervision: a variant's deadline, what happened, ending and respawning.
 #include "distmetrics/runtime/rank_pool.h"
-
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <poll.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <random>
-#include <sstream>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <thread>
 
 #include "../comm/backend_factory.h"
@@ -20,6 +25,7 @@
 #include "distmetrics/build_config.h"
 #include "distmetrics/runtime/backends.h"
 #include "distmetrics/runtime/errors.h"
+#include "pool_store.h"
 #include "process.h"
 #include "protocol.h"
 #include "wire.h"
@@ -29,29 +35,311 @@ namespace distmetrics::runtime {
 
 using namespace std::chrono_literals;
 
-
 namespace {
 
 // After the first sign of a hang or crash, how long to keep listening for the other ranks'
 // reports (they make the diagnosis better) before ending the pool.
 constexpr auto kSettle = 300ms;
 constexpr auto kSendBudget = 5s;
+// How often the supervisor looks at its children's exit while waiting (a rank can die while a
+// process it forked keeps its connection open).
+constexpr auto kWatchInterval = 50ms;
 constexpr size_t kLogTailBytes = 4096;
 
-std::string random_token() {
-  std::random_device device;
-  std::ostringstream out;
-  out << std::hex << device() << device() << device() << device();
-  return out.str();
-}
+// --- Processes ------------------------------------------------------------------------------------
+
+class RankProcesses {
+ public:
+  explicit RankProcesses(int world_size) : ranks_(static_cast<size_t>(world_size)) {
+    // Whatever a worker or mpirun leaves behind (a process a metric forked, mpirun's ranks) is
+    // re-parented to us, so that we can end and reap it.
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
+  }
+
+  void spawn_direct(const std::vector<std::string>& command, detail::WorkerArgs args) {
+    for (int r = 0; r < static_cast<int>(ranks_.size()); ++r) {
+      auto& rank = ranks_[r];
+      rank.log = std::make_unique<detail::OutputCapture>("distmetrics-rank-" + std::to_string(r));
+      args.rank = r;
+      detail::SpawnSpec spec;
+      spec.argv = command;
+      for (auto& flag : detail::worker_flags(args)) spec.argv.push_back(flag);
+      spec.output_fd = rank.log->fd();
+      spec.own_process_group = true;
+      rank.spawned = detail::spawn_process(spec);
+    }
+  }
+
+  void spawn_mpirun(const std::vector<std::string>& command, const detail::WorkerArgs& args, const std::string& private_dir) {
+    launcher_log_ = std::make_unique<detail::OutputCapture>("distmetrics-mpirun");
+    detail::SpawnSpec spec;
+    spec.argv = {DISTMETRICS_MPIEXEC, "-np", std::to_string(ranks_.size()), "--oversubscribe",
+                 "--bind-to", "none", "--tag-output"};
+    for (auto& part : command) spec.argv.push_back(part);
+    for (auto& flag : detail::worker_flags(args)) spec.argv.push_back(flag);
+    if (geteuid() == 0) {
+      spec.extra_env["OMPI_ALLOW_RUN_AS_ROOT"] = "1";
+      spec.extra_env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1";
+    }
+    // Containers often forbid the cross-memory attach the shared-memory transport uses.
+    spec.extra_env["OMPI_MCA_btl_vader_single_copy_mechanism"] = "none";
+    // Open MPI's session folder and shared-memory files go into the pool's private folder, which
+    // is removed with the pool, whatever happened to mpirun (nothing left in /dev/shm or /tmp).
+    spec.extra_env["OMPI_MCA_orte_tmpdir_base"] = private_dir;
+    spec.extra_env["OMPI_MCA_btl_vader_backing_directory"] = private_dir;
+    spec.extra_env["PMIX_SYSTEM_TMPDIR"] = private_dir;
+    spec.extra_env["PMIX_SERVER_TMPDIR"] = private_dir;
+    spec.output_fd = launcher_log_->fd();
+    spec.own_process_group = true;
+    launcher_ = detail::spawn_process(spec);
+  }
+
+  // Whether the process the kernel names as a connection's peer may be rank `rank`'s worker:
+  // the process we spawned for it (or one it exec'd into, or started), or under mpirun any
+  // process mpirun started.
+  bool may_be(pid_t pid, int rank) const {
+    if (pid <= 0 || rank < 0 || rank >= static_cast<int>(ranks_.size())) return false;
+    if (launcher_ > 0) return detail::descends_from(pid, launcher_);
+    const pid_t spawned = ranks_[rank].spawned;
+    return spawned > 0 && detail::descends_from(pid, spawned);
+  }
+
+  void adopt(int rank, pid_t verified) {
+    ranks_[rank].verified = verified;
+    // mpirun starts each rank as the leader of a process group of its own: ending that group
+    // ends whatever the rank forked too.
+    ranks_[rank].leads_group = launcher_ > 0 && detail::process_group_of(verified) == verified;
+  }
+
+  // The wait status of a rank we spawned once it has ended (reaping it); nullopt while it runs,
+  // and always under mpirun (mpirun is the ranks' parent).
+  std::optional<int> exited(int rank) {
+    auto& r = ranks_[rank];
+    if (!r.status && r.spawned > 0) {
+      int status = 0;
+      if (waitpid(r.spawned, &status, WNOHANG) == r.spawned) r.status = status;
+    }
+    return r.status;
+  }
+
+  // Waits (bounded) for the rank's process to end, for the report's "how it died".
+  std::optional<int> await_exit(int rank, const Deadline& deadline) {
+    auto& r = ranks_[rank];
+    if (!r.status && r.spawned > 0) {
+      if (auto status = detail::reap_child(r.spawned, deadline)) r.status = status;
+    }
+    return r.status;
+  }
+
+  std::optional<int> launcher_exited() {
+    if (!launcher_status_ && launcher_ > 0) {
+      int status = 0;
+      if (waitpid(launcher_, &status, WNOHANG) == launcher_) launcher_status_ = status;
+    }
+    return launcher_status_;
+  }
+
+  bool running() {
+    for (int r = 0; r < static_cast<int>(ranks_.size()); ++r) {
+      if (ranks_[r].spawned > 0 && exited(r)) return false;
+    }
+    return launcher_ <= 0 || !launcher_exited();
+  }
+
+  detail::OutputCapture* log(int rank) const { return ranks_[rank].log.get(); }
+  detail::OutputCapture* launcher_log() const { return launcher_log_.get(); }
+  pid_t launcher() const { return launcher_status_ ? 0 : launcher_; }
+  bool under_mpirun() const { return launcher_ > 0; }
+
+  std::vector<long> worker_pids() const {
+    std::vector<long> pids;
+    for (const auto& r : ranks_) pids.push_back(static_cast<long>(r.verified > 0 ? r.verified : r.spawned));
+    return pids;
+  }
+
+  // Ends every process of the pool: each direct rank's whole process group, mpirun's group, and
+  // under mpirun the ranks (each checked to be still ours: a pid that is not our descendant is
+  // never signalled, it may belong to someone else by now). Reaps all of them.
+  void end_all(std::chrono::milliseconds grace) {
+    std::vector<pid_t> groups;
+    for (const auto& r : ranks_) {
+      if (r.spawned > 0) groups.push_back(r.spawned);
+    }
+    if (launcher_ > 0) groups.push_back(launcher_);
+    // A group an mpirun rank led is ended only while some process of it is still ours (the
+    // rank, or what it forked, re-parented to us): never a group whose number was reused.
+    for (const auto& r : ranks_) {
+      if (r.leads_group && detail::group_has_descendant_of(r.verified, ::getpid())) groups.push_back(r.verified);
+    }
+    std::map<pid_t, int> statuses;
+    detail::end_process_groups(groups, grace, &statuses);
+    for (auto& r : ranks_) {
+      if (auto it = statuses.find(r.spawned); it != statuses.end() && !r.status) r.status = it->second;
+    }
+    std::vector<pid_t> strays;
+    for (const auto& r : ranks_) {
+      if (r.verified > 0 && r.verified != r.spawned && !r.leads_group && detail::descends_from(r.verified, ::getpid())) {
+        strays.push_back(r.verified);
+      }
+    }
+    detail::end_processes(strays, grace);  // reaps them: re-parented to us once mpirun is gone
+    for (auto& r : ranks_) r = Rank{};
+    launcher_ = 0;
+    launcher_status_.reset();
+    launcher_log_.reset();
+  }
+
+  // Lets the workers leave on their own (MPI wants MPI_Finalize), then ends what is left.
+  void wind_down(const Deadline& deadline, std::chrono::milliseconds grace) {
+    for (int r = 0; r < static_cast<int>(ranks_.size()); ++r) {
+      if (ranks_[r].spawned > 0) await_exit(r, deadline);
+    }
+    if (launcher_ > 0 && !launcher_status_) {
+      if (auto status = detail::reap_child(launcher_, deadline)) launcher_status_ = status;
+    }
+    end_all(grace);
+  }
+
+  bool empty() const {
+    return launcher_ <= 0 && std::all_of(ranks_.begin(), ranks_.end(), [](const Rank& r) { return r.spawned <= 0 && r.verified <= 0; });
+  }
+
+ private:
+  struct Rank {
+    pid_t spawned = 0;   // the process we started (direct launch); it leads its process group
+    pid_t verified = 0;  // the process that connected for this rank, as the kernel said
+    bool leads_group = false;  // under mpirun: the rank leads a process group of its own
+    std::unique_ptr<detail::OutputCapture> log;  // direct launch only
+    std::optional<int> status;
+  };
+  std::vector<Rank> ranks_;
+  pid_t launcher_ = 0;  // mpirun
+  std::optional<int> launcher_status_;
+  std::unique_ptr<detail::OutputCapture> launcher_log_;
+};
+
+// --- Rendezvous -----------------------------------------------------------------------------------
+
+// A connection that said hello, from a process the kernel vouches for.
+struct Hello {
+  std::string role;  // "control" or "store"
+  int rank = -1;
+  pid_t pid = 0;
+  std::unique_ptr<detail::LineChannel> channel;
+};
+
+class Rendezvous {
+ public:
+  Rendezvous() {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string base = tmp && *tmp ? tmp : "/tmp";
+    std::string pattern = base + "/distmetrics-pool-XXXXXX";
+    if (::mkdtemp(pattern.data()) == nullptr) {  // mkdtemp makes it 0700: ours alone
+      throw ConfigError("cannot create the rank pool's private folder in " + base + ": " + std::strerror(errno) +
+                        " (set TMPDIR to a writable folder)");
+    }
+    dir_ = pattern;
+    try {
+      listen_fd_ = detail::listen_on_unix_path(socket_path());
+    } catch (...) {
+      remove_dir();
+      throw;
+    }
+  }
+
+  ~Rendezvous() {
+    stop_listening();
+    remove_dir();
+  }
+
+  Rendezvous(const Rendezvous&) = delete;
+  Rendezvous& operator=(const Rendezvous&) = delete;
+
+  const std::string& dir() const { return dir_; }
+  std::string socket_path() const { return dir_ + "/pool.sock"; }
+  int listen_fd() const { return listen_fd_; }
+  int rejected() const { return rejected_; }
+
+  // Accepts new connections and reads their hellos. A connection whose peer is not of our uid,
+  // or that `trusted(pid, rank)` does not vouch for, or that says anything else, is closed.
+  template <typename Trusted>
+  std::vector<Hello> accept_hellos(Trusted trusted) {
+    while (true) {
+      const int fd = detail::accept_connection(listen_fd_, Deadline::after(0ms));
+      if (fd < 0) break;
+      const detail::PeerCredentials peer = detail::peer_credentials(fd);
+      if (peer.uid != ::geteuid() || peer.pid <= 0) {
+        ::close(fd);
+        ++rejected_;
+        continue;
+      }
+      pending_.push_back({peer.pid, std::make_unique<detail::LineChannel>(fd)});
+    }
+    std::vector<Hello> hellos;
+    for (size_t i = 0; i < pending_.size();) {
+      auto& [pid, channel] = pending_[i];
+      channel->read_available();
+      std::optional<nlohmann::json> hello;
+      bool bad = false;
+      try {
+        hello = channel->next();
+      } catch (const detail::ChannelError&) {
+        bad = true;
+      }
+      if (!bad && !hello && !channel->at_eof()) {
+        ++i;
+        continue;
+      }
+      const int rank = hello ? hello->value("rank", -1) : -1;
+      const std::string role = hello ? hello->value("role", "") : "";
+      if (bad || !hello || hello->value("type", "") != "hello" || (role != "control" && role != "store") ||
+          !trusted(pid, rank)) {
+        ++rejected_;
+      } else {
+        hellos.push_back({role, rank, pid, std::move(channel)});
+      }
+      pending_.erase(pending_.begin() + static_cast<long>(i));
+    }
+    return hellos;
+  }
+
+  std::vector<int> pending_fds() const {
+    std::vector<int> fds;
+    for (const auto& p : pending_) fds.push_back(p.second->fd());
+    return fds;
+  }
+
+  // Once every rank is in: nobody else can connect (the socket file is gone, the port closed).
+  void stop_listening() {
+    if (listen_fd_ >= 0) {
+      ::close(listen_fd_);
+      listen_fd_ = -1;
+      ::unlink(socket_path().c_str());
+    }
+    pending_.clear();
+  }
+
+  detail::PoolStoreServer store;
+
+ private:
+  void remove_dir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+  }
+
+  std::string dir_;
+  int listen_fd_ = -1;
+  int rejected_ = 0;
+  std::vector<std::pair<pid_t, std::unique_ptr<detail::LineChannel>>> pending_;
+};
+
+// --- The protocol with one worker ---------------------------------------------------------------
 
 // One rank's worker and what the supervisor knows of it during the current variant.
-struct Worker {
+struct WorkerLink {
   int rank = 0;
-  pid_t pid = 0;          // the worker process (from its hello)
-  pid_t spawned_pid = 0;  // the process we started for it (direct launch), 0 under mpirun
+  pid_t pid = 0;  // the connected process, as the kernel said (never as the worker said)
   std::unique_ptr<detail::LineChannel> channel;
-  std::unique_ptr<detail::OutputCapture> log;  // direct launch only
 
   // The current variant.
   std::optional<RankOutcome> outcome;
@@ -59,7 +347,8 @@ struct Worker {
   std::optional<CollectiveRecord> open;  // entered and not yet left
   std::string phase;
   std::string dying;  // how it said it died
-  bool lost = false;  // its channel closed without an outcome
+  bool lost = false;  // its channel closed (or its process ended) without an outcome
+  std::optional<int> exit_status;
 
   void reset_variant() {
     outcome.reset();
@@ -68,10 +357,62 @@ struct Worker {
     phase.clear();
     dying.clear();
     lost = false;
+    exit_status.reset();
+  }
+
+  bool answered() const { return outcome.has_value() || lost; }
+
+  bool send(const nlohmann::json& message, std::chrono::milliseconds budget = kSendBudget) {
+    try {
+      channel->send(message, Deadline::after(budget));
+      return true;
+    } catch (const detail::ChannelError&) {
+      lost = true;
+      return false;
+    }
+  }
+
+  // Reads every message the worker has sent so far.
+  void drain() {
+    if (lost) return;
+    const bool still_open = channel->read_available();
+    try {
+      while (auto message = channel->next()) handle(*message);
+    } catch (const std::exception&) {
+      lost = true;  // a worker that talks nonsense is as good as dead
+    }
+    // A rank that said it is dying (a fatal signal, exit()) is lost even while a process it
+    // forked keeps its connection open.
+    if ((!still_open || !dying.empty()) && !outcome) lost = true;
+  }
+
+  void handle(const nlohmann::json& message) {
+    const std::string type = message.value("type", "");
+    if (type == "enter") {
+      open = detail::record_from_json(message.at("record"));
+      entered.push_back(*open);
+    } else if (type == "exit") {
+      open.reset();
+    } else if (type == "phase") {
+      phase = message.value("phase", "");
+    } else if (type == "outcome") {
+      outcome = detail::outcome_from_json(message.at("outcome"));
+      outcome->rank = rank;
+      outcome->pid = static_cast<long>(pid);
+      open.reset();
+    } else if (type == "dying") {
+      dying = message.value("how", "");
+    }
+  }
+
+  static nlohmann::json variant_message(const Job& request, const std::string& store_prefix) {
+    return {{"type", "variant"}, {"request", detail::to_json(request)}, {"store", {{"prefix", store_prefix}}}};
   }
 };
 
 }  // namespace
+
+// --- Supervision ---------------------------------------------------------------------------------
 
 class RankPool::Impl {
  public:
@@ -90,27 +431,31 @@ class RankPool::Impl {
   JobResult run(const Job& request) {
     validate(request);
     const auto started = std::chrono::steady_clock::now();
-    JobResult result;
     if (alive() && !healthy()) end_workers();
+    double start_seconds = 0;
     if (!alive()) {
-      if (auto failure = start()) {
+      if (auto failure = start(Deadline::after(options_.startup_deadline))) {
         failure->seconds = seconds_since(started);
         return *failure;
       }
+      start_seconds = seconds_since(started);
     }
-    result = supervise(request);
+    JobResult result = supervise(request);
     result.seconds = seconds_since(started);
+    result.start_seconds = start_seconds;
     return result;
   }
 
   int world_size() const { return options_.world_size; }
   int spawn_count() const { return spawn_count_; }
-  long launcher_pid() const { return static_cast<long>(launcher_pid_); }
+  long launcher_pid() const { return processes_ ? static_cast<long>(processes_->launcher()) : 0; }
   std::vector<long> worker_pids() const {
     std::vector<long> pids;
     for (const auto& w : workers_) pids.push_back(static_cast<long>(w.pid));
     return pids;
   }
+  std::string private_dir() const { return rendezvous_ ? rendezvous_->dir() : std::string(); }
+  int rejected_connections() const { return rejected_; }
 
  private:
   static double seconds_since(std::chrono::steady_clock::time_point t) {
@@ -135,12 +480,9 @@ class RankPool::Impl {
   bool healthy() {
     for (auto& w : workers_) {
       if (!w.channel->read_available()) return false;
-      if (w.spawned_pid > 0 && detail::process_state(w.spawned_pid) != detail::ProcessState::Running) return false;
     }
-    return launcher_pid_ <= 0 || detail::process_state(launcher_pid_) == detail::ProcessState::Running;
+    return processes_->running();
   }
-
-  // --- Starting ------------------------------------------------------------------------------------
 
   std::vector<std::string> worker_command() const {
     std::vector<std::string> command = options_.worker_command;
@@ -148,46 +490,33 @@ class RankPool::Impl {
     return command;
   }
 
-  // Starts the workers and waits for every hello. On failure, ends what was started and returns
-  // the failure as a JobResult (status Crash), so that a caller's run of variants goes on.
-  std::optional<JobResult> start() {
+  // --- Starting ------------------------------------------------------------------------------
+
+  // Starts the workers and waits until each has connected twice (control and store) from the
+  // process we started for it. On failure, ends what was started and returns the failure as a
+  // JobResult (status Crash), so that a caller's run of variants goes on.
+  std::optional<JobResult> start(const Deadline& deadline) {
     ++spawn_count_;
-    detail::Listener listener = detail::listen_on_loopback();
     std::string failure;
     int failed_rank = -1;
     try {
-      c10d::TCPStoreOptions store_options;
-      store_options.port = 0;
-      store_options.isServer = true;
-      store_options.waitWorkers = false;
-      store_options.timeout = options_.startup_deadline;
-      store_ = c10::make_intrusive<c10d::TCPStore>("127.0.0.1", store_options);
-
+      rendezvous_ = std::make_unique<Rendezvous>();
+      processes_ = std::make_unique<RankProcesses>(options_.world_size);
       detail::WorkerArgs args;
-      args.port = listener.port;
-      args.token = token_ = random_token();
+      args.socket_path = rendezvous_->socket_path();
       args.world_size = options_.world_size;
       args.launch = options_.launch;
-      std::map<int, std::pair<pid_t, std::unique_ptr<detail::OutputCapture>>> spawned;
-      if (options_.launch == "direct") {
-        for (int r = 0; r < options_.world_size; ++r) {
-          auto log = std::make_unique<detail::OutputCapture>("distmetrics-rank-" + std::to_string(r));
-          args.rank = r;
-          detail::SpawnSpec spec;
-          spec.argv = worker_command();
-          for (auto& flag : detail::worker_flags(args)) spec.argv.push_back(flag);
-          spec.output_fd = log->fd();
-          const pid_t pid = detail::spawn_process(spec);
-          spawned[r] = {pid, std::move(log)};
-        }
-      } else {
-        spawn_mpirun(args);
-      }
-      accept_hellos(listener.fd, spawned, failure, failed_rank);
+      args.memory_bytes = options_.rank_memory_bytes;
+      if (options_.launch == "direct") processes_->spawn_direct(worker_command(), args);
+      else processes_->spawn_mpirun(worker_command(), args, rendezvous_->dir());
+      await_hellos(deadline, failure, failed_rank);
     } catch (const std::exception& e) {
       failure = detail::short_what(e);
     }
-    ::close(listener.fd);  // no control port stays bound between startups
+    if (rendezvous_) {
+      rejected_ += rendezvous_->rejected();
+      rendezvous_->stop_listening();
+    }
     if (failure.empty()) return std::nullopt;
 
     JobResult run;
@@ -206,155 +535,100 @@ class RankPool::Impl {
     return run;
   }
 
-  void spawn_mpirun(const detail::WorkerArgs& args) {
-    // Workers are mpirun's children; once mpirun is gone they become ours (subreaper), so that
-    // we can reap them and check that none is left.
-    prctl(PR_SET_CHILD_SUBREAPER, 1);
-    launcher_log_ = std::make_unique<detail::OutputCapture>("distmetrics-mpirun");
-    detail::SpawnSpec spec;
-    spec.argv = {DISTMETRICS_MPIEXEC, "-np", std::to_string(options_.world_size), "--oversubscribe",
-                 "--bind-to", "none", "--tag-output"};
-    for (auto& part : worker_command()) spec.argv.push_back(part);
-    for (auto& flag : detail::worker_flags(args)) spec.argv.push_back(flag);
-    if (geteuid() == 0) {
-      spec.extra_env["OMPI_ALLOW_RUN_AS_ROOT"] = "1";
-      spec.extra_env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1";
-    }
-    // Containers often forbid the cross-memory attach the shared-memory transport uses.
-    spec.extra_env["OMPI_MCA_btl_vader_single_copy_mechanism"] = "none";
-    spec.output_fd = launcher_log_->fd();
-    launcher_pid_ = detail::spawn_process(spec);
-  }
-
-  void accept_hellos(int listen_fd, std::map<int, std::pair<pid_t, std::unique_ptr<detail::OutputCapture>>>& spawned,
-                     std::string& failure, int& failed_rank) {
-    const Deadline deadline = Deadline::after(options_.startup_deadline);
-    std::vector<std::unique_ptr<detail::LineChannel>> pending;
-    std::vector<std::optional<Worker>> by_rank(options_.world_size);
-    int greeted = 0;
-    while (greeted < options_.world_size) {
-      // Someone died while starting?
-      for (auto& [rank, entry] : spawned) {
-        int status = 0;
-        if (entry.first > 0 && waitpid(entry.first, &status, WNOHANG) == entry.first) {
-          entry.first = 0;
-          failed_rank = rank;
-          failure = "rank " + std::to_string(rank) + " exited while starting (" + detail::describe_wait_status(status) + ")";
-          keep_started(by_rank, spawned);
+  void await_hellos(const Deadline& deadline, std::string& failure, int& failed_rank) {
+    std::vector<std::optional<WorkerLink>> control(options_.world_size);
+    std::vector<bool> store(options_.world_size, false);
+    auto complete = [&]() {
+      for (int r = 0; r < options_.world_size; ++r) {
+        if (!control[r] || !store[r]) return false;
+      }
+      return true;
+    };
+    auto keep_what_came = [&]() {
+      for (auto& w : control) {
+        if (w) workers_.push_back(std::move(*w));
+      }
+    };
+    while (!complete()) {
+      for (int r = 0; r < options_.world_size; ++r) {
+        if (auto status = processes_->exited(r)) {
+          failed_rank = r;
+          failure = "rank " + std::to_string(r) + " exited while starting (" + detail::describe_wait_status(*status) + ")";
+          keep_what_came();
           return;
         }
       }
-      if (launcher_pid_ > 0) {
-        int status = 0;
-        if (waitpid(launcher_pid_, &status, WNOHANG) == launcher_pid_) {
-          launcher_pid_ = 0;
-          failure = "mpirun exited while starting the ranks (" + detail::describe_wait_status(status) + ")";
-          keep_started(by_rank, spawned);
-          return;
-        }
+      if (auto status = processes_->launcher_exited()) {
+        failure = "mpirun exited while starting the ranks (" + detail::describe_wait_status(*status) + ")";
+        keep_what_came();
+        return;
       }
       if (deadline.expired()) {
         std::vector<int> silent;
         for (int r = 0; r < options_.world_size; ++r) {
-          if (!by_rank[r]) silent.push_back(r);
+          if (!control[r] || !store[r]) silent.push_back(r);
         }
         failed_rank = silent.empty() ? -1 : silent.front();
-        failure = detail::describe_ranks(silent) + " did not say hello within " +
-                  std::to_string(options_.startup_deadline.count()) + " ms";
-        keep_started(by_rank, spawned);
+        failure = detail::describe_ranks(silent) + " did not connect within " +
+                  std::to_string(deadline.budget().count()) + " ms";
+        keep_what_came();
         return;
       }
-      std::vector<pollfd> fds{{listen_fd, POLLIN, 0}};
-      for (auto& c : pending) fds.push_back({c->fd(), POLLIN, 0});
+      std::vector<pollfd> fds{{rendezvous_->listen_fd(), POLLIN, 0}};
+      for (int fd : rendezvous_->pending_fds()) fds.push_back({fd, POLLIN, 0});
       ::poll(fds.data(), fds.size(), static_cast<int>(std::min<long>(deadline.remaining().count(), 100)));
-      if (fds[0].revents & POLLIN) {
-        const int fd = detail::accept_connection(listen_fd, Deadline::after(0ms));
-        if (fd >= 0) pending.push_back(std::make_unique<detail::LineChannel>(fd));
-      }
-      for (size_t i = 0; i < pending.size();) {
-        pending[i]->read_available();
-        std::optional<nlohmann::json> hello;
-        try {
-          hello = pending[i]->next();
-        } catch (const detail::ChannelError&) {
-          pending.erase(pending.begin() + static_cast<long>(i));  // not one of ours
-          continue;
+      auto trusted = [&](pid_t pid, int rank) { return processes_->may_be(pid, rank); };
+      for (auto& hello : rendezvous_->accept_hellos(trusted)) {
+        const int r = hello.rank;
+        if (hello.role == "control" && !control[r]) {
+          WorkerLink link;
+          link.rank = r;
+          link.pid = hello.pid;
+          link.channel = std::move(hello.channel);
+          processes_->adopt(r, hello.pid);
+          control[r] = std::move(link);
+        } else if (hello.role == "store" && !store[r] && control[r] && control[r]->pid == hello.pid) {
+          rendezvous_->store.add_client(r, std::move(hello.channel));
+          store[r] = true;
+        } else {
+          ++rejected_;  // a second control or store connection for a rank, or a store before its control
         }
-        if (!hello) {
-          if (pending[i]->at_eof()) pending.erase(pending.begin() + static_cast<long>(i));
-          else ++i;
-          continue;
-        }
-        const int rank = hello->value("rank", -1);
-        if (hello->value("type", "") != "hello" || hello->value("token", "") != token_ || rank < 0 ||
-            rank >= options_.world_size || by_rank[rank]) {
-          pending.erase(pending.begin() + static_cast<long>(i));
-          continue;
-        }
-        Worker worker;
-        worker.rank = rank;
-        worker.pid = static_cast<pid_t>(hello->value("pid", 0L));
-        worker.channel = std::move(pending[i]);
-        pending.erase(pending.begin() + static_cast<long>(i));
-        if (auto it = spawned.find(rank); it != spawned.end()) {
-          worker.spawned_pid = it->second.first;
-          worker.log = std::move(it->second.second);
-          spawned.erase(it);
-        }
-        by_rank[rank] = std::move(worker);
-        ++greeted;
       }
     }
-    for (auto& w : by_rank) workers_.push_back(std::move(*w));
+    for (auto& w : control) workers_.push_back(std::move(*w));
   }
 
-  // After a failed start: everything started so far must still be ended and reaped, and the
-  // logs of those that never said hello are kept for the report.
-  void keep_started(std::vector<std::optional<Worker>>& by_rank,
-                    std::map<int, std::pair<pid_t, std::unique_ptr<detail::OutputCapture>>>& spawned) {
-    for (auto& w : by_rank) {
-      if (w) workers_.push_back(std::move(*w));
-    }
-    for (auto& [rank, entry] : spawned) {
-      Worker w;
-      w.rank = rank;
-      w.spawned_pid = entry.first;
-      w.log = std::move(entry.second);
-      unhelloed_.push_back(std::move(w));
-    }
-    spawned.clear();
-  }
-
-  // --- Running one variant -----------------------------------------------------------------------------
+  // --- Running one variant ---------------------------------------------------------------------
 
   JobResult supervise(const Job& request) {
     const Deadline deadline = Deadline::after(request.deadline);
     const std::string prefix = "v" + std::to_string(spawn_count_) + "." + std::to_string(++variant_count_) + "/";
     for (auto& w : workers_) {
       w.reset_variant();
-      if (w.log) w.log->clear();
+      if (auto* log = processes_->log(w.rank)) log->clear();
     }
-    if (launcher_log_) launcher_log_->clear();
+    if (auto* log = processes_->launcher_log()) log->clear();
+    rendezvous_->store.clear();
 
-    nlohmann::json message = {{"type", "variant"},
-                              {"request", detail::to_json(request)},
-                              {"store", {{"host", "127.0.0.1"}, {"port", store_->getPort()}, {"prefix", prefix}}}};
-    for (auto& w : workers_) {
-      try {
-        w.channel->send(message, Deadline::after(kSendBudget));
-      } catch (const detail::ChannelError&) {
-        w.lost = true;
-      }
-    }
+    const nlohmann::json message = WorkerLink::variant_message(request, prefix);
+    for (auto& w : workers_) w.send(message, std::min<std::chrono::milliseconds>(kSendBudget, request.deadline));
 
     // Watch until every rank has answered, or a crash or a hang is certain, or the deadline.
     std::optional<Deadline> settle;
     bool by_deadline = false;
     while (true) {
-      for (auto& w : workers_) drain(w);
-      const bool all_answered = std::all_of(workers_.begin(), workers_.end(),
-                                            [](const Worker& w) { return w.outcome || w.lost; });
-      if (all_answered) break;
+      rendezvous_->store.serve();
+      for (auto& w : workers_) {
+        w.drain();
+        if (!w.answered()) {
+          if (auto status = processes_->exited(w.rank)) {  // dead, though a process it forked may hold its socket
+            w.exit_status = status;
+            w.drain();
+            if (!w.outcome) w.lost = true;
+          }
+        }
+      }
+      if (std::all_of(workers_.begin(), workers_.end(), [](const WorkerLink& w) { return w.answered(); })) break;
       if (!settle && (any_lost() || any_timed_out() || certain_hang())) settle = Deadline::after(kSettle);
       if (settle && settle->expired()) break;
       if (deadline.expired()) {
@@ -364,9 +638,11 @@ class RankPool::Impl {
       const Deadline& wake = settle ? Deadline::earliest(*settle, deadline) : deadline;
       std::vector<pollfd> fds;
       for (auto& w : workers_) {
-        if (!w.lost && !w.outcome) fds.push_back({w.channel->fd(), POLLIN, 0});
+        if (!w.answered()) fds.push_back({w.channel->fd(), POLLIN, 0});
       }
-      ::poll(fds.data(), fds.size(), static_cast<int>(std::min<long>(wake.remaining().count(), 1000)));
+      for (int fd : rendezvous_->store.fds()) fds.push_back({fd, POLLIN, 0});
+      const long wait_ms = std::min<long>(wake.remaining().count(), kWatchInterval.count());
+      ::poll(fds.data(), fds.size(), static_cast<int>(std::max(wait_ms, 1L)));
     }
 
     JobResult run = collect(by_deadline);
@@ -384,43 +660,13 @@ class RankPool::Impl {
     return run;
   }
 
-  // Reads every message a worker has sent so far.
-  void drain(Worker& w) {
-    if (w.lost) return;
-    const bool open = w.channel->read_available();
-    try {
-      while (auto message = w.channel->next()) handle(w, *message);
-    } catch (const std::exception&) {
-      w.lost = true;  // a worker that talks nonsense is as good as dead
-    }
-    if (!open && !w.outcome) w.lost = true;
-  }
-
-  void handle(Worker& w, const nlohmann::json& message) {
-    const std::string type = message.value("type", "");
-    if (type == "enter") {
-      w.open = detail::record_from_json(message.at("record"));
-      w.entered.push_back(*w.open);
-    } else if (type == "exit") {
-      w.open.reset();
-    } else if (type == "phase") {
-      w.phase = message.value("phase", "");
-    } else if (type == "outcome") {
-      w.outcome = detail::outcome_from_json(message.at("outcome"));
-      w.outcome->pid = static_cast<long>(w.pid);
-      w.open.reset();
-    } else if (type == "dying") {
-      w.dying = message.value("how", "");
-    }
-  }
-
   bool any_lost() const {
-    return std::any_of(workers_.begin(), workers_.end(), [](const Worker& w) { return w.lost; });
+    return std::any_of(workers_.begin(), workers_.end(), [](const WorkerLink& w) { return w.lost; });
   }
 
   bool any_timed_out() const {
     return std::any_of(workers_.begin(), workers_.end(),
-                       [](const Worker& w) { return w.outcome && w.outcome->state == RankState::TimedOut; });
+                       [](const WorkerLink& w) { return w.outcome && w.outcome->state == RankState::TimedOut; });
   }
 
   // A rank whose task is over (n collectives issued) will never issue collective #n, so a rank
@@ -440,7 +686,7 @@ class RankPool::Impl {
     // Who crashed: ranks that said how they died; else (direct launch) the exit status of each
     // lost rank; ranks mpirun took down after a crash said nothing and count as ended.
     const bool someone_said = std::any_of(workers_.begin(), workers_.end(),
-                                          [](const Worker& w) { return w.lost && !w.dying.empty(); });
+                                          [](const WorkerLink& w) { return w.lost && !w.dying.empty(); });
     const bool crash = any_lost();
     for (auto& w : workers_) {
       RankOutcome outcome;
@@ -467,126 +713,73 @@ class RankPool::Impl {
     return run;
   }
 
-  std::string how_died(Worker& w) {
+  std::string how_died(WorkerLink& w) {
     if (!w.dying.empty()) return w.dying;
-    if (w.spawned_pid > 0) {
-      if (auto status = detail::reap_child(w.spawned_pid, Deadline::after(2s))) {
-        if (w.pid == w.spawned_pid) w.pid = 0;  // reaped: its pid may be reused, never signal it again
-        w.spawned_pid = 0;
-        return detail::describe_wait_status(*status);
-      }
-    }
-    if (launcher_pid_ > 0 || options_.launch == "mpirun") {
+    if (!w.exit_status) w.exit_status = processes_->await_exit(w.rank, Deadline::after(500ms));
+    if (w.exit_status) return detail::describe_wait_status(*w.exit_status);
+    if (processes_->under_mpirun()) {
       return "its connection closed without a word (ended by MPI or mpirun, or killed by SIGKILL: see its log tail)";
     }
     return "its connection closed without a word (killed by SIGKILL? out of memory?)";
   }
 
   void fill_log_tails(JobResult& run) {
-    const std::string launcher = launcher_log_ ? launcher_log_->tail(64 * 1024) : std::string();
+    if (!processes_) return;
+    const auto* launcher_log = processes_->launcher_log();
+    const std::string launcher = launcher_log ? launcher_log->tail(64 * 1024) : std::string();
     for (auto& outcome : run.ranks) {
-      for (const auto& w : workers_) {
-        if (w.rank == outcome.rank && w.log) outcome.log_tail = w.log->tail(kLogTailBytes);
-      }
-      for (const auto& w : unhelloed_) {
-        if (w.rank == outcome.rank && w.log) outcome.log_tail = w.log->tail(kLogTailBytes);
-      }
-      if (launcher_log_) {
+      if (launcher_log) {
         outcome.log_tail = detail::mpirun_rank_output(launcher, outcome.rank, true);
         if (outcome.log_tail.size() > kLogTailBytes) outcome.log_tail.erase(0, outcome.log_tail.size() - kLogTailBytes);
+      } else if (auto* log = processes_->log(outcome.rank)) {
+        outcome.log_tail = log->tail(kLogTailBytes);
       }
     }
   }
 
   void release() {
-    for (auto& w : workers_) {
-      try {
-        w.channel->send({{"type", "release"}}, Deadline::after(kSendBudget));
-      } catch (const detail::ChannelError&) {
-        w.lost = true;
-      }
-    }
+    for (auto& w : workers_) w.send({{"type", "release"}});
     if (any_lost()) end_workers();
   }
 
-  // --- Ending ----------------------------------------------------------------------------------------
+  // --- Ending --------------------------------------------------------------------------------
 
-  std::vector<pid_t> all_pids() const {
-    std::vector<pid_t> pids;
-    for (const auto* group : {&workers_, &unhelloed_}) {
-      for (const auto& w : *group) {
-        if (w.pid > 0) pids.push_back(w.pid);
-        if (w.spawned_pid > 0 && w.spawned_pid != w.pid) pids.push_back(w.spawned_pid);
-      }
-    }
-    if (launcher_pid_ > 0) pids.push_back(launcher_pid_);
-    return pids;
-  }
-
-  // TERM, then KILL, by pid; reaps them all (under mpirun too: we are their subreaper).
   void end_workers() {
-    const std::vector<pid_t> pids = all_pids();
-    detail::end_processes(pids, options_.term_grace);
-    reap_orphans(pids);
-    forget_workers();
-  }
-
-  void reap_orphans(const std::vector<pid_t>& pids) {
-    // mpirun's children are re-parented to us once mpirun is gone; reap them so that none is
-    // left as a zombie.
-    const Deadline deadline = Deadline::after(2s);
-    for (pid_t pid : pids) {
-      while (detail::process_state(pid) == detail::ProcessState::Zombie && !deadline.expired()) {
-        if (detail::reap_child(pid, Deadline::after(50ms))) break;
-      }
-    }
-  }
-
-  void forget_workers() {
-    workers_.clear();
-    unhelloed_.clear();
-    launcher_pid_ = 0;
-    launcher_log_.reset();
-    store_.reset();
+    workers_.clear();  // closing the channels tells the workers to go
+    if (processes_) processes_->end_all(options_.term_grace);
+    processes_.reset();
+    rendezvous_.reset();
   }
 
   void shutdown() {
-    if (!alive() && unhelloed_.empty() && launcher_pid_ <= 0) {
-      store_.reset();
+    if (!processes_) {
+      rendezvous_.reset();
       return;
     }
-    for (auto& w : workers_) {
-      try {
-        w.channel->send({{"type", "shutdown"}}, Deadline::after(1s));
-      } catch (const std::exception&) {
-      }
-    }
-    // Let them leave on their own (MPI wants MPI_Finalize), then end whoever is left. A pid we
-    // reaped is never signalled again (it may belong to a new process by then).
-    const Deadline deadline = Deadline::after(5s);
-    std::vector<pid_t> left;
-    for (pid_t pid : all_pids()) {
-      if (detail::reap_child(pid, deadline)) continue;  // our child, and it exited
-      while (detail::process_state(pid) == detail::ProcessState::Running && !deadline.expired()) {
-        std::this_thread::sleep_for(10ms);
-      }
-      if (detail::process_state(pid) == detail::ProcessState::Running) left.push_back(pid);
-    }
-    detail::end_processes(left, options_.term_grace);
-    reap_orphans(all_pids());
-    forget_workers();
+    for (auto& w : workers_) w.send({{"type", "shutdown"}}, 1s);
+    // Let them leave on their own (MPI wants MPI_Finalize), then end whoever is left.
+    processes_->wind_down(Deadline::after(5s), options_.term_grace);
+    end_workers();
   }
 
   PoolOptions options_;
-  std::vector<Worker> workers_;
-  std::vector<Worker> unhelloed_;  // spawned, never connected (a failed start)
-  pid_t launcher_pid_ = 0;         // mpirun
-  std::unique_ptr<detail::OutputCapture> launcher_log_;
-  c10::intrusive_ptr<c10d::TCPStore> store_;
-  std::string token_;
+  std::unique_ptr<RankProcesses> processes_;
+  std::unique_ptr<Rendezvous> rendezvous_;
+  std::vector<WorkerLink> workers_;
   int spawn_count_ = 0;
+  int rejected_ = 0;
   std::uint64_t variant_count_ = 0;
 };
+
+std::uint64_t default_rank_memory_bytes() {
+#if DISTMETRICS_HAVE_NCCL  // a CUDA build
+  return 0;
+#else
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  const std::uint64_t machine = pages > 0 && page > 0 ? static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page) : 0;
+  return std::max<std::uint64_t>(machine / 3, std::uint64_t{4} << 30);
+#endif
+}
 
 RankPool::RankPool(PoolOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
 RankPool::~RankPool() = default;
@@ -595,5 +788,7 @@ int RankPool::world_size() const { return impl_->world_size(); }
 std::vector<long> RankPool::worker_pids() const { return impl_->worker_pids(); }
 int RankPool::spawn_count() const { return impl_->spawn_count(); }
 long RankPool::launcher_pid() const { return impl_->launcher_pid(); }
+std::string RankPool::private_dir() const { return impl_->private_dir(); }
+int RankPool::rejected_connections() const { return impl_->rejected_connections(); }
 
 }  // namespace distmetrics::runtime

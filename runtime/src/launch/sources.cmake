@@ -4,6 +4,7 @@ list(APPEND DISTMETRICS_RUNTIME_SOURCES
   src/launch/protocol.cpp
   src/launch/process.cpp
   src/launch/wire.cpp
+  src/launch/pool_store.cpp
   src/launch/worker_args.cpp
   src/launch/task_runner.cpp
   src/launch/worker.cpp

@@ -4,6 +4,9 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <iomanip>
+#include <new>
+#include <sstream>
 #include <typeinfo>
 
 #include "distmetrics/runtime/errors.h"
@@ -32,6 +35,12 @@ std::string task_not_found(const std::string& name) {
 }
 
 }  // namespace
+
+namespace {
+std::uint64_t rank_memory_limit = 0;
+}  // namespace
+
+void set_rank_memory_limit(std::uint64_t bytes) { rank_memory_limit = bytes; }
 
 LocalRun run_task_here(const Job& request, const CommSpec& spec, const c10::intrusive_ptr<c10d::Store>& store,
                        const Deadline& deadline, const TaskHooks& hooks) {
@@ -75,6 +84,14 @@ LocalRun run_task_here(const Job& request, const CommSpec& spec, const c10::intr
     outcome.state = RankState::Raised;
     outcome.error_type = current_exception_type();
     outcome.error = short_what(e);
+    if (rank_memory_limit > 0 && is_allocation_failure(e)) {
+      std::ostringstream text;
+      text << "rank " << spec.rank << " went past its memory limit of " << std::fixed << std::setprecision(1)
+           << static_cast<double>(rank_memory_limit) / (1u << 30)
+           << " GiB (an allocation failed; raise it with --rank-memory if the metric needs more): " << outcome.error;
+      outcome.error_type = "RankMemoryExceeded";
+      outcome.error = text.str();
+    }
   } catch (...) {
     outcome.state = RankState::Raised;
     outcome.error_type = current_exception_type();
@@ -86,3 +103,13 @@ LocalRun run_task_here(const Job& request, const CommSpec& spec, const c10::intr
 }
 
 }  // namespace distmetrics::runtime::detail
+
+namespace distmetrics::runtime {
+
+bool is_allocation_failure(const std::exception& e) {
+  if (dynamic_cast<const std::bad_alloc*>(&e)) return true;
+  const std::string what = e.what();
+  return what.find("can't allocate memory") != std::string::npos || what.find("std::bad_alloc") != std::string::npos;
+}
+
+}  // namespace distmetrics::runtime

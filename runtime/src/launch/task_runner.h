@@ -3,6 +3,7 @@
 // Shared by pool workers and by peers started by mpirun or torchrun-style launchers.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -33,5 +34,8 @@ LocalRun run_task_here(const Job& request, const CommSpec& spec, const c10::intr
 // "NotComputableError", "CollectiveError", "std::runtime_error": the dynamic type of the
 // exception being handled, without its namespaces (std:: kept).
 std::string current_exception_type();
+
+// This rank's memory limit (RLIMIT_AS, set by the worker), for the report of an allocation failure.
+void set_rank_memory_limit(std::uint64_t bytes);
 
 }  // namespace distmetrics::runtime::detail

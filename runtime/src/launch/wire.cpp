@@ -7,6 +7,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -27,7 +28,7 @@ void set_flags(int fd) {
   fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
   fcntl(fd, F_SETFD, fcntl(fd, F_GETFD) | FD_CLOEXEC);
   int one = 1;
-  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));  // fails harmlessly on Unix sockets
 }
 
 }  // namespace
@@ -178,6 +179,60 @@ int connect_to(const std::string& host, std::uint16_t port, const Deadline& dead
   ::freeaddrinfo(found);
   throw ChannelError("could not connect to " + host + ":" + std::to_string(port) + " within " +
                      std::to_string(deadline.budget().count()) + " ms: " + last_error);
+}
+
+namespace {
+sockaddr_un unix_address(const std::string& path) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof(addr.sun_path)) {
+    throw ChannelError("the socket path " + path + " is longer than a Unix socket allows (" +
+                       std::to_string(sizeof(addr.sun_path) - 1) + " bytes): set TMPDIR to a shorter folder");
+  }
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  return addr;
+}
+}  // namespace
+
+int listen_on_unix_path(const std::string& path) {
+  const sockaddr_un addr = unix_address(path);
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) throw ChannelError(errno_text("socket"));
+  if (::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0 || ::listen(fd, 128) != 0) {
+    const std::string error = errno_text(("listening on " + path).c_str());
+    ::close(fd);
+    throw ChannelError(error);
+  }
+  return fd;
+}
+
+int connect_to_unix_path(const std::string& path, const Deadline& deadline) {
+  const sockaddr_un addr = unix_address(path);
+  auto pause = std::chrono::milliseconds(5);
+  std::string last_error;
+  while (true) {
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) throw ChannelError(errno_text("socket"));
+    if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0) return fd;
+    last_error = std::strerror(errno);
+    ::close(fd);
+    if (deadline.expired()) break;
+    std::this_thread::sleep_for(std::min<std::chrono::milliseconds>(pause, deadline.remaining()));
+    pause = std::min(pause * 2, std::chrono::milliseconds(100));
+  }
+  throw ChannelError("could not connect to " + path + " within " + std::to_string(deadline.budget().count()) +
+                     " ms: " + last_error);
+}
+
+PeerCredentials peer_credentials(int fd) {
+  ucred cred{};
+  socklen_t len = sizeof(cred);
+  PeerCredentials peer;
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && len == sizeof(cred)) {
+    peer.pid = cred.pid;
+    peer.uid = cred.uid;
+  }
+  return peer;
 }
 
 }  // namespace distmetrics::runtime::detail

@@ -1,9 +1,12 @@
-// The control channel between a supervisor and its workers: TCP on 127.0.0.1 (so that processes
-// started by mpirun can connect too), one JSON message per line, every read and write bounded
-// by a deadline.
+// The control channel between a supervisor and its workers: a Unix socket in the pool's private
+// directory (processes started by mpirun, which closes inherited descriptors, connect too), one
+// JSON message per line, every read and write bounded by a deadline. TCP on loopback remains for
+// the peer launch modes' helpers.
 #pragma once
 
 #include <nlohmann/json.hpp>
+
+#include <sys/types.h>
 
 #include <cstdint>
 #include <optional>
@@ -53,5 +56,18 @@ Listener listen_on_loopback();
 // A connection, or -1 when none arrives by the deadline.
 int accept_connection(int listen_fd, const Deadline& deadline);
 int connect_to(const std::string& host, std::uint16_t port, const Deadline& deadline);
+
+// A listening Unix stream socket at `path` (which must not exist yet).
+int listen_on_unix_path(const std::string& path);
+// A connection to the Unix socket at `path`, retried until the deadline.
+int connect_to_unix_path(const std::string& path, const Deadline& deadline);
+
+// Who is at the other end of a Unix socket, as the kernel says (SO_PEERCRED): not what the peer
+// claims. pid 0 when the kernel cannot say.
+struct PeerCredentials {
+  pid_t pid = 0;
+  uid_t uid = static_cast<uid_t>(-1);
+};
+PeerCredentials peer_credentials(int fd);
 
 }  // namespace distmetrics::runtime::detail

@@ -1,14 +1,15 @@
 // A rank worker: an exec'd copy of a test binary or of the CLI that serves its supervisor. It
-// connects to the supervisor's control channel, says hello, then runs variants one at a time,
+// connects twice to the supervisor's private Unix socket (the control channel, then the store;
+// the supervisor knows it by its kernel credentials), then runs variants one at a time,
 // each with a fresh communicator, streaming where it is (entered/left each collective) and
 // returning the task's outcome. It never outlives its supervisor.
 #include <ATen/Parallel.h>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -21,6 +22,7 @@
 
 #include "distmetrics/runtime/errors.h"
 #include "distmetrics/runtime/rank_pool.h"
+#include "pool_store.h"
 #include "process.h"
 #include "protocol.h"
 #include "task_runner.h"
@@ -127,6 +129,12 @@ class Worker {
 
   int serve() {
     at::set_num_threads(1);  // ranks share the machine's cores with each other
+    if (args_.memory_bytes > 0) {
+      // Only this rank's allocations fail past the limit (reported as RankMemoryExceeded), not the machine.
+      rlimit limit{static_cast<rlim_t>(args_.memory_bytes), static_cast<rlim_t>(args_.memory_bytes)};
+      if (::setrlimit(RLIMIT_AS, &limit) != 0) throw ConfigError("worker: setrlimit(RLIMIT_AS) failed");
+      set_rank_memory_limit(args_.memory_bytes);
+    }
     if (args_.launch == "mpirun") {
       mpi_runtime::ensure_initialized();
       args_.rank = mpi_runtime::world_rank();
@@ -140,10 +148,13 @@ class Worker {
     }
     if (args_.rank < 0) throw ConfigError("worker started without a rank");
 
-    channel_ = std::make_unique<LineChannel>(connect_to(args_.host, args_.port, Deadline::after(kConnectBudget)));
+    const Deadline connect_deadline = Deadline::after(kConnectBudget);
+    channel_ = std::make_unique<LineChannel>(connect_to_unix_path(args_.socket_path, connect_deadline));
     arm_dying_report(channel_->fd());
-    channel_->send({{"type", "hello"}, {"rank", args_.rank}, {"pid", static_cast<long>(::getpid())}, {"token", args_.token}},
-                   Deadline::after(kSendBudget));
+    channel_->send({{"type", "hello"}, {"role", "control"}, {"rank", args_.rank}}, Deadline::after(kSendBudget));
+    auto store_channel = std::make_unique<LineChannel>(connect_to_unix_path(args_.socket_path, connect_deadline));
+    store_channel->send({{"type", "hello"}, {"role", "store"}, {"rank", args_.rank}}, Deadline::after(kSendBudget));
+    store_ = c10::make_intrusive<PoolStoreClient>(std::move(store_channel));
     if (::pipe2(stop_pipe_, O_CLOEXEC) != 0) throw ConfigError("worker: pipe2 failed");
     std::thread watchdog([this] { watch_supervisor(); });
 
@@ -212,9 +223,11 @@ class Worker {
     LocalRun run;
     try {
       c10::intrusive_ptr<c10d::Store> store;
-      if (request.backend != "mpi") store = variant_store(message.at("store"));
+      if (request.backend != "mpi") {
+        store = c10::make_intrusive<c10d::PrefixStore>(message.at("store").at("prefix").get<std::string>(), store_);
+      }
       run = run_task_here(request, spec, store, deadline, hooks);
-    } catch (const std::exception& e) {  // the store could not be reached
+    } catch (const std::exception& e) {  // the store could not be reached or did not answer
       run.outcome.rank = spec.rank;
       run.outcome.pid = static_cast<long>(::getpid());
       run.outcome.state = RankState::Raised;
@@ -232,28 +245,22 @@ class Worker {
     if (type != "release") throw ChannelError("expected 'release', got '" + type + "'");
   }
 
-  c10::intrusive_ptr<c10d::Store> variant_store(const nlohmann::json& where) {
-    if (!store_) {  // one client connection for the worker's life; a prefix per variant
-      c10d::TCPStoreOptions options;
-      options.port = where.at("port").get<std::uint16_t>();
-      options.isServer = false;
-      options.waitWorkers = false;
-      options.timeout = kConnectBudget;
-      store_ = c10::make_intrusive<c10d::TCPStore>(where.at("host").get<std::string>(), options);
-    }
-    return c10::make_intrusive<c10d::PrefixStore>(where.at("prefix").get<std::string>(), store_);
-  }
-
   WorkerArgs args_;
   int local_rank_ = 0;
   std::unique_ptr<LineChannel> channel_;
-  c10::intrusive_ptr<c10d::TCPStore> store_;
+  c10::intrusive_ptr<PoolStoreClient> store_;  // the supervisor's store, one connection for the worker's life
   std::atomic<bool> stop_{false};
   int stop_pipe_[2] = {-1, -1};  // wakes the watchdog when the worker leaves on its own
 };
 
 }  // namespace
 }  // namespace detail
+
+namespace {
+std::atomic<bool> serving_as_worker{false};
+}  // namespace
+
+bool this_process_is_a_rank_worker() { return serving_as_worker; }
 
 std::optional<int> run_worker_if_requested(int argc, char** argv) {
   std::optional<detail::WorkerArgs> args;
@@ -264,6 +271,7 @@ std::optional<int> run_worker_if_requested(int argc, char** argv) {
     return detail::kWorkerExitBadStart;
   }
   if (!args) return std::nullopt;
+  serving_as_worker = true;
   try {
     return detail::Worker(*args).serve();
   } catch (const std::exception& e) {

@@ -7,10 +7,10 @@
 namespace distmetrics::runtime::detail {
 namespace {
 constexpr const char* kControl = "--distmetrics-worker=";
-constexpr const char* kToken = "--distmetrics-worker-token=";
 constexpr const char* kRank = "--distmetrics-worker-rank=";
 constexpr const char* kWorldSize = "--distmetrics-worker-world-size=";
 constexpr const char* kLaunch = "--distmetrics-worker-launch=";
+constexpr const char* kMemory = "--distmetrics-worker-memory=";
 
 int parse_int(const std::string& flag, const std::string& text) {
   try {
@@ -24,9 +24,9 @@ int parse_int(const std::string& flag, const std::string& text) {
 }  // namespace
 
 std::vector<std::string> worker_flags(const WorkerArgs& args) {
-  std::vector<std::string> flags{kControl + args.host + ":" + std::to_string(args.port), kToken + args.token,
-                                 kWorldSize + std::to_string(args.world_size), kLaunch + args.launch};
+  std::vector<std::string> flags{kControl + args.socket_path, kWorldSize + std::to_string(args.world_size), kLaunch + args.launch};
   if (args.rank >= 0) flags.push_back(kRank + std::to_string(args.rank));
+  if (args.memory_bytes > 0) flags.push_back(kMemory + std::to_string(args.memory_bytes));
   return flags;
 }
 
@@ -39,18 +39,24 @@ std::optional<WorkerArgs> parse_worker_flags(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (auto control = value_of(argv[i], kControl)) {
       if (!args) args.emplace();
-      const auto colon = control->rfind(':');
-      if (colon == std::string::npos) throw ConfigError(std::string(kControl) + " needs HOST:PORT, got " + *control);
-      args->host = control->substr(0, colon);
-      args->port = static_cast<std::uint16_t>(parse_int(kControl, control->substr(colon + 1)));
+      if (control->empty() || control->front() != '/') {
+        throw ConfigError(std::string(kControl) + " needs the absolute path of the supervisor's socket, got '" + *control + "'");
+      }
+      args->socket_path = *control;
     }
   }
   if (!args) return std::nullopt;
   for (int i = 1; i < argc; ++i) {
-    if (auto v = value_of(argv[i], kToken)) args->token = *v;
     if (auto v = value_of(argv[i], kRank)) args->rank = parse_int(kRank, *v);
     if (auto v = value_of(argv[i], kWorldSize)) args->world_size = parse_int(kWorldSize, *v);
     if (auto v = value_of(argv[i], kLaunch)) args->launch = *v;
+    if (auto v = value_of(argv[i], kMemory)) {
+      try {
+        args->memory_bytes = std::stoull(*v);
+      } catch (const std::exception&) {
+        throw ConfigError(std::string(kMemory) + " needs a number of bytes, got '" + *v + "'");
+      }
+    }
   }
   return args;
 }

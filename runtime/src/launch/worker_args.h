@@ -1,5 +1,8 @@
 // How a supervisor tells an exec'd copy of a binary that it is a rank worker: command-line flags
-// (so that mpirun, which passes one command line to every rank, works too).
+// (so that mpirun, which passes one command line to every rank, works too). Nothing on them is
+// secret (any process can read /proc/PID/cmdline): the socket lies in the pool's private 0700
+// folder, and the supervisor accepts a connection only from a process it started (the kernel's
+// peer credentials), never on the strength of something the peer says.
 #pragma once
 
 #include <cstdint>
@@ -10,12 +13,11 @@
 namespace distmetrics::runtime::detail {
 
 struct WorkerArgs {
-  std::string host = "127.0.0.1";  // the supervisor's control channel
-  std::uint16_t port = 0;
-  std::string token;               // proves the connection comes from a worker of this pool
+  std::string socket_path;         // the supervisor's Unix socket (control and store)
   int rank = -1;                   // -1: from the launcher's environment (mpirun)
   int world_size = 0;
   std::string launch = "direct";   // "direct" or "mpirun"
+  std::uint64_t memory_bytes = 0;  // the rank's RLIMIT_AS; 0: none
 };
 
 std::vector<std::string> worker_flags(const WorkerArgs& args);

@@ -47,3 +47,12 @@ class BackendTimeout : public std::runtime_error {
 };
 
 }  // namespace distmetrics::runtime
+
+namespace distmetrics::runtime {
+
+// An allocation that failed (std::bad_alloc, or LibTorch's "can't allocate memory"): in a rank
+// worker, the rank went past its memory limit. Tasks that catch errors let these through, so that
+// the rank's outcome says so (error type RankMemoryExceeded, naming the rank and its limit).
+bool is_allocation_failure(const std::exception& e);
+
+}  // namespace distmetrics::runtime

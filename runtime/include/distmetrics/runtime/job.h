@@ -60,7 +60,8 @@ struct JobResult {
   std::vector<RankOutcome> ranks;  // indexed by rank
   int blamed_rank = -1;            // Hang/Crash/Error: the rank at fault, when one can be named
   std::string diagnosis;           // one paragraph: what happened, on which rank, what to do
-  double seconds = 0.0;
+  double seconds = 0.0;        // the whole run, pool start included
+  double start_seconds = 0.0;  // of which starting (or restarting) the rank pool took
 
   nlohmann::json to_json() const;
 };

@@ -2,13 +2,18 @@
 //
 // Workers are exec'd copies of a binary that calls run_worker_if_requested() first thing in
 // main() (the distmetrics CLI and every test binary built on the rank-aware test main do).
-// Each variant gets a fresh process group (a prefix store per variant over one TCPStore that
-// the supervisor hosts on 127.0.0.1, port 0; for MPI a fresh duplicate of MPI_COMM_WORLD).
-// Each variant has a deadline; on a hang or a crash the supervisor ends every worker by pid
-// (TERM, then KILL), diagnoses which rank is to blame, and respawns the pool for the next variant.
+// Each variant gets a fresh process group (a prefix per variant in a store the supervisor keeps
+// itself; for MPI a fresh duplicate of MPI_COMM_WORLD). The pool is private: workers connect to
+// a Unix socket in a 0700 folder of the pool's own, and the supervisor accepts a connection only
+// from a process it started (the kernel's peer credentials); nothing secret is on a command line,
+// nothing listens on a network port, and Gloo's connections are on 127.0.0.1. Each rank runs in
+// its own process group. Each variant has a deadline; on a hang or a crash the supervisor ends
+// every worker's process group (TERM, then KILL; only processes it started), diagnoses which rank
+// is to blame, and respawns the pool for the next variant.
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -17,6 +22,10 @@
 #include "distmetrics/runtime/job.h"
 
 namespace distmetrics::runtime {
+
+// A third of this machine's memory, at least 4 GiB (8 GiB on a 24 GiB machine); 0 (no limit) in a
+// build with CUDA, whose driver reserves far more address space than it uses.
+std::uint64_t default_rank_memory_bytes();
 
 struct PoolOptions {
   int world_size = 1;
@@ -27,6 +36,10 @@ struct PoolOptions {
   std::vector<std::string> worker_command;
   std::chrono::milliseconds startup_deadline{std::chrono::seconds(60)};
   std::chrono::milliseconds term_grace{std::chrono::milliseconds(1000)};  // TERM, then KILL
+  // Each rank's address-space limit (RLIMIT_AS), so that one metric cannot take the machine's
+  // memory: past it an allocation fails on that rank, reported as RankMemoryExceeded naming the
+  // rank. 0: no limit. The default is default_rank_memory_bytes().
+  std::uint64_t rank_memory_bytes = default_rank_memory_bytes();
 };
 
 class RankPool : public JobRunner {
@@ -42,6 +55,8 @@ class RankPool : public JobRunner {
   std::vector<long> worker_pids() const;  // current workers (empty before the first run)
   long launcher_pid() const;              // mpirun's pid under launch "mpirun" (0 otherwise, or when down)
   int spawn_count() const;                // how many times the pool has been (re)started
+  std::string private_dir() const;        // the pool's 0700 folder (socket, MPI session files); "" when down
+  int rejected_connections() const;       // connections refused: not from a process the pool started
 
  private:
   class Impl;
@@ -51,5 +66,7 @@ class RankPool : public JobRunner {
 // Call first in main() of any binary that can serve as a worker. Returns the exit code when this
 // process was started as a worker (and has finished serving), nullopt otherwise.
 std::optional<int> run_worker_if_requested(int argc, char** argv);
+// Whether this process is serving a rank pool (run_worker_if_requested found the worker flags).
+bool this_process_is_a_rank_worker();
 
 }  // namespace distmetrics::runtime
