@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "distmetrics/harness/metric_catalog.h"
+#include "distmetrics/runtime/rank_pool.h"
 
 namespace distmetrics::plugin {
 namespace {
@@ -60,7 +61,16 @@ void install_plugin_resolver() {
     harness::MetricCatalog::instance().add_resolver([](const std::string& name) -> const metrics::MetricRegistry* {
       const auto parts = split_qualified_name(name);
       if (!parts) return nullptr;
-      const Plugin& plugin = load_plugin(parts->second);
+      // Only code named on the command line is loaded: a scenario file may name a plugin given
+      // with --plugin, never make us load one. A rank worker loads what its supervisor (the one
+      // process that could connect to it) sends, which the supervisor checked so.
+      const Plugin* loaded = find_loaded_plugin(parts->second);
+      if (!loaded && !runtime::this_process_is_a_rank_worker()) {
+        throw std::runtime_error("metric '" + name + "' names the plugin " + parts->second +
+                                 ", which was not given with --plugin: a scenario cannot make distmetrics load code; "
+                                 "check the plugin with `distmetrics conform --plugin " + parts->second + "`");
+      }
+      const Plugin& plugin = loaded ? *loaded : load_plugin(parts->second);
       const auto& registry = qualified_registry(plugin);
       if (!registry.find(name))
         throw std::runtime_error("plugin " + plugin.path + " (" + plugin.name + ") has no metric '" + parts->first + "'");

@@ -298,11 +298,25 @@ std::string Plugin::describe() const {
   return out + ")";
 }
 
-const Plugin& load_plugin(const std::string& path) {
+namespace {
+std::string plugin_key(const std::string& path) {
   std::error_code ec;
   fs::path absolute = fs::absolute(path, ec);
   if (ec) absolute = path;
-  const std::string key = absolute.lexically_normal().string();
+  return absolute.lexically_normal().string();
+}
+}  // namespace
+
+const Plugin* find_loaded_plugin(const std::string& path) {
+  const std::string key = plugin_key(path);
+  std::lock_guard<std::mutex> lock(load_mutex());
+  auto& plugins = loaded_plugins();
+  auto it = plugins.find(key);
+  return it == plugins.end() ? nullptr : it->second.get();
+}
+
+const Plugin& load_plugin(const std::string& path) {
+  const std::string key = plugin_key(path);
   std::lock_guard<std::mutex> lock(load_mutex());
   auto& plugins = loaded_plugins();
   auto it = plugins.find(key);

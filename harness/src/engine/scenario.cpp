@@ -321,7 +321,13 @@ void validate_metric(Loader& L, const toml::table& root, Scenario& s, const toml
   const toml::table* params_table = L.table_field(*metric_table, "params", "metric.params", false, metric_table);
   if (!name) return;
   s.metric = *name;
-  const auto* registry = MetricCatalog::instance().registry_for(*name);
+  const metrics::MetricRegistry* registry = nullptr;
+  try {
+    registry = MetricCatalog::instance().registry_for(*name);
+  } catch (const std::exception& e) {  // a plugin name that is not allowed, or cannot be loaded
+    L.error_at(L.line_of(metric_table, "name"), "metric.name", e.what());
+    return;
+  }
   if (!registry) {
     const auto names = MetricCatalog::instance().metric_names();
     L.error_at(L.line_of(metric_table, "name"), "metric.name",

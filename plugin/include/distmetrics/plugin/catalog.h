@@ -23,8 +23,10 @@ std::optional<std::pair<std::string, std::string>> split_qualified_name(const st
 // that the plugin's make() returned a metric.
 const metrics::MetricRegistry& qualified_registry(const Plugin& plugin);
 
-// Installs the resolver of qualified names in the process-wide MetricCatalog (idempotent). A
-// name whose plugin cannot be loaded throws the loader's PluginError.
+// Installs the resolver of qualified names in the process-wide MetricCatalog (idempotent). It
+// resolves names of plugins this process loaded already (given with --plugin); a name of any
+// other plugin throws, except in a rank worker, which loads the plugins its supervisor names.
+// A name whose plugin cannot be loaded throws the loader's PluginError.
 void install_plugin_resolver();
 
 }  // namespace distmetrics::plugin

@@ -78,5 +78,8 @@ struct Plugin {
 // Loads the plugin at `path` (once per process, by absolute path) with all the checks above.
 // Throws PluginError. The returned plugin lives as long as the process.
 const Plugin& load_plugin(const std::string& path);
+// The plugin at `path` if this process has loaded it already (by the same absolute path), else
+// nullptr. Never loads anything.
+const Plugin* find_loaded_plugin(const std::string& path);
 
 }  // namespace distmetrics::plugin
