@@ -11,6 +11,7 @@
 #include "distmetrics/harness/engine.h"
 #include "distmetrics/harness/metric_catalog.h"
 #include "distmetrics/runtime/text.h"
+#include "distmetrics/runtime/text.h"
 #include "distmetrics/harness/report.h"
 #include "distmetrics/harness/scenario_files.h"
 #include "distmetrics/plugin/catalog.h"
@@ -20,18 +21,10 @@ namespace distmetrics::plugin {
 namespace {
 
 using harness::Outcome;
+using runtime::shell_quote;
 using harness::Verdict;
 using nlohmann::json;
 constexpr int kBadInput = 2;
-
-std::string shell_quote(const std::string& s) {
-  if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./:=@+-") ==
-                        std::string::npos)
-    return s;
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
 
 std::string number_text(double v) {
   std::ostringstream out;
@@ -109,7 +102,7 @@ PluginScenario adapt_scenario(const harness::Scenario& scenario, const Plugin& p
 std::string conform_reproduce_command(const Plugin& plugin, const std::string& metric, const harness::Variant& variant,
                                       std::optional<double> deadline) {
   std::string command = "distmetrics conform --plugin " + shell_quote(plugin.path) + " --metric " + shell_quote(metric) +
-                        " " + shell_quote(variant.file) + " --filter '" + variant.id + "'";
+                        " " + shell_quote(variant.file) + " --filter " + shell_quote(variant.id, true);
   if (deadline) command += " --deadline " + number_text(*deadline);
   return command;
 }

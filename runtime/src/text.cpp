@@ -68,4 +68,13 @@ std::string did_you_mean(const std::string& name, const std::vector<std::string>
   return "; did you mean one of " + quoted_list(close) + "?";
 }
 
+std::string shell_quote(const std::string& s, bool always) {
+  if (!always && !s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./:=@+-,%") ==
+                        std::string::npos)
+    return s;
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
 }  // namespace distmetrics::runtime

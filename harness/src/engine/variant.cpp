@@ -6,6 +6,7 @@
 
 #include "distmetrics/harness/placement.h"
 #include "distmetrics/harness/shard.h"
+#include "distmetrics/runtime/text.h"
 
 namespace distmetrics::harness {
 
@@ -20,7 +21,7 @@ std::string Variant::short_id() const {
 
 std::string Variant::reproduce() const {
   if (!reproduce_command.empty()) return reproduce_command;
-  return "distmetrics run " + file + " --filter '" + id + "'";
+  return "distmetrics run " + runtime::shell_quote(file) + " --filter " + runtime::shell_quote(id, true);
 }
 
 nlohmann::json Variant::to_json() const {

@@ -1,4 +1,5 @@
-// Close-name suggestions for error messages: "unknown shard policy 'evne'; did you mean 'even'?".
+// Text helpers: close-name suggestions for error messages ("unknown shard policy 'evne'; did you
+// mean 'even'?") and quoting for the shell (the "reproduce:" commands).
 #pragma once
 
 #include <string>
@@ -16,5 +17,10 @@ std::string did_you_mean(const std::string& name, const std::vector<std::string>
 
 // "'a', 'b', 'c'": for "expected one of ..." messages.
 std::string quoted_list(const std::vector<std::string>& names);
+
+// `s` as one word for a POSIX shell: as it is when it holds only safe characters (unless
+// `always`), else in single quotes (a quote inside as '\''), so that pasting it runs nothing
+// ($(...), backticks, ;) and passes `s` unchanged.
+std::string shell_quote(const std::string& s, bool always = false);
 
 }  // namespace distmetrics::runtime
