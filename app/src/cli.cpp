@@ -2,6 +2,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cmath>
+#include <cstdlib>
+
 #include <algorithm>
 #include <chrono>
 #include <map>
@@ -16,6 +19,7 @@
 #include "distmetrics/harness/variant.h"
 #include "distmetrics/plugin/conform.h"
 #include "distmetrics/runtime/peer_runner.h"
+#include "distmetrics/runtime/rank_pool.h"
 
 namespace distmetrics::app {
 namespace {
@@ -29,6 +33,7 @@ struct Options {
   Selection selection;
   bool json = false;
   std::optional<double> deadline;
+  std::optional<double> rank_memory_gib;  // --rank-memory; default: runtime::default_rank_memory_bytes()
   std::string launcher;  // empty: the launcher that started this process, else local
   std::string json_file, junit_file;
   bool quiet = false;
@@ -115,7 +120,9 @@ int run_local(const Options& o, std::ostream& out, std::ostream& err) {
   EngineOptions options;
   options.deadline_seconds = o.deadline;
   Engine engine(options);
-  LocalPools pools({}, 1);
+  runtime::PoolOptions pool_options;
+  if (o.rank_memory_gib) pool_options.rank_memory_bytes = static_cast<std::uint64_t>(*o.rank_memory_gib * double(1ull << 30));
+  LocalPools pools(pool_options, 1);
   ConsoleReport console(out, static_cast<int>(variants.size()), o.quiet);
   std::vector<Verdict> verdicts(variants.size());
   for (std::size_t i : order) {
@@ -222,7 +229,12 @@ int cli_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
   validate->add_option("paths", o.paths, "scenario files or folders (default: ./scenarios)");
   auto* run = app.add_subcommand("run", "run the variants and check their properties");
   add_selection(run, o);
-  run->add_option("--deadline", o.deadline, "seconds each variant may take (overrides the scenarios' deadline)");
+  add_deadline_option(*run, o.deadline);
+  run->add_option("--rank-memory", o.rank_memory_gib,
+                  "GiB of address space each rank of the local pool may use (RLIMIT_AS); past it the rank's "
+                  "allocation fails and is reported as RankMemoryExceeded; 0: no limit; default: a third of this "
+                  "machine's memory, at least 4")
+      ->check(CLI::Range(0.0, 4096.0));
   run->add_option("--launcher", o.launcher,
                   "local (a supervised rank pool), mpi (started by mpirun) or env (RANK, WORLD_SIZE, ... set); "
                   "default: the launcher that started this process, else local")
@@ -250,6 +262,23 @@ int cli_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
   if (*validate) return cmd_validate(o, out);
   if (*list) return cmd_list(o, out, err);
   return cmd_run(o, out, err);
+}
+
+void add_deadline_option(CLI::App& command, std::optional<double>& deadline) {
+  auto in_range = [](const std::string& text) -> std::string {
+    char* end = nullptr;
+    const double seconds = std::strtod(text.c_str(), &end);
+    const bool number = !text.empty() && end && *end == '\0';
+    // !(a <= x && x <= b) also refuses nan.
+    if (number && std::isfinite(seconds) && seconds >= kMinDeadlineSeconds && seconds <= kMaxDeadlineSeconds) return "";
+    std::ostringstream message;
+    message << "'" << text << "' is not a deadline: give the seconds each variant may take, a number from "
+            << kMinDeadlineSeconds << " to " << kMaxDeadlineSeconds;
+    return message.str();
+  };
+  command.add_option("--deadline", deadline, "seconds each variant may take, every phase included (overrides the scenarios' deadline; " +
+                                               std::to_string(static_cast<int>(kMaxDeadlineSeconds)) + " at most)")
+      ->check(CLI::Validator(in_range, "SECONDS", "deadline"));
 }
 
 void add_selection_options(CLI::App& command, std::vector<std::string>& paths, harness::Selection& selection) {

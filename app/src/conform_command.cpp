@@ -16,7 +16,7 @@ CLI::App* add_conform_command(CLI::App& app, plugin::ConformOptions& options) {
       ->allow_extra_args(false)  // one name per --metric: what follows is a scenario path
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   add_selection_options(*cmd, options.paths, options.selection);
-  cmd->add_option("--deadline", options.deadline, "seconds each variant may take (overrides the scenarios' deadline)");
+  add_deadline_option(*cmd, options.deadline);
   cmd->add_option("--json", options.json_file, "write the JSON report to FILE");
   cmd->add_option("--junit", options.junit_file, "write JUnit XML to FILE");
   cmd->add_option("--markdown", options.markdown_file, "write the Markdown report to FILE");

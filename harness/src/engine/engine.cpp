@@ -82,15 +82,29 @@ std::string rank_state_lines(const runtime::JobResult& run) {
   return out.str();
 }
 
-PropertyResult no_hang_result(const runtime::JobResult& run, double deadline) {
+// `reference_seconds`: the single-process run and the checks, which count against the deadline
+// as the ranks do; starting the rank pool is said apart (it has its own startup deadline).
+PropertyResult no_hang_result(const runtime::JobResult& run, double deadline, double reference_seconds = 0) {
   PropertyResult p;
   p.name = "no_hang";
+  const double ranks = std::max(0.0, run.seconds - run.start_seconds);
+  const double used = ranks + reference_seconds;
+  std::ostringstream phases;
+  phases << "ranks " << ranks << " s";
+  if (reference_seconds > 0) phases << ", single-process reference and checks " << reference_seconds << " s";
+  if (run.start_seconds > 0) phases << "; starting the rank pool took " << run.start_seconds << " s more";
   if (run.status == runtime::RunStatus::Hang) {
     p.outcome = Outcome::Fail;
     p.message = "no_hang failed: the variant did not finish within its deadline (" + std::to_string(deadline) + " s)";
+  } else if (used > deadline) {
+    p.outcome = Outcome::Fail;
+    std::ostringstream msg;
+    msg << "no_hang failed: the variant took " << used << " s, past its deadline of " << deadline << " s ("
+        << phases.str() << ")";
+    p.message = msg.str();
   } else {
     std::ostringstream msg;
-    msg << "no_hang held: finished in " << run.seconds << " s (deadline " << deadline << " s)";
+    msg << "no_hang held: finished in " << used << " s (" << phases.str() << "; deadline " << deadline << " s)";
     p.message = msg.str();
   }
   return p;
@@ -225,6 +239,7 @@ Verdict Engine::judge(const Scenario& scenario, const Variant& variant, const ru
   std::vector<std::size_t> batches_per_rank;
   for (int r = 0; r < variant.world_size; ++r) batches_per_rank.push_back(shards.batches_of(r));
   const ScriptPlan script = simulate_script(scenario.script, batches_per_rank);
+  const auto reference_started = Clock::now();
   const SingleProcessReference single = options_.single_process
                                             ? options_.single_process(scenario, variant, data, shards, script)
                                             : build_reference(scenario, data, shards, script);
@@ -242,7 +257,8 @@ Verdict Engine::judge(const Scenario& scenario, const Variant& variant, const ru
   const CheckContext ctx{scenario, variant, script, single, observations};
   v.properties = check_properties(ctx);
   for (const auto& extra : options_.extra_checks) v.properties.push_back(extra(ctx, data, shards));
-  v.properties.insert(v.properties.begin(), no_hang_result(run, deadline));
+  const double reference_seconds = std::chrono::duration<double>(Clock::now() - reference_started).count();
+  v.properties.insert(v.properties.begin(), no_hang_result(run, deadline, reference_seconds));
 
   for (const auto& obs : observations) {
     if (!obs.error || error_matches_reference(*obs.error, obs, single)) continue;
@@ -265,7 +281,7 @@ Verdict Engine::judge(const Scenario& scenario, const Variant& variant, const ru
   }
   for (const auto& p : v.properties) {
     if (p.outcome != Outcome::Fail) continue;
-    v.outcome = Outcome::Fail;
+    v.outcome = p.name == "no_hang" ? Outcome::Hang : Outcome::Fail;  // past the deadline: a hang, whatever was slow
     v.reason = first_line(p.message);
     break;
   }

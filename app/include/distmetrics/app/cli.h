@@ -11,6 +11,7 @@
 #pragma once
 
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,5 +29,11 @@ int cli_main(int argc, char** argv, std::ostream& out, std::ostream& err);
 
 // PATHS and the SELECTION flags, as `list`, `run` and `conform` take them.
 void add_selection_options(CLI::App& command, std::vector<std::string>& paths, harness::Selection& selection);
+
+// --deadline SECONDS, as `run` and `conform` take it: a finite number in [kMinDeadlineSeconds,
+// kMaxDeadlineSeconds] (the scenario files' own limit), checked at parse time (exit 2).
+constexpr double kMinDeadlineSeconds = 0.1;
+constexpr double kMaxDeadlineSeconds = 3600;
+void add_deadline_option(CLI::App& command, std::optional<double>& deadline);
 
 }  // namespace distmetrics::app
