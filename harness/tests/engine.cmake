@@ -52,3 +52,13 @@ add_test(NAME engine_launchers
          COMMAND bash "${CMAKE_CURRENT_SOURCE_DIR}/engine_launchers_test.sh" $<TARGET_FILE:distmetrics>
                  "${PROJECT_SOURCE_DIR}/scenarios" "${DISTMETRICS_PYTHON}")
 set_tests_properties(engine_launchers PROPERTIES TIMEOUT 240 LABELS engine)
+
+# The scenario parser under random and structure-aware mutations (bounded here; longer runs:
+# tools/fuzz_scenarios.sh), after every kept crasher in scenarios/fuzz/.
+add_executable(scenario_fuzz scenario_fuzz.cpp)
+target_link_libraries(scenario_fuzz PRIVATE distmetrics::harness)
+distmetrics_target_defaults(scenario_fuzz)
+add_test(NAME engine_scenario_fuzz
+         COMMAND scenario_fuzz --corpus "${PROJECT_SOURCE_DIR}/scenarios" --corpus "${CMAKE_CURRENT_SOURCE_DIR}/scenarios/bad"
+                 --regressions "${CMAKE_CURRENT_SOURCE_DIR}/scenarios/fuzz" --seconds 20 --seed 12)
+set_tests_properties(engine_scenario_fuzz PROPERTIES TIMEOUT 90 LABELS engine)

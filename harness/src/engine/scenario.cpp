@@ -241,10 +241,18 @@ class Loader {
   std::vector<Diagnostic> diagnostics_;
 };
 
+// A TOML number as a double: toml++'s value<double>() is empty for an integer no double holds
+// exactly (9223372036854775807), which is rounded here instead (found by scenario_fuzz).
+double number_as_double(const toml::node& n) {
+  if (const auto* i = n.as_integer()) return static_cast<double>(i->get());
+  if (const auto* f = n.as_floating_point()) return f->get();
+  return NAN;
+}
+
 // A golden value written in TOML as Value JSON: a number (or "nan"/"inf"/"-inf"), a nested list
 // (a float64 tensor), or a table of named values.
 std::optional<json> golden_to_value(const toml::node& node, std::string& problem) {
-  if (node.is_number()) return node.value<double>().value();
+  if (node.is_number()) return number_as_double(node);
   if (const auto* s = node.as_string()) {
     const std::string v = s->get();
     if (v == "nan" || v == "inf" || v == "-inf") return json(v);
@@ -276,7 +284,7 @@ std::optional<json> golden_to_value(const toml::node& node, std::string& problem
           problem = std::string("a golden tensor must hold numbers, found ") + toml_type_name(n);
           return false;
         }
-        values.push_back(n.value<double>().value());
+        values.push_back(number_as_double(n));
         return true;
       }
       const auto* a = n.as_array();
@@ -352,6 +360,19 @@ void validate_metric(Loader& L, const toml::table& root, Scenario& s, const toml
   if (unknown) return;
   try {
     s.metric_params = registry->resolve_params(*name, given);
+    // A class count sizes a metric's state up to C x C (a confusion matrix): checked here, before
+    // the dry run below builds the metric, so that validating never allocates what it checks.
+    for (const char* count : {"num_classes", "num_labels"}) {
+      if (!s.metric_params.contains(count) || !s.metric_params.at(count).is_number_integer()) continue;
+      const std::int64_t c = s.metric_params.at(count).get<std::int64_t>();
+      if (c <= 0 || c <= kMaxElements / c) continue;  // a count that is not positive is the metric's to refuse
+      L.error_at(params_table && params_table->contains(count) ? L.line_of(params_table, count) : L.line_of(metric_table, "name"),
+                 std::string("metric.params.") + count,
+                 std::string(count) + " = " + std::to_string(c) + " would give the metric a state of up to " + count +
+                     "² numbers (limit " + std::to_string(kMaxElements) + ", about " +
+                     std::to_string(static_cast<std::int64_t>(std::sqrt(double(kMaxElements)))) + " classes): use fewer");
+      return;
+    }
     metric_ok = true;
   } catch (const std::exception& e) {
     // Point at the parameter the error names (ParamError::field, e.g. "operands.p"), else at the
