@@ -186,7 +186,7 @@ def test_no_cuda_libtorch_is_a_setup_failure(machine, env, message):
 
 def test_runs_fold_exit_codes_and_write_reports(machine):
     machine.gpus(2)
-    executable(machine.tmp / "b" / "harness" / "distmetrics", FAKE_RUNNER)
+    executable(machine.tmp / "b" / "bin" / "distmetrics", FAKE_RUNNER)
     code, out = machine.run("--skip-build", "--build-dir", str(machine.tmp / "b"),
                             FAKE_EXIT_nccl="1", FAKE_EXIT_gloo="3")
     assert code == 3, out  # a hang outranks a failed property
