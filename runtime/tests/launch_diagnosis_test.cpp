@@ -4,6 +4,7 @@
 
 #include "../src/launch/diagnosis.h"
 #include "../src/launch/process.h"
+#include "distmetrics/runtime/errors.h"
 
 namespace distmetrics::runtime {
 namespace {
@@ -41,6 +42,44 @@ JobResult diagnosed(std::vector<RankOutcome> ranks, std::vector<std::string> pha
   run.ranks = std::move(ranks);
   detail::diagnose(run, phases, 3000ms);
   return run;
+}
+
+// Two reduces per compute, stamped with the compute (0-based) and script step that issued them.
+std::vector<CollectiveRecord> computes(const std::vector<std::pair<int, int>>& compute_and_step) {
+  std::vector<CollectiveRecord> out;
+  for (const auto& [compute, step] : compute_and_step) {
+    for (int i = 0; i < 2; ++i) {
+      auto r = record(out.size(), "all_reduce(sum)");
+      r.compute = compute;
+      r.step = step;
+      out.push_back(r);
+    }
+  }
+  return out;
+}
+
+TEST(Diagnosis, CollectivesOfDifferentComputesPairedAreADesyncNamedByCompute) {
+  // Rank 1 skipped compute 2's collectives: its compute 3 ones went to rank 0's compute 2 ones,
+  // and rank 0 waits in compute 3's first collective, which rank 1 never issues.
+  const auto run = diagnosed({rank(0, RankState::TimedOut, computes({{0, 1}, {1, 2}, {2, 4}}), true),
+                              rank(1, RankState::Finished, computes({{0, 1}, {2, 4}}))});
+  EXPECT_EQ(run.status, RunStatus::Hang);
+  EXPECT_EQ(run.blamed_rank, 1);
+  EXPECT_TRUE(begins_with(run.diagnosis, "rank 1 issued its collectives of compute 3 (script step 5) while rank 0 waited in "
+                                         "those of compute 2 (script step 3): from #2 on"));
+}
+
+TEST(Diagnosis, AFailedCollectiveAfterALostPeerGetsNoDeviceHint) {
+  // Gloo's words when the peer crashed: the cause is the peer, not the tensors or NCCL.
+  const CollectiveError lost(0, CollectiveFailure::Failed, record(3, "all_reduce(sum)"),
+                             "[../third_party/gloo/gloo/transport/tcp/pair.cc:598] Connection closed by peer [127.0.0.1]:1234");
+  EXPECT_EQ(std::string(lost.what()).find("NCCL"), std::string::npos) << lost.what();
+  EXPECT_NE(std::string(lost.what()).find("A peer's connection went away"), std::string::npos) << lost.what();
+  const CollectiveError reset(0, CollectiveFailure::Failed, record(3, "all_reduce(sum)"), "Connection reset by peer");
+  EXPECT_EQ(std::string(reset.what()).find("NCCL"), std::string::npos) << reset.what();
+  // Words about devices keep the device hint.
+  const CollectiveError cpu(0, CollectiveFailure::Failed, record(3, "all_reduce(sum)"), "Tensors must be CUDA and dense");
+  EXPECT_NE(std::string(cpu.what()).find("NCCL needs CUDA tensors"), std::string::npos) << cpu.what();
 }
 
 TEST(Diagnosis, EveryRankFinishedIsCompleted) {

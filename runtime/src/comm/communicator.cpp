@@ -5,6 +5,8 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <cctype>
+#include <initializer_list>
 #include <map>
 #include <sstream>
 
@@ -58,9 +60,31 @@ std::string CollectiveRecord::describe() const {
   return out.str();
 }
 
+std::string CollectiveRecord::issuer() const {
+  if (compute >= 0) return "compute " + std::to_string(compute + 1) + " (script step " + std::to_string(step + 1) + ")";
+  if (step >= 0) return "script step " + std::to_string(step + 1);
+  return "";
+}
+
 namespace {
 
-std::string what_to_do(CollectiveFailure kind) {
+bool mentions(const std::string& text, std::initializer_list<const char*> words) {
+  std::string lower = text;
+  for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (const char* w : words)
+    if (lower.find(w) != std::string::npos) return true;
+  return false;
+}
+
+// The advice follows from what the backend said: a lost connection is a peer that died or
+// left (its own outcome is the cause), not a tensor the backend cannot take.
+std::string what_to_do(CollectiveFailure kind, const std::string& detail) {
+  if (kind == CollectiveFailure::Failed &&
+      mentions(detail, {"connection reset", "connection closed", "broken pipe", "end of file", "socket closed",
+                        "connection refused", "peer"}))
+    return "A peer's connection went away: that rank crashed or left the collective; its outcome is the cause.";
+  if (kind == CollectiveFailure::Failed && !mentions(detail, {"cuda", "nccl", "device"}))
+    return "Check that the tensors suit the backend (dtype, device, dense and contiguous).";
   switch (kind) {
     case CollectiveFailure::Timeout:
       return "Every rank must issue the same collectives in the same order: compare the ranks' "
@@ -82,7 +106,7 @@ std::string collective_message(int rank, CollectiveFailure kind, const Collectiv
     case CollectiveFailure::Mismatch: out << "found ranks that disagree"; break;
     case CollectiveFailure::Failed: out << "failed"; break;
   }
-  out << ": " << detail << ". " << what_to_do(kind);
+  out << ": " << detail << ". " << what_to_do(kind, detail);
   return out.str();
 }
 
@@ -107,6 +131,8 @@ class CollectiveScope {
   CollectiveScope(Communicator& comm, std::string op, const at::Tensor* buffer) : comm_(comm) {
     record_.seq = comm.trace_.size();
     record_.op = std::move(op);
+    record_.step = comm.issuer_step_;
+    record_.compute = comm.issuer_compute_;
     if (buffer != nullptr) {
       record_.dtype = dtype_name(buffer->scalar_type());
       record_.shape = sizes_of(*buffer);

@@ -1,6 +1,7 @@
 #include "diagnosis.h"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <sstream>
 
@@ -98,10 +99,46 @@ std::string doing_instead(const RankOutcome& r, const std::string& phase) {
   return "";
 }
 
+// Collectives of different computes paired with each other: at some sequence number the ranks
+// issued the same operation, but for different computes (as the task declared with
+// Communicator::set_issuer): a rank skipped a compute's collectives (a rank-local cache, an early
+// return) and its next compute's went to its peers' earlier one. Blames the rank that ran ahead.
+// Only sequence numbers up to `last` are looked at.
+bool describe_issuer_divergence(JobResult& run, std::ostringstream& out, size_t last) {
+  size_t longest = 0;
+  for (const auto& r : run.ranks) longest = std::max(longest, r.trace.size());
+  for (size_t seq = 0; seq < longest && seq <= last; ++seq) {
+    std::map<int, std::vector<int>> by_compute;  // compute -> ranks
+    std::map<int, const CollectiveRecord*> example;
+    for (const auto& r : run.ranks) {
+      if (r.trace.size() <= seq || r.trace[seq].compute < 0) continue;
+      by_compute[r.trace[seq].compute].push_back(r.rank);
+      example.emplace(r.trace[seq].compute, &r.trace[seq]);
+    }
+    if (by_compute.size() < 2) continue;
+    const auto ahead = std::prev(by_compute.end());
+    std::vector<int> behind;
+    for (auto it = by_compute.begin(); it != ahead; ++it) behind.insert(behind.end(), it->second.begin(), it->second.end());
+    std::sort(behind.begin(), behind.end());
+    const CollectiveRecord& first_behind = *example.at(by_compute.begin()->first);
+    run.blamed_rank = ahead->second.front();
+    out << describe_ranks(ahead->second) << " issued " << (ahead->second.size() == 1 ? "its" : "their")
+        << " collectives of " << example.at(ahead->first)->issuer() << " while " << describe_ranks(behind)
+        << " waited in those of " << first_behind.issuer() << ": from #" << seq
+        << " on, collectives of different computes were paired (" << describe_ranks(ahead->second)
+        << " skipped the collectives of a compute: a rank-local cache, or an early return?). Rank "
+        << run.blamed_rank << " is blamed. " << kSameOrder;
+    return true;
+  }
+  return false;
+}
+
 // "ranks disagree at #2: rank 0 issued all_gather (...), ranks 1, 2 issued all_reduce(sum) (...)",
 // blaming the smallest group. False when every rank issued the same sequence.
 bool describe_divergence(JobResult& run, std::ostringstream& out) {
   auto divergence = find_divergence(run.ranks);
+  // Computes paired out of step explain a later difference of operations too: named first.
+  if (describe_issuer_divergence(run, out, divergence ? divergence->seq : static_cast<size_t>(-1))) return true;
   if (!divergence) return false;
   // Blame the smallest group of ranks that issued something else (ties: the group that does
   // not hold the lowest rank, whose sequence is taken as the reference).

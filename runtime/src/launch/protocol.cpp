@@ -36,7 +36,10 @@ nlohmann::json JobResult::to_json() const {
 namespace detail {
 
 nlohmann::json to_json(const CollectiveRecord& record) {
-  return {{"seq", record.seq}, {"op", record.op}, {"dtype", record.dtype}, {"shape", record.shape}};
+  nlohmann::json j = {{"seq", record.seq}, {"op", record.op}, {"dtype", record.dtype}, {"shape", record.shape}};
+  if (record.step >= 0) j["step"] = record.step;
+  if (record.compute >= 0) j["compute"] = record.compute;
+  return j;
 }
 
 CollectiveRecord record_from_json(const nlohmann::json& json) {
@@ -45,6 +48,8 @@ CollectiveRecord record_from_json(const nlohmann::json& json) {
   record.op = json.at("op").get<std::string>();
   record.dtype = json.value("dtype", "");
   record.shape = json.value("shape", std::vector<std::int64_t>{});
+  record.step = json.value("step", -1);
+  record.compute = json.value("compute", -1);
   return record;
 }
 

@@ -6,6 +6,7 @@
 #include <ATen/Parallel.h>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 
+#include <execinfo.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -22,6 +23,7 @@
 
 #include "distmetrics/runtime/errors.h"
 #include "distmetrics/runtime/rank_pool.h"
+#include "distmetrics/runtime/task.h"
 #include "pool_store.h"
 #include "process.h"
 #include "protocol.h"
@@ -61,10 +63,16 @@ size_t append_int(char* out, size_t at, size_t cap, int value) {
   return at;
 }
 
+// What the task is doing now (set_task_context): written by the task's thread, read by a signal
+// handler, so a fixed buffer of JSON-safe characters and a length published last.
+char task_context[160];
+std::atomic<size_t> task_context_length{0};
+std::atomic<int> worker_rank{-1};
+
 void report_dying(const char* how, int number, const char* name) {
   const int fd = dying_report_fd.exchange(-1);
   if (fd < 0) return;
-  char line[160];
+  char line[360];
   size_t n = 0;
   n = append(line, n, sizeof(line), "{\"type\":\"dying\",\"how\":\"");
   n = append(line, n, sizeof(line), how);
@@ -74,12 +82,46 @@ void report_dying(const char* how, int number, const char* name) {
     n = append(line, n, sizeof(line), name);
     n = append(line, n, sizeof(line), ")");
   }
+  const size_t context = task_context_length.load();
+  if (context > 0) {
+    n = append(line, n, sizeof(line), " in ");
+    for (size_t i = 0; i < context && n + 1 < sizeof(line); ++i) line[n++] = task_context[i];
+  }
   n = append(line, n, sizeof(line), "\"}\n");
   ssize_t ignored = ::send(fd, line, n, MSG_NOSIGNAL);
   (void)ignored;
 }
 
+// On the rank's stderr (its log tail): what it was doing and where it died, as frames with
+// their (mangled) symbols; the supervisor demangles them for the report.
+void write_crash_banner(int sig) {
+  char line[360];
+  size_t n = 0;
+  n = append(line, n, sizeof(line), "distmetrics: rank ");
+  n = append_int(line, n, sizeof(line), worker_rank.load());
+  n = append(line, n, sizeof(line), " killed by signal ");
+  n = append_int(line, n, sizeof(line), sig);
+  if (const char* name = signal_name(sig)) {
+    n = append(line, n, sizeof(line), " (");
+    n = append(line, n, sizeof(line), name);
+    n = append(line, n, sizeof(line), ")");
+  }
+  const size_t context = task_context_length.load();
+  if (context > 0) {
+    n = append(line, n, sizeof(line), " in ");
+    for (size_t i = 0; i < context && n + 1 < sizeof(line); ++i) line[n++] = task_context[i];
+  }
+  n = append(line, n, sizeof(line), "; backtrace:\n");
+  ssize_t ignored = ::write(2, line, n);
+  void* frames[24];
+  const int depth = ::backtrace(frames, 24);
+  // Frame 0 is this function, 1 the handler, 2 the signal trampoline.
+  if (depth > 2) ::backtrace_symbols_fd(frames + 2, depth - 2, 2);
+  (void)ignored;
+}
+
 void on_fatal_signal(int sig) {
+  write_crash_banner(sig);  // first: the supervisor reads the log tail once it hears we are dying
   report_dying("killed by signal ", sig, signal_name(sig));
   ::signal(sig, SIG_DFL);
   ::raise(sig);
@@ -94,6 +136,8 @@ void arm_dying_report(int fd) {
   }();
   (void)registered;
   dying_report_fd = fd;
+  void* warm[1];
+  ::backtrace(warm, 1);  // loads the unwinder now: the first call may allocate, a handler must not
   struct sigaction action {};
   action.sa_handler = &on_fatal_signal;
   sigemptyset(&action.sa_mask);
@@ -148,6 +192,7 @@ class Worker {
     }
     if (args_.rank < 0) throw ConfigError("worker started without a rank");
 
+    worker_rank = args_.rank;
     const Deadline connect_deadline = Deadline::after(kConnectBudget);
     channel_ = std::make_unique<LineChannel>(connect_to_unix_path(args_.socket_path, connect_deadline));
     arm_dying_report(channel_->fd());
@@ -221,6 +266,7 @@ class Worker {
     hooks.observer = reporter;
     hooks.on_phase = [&](const std::string& phase) { reporter->send({{"type", "phase"}, {"phase", phase}}); };
     LocalRun run;
+    set_task_context("");
     try {
       c10::intrusive_ptr<c10d::Store> store;
       if (request.backend != "mpi") {
@@ -261,6 +307,17 @@ std::atomic<bool> serving_as_worker{false};
 }  // namespace
 
 bool this_process_is_a_rank_worker() { return serving_as_worker; }
+
+void set_task_context(const std::string& what) {
+  detail::task_context_length = 0;
+  size_t n = 0;
+  for (char c : what) {
+    if (n + 1 >= sizeof(detail::task_context)) break;
+    // Kept JSON-safe: the dying report embeds it in a string without escaping.
+    detail::task_context[n++] = (c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20) ? '\'' : c;
+  }
+  detail::task_context_length = n;
+}
 
 std::optional<int> run_worker_if_requested(int argc, char** argv) {
   std::optional<detail::WorkerArgs> args;

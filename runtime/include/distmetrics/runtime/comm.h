@@ -35,8 +35,14 @@ struct CollectiveRecord {
   std::string op;                   // "all_reduce(sum)", "all_gather", "broadcast(root=0)", "barrier"
   std::string dtype;                // "float64", "int64", ...; empty for barrier
   std::vector<std::int64_t> shape;  // this rank's contribution; empty for barrier
+  // What issued it, as the task declared (Communicator::set_issuer): 0-based script step and
+  // compute number; -1 when not declared. Two ranks' records with the same seq but different
+  // computes are collectives of different computes paired with each other (a desync).
+  int step = -1;
+  int compute = -1;
 
   std::string describe() const;     // "all_reduce(sum) #3 (float64 [4])"
+  std::string issuer() const;       // "compute 3 (script step 5)", or "" when not declared
 };
 
 // Told about every collective before it may block and after it returns: lets a worker tell its
@@ -83,6 +89,13 @@ class Communicator {
   void set_op_timeout(std::chrono::milliseconds timeout) { op_timeout_ = timeout; }
   std::chrono::milliseconds op_timeout() const { return op_timeout_; }
   void set_observer(std::shared_ptr<CollectiveObserver> observer) { observer_ = std::move(observer); }
+  // Stamps every later collective with what issued it (CollectiveRecord::step, compute): the
+  // scenario task sets it before each step, so a desync can be named by compute, not only by
+  // sequence number. -1: not declared.
+  void set_issuer(int step, int compute) {
+    issuer_step_ = step;
+    issuer_compute_ = compute;
+  }
 
   // The c10d process group collectives run on, when the backend has one (c10d::ProcessGroupGloo
   // for gloo, c10d::ProcessGroupNCCL for nccl); null for mpi and single. Type-erased so that this
@@ -113,6 +126,8 @@ class Communicator {
   std::chrono::milliseconds op_timeout_{std::chrono::seconds(60)};
   std::shared_ptr<CollectiveObserver> observer_;
   std::vector<CollectiveRecord> trace_;
+  int issuer_step_ = -1;
+  int issuer_compute_ = -1;
 };
 
 // A communicator for one process (world size 1): every collective is the identity, but it is

@@ -36,6 +36,12 @@ class TaskRegistry {
   std::map<std::string, TaskFn> tasks_;
 };
 
+// Says what the task is doing now, e.g. "script step 3 (compute)". A rank that dies of a signal
+// names it: in the supervisor's "killed by signal 11 (SIGSEGV) in script step 3 (compute)" and on
+// its stderr, with a backtrace. Cheap (no allocation); a no-op outside a worker. Cleared before
+// each variant.
+void set_task_context(const std::string& what);
+
 // Registers a task at static-initialization time:
 //   DISTMETRICS_TASK(my_task) { return {{"sum", ctx.rank}}; }   // ctx is TaskContext&
 #define DISTMETRICS_TASK(name)                                                               \
