@@ -320,8 +320,25 @@ TEST(Script, DefaultScriptGivesEveryRole) {
   EXPECT_EQ(plan.computes[2].role, dh::ComputeRole::AfterUpdate);
   EXPECT_TRUE(plan.computes[2].all_data);
   EXPECT_EQ(plan.computes[3].role, dh::ComputeRole::AfterReset);
-  EXPECT_EQ(plan.computes[3].replay_of, 2);  // the replay feeds the same batches again
+  // The replay feeds the batches of compute 3 again, but compute 3 came after another compute
+  // in its epoch (it shows an in-place sync too): judged against the single process instead.
+  EXPECT_EQ(plan.computes[3].replay_of, -1);
+  const auto replay_twice = dh::simulate_script({dh::parse_step("update"), dh::parse_step("compute"), dh::parse_step("reset"),
+                                                 dh::parse_step("replay"), dh::parse_step("compute")},
+                                                {2, 2});
+  EXPECT_EQ(replay_twice.computes[1].replay_of, 0);  // the first compute of its epoch on the same batches
   EXPECT_EQ(plan.steps[6].feed[0], (std::pair<std::size_t, std::size_t>{0, 5}));
+}
+
+TEST(Script, UpdateEmptyCallsUpdateWithNoRowsOnTheSelectedRanks) {
+  const auto plan = dh::simulate_script({dh::parse_step("update empty"), dh::parse_step("update 1"),
+                                         dh::parse_step("update empty ranks=1"), dh::parse_step("compute")},
+                                        {2, 2});
+  EXPECT_EQ(plan.steps[0].empty_update, (std::vector<bool>{true, true}));
+  EXPECT_EQ(plan.steps[0].feed[0], (std::pair<std::size_t, std::size_t>{0, 0}));  // feeds no batch of the shard
+  EXPECT_TRUE(plan.steps[1].empty_update.empty());
+  EXPECT_EQ(plan.steps[2].empty_update, (std::vector<bool>{false, true}));
+  EXPECT_EQ(plan.computes[0].fed, (std::vector<std::size_t>{1, 1}));  // the reference never sees the empty ones
 }
 
 TEST(Script, RankSelectorFeedsOnlyThoseRanks) {

@@ -9,7 +9,7 @@ namespace distmetrics::harness {
 namespace {
 
 const char* kSyntax =
-    "a step is one of: 'update', 'update N', 'update P%', 'update rest' (each optionally followed by "
+    "a step is one of: 'update', 'update N', 'update P%', 'update rest', 'update empty' (each optionally followed by "
     "'ranks=0,2'), 'compute', 'reset', 'replay'";
 
 std::vector<std::string> words(const std::string& text) {
@@ -74,6 +74,8 @@ Step parse_step(const std::string& text) {
   const std::string& amount = w[1];
   if (amount == "rest") {
     step.amount = Step::Amount::Rest;
+  } else if (amount == "empty") {
+    step.amount = Step::Amount::Empty;
   } else if (!amount.empty() && amount.back() == '%') {
     step.amount = Step::Amount::Percent;
     if (!parse_number(amount.substr(0, amount.size() - 1), step.count) || step.count <= 0 || step.count > 100)
@@ -111,6 +113,10 @@ ScriptPlan simulate_script(const std::vector<Step>& script, const std::vector<st
               step.ranks.empty() || std::find(step.ranks.begin(), step.ranks.end(), static_cast<int>(r)) != step.ranks.end();
           if (step.op == Step::Op::Replay) {
             target = std::max(fed[r], before_reset[r]);
+          } else if (step.amount == Step::Amount::Empty) {
+            // One update() with no rows: it must change nothing (the reference does not feed it).
+            if (action.empty_update.empty()) action.empty_update.assign(ws, false);
+            action.empty_update[r] = selected;
           } else if (selected) {
             const std::size_t n = batches_per_rank[r];
             std::size_t more = 0;
@@ -145,8 +151,12 @@ ScriptPlan simulate_script(const std::vector<Step>& script, const std::vector<st
           point.role = ComputeRole::AfterUpdate;
         } else if (epoch > 0) {
           point.role = ComputeRole::AfterReset;
+          // Only the first compute of an epoch shows what the data alone gives: a later one
+          // also shows what earlier computes did to the state (an in-place sync), which is not
+          // reset()'s fault.
           for (int k = point.index - 1; k >= 0; --k) {
-            if (plan.computes[k].fed == fed) {
+            const auto role = plan.computes[k].role;
+            if (plan.computes[k].fed == fed && (role == ComputeRole::Fresh || role == ComputeRole::AfterReset)) {
               point.replay_of = k;
               break;
             }

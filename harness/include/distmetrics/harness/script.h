@@ -4,6 +4,7 @@
 //   update N          ... its next N batches
 //   update P%         ... its next ceil(P% of its batches)
 //   update rest       ... all its remaining batches
+//   update empty      ... calls update() once with a batch of no rows (it must change nothing)
 //   update ... ranks=0,2   only the listed ranks feed (the others skip this step)
 //   compute           compute() on every rank
 //   reset             reset() on every rank; the next updates start again from its first batch
@@ -23,7 +24,7 @@ namespace distmetrics::harness {
 
 struct Step {
   enum class Op { Update, Compute, Reset, Replay };
-  enum class Amount { Batches, Percent, Rest };
+  enum class Amount { Batches, Percent, Rest, Empty };
   Op op = Op::Compute;
   Amount amount = Amount::Batches;
   double count = 1;        // batches (Amount::Batches) or percent (Amount::Percent)
@@ -51,7 +52,7 @@ struct ComputePoint {
   ComputeRole role = ComputeRole::Fresh;
   std::vector<std::size_t> fed;  // per rank: batches [0, fed[r]) fed since the last reset
   int previous = -1;   // Repeat: the compute just before
-  int replay_of = -1;  // AfterReset: an earlier compute that saw exactly the same batches, if any
+  int replay_of = -1;  // AfterReset: an earlier first-of-its-epoch compute that saw exactly the same batches, if any
   bool all_data = false;  // every rank had fed all of its batches
 };
 
@@ -59,6 +60,9 @@ struct StepAction {
   Step::Op op = Step::Op::Compute;
   // Update/Replay: per rank, the batches [first, second) to feed now.
   std::vector<std::pair<std::size_t, std::size_t>> feed;
+  // Update ('update empty'): per rank, whether it calls update() with an empty batch; empty when
+  // no rank does.
+  std::vector<bool> empty_update;
   int compute = -1;  // Compute: its index among the computes
 };
 
