@@ -151,7 +151,10 @@ PropertyResult check_agrees_with_reference(const harness::CheckContext& ctx, con
                                            const harness::Dataset& data, const harness::ShardPlan& shards) {
   PropertyResult p;
   p.name = kAgreesWithReference;
-  const SingleProcessReference reference = harness::build_reference(reference_scenario, data, shards, ctx.plan);
+  // Like with like: the reference implementation on the samples the ranks fed, as often as they
+  // fed them, so that a sampler's padding (PyTorch #25162) counts the same in both.
+  const SingleProcessReference reference =
+      harness::build_reference(reference_scenario, data, shards, ctx.plan, harness::ReferenceData::AsFed);
   if (!reference.failure.empty()) {
     p.outcome = Outcome::Skip;
     p.message = "agrees_with_reference skipped: the reference implementation of " + reference_scenario.metric +

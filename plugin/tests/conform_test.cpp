@@ -77,6 +77,57 @@ TEST(Conform, TheCorrectExamplePassesEveryPropertyWithReports) {
   std::filesystem::remove(junit);
 }
 
+// A correct metric (the reference Accuracy itself, as a plugin's) on a scenario whose padded
+// shards are expected to differ from the single process: conform honours [expect] fail as run
+// does, and agrees_with_reference compares like with like (the reference on the same padded
+// shards), so nothing fails.
+TEST(Conform, ExpectedFailuresMeanTheSameInRunAndConform) {
+  const auto run = conform("--plugin " + quote(PLUGIN_VERDICT_TEST_PLUGIN) + " --metric Accuracy " +
+                               quote(std::string(LIBRARY_SCENARIOS) + "/regression/pytorch_25162_padded_sampler.toml") +
+                               " --world-sizes 2,3 --backend gloo",
+                           "padded.json");
+  EXPECT_EQ(run.rc, 0) << run.output;
+  ASSERT_TRUE(run.report.is_object()) << run.output;
+  ASSERT_EQ(run.report.at("variants").size(), 2u) << run.output;  // world sizes 2 and 3, padded
+  for (const auto& entry : run.report.at("variants")) {
+    const auto* v = &entry;
+    const std::string id = v->at("id");
+    EXPECT_EQ(v->at("outcome"), "pass") << id;
+    for (const auto& p : v->at("properties")) {
+      if (p.at("name") == "equal_to_single") EXPECT_TRUE(p.at("expected_failure").get<bool>()) << id;
+      if (p.at("name") == "agrees_with_reference") EXPECT_EQ(p.at("outcome"), "pass") << p.at("message");
+    }
+  }
+}
+
+// A rank raises alone while its peer waits in an allreduce the metric issued itself on the Gloo
+// process group: the peer's timeout follows the raise in time, so the raising rank is to blame
+// and the variant is a hang, whatever API the waiting rank used.
+TEST(Conform, ARankThatRaisesBeforeAPeersRawC10dWaitTimesOutIsBlamed) {
+  const auto run = conform("--plugin " + quote(PLUGIN_VERDICT_TEST_PLUGIN) + " --metric MeanAbsoluteError " +
+                               quote(VERDICT_SCENARIOS),
+                           "raw_c10d.json");
+  EXPECT_EQ(run.rc, 3) << run.output;
+  ASSERT_TRUE(run.report.is_object()) << run.output;
+  const auto* v = variant(run.report, "mae_raises_alone_raw_c10d:gloo-ws2-even-cpu");
+  ASSERT_TRUE(v) << run.output;
+  EXPECT_EQ(v->at("outcome"), "hang") << run.output;
+  const std::string reason = v->at("reason");
+  EXPECT_EQ(reason.rfind("rank 1 to blame: rank 1 raised NotComputableError at compute (script step 2)", 0), 0u) << reason;
+  EXPECT_NE(reason.find("rank 0 waited for it until its wait timed out"), std::string::npos) << reason;
+  const std::string diagnosis = v->at("diagnosis");
+  EXPECT_NE(diagnosis.find("in the order they happened:\n  +0 s  rank 1 raised NotComputableError"), std::string::npos)
+      << diagnosis;
+  EXPECT_NE(diagnosis.find("shards: rank 0 10 samples in 3 batches; rank 1 10 samples in 3 batches"), std::string::npos)
+      << diagnosis;
+  for (const auto& p : v->at("properties")) {
+    if (p.at("name") != "no_hang") continue;
+    EXPECT_EQ(p.at("message").get<std::string>().rfind("no_hang failed: rank 1 left the collective rank 0 waits in (detected after ", 0),
+              0u)
+        << p.at("message");
+  }
+}
+
 TEST(Conform, AMisbehavingPluginIsReportedOnEachVariantAndTheRunGoesOn) {
   const std::string markdown = conform_test::temp_file("misbehaving.md");
   const auto run = conform("--plugin " + quote(PLUGIN_MISBEHAVING_TEST_PLUGIN) + " " + quote(MISBEHAVING_SCENARIOS) +
@@ -106,9 +157,24 @@ TEST(Conform, AMisbehavingPluginIsReportedOnEachVariantAndTheRunGoesOn) {
   // Segfaults on rank 1 in compute().
   EXPECT_EQ(outcome(r, "rmse_segfaults_on_rank1:gloo-ws1-even-cpu"), "pass");
   ASSERT_EQ(outcome(r, "rmse_segfaults_on_rank1:gloo-ws2-even-cpu"), "crash");
-  EXPECT_EQ(variant(r, "rmse_segfaults_on_rank1:gloo-ws2-even-cpu")->at("reason").get<std::string>().rfind(
-                "rank 1 to blame: rank 1 crashed (killed by signal 11 (SIGSEGV))", 0),
-            0u);
+  // The crash names the script step and the method it died in, and the crashing rank's
+  // backtrace (from its own SIGSEGV handler, symbols demangled by the supervisor).
+  const auto* segfault = variant(r, "rmse_segfaults_on_rank1:gloo-ws2-even-cpu");
+  EXPECT_EQ(segfault->at("reason").get<std::string>().rfind(
+                "rank 1 to blame: rank 1 crashed (killed by signal 11 (SIGSEGV) in script step 2 ('compute'): compute() 1)",
+                0),
+            0u)
+      << segfault->at("reason");
+  const std::string crash_diagnosis = segfault->at("diagnosis").get<std::string>();
+  EXPECT_NE(crash_diagnosis.find("| distmetrics: rank 1 killed by signal 11 (SIGSEGV) in script step 2"), std::string::npos)
+      << crash_diagnosis;
+  EXPECT_NE(crash_diagnosis.find("distmetrics::harness::run_scenario_variant_task"),
+            std::string::npos)
+      << crash_diagnosis;
+  EXPECT_NE(crash_diagnosis.find("shards: rank 0 "), std::string::npos) << crash_diagnosis;
+  ASSERT_EQ(segfault->at("shards").size(), 2u);
+  EXPECT_EQ(segfault->at("shards")[1].at("rank"), 1);
+  EXPECT_GT(segfault->at("shards")[1].at("samples").get<int>(), 0);
 
   // Returns a tensor where the reference returns a number: consistent with itself, so only
   // agrees_with_reference fails, saying why.

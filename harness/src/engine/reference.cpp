@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <map>
-#include <set>
 
 #include "distmetrics/harness/engine.h"
 #include "distmetrics/harness/metric_catalog.h"
@@ -20,25 +19,32 @@ std::string error_text(const std::exception& e) {
 }
 
 // The batches the reference feeds for a compute that saw batches [0, fed[r]) of every rank r.
+// Each sample once (the union), or as often as the ranks fed it (`as_fed`: what a correct
+// metric on those shards counts, duplicates of a padding sampler included). Global order.
 std::vector<SampleIndices> reference_batches(const Scenario& scenario, const ShardPlan& shards,
-                                             const std::vector<std::size_t>& fed) {
+                                             const std::vector<std::size_t>& fed, bool as_fed) {
+  auto finish = [as_fed](SampleIndices samples) {
+    std::sort(samples.begin(), samples.end());
+    if (!as_fed) samples.erase(std::unique(samples.begin(), samples.end()), samples.end());
+    return samples;
+  };
   if (scenario.single_process == "per_step") {
     // Its t-th batch is the union of the ranks' t-th batches.
     std::size_t steps = 0;
     for (auto f : fed) steps = std::max(steps, f);
     std::vector<SampleIndices> out;
     for (std::size_t t = 0; t < steps; ++t) {
-      std::set<std::int64_t> batch;
+      SampleIndices batch;
       for (std::size_t r = 0; r < fed.size(); ++r)
-        if (t < fed[r]) batch.insert(shards.ranks[r][t].begin(), shards.ranks[r][t].end());
-      out.emplace_back(batch.begin(), batch.end());
+        if (t < fed[r]) batch.insert(batch.end(), shards.ranks[r][t].begin(), shards.ranks[r][t].end());
+      out.push_back(finish(std::move(batch)));
     }
     return out;
   }
-  std::set<std::int64_t> samples;
+  SampleIndices samples;
   for (std::size_t r = 0; r < fed.size(); ++r)
-    for (std::size_t b = 0; b < fed[r]; ++b) samples.insert(shards.ranks[r][b].begin(), shards.ranks[r][b].end());
-  return cut_batches(SampleIndices(samples.begin(), samples.end()), scenario.batch_size);
+    for (std::size_t b = 0; b < fed[r]; ++b) samples.insert(samples.end(), shards.ranks[r][b].begin(), shards.ranks[r][b].end());
+  return cut_batches(finish(std::move(samples)), scenario.batch_size);
 }
 
 struct ReferenceFailure : std::runtime_error {
@@ -76,14 +82,14 @@ ComputeResult single_process_result(const Scenario& scenario, const Dataset& dat
 }
 
 SingleProcessReference build_reference(const Scenario& scenario, const Dataset& data, const ShardPlan& shards,
-                                       const ScriptPlan& script) {
+                                       const ScriptPlan& script, ReferenceData what) {
   SingleProcessReference ref;
   try {
     std::map<std::vector<std::size_t>, ComputeResult> cache;  // computes that saw the same batches
     for (const auto& point : script.computes) {
       auto it = cache.find(point.fed);
       if (it == cache.end())
-        it = cache.emplace(point.fed, single_process_result(scenario, data, reference_batches(scenario, shards, point.fed))).first;
+        it = cache.emplace(point.fed, single_process_result(scenario, data, reference_batches(scenario, shards, point.fed, what == ReferenceData::AsFed))).first;
       ref.at_compute.push_back(it->second);
     }
     SampleIndices all(static_cast<std::size_t>(data.size()));

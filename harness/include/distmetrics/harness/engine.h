@@ -45,9 +45,15 @@ runtime::Job make_variant_request(const Scenario& scenario, const Variant& varia
 // for single_process = "per_step").
 ShardPlan variant_shard_plan(const Scenario& scenario, const Dataset& data, const std::string& shard, int world_size);
 
+// Which samples the single-process reference of a compute feeds: the union of what the ranks
+// fed, each sample once (what a variant must equal: the answer on the data), or every sample as
+// often as the ranks fed it (what a correct metric gives on those shards, duplicates counted:
+// the like-with-like yardstick of agrees_with_reference).
+enum class ReferenceData { Union, AsFed };
+
 // Single-process results of a scenario for one variant's shard plan and script.
 SingleProcessReference build_reference(const Scenario& scenario, const Dataset& data, const ShardPlan& shards,
-                                       const ScriptPlan& script);
+                                       const ScriptPlan& script, ReferenceData what = ReferenceData::Union);
 // The metric run in this process, without a communicator, over the given batches.
 ComputeResult single_process_result(const Scenario& scenario, const Dataset& data,
                                     const std::vector<SampleIndices>& batches);
