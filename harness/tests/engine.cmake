@@ -62,3 +62,13 @@ add_test(NAME engine_scenario_fuzz
          COMMAND scenario_fuzz --corpus "${PROJECT_SOURCE_DIR}/scenarios" --corpus "${CMAKE_CURRENT_SOURCE_DIR}/scenarios/bad"
                  --regressions "${CMAKE_CURRENT_SOURCE_DIR}/scenarios/fuzz" --seconds 20 --seed 12)
 set_tests_properties(engine_scenario_fuzz PROPERTIES TIMEOUT 90 LABELS engine)
+
+# The reduction scan: every reference metric's every state, reduced wrongly, fails some scenario
+# of the library (test-only wrong metrics registered in this binary; its rank workers know them).
+distmetrics_test(engine_reduction_scan_tests
+  SOURCES engine_reduction_scan_test.cpp
+  LINK distmetrics::harness
+  TIMEOUT 300
+  LABELS engine)
+target_compile_definitions(engine_reduction_scan_tests PRIVATE
+  DISTMETRICS_LIBRARY_SCENARIOS="${PROJECT_SOURCE_DIR}/scenarios")

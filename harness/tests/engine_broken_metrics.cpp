@@ -2,7 +2,10 @@
 
 #include <ATen/ATen.h>
 
+#include <csignal>
+#include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <sstream>
 
 #include "distmetrics/runtime/comm.h"
@@ -152,6 +155,49 @@ class AbortOnRank1Mean : public MeanBase {
   }
 };
 
+// A rank-local cache on rank 1 only: a compute with no new samples since the last one returns the
+// cached value without syncing, so rank 1 skips compute 2's collectives and its compute 3's are
+// paired with rank 0's compute 2 ones (a desync named by compute).
+class RankLocalCacheMean : public MeanBase {
+ public:
+  RankLocalCacheMean() : MeanBase("RankLocalCacheMean") {}
+  Value compute() override {
+    const auto count = count_.item<std::int64_t>();
+    if (rank() == 1 && cached_ && count == cached_count_) return *cached_;
+    std::vector<at::Tensor> state = {sum_.clone(), count_.clone()};
+    if (comm_) comm_->all_reduce(state, runtime::ReduceOp::Sum);
+    cached_ = mean_of(state[0], state[1]);
+    cached_count_ = count;
+    return *cached_;
+  }
+
+ private:
+  std::optional<Value> cached_;
+  std::int64_t cached_count_ = -1;
+};
+
+// Rank 1 says what it is about to do, then dies of SIGSEGV in its second update().
+class SegfaultInUpdateMean : public MeanBase {
+ public:
+  SegfaultInUpdateMean() : MeanBase("SegfaultInUpdateMean") {}
+  void update(const Batch& batch) override {
+    if (rank() == 1 && ++updates_ == 2) {
+      std::fprintf(stderr, "SegfaultInUpdateMean: rank 1 about to fail in its second update\n");
+      std::fflush(stderr);
+      std::raise(SIGSEGV);
+    }
+    MeanBase::update(batch);
+  }
+  Value compute() override {
+    std::vector<at::Tensor> state = {sum_.clone(), count_.clone()};
+    if (comm_) comm_->all_reduce(state, runtime::ReduceOp::Sum);
+    return mean_of(state[0], state[1]);
+  }
+
+ private:
+  int updates_ = 0;
+};
+
 class RejectsWhenDistributedMean : public MeanBase {
  public:
   RejectsWhenDistributedMean() : MeanBase("RejectsWhenDistributedMean") {}
@@ -181,6 +227,8 @@ metrics::MetricRegistry& registry() {
     reg.add(spec<GatherPerElementMean>("GatherPerElementMean", "mean of input; one all_gather per element"));
     reg.add(spec<RejectsWhenDistributedMean>("RejectsWhenDistributedMean", "mean of input; rejects every batch when distributed"));
     reg.add(spec<AbortOnRank1Mean>("AbortOnRank1Mean", "mean of input; rank 1 aborts in compute"));
+    reg.add(spec<RankLocalCacheMean>("RankLocalCacheMean", "mean of input; rank 1 caches computes without new samples"));
+    reg.add(spec<SegfaultInUpdateMean>("SegfaultInUpdateMean", "mean of input; rank 1 dies in its second update"));
     return reg;
   }();
   return r;

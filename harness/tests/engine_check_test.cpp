@@ -8,6 +8,7 @@
 
 #include "distmetrics/harness/check.h"
 #include "distmetrics/harness/report.h"
+#include "distmetrics/harness/root_cause.h"
 
 namespace dh = distmetrics::harness;
 using nlohmann::json;
@@ -127,13 +128,16 @@ TEST(Checks, NoSyncFailsEqualToSingleWithTheValuesAndTheCommand) {
   EXPECT_NEAR(*p.difference, 0.1, 1e-12);
   EXPECT_EQ(p.single, json(0.5));
   EXPECT_EQ(p.ranks, json({0.4, 0.6}));
-  EXPECT_EQ(failing(f.check()), (std::vector<std::string>{"equal_to_single", "ranks_agree", "update_after_compute"}));
+  // The replay after reset is judged against the single process, which no rank gives either.
+  EXPECT_EQ(failing(f.check()),
+            (std::vector<std::string>{"equal_to_single", "ranks_agree", "update_after_compute", "reset_replay"}));
 }
 
 TEST(Checks, SyncThatOverwritesLocalStateFailsUpdateAfterComputeOnly) {
   Fixture f;  // first compute right; after more updates the already-reduced state is counted again
   for (int r = 0; r < 2; ++r) f.ranks[r] = observation(r, {value(0.5), value(0.5), value(0.8125), value(0.75)}, f.plan);
-  EXPECT_EQ(failing(f.check()), (std::vector<std::string>{"update_after_compute", "reset_replay"}));
+  // reset() is fine: the replay's compute gives the single-process value (not compute 3's).
+  EXPECT_EQ(failing(f.check()), (std::vector<std::string>{"update_after_compute"}));
   const auto p = f.get("update_after_compute");
   EXPECT_NE(p.message.find("compute 3 of 4"), std::string::npos) << p.message;
   EXPECT_NE(p.message.find("single process: 0.75"), std::string::npos) << p.message;
@@ -161,7 +165,7 @@ TEST(Checks, ReplayThatDiffersFailsResetReplay) {
   Fixture f;  // reset() forgot a counter: the replay counts the first pass too
   for (int r = 0; r < 2; ++r) f.ranks[r] = observation(r, {value(0.5), value(0.5), value(0.75), value(0.6)}, f.plan);
   EXPECT_EQ(failing(f.check()), (std::vector<std::string>{"reset_replay"}));
-  EXPECT_NE(f.get("reset_replay").message.find("(before the reset: 0.75)"), std::string::npos);
+  EXPECT_NE(f.get("reset_replay").message.find("single process: 0.75"), std::string::npos);
 }
 
 TEST(Checks, RanksThatDisagreeFailRanksAgree) {
@@ -359,4 +363,114 @@ TEST(Reports, ExitCodesByPriority) {
   EXPECT_EQ(code({O::Fail, O::Hang}), 3);
   EXPECT_EQ(code({O::Hang, O::Crash, O::Fail}), 4);
   EXPECT_EQ(code({O::Crash}, true), 2);
+}
+
+// --- Root causes: derived from which properties failed together, and how --------------------
+
+namespace {
+dh::RootCause cause_of(const Fixture& f) {
+  const auto results = f.check();
+  const auto cause = dh::find_root_cause({f.s, f.v, f.plan, f.single, f.ranks}, results);
+  if (!cause) {
+    ADD_FAILURE() << "no root cause";
+    return {};
+  }
+  return *cause;
+}
+}  // namespace
+
+TEST(RootCause, RanksThatDisagreeAreNoSync) {
+  Fixture f;
+  f.ranks[0] = observation(0, {value(0.4), value(0.4), value(0.7), value(0.7)}, f.plan);
+  f.ranks[1] = observation(1, {value(0.6), value(0.6), value(0.8), value(0.8)}, f.plan);
+  const auto c = cause_of(f);
+  EXPECT_EQ(c.property, "equal_to_single");
+  EXPECT_EQ(c.headline.rfind("no sync", 0), 0u) << c.headline;
+  EXPECT_EQ(c.consequences, (std::vector<std::string>{"ranks_agree", "update_after_compute", "reset_replay"}));
+}
+
+TEST(RootCause, RanksThatAgreeOnAWrongValueAreAWrongReduction) {
+  Fixture f;
+  for (int r = 0; r < 2; ++r) f.ranks[r] = observation(r, {value(1.0), value(1.0), value(1.5), value(1.5)}, f.plan);
+  const auto c = cause_of(f);
+  EXPECT_EQ(c.headline.rfind("the sync reduces wrongly", 0), 0u) << c.headline;
+  EXPECT_NE(c.hint.find("SUM"), std::string::npos) << c.hint;
+}
+
+TEST(RootCause, AChangedStateDigestIsAnInPlaceSyncAndLeadsTheLaterFailures) {
+  Fixture f;
+  for (int r = 0; r < 2; ++r) f.ranks[r] = observation(r, {value(0.5), value(0.5), value(0.8125), value(0.75)}, f.plan);
+  f.ranks[0].computes[0].digest_after = "reduced";
+  const auto c = cause_of(f);
+  EXPECT_EQ(c.property, "idempotent");
+  EXPECT_EQ(c.headline.rfind("compute() changes the local state", 0), 0u) << c.headline;
+  EXPECT_EQ(c.consequences, (std::vector<std::string>{"update_after_compute"}));
+  // Applied to a verdict: the cause leads, the consequence is marked.
+  dh::Verdict v;
+  v.outcome = dh::Outcome::Fail;
+  v.properties = f.check();
+  dh::apply_root_cause(v, c);
+  EXPECT_EQ(v.reason.rfind("root cause: compute() changes the local state", 0), 0u) << v.reason;
+  EXPECT_EQ(v.properties.front().name, "idempotent");
+  EXPECT_EQ(v.property("update_after_compute")->consequence_of, "idempotent");
+  EXPECT_EQ(v.root_cause.at("consequences"), json({"update_after_compute"}));
+}
+
+TEST(RootCause, BatchSizesThatDifferWithinFloat32RoundingAreRoundingNotPerBatchStatistics) {
+  Fixture f;
+  f.s.tolerance.rtol = 1e-12;
+  f.s.tolerance.atol = 0;
+  f.single.other_batch_sizes = {{1, value(0.75 * (1 + 3e-7))}, {9, value(0.75)}};
+  auto c = cause_of(f);
+  EXPECT_EQ(c.property, "batch_invariant");
+  EXPECT_EQ(c.headline.rfind("float32 rounding", 0), 0u) << c.headline;
+  f.single.other_batch_sizes = {{1, value(0.7)}, {9, value(0.75)}};
+  c = cause_of(f);
+  EXPECT_EQ(c.headline, "the result depends on the batch size: per-batch statistics");
+}
+
+TEST(RootCause, OnlyTheReplayDifferingIsAResetThatForgets) {
+  Fixture f;
+  for (int r = 0; r < 2; ++r) f.ranks[r] = observation(r, {value(0.5), value(0.5), value(0.75), value(0.6)}, f.plan);
+  const auto c = cause_of(f);
+  EXPECT_EQ(c.property, "reset_replay");
+  EXPECT_TRUE(c.consequences.empty());
+}
+
+// --- Waits that gave up after a peer raised or left ------------------------------------------
+
+namespace {
+dh::RankObservation with_error(int rank, const std::string& type, const std::string& message, double at) {
+  dh::RankObservation o;
+  o.rank = rank;
+  o.error = dh::StepError{1, "compute", type, message};
+  o.error->at = at;
+  return o;
+}
+}  // namespace
+
+TEST(AbandonedWait, ARaiseBeforeAPeersTimeoutIsTheCause) {
+  const auto blame = dh::find_abandoned_wait({with_error(0, "Error", "Operation timed out!", 1001.5),
+                                              with_error(1, "NotComputableError", "no samples on this rank", 1000.0)});
+  ASSERT_TRUE(blame);
+  EXPECT_EQ(blame->blamed, 1);
+  EXPECT_EQ(blame->waiting, (std::vector<int>{0}));
+  EXPECT_EQ(blame->headline, "rank 1 raised NotComputableError at compute (script step 2) and left the script; rank 0 waited "
+                             "for it until its wait timed out 1.5 s later");
+  EXPECT_NE(blame->detail.find("  +0 s  rank 1 raised NotComputableError"), std::string::npos) << blame->detail;
+  EXPECT_NE(blame->detail.find("  +1.5 s  rank 0 raised Error"), std::string::npos) << blame->detail;
+}
+
+TEST(AbandonedWait, ARaiseAfterTheTimeoutIsAConsequenceAndARankThatLeftIsBlamed) {
+  dh::RankObservation finished;
+  finished.rank = 2;
+  const auto blame = dh::find_abandoned_wait({with_error(0, "Error", "Operation timed out!", 1000.0),
+                                              with_error(1, "SyncError", "peer gone", 1000.2), finished});
+  ASSERT_TRUE(blame);
+  EXPECT_EQ(blame->blamed, 2);
+  // Every rank's wait timing out together is a stalled backend, no one rank to blame.
+  EXPECT_FALSE(dh::find_abandoned_wait({with_error(0, "Error", "Operation timed out!", 1000.0),
+                                        with_error(1, "Error", "Operation timed out!", 1000.1)}));
+  // No timeout, no abandoned wait.
+  EXPECT_FALSE(dh::find_abandoned_wait({with_error(0, "InputError", "bad input", 1000.0), finished}));
 }

@@ -76,10 +76,23 @@ TEST(EngineRun, NoSyncIsCaughtByEqualToSingle) {
   ASSERT_EQ(verdicts.size(), 1u);
   const auto& v = verdicts[0];
   EXPECT_EQ(v.outcome, dh::Outcome::Fail) << explain(v);
-  EXPECT_EQ(failed(v), (std::vector<std::string>{"equal_to_single", "ranks_agree", "update_after_compute"})) << explain(v);
-  EXPECT_EQ(v.reason.rfind("equal_to_single failed at compute 1 of 4", 0), 0u) << v.reason;
+  EXPECT_EQ(failed(v), (std::vector<std::string>{"equal_to_single", "ranks_agree", "update_after_compute", "reset_replay"}))
+      << explain(v);
+  // The verdict leads with the root cause; the other failures are listed as its consequences.
+  EXPECT_EQ(v.reason, "root cause: no sync: the ranks return different values, each from its own shard") << v.reason;
+  ASSERT_TRUE(v.root_cause.is_object());
+  EXPECT_EQ(v.root_cause.at("property"), "equal_to_single");
+  EXPECT_EQ(v.root_cause.at("consequences"), nlohmann::json({"ranks_agree", "update_after_compute", "reset_replay"}));
+  EXPECT_EQ(v.properties.at(1).name, "equal_to_single");  // after no_hang, the cause first
+  EXPECT_EQ(v.property("ranks_agree")->consequence_of, "equal_to_single");
   const auto* p = v.property("equal_to_single");
+  EXPECT_EQ(p->message.rfind("root cause: no sync", 0), 0u) << p->message;
+  EXPECT_NE(p->message.find("equal_to_single failed at compute 1 of 4"), std::string::npos) << p->message;
   EXPECT_NE(p->message.find("single process: "), std::string::npos);
+  // Every rank's shard, the first clue to an uneven-shard bug.
+  EXPECT_NE(p->message.find("shards: rank 0 "), std::string::npos) << p->message;
+  ASSERT_EQ(v.shards.size(), 2u);
+  EXPECT_EQ(v.shards[0].at("samples").get<int>() + v.shards[1].at("samples").get<int>(), 37);
   EXPECT_NE(p->message.find("rank 1: "), std::string::npos);
   EXPECT_NE(p->message.find("reproduce: distmetrics run " + kDir + "/no_sync.toml --filter 'broken/no_sync:gloo-ws2-uneven-cpu'"),
             std::string::npos)
@@ -92,6 +105,7 @@ TEST(EngineRun, NoSyncIsCaughtByEqualToSingle) {
 TEST(EngineRun, SyncThatOverwritesLocalStateIsCaughtByUpdateAfterCompute) {
   auto v = run("overwrite_sync").at(0);
   EXPECT_EQ(failed(v), (std::vector<std::string>{"update_after_compute"})) << explain(v);
+  EXPECT_EQ(v.reason.rfind("root cause: compute() changes the local state", 0), 0u) << v.reason;
   // With the default script the second compute already reduces twice, and the state changed.
   v = run("overwrite_sync_default").at(0);
   const auto names = failed(v);
@@ -105,11 +119,15 @@ TEST(EngineRun, SumWhereMaxIsNeededIsCaughtByEqualToSingle) {
   const auto names = failed(v);
   ASSERT_FALSE(names.empty()) << explain(v);
   EXPECT_EQ(names.front(), "equal_to_single") << explain(v);
+  // The ranks agree on the wrong value: the sync itself reduces wrongly (not a missing sync).
+  EXPECT_EQ(v.reason.rfind("root cause: the sync reduces wrongly", 0), 0u) << v.reason;
+  EXPECT_NE(v.property("equal_to_single")->message.find("SUM"), std::string::npos);
 }
 
 TEST(EngineRun, PerBatchStatisticsAreCaughtByBatchInvariant) {
   const auto v = run("per_batch_mean").at(0);
   EXPECT_EQ(failed(v), (std::vector<std::string>{"batch_invariant"})) << explain(v);
+  EXPECT_EQ(v.reason, "root cause: the result depends on the batch size: per-batch statistics") << v.reason;
 }
 
 TEST(EngineRun, ARankThatRaisesAloneIsAHangBlamedOnIt) {
@@ -139,12 +157,44 @@ TEST(EngineRun, ARankThatDiesIsACrashNamingIt) {
   EXPECT_NE(v.diagnosis.find("SIGABRT"), std::string::npos) << v.diagnosis;
 }
 
+TEST(EngineRun, ARankThatSkipsAComputesCollectivesIsNamedByCompute) {
+  const auto v = run("rank_local_cache").at(0);
+  ASSERT_EQ(v.outcome, dh::Outcome::Hang) << explain(v);
+  EXPECT_EQ(v.reason.rfind("rank 1 to blame: rank 1 issued its collectives of compute 3 (script step 5) while rank 0 "
+                           "waited in those of compute 2 (script step 3)",
+                           0),
+            0u)
+      << v.reason;
+  // The hang is reported as seen: rank 1 left, long before the deadline.
+  EXPECT_EQ(v.property("no_hang")->message.rfind("no_hang failed: rank 1 left the collective rank 0 waits in (detected after ", 0), 0u)
+      << v.property("no_hang")->message;
+}
+
+TEST(EngineRun, ACrashNamesTheStepTheMethodWhatTheRankPrintedAndWhereItDied) {
+  const auto v = run("segfault_in_update").at(0);
+  ASSERT_EQ(v.outcome, dh::Outcome::Crash) << explain(v);
+  EXPECT_NE(v.reason.find("rank 1 crashed (killed by signal 11 (SIGSEGV) in script step 1 ('update 50%'): update() of batch 2 "
+                          "(4 samples))"),
+            std::string::npos)
+      << v.reason;
+  EXPECT_NE(v.diagnosis.find("| SegfaultInUpdateMean: rank 1 about to fail in its second update"), std::string::npos) << v.diagnosis;
+  EXPECT_NE(v.diagnosis.find("| distmetrics: rank 1 killed by signal 11 (SIGSEGV) in script step 1"), std::string::npos)
+      << v.diagnosis;
+  EXPECT_NE(v.diagnosis.find("distmetrics::harness::run_scenario_variant_task"),
+            std::string::npos)
+      << v.diagnosis;
+  EXPECT_NE(v.diagnosis.find("shards: rank 0 12 samples in 3 batches; rank 1 12 samples in 3 batches"), std::string::npos)
+      << v.diagnosis;
+}
+
 TEST(EngineRun, AnErrorTheSingleProcessDoesNotRaiseIsAnErrorOutcome) {
   const auto v = run("rejects_when_distributed").at(0);
   ASSERT_EQ(v.outcome, dh::Outcome::Error) << explain(v);
   EXPECT_EQ(v.reason.rfind("rank 0 raised InputError at update (script step 1): RejectsWhenDistributedMean", 0), 0u) << v.reason;
   EXPECT_NE(v.diagnosis.find("rank 1: InputError at update"), std::string::npos) << v.diagnosis;
   EXPECT_NE(v.diagnosis.find("(0 collectives)"), std::string::npos) << v.diagnosis;
+  // The exception's full type and where it was raised from (when it says).
+  EXPECT_NE(v.diagnosis.find("[distmetrics::metrics::InputError]"), std::string::npos) << v.diagnosis;
 }
 
 TEST(EngineRun, Float32SumsLosePrecisionBeyondTwoToThe24) {
@@ -152,6 +202,7 @@ TEST(EngineRun, Float32SumsLosePrecisionBeyondTwoToThe24) {
   const auto v = run("float32_counts").at(0);
   ASSERT_EQ(v.outcome, dh::Outcome::Fail) << explain(v);
   EXPECT_EQ(failed(v).front(), "equal_to_single") << explain(v);
+  EXPECT_EQ(v.reason.rfind("root cause: float32 rounding", 0), 0u) << v.reason;
   EXPECT_NE(v.property("equal_to_single")->message.find("rtol 1e-12"), std::string::npos);
 }
 

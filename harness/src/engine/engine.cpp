@@ -3,9 +3,16 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <iomanip>
 #include <sstream>
 
+#include <cxxabi.h>
+
+#include <cstdlib>
+#include <memory>
+
 #include "distmetrics/harness/placement.h"
+#include "distmetrics/harness/root_cause.h"
 
 namespace distmetrics::harness {
 namespace {
@@ -60,9 +67,24 @@ std::string raised_alone(const runtime::JobResult& run, int& blamed) {
       break;
     }
   }
-  out << " until the deadline. A rank must never raise alone: decide errors such as 'no samples' from synced "
+  std::ostringstream when;
+  when << std::setprecision(2) << run.seconds;
+  out << " (detected after " << when.str() << " s). A rank must never raise alone: decide errors such as 'no samples' from synced "
          "state, so that every rank raises together (PyTorch-Ignite #1242).";
   return out.str();
+}
+
+// A backtrace_symbols line, "lib.so(_ZN3foo3barEv+0x1c) [0x7f..]", with its symbol demangled.
+std::string demangled(const std::string& line) {
+  const auto open = line.find("(_Z");
+  if (open == std::string::npos) return line;
+  const auto end = line.find_first_of("+)", open);
+  if (end == std::string::npos) return line;
+  const std::string mangled = line.substr(open + 1, end - open - 1);
+  int status = 0;
+  std::unique_ptr<char, void (*)(void*)> name(abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status), std::free);
+  if (status != 0 || !name) return line;
+  return line.substr(0, open + 1) + name.get() + line.substr(end);
 }
 
 std::string rank_state_lines(const runtime::JobResult& run) {
@@ -76,10 +98,25 @@ std::string rank_state_lines(const runtime::JobResult& run) {
     out << "\n";
     if (!r.log_tail.empty() && (r.state == runtime::RankState::Crashed || r.state == runtime::RankState::Raised)) {
       std::istringstream tail(r.log_tail);
-      for (std::string line; std::getline(tail, line);) out << "      | " << line << "\n";
+      for (std::string line; std::getline(tail, line);) out << "      | " << demangled(line) << "\n";
     }
   }
   return out.str();
+}
+
+std::string seconds_text(double s) {
+  std::ostringstream out;
+  out << std::setprecision(s < 10 ? 2 : 3) << s;
+  return out.str();
+}
+
+// What was seen, not only that the deadline passed: a rank that left (finished, raised or
+// died) while others waited is detected when the waits give up, long before the deadline.
+std::string hang_text(const std::vector<int>& left, const std::vector<int>& waiting, double seconds, double deadline) {
+  if (!left.empty() && !waiting.empty())
+    return "no_hang failed: " + rank_list(left) + " left the collective " + rank_list(waiting) +
+           (waiting.size() == 1 ? " waits" : " wait") + " in (detected after " + seconds_text(seconds) + " s)";
+  return "no_hang failed: no progress until the deadline (" + seconds_text(deadline) + " s)";
 }
 
 // `reference_seconds`: the single-process run and the checks, which count against the deadline
@@ -95,7 +132,14 @@ PropertyResult no_hang_result(const runtime::JobResult& run, double deadline, do
   if (run.start_seconds > 0) phases << "; starting the rank pool took " << run.start_seconds << " s more";
   if (run.status == runtime::RunStatus::Hang) {
     p.outcome = Outcome::Fail;
-    p.message = "no_hang failed: the variant did not finish within its deadline (" + std::to_string(deadline) + " s)";
+    std::vector<int> left, waiting;
+    for (const auto& r : run.ranks) {
+      if (r.blocked_in || r.state == runtime::RankState::TimedOut) waiting.push_back(r.rank);
+      else if (r.state == runtime::RankState::Finished || r.state == runtime::RankState::Raised ||
+               r.state == runtime::RankState::Crashed)
+        left.push_back(r.rank);
+    }
+    p.message = hang_text(left, waiting, run.seconds, deadline);
   } else if (used > deadline) {
     p.outcome = Outcome::Fail;
     std::ostringstream msg;
@@ -187,6 +231,26 @@ Verdict Engine::judge(const Scenario& scenario, const Variant& variant, const ru
   Verdict v;
   v.variant = variant;
   v.seconds = run.seconds;
+  // Each rank's shard: the first clue to an uneven-shard bug, shown with every failure.
+  std::string shard_text;
+  try {
+    const ShardPlan plan = variant_shard_plan(scenario, data_for(scenario), variant.shard, variant.world_size);
+    std::ostringstream text;
+    text << "shards:";
+    for (int r = 0; r < variant.world_size; ++r) {
+      const auto samples = plan.samples_of(r);
+      const auto batches = plan.batches_of(r);
+      v.shards.push_back({{"rank", r}, {"samples", samples}, {"batches", batches}});
+      text << (r ? ";" : "") << " rank " << r << " " << samples << " samples in " << batches << " batches";
+    }
+    shard_text = text.str();
+  } catch (const std::exception&) {
+    // The data could not be generated here: the verdict below says why.
+  }
+  auto with_shards = [&](std::string text) {
+    if (!shard_text.empty()) text += (text.empty() || text.back() == '\n' ? "" : "\n") + shard_text;
+    return text;
+  };
 
   if (run.status == runtime::RunStatus::Crash || run.status == runtime::RunStatus::Hang) {
     int blamed = run.blamed_rank;
@@ -196,7 +260,7 @@ Verdict Engine::judge(const Scenario& scenario, const Variant& variant, const ru
     if (!ours.empty()) diag << ours << "\n";
     if (!run.diagnosis.empty()) diag << run.diagnosis << "\n";
     diag << "rank states:\n" << rank_state_lines(run);
-    v.diagnosis = diag.str();
+    v.diagnosis = with_shards(diag.str());
     if (!v.diagnosis.empty() && v.diagnosis.back() == '\n') v.diagnosis.pop_back();
     std::string summary = first_line(!ours.empty() ? ours : run.diagnosis);
     if (summary.empty()) summary = run.status == runtime::RunStatus::Crash ? "a rank died" : "the variant did not finish in time";
@@ -228,8 +292,22 @@ Verdict Engine::judge(const Scenario& scenario, const Variant& variant, const ru
     for (const auto& p : problems) diag << p << "\n";
     if (!run.diagnosis.empty()) diag << run.diagnosis << "\n";
     diag << "rank states:\n" << rank_state_lines(run);
-    v.diagnosis = diag.str();
+    v.diagnosis = with_shards(diag.str());
     v.properties.push_back(no_hang_result(run, deadline));
+    return v;
+  }
+
+  // A rank whose wait gave up (a collective, or a c10d work the metric issued itself) after a
+  // peer raised or left: a hang blamed on that peer, not an error of the waiting rank.
+  if (const auto abandoned = find_abandoned_wait(observations)) {
+    v.outcome = Outcome::Hang;
+    v.reason = "rank " + std::to_string(abandoned->blamed) + " to blame: " + abandoned->headline;
+    v.diagnosis = with_shards(abandoned->detail);
+    PropertyResult p;
+    p.name = "no_hang";
+    p.outcome = Outcome::Fail;
+    p.message = hang_text({abandoned->blamed}, abandoned->waiting, run.seconds, deadline);
+    v.properties.push_back(p);
     return v;
   }
 
@@ -272,11 +350,18 @@ Verdict Engine::judge(const Scenario& scenario, const Variant& variant, const ru
     diag << v.reason << "\n";
     for (const auto& o : observations) {
       diag << "  rank " << o.rank << ": ";
-      if (o.error) diag << o.error->type << " at " << o.error->op << ": " << o.error->message;
-      else diag << "finished its script";
+      if (o.error) {
+        diag << o.error->type << " at " << o.error->op;
+        if (o.error->step >= 0) diag << " (script step " << o.error->step + 1 << ")";
+        diag << ": " << o.error->message;
+        if (!o.error->full_type.empty() && o.error->full_type != o.error->type) diag << " [" << o.error->full_type << "]";
+        if (!o.error->where.empty()) diag << ", raised from " << o.error->where;
+      } else {
+        diag << "finished its script";
+      }
       diag << " (" << o.trace.size() << " collectives" << (o.trace.empty() ? "" : ", last " + o.trace.back()) << ")\n";
     }
-    v.diagnosis = diag.str();
+    v.diagnosis = with_shards(diag.str());
     return v;
   }
   for (const auto& p : v.properties) {
@@ -284,6 +369,15 @@ Verdict Engine::judge(const Scenario& scenario, const Variant& variant, const ru
     v.outcome = p.name == "no_hang" ? Outcome::Hang : Outcome::Fail;  // past the deadline: a hang, whatever was slow
     v.reason = first_line(p.message);
     break;
+  }
+  if (v.outcome == Outcome::Fail) {
+    if (const auto cause = find_root_cause(ctx, v.properties)) apply_root_cause(v, *cause);
+    // Each rank's shard under the cause (the report shows the failed properties' messages).
+    for (auto& p : v.properties) {
+      if (p.outcome != Outcome::Fail) continue;
+      p.message = with_shards(p.message);
+      break;
+    }
   }
   return v;
 }

@@ -1,7 +1,11 @@
 #include "distmetrics/harness/observation.h"
 
+#include <c10/util/Exception.h>
 #include <cxxabi.h>
 
+#include <algorithm>
+#include <cctype>
+#include <chrono>
 #include <cstdlib>
 #include <memory>
 #include <typeinfo>
@@ -58,7 +62,9 @@ json RankObservation::to_json() const {
             {"collectives", collectives},
             {"trace", trace},
             {"seconds", seconds}};
-  j["error"] = error ? json{{"step", error->step}, {"op", error->op}, {"type", error->type}, {"message", error->message}}
+  j["error"] = error ? json{{"step", error->step}, {"op", error->op},       {"type", error->type},
+                            {"message", error->message}, {"at", error->at}, {"full_type", error->full_type},
+                            {"where", error->where}}
                      : json(nullptr);
   return j;
 }
@@ -88,18 +94,57 @@ RankObservation RankObservation::from_json(const json& j) {
   o.seconds = j.at("seconds");
   if (!j.at("error").is_null()) {
     const auto& e = j.at("error");
-    o.error = StepError{e.at("step"), e.at("op"), e.at("type"), e.at("message")};
+    o.error = StepError(e.at("step").get<int>(), e.at("op").get<std::string>(), e.at("type").get<std::string>(),
+                        e.at("message").get<std::string>());
+    o.error->at = e.value("at", 0.0);
+    o.error->full_type = e.value("full_type", "");
+    o.error->where = e.value("where", "");
   }
   return o;
 }
 
-std::string exception_type_name(const std::exception& e) {
+std::string exception_full_type_name(const std::exception& e) {
   const char* mangled = typeid(e).name();
   int status = 0;
   std::unique_ptr<char, void (*)(void*)> demangled(abi::__cxa_demangle(mangled, nullptr, nullptr, &status), std::free);
-  std::string name = status == 0 && demangled ? demangled.get() : mangled;
+  return status == 0 && demangled ? demangled.get() : mangled;
+}
+
+std::string exception_type_name(const std::exception& e) {
+  const std::string name = exception_full_type_name(e);
   const auto colon = name.rfind("::");
   return colon == std::string::npos ? name : name.substr(colon + 2);
+}
+
+StepError step_error(int step, const std::string& op, const std::exception& e) {
+  StepError error;
+  error.step = step;
+  error.op = op;
+  error.type = exception_type_name(e);
+  error.full_type = exception_full_type_name(e);
+  error.at = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  if (const auto* c10 = dynamic_cast<const c10::Error*>(&e)) {
+    error.message = c10->what_without_backtrace();
+    // LibTorch's errors carry "Exception raised from <function> at <file>:<line>".
+    const std::string full = c10->what();
+    const std::string mark = "Exception raised from ";
+    const auto from = full.find(mark);
+    if (from != std::string::npos) {
+      const auto end = full.find_first_of("(\n", from + mark.size());
+      error.where = full.substr(from + mark.size(), end == std::string::npos ? std::string::npos : end - from - mark.size());
+      while (!error.where.empty() && error.where.back() == ' ') error.where.pop_back();
+    }
+  } else {
+    error.message = e.what();
+  }
+  return error;
+}
+
+bool is_wait_timeout(const std::string& type, const std::string& message) {
+  std::string lower = message;
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  return lower.find("timed out") != std::string::npos || lower.find("timeout") != std::string::npos ||
+         lower.find("deadline") != std::string::npos;
 }
 
 }  // namespace distmetrics::harness

@@ -23,10 +23,6 @@ using Clock = std::chrono::steady_clock;
 
 double since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
-std::string error_text(const std::exception& e) {
-  if (const auto* c10 = dynamic_cast<const c10::Error*>(&e)) return c10->what_without_backtrace();
-  return e.what();
-}
 
 metrics::Batch on_device(metrics::Batch batch, const c10::Device& device) {
   if (device.is_cpu()) return batch;
@@ -79,34 +75,49 @@ nlohmann::json run_scenario_variant_task(runtime::TaskContext& ctx) {
     for (std::size_t s = 0; s < script.steps.size(); ++s) {
       step = static_cast<int>(s);
       const auto& action = script.steps[s];
+      // What a crash report names: the step, its text and the method.
+      const std::string where = "script step " + std::to_string(s + 1) + " ('" + scenario.script.at(s).text + "'): ";
+      ctx.comm.set_issuer(step, action.compute);  // a desync is then named by compute
       switch (action.op) {
         case Step::Op::Update:
         case Step::Op::Replay: {
           op = "update";
           const auto [from, to] = action.feed[ctx.rank];
-          for (std::size_t b = from; b < to; ++b) metric->update(on_device(data.rows(mine[b]), devices.input));
+          if (!action.empty_update.empty() && action.empty_update[ctx.rank]) {
+            runtime::set_task_context(where + "update() of an empty batch");
+            metric->update(on_device(data.rows({}), devices.input));
+          }
+          for (std::size_t b = from; b < to; ++b) {
+            runtime::set_task_context(where + "update() of batch " + std::to_string(b + 1) + " (" +
+                                      std::to_string(mine[b].size()) + " samples)");
+            metric->update(on_device(data.rows(mine[b]), devices.input));
+          }
           break;
         }
         case Step::Op::Reset:
           op = "reset";
+          runtime::set_task_context(where + "reset()");
           metric->reset();
           break;
         case Step::Op::Compute: {
           op = "compute";
+          runtime::set_task_context(where + "compute() " + std::to_string(action.compute + 1));
           ComputeRecord record;
           record.index = action.compute;
           record.step = step;
           record.digest_before = metric->state_digest();
           const auto issued = ctx.comm.collectives_issued();
           const auto t0 = Clock::now();
+          StepError raised;
           try {
             record.result.value = metric->compute().to_json();
           } catch (const runtime::CollectiveError&) {
             throw;
           } catch (const std::exception& e) {
             if (runtime::is_allocation_failure(e)) throw;  // the rank's memory limit: its outcome says so
-            record.result.error_type = exception_type_name(e);
-            record.result.error = error_text(e);
+            raised = step_error(step, op, e);
+            record.result.error_type = raised.type;
+            record.result.error = raised.message;
           }
           record.seconds = since(t0);
           record.collectives = ctx.comm.collectives_issued() - issued;
@@ -114,7 +125,7 @@ nlohmann::json run_scenario_variant_task(runtime::TaskContext& ctx) {
           obs.computes.push_back(record);
           if (record.result.raised()) {
             // Peers may be waiting in a collective this rank will never enter: stop here.
-            obs.error = StepError{step, op, record.result.error_type, record.result.error};
+            obs.error = raised;
             step = -2;
           }
           break;
@@ -126,8 +137,10 @@ nlohmann::json run_scenario_variant_task(runtime::TaskContext& ctx) {
     throw;
   } catch (const std::exception& e) {
     if (runtime::is_allocation_failure(e)) throw;  // the rank's memory limit: its outcome says so
-    obs.error = StepError{step, op, exception_type_name(e), error_text(e)};
+    obs.error = step_error(step, op, e);
   }
+  runtime::set_task_context("");
+  ctx.comm.set_issuer(-1, -1);
   obs.collectives = ctx.comm.collectives_issued();
   for (const auto& record : ctx.comm.trace()) obs.trace.push_back(record.describe());
   obs.seconds = since(start);

@@ -19,6 +19,7 @@ const char* to_string(Outcome outcome) {
 nlohmann::json PropertyResult::to_json() const {
   nlohmann::json j = {{"name", name}, {"outcome", to_string(outcome)}, {"message", message},
                       {"single", single}, {"ranks", ranks}, {"expected_failure", expected_failure}};
+  j["consequence_of"] = consequence_of.empty() ? nlohmann::json(nullptr) : nlohmann::json(consequence_of);
   j["difference"] = difference && std::isfinite(*difference) ? nlohmann::json(*difference) : nlohmann::json(nullptr);
   return j;
 }
@@ -45,6 +46,8 @@ nlohmann::json Verdict::to_json() const {
           {"seconds", seconds},
           {"properties", props},
           {"diagnosis", diagnosis.empty() ? nlohmann::json(nullptr) : nlohmann::json(diagnosis)},
+          {"root_cause", root_cause},
+          {"shards", shards},
           {"reproduce", variant.reproduce()}};
 }
 

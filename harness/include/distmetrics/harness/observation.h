@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace distmetrics::harness {
@@ -35,11 +36,27 @@ struct ComputeRecord {
 };
 
 struct StepError {
+  StepError() = default;
+  StepError(int step, std::string op, std::string type, std::string message)
+      : step(step), op(std::move(op)), type(std::move(type)), message(std::move(message)) {}
+
   int step = 0;
   std::string op;    // "setup", "update", "compute", "reset"
   std::string type;  // "InputError", "NotComputableError", ...
   std::string message;
+  // When it was raised, in seconds since the epoch (system clock): orders the ranks' errors in
+  // time, so that a rank that raised before its peers' waits timed out is the one to blame.
+  double at = 0;
+  std::string full_type;  // with its namespace: "distmetrics::metrics::NotComputableError"
+  std::string where;      // where it was raised, when the exception says ("c10::Error": function, file:line)
 };
+
+// A StepError for an exception caught at `step` in `op`, stamped with the time now.
+StepError step_error(int step, const std::string& op, const std::exception& e);
+
+// Whether an error is a wait that gave up (a collective's or a c10d work's timeout): the
+// symptom of a peer that left, not a cause.
+bool is_wait_timeout(const std::string& type, const std::string& message);
 
 struct RankObservation {
   int rank = 0;
@@ -60,5 +77,7 @@ struct RankObservation {
 
 // The unqualified class name of an exception ("NotComputableError", "c10::Error" -> "Error").
 std::string exception_type_name(const std::exception& e);
+// The qualified one ("distmetrics::metrics::NotComputableError", "c10::Error").
+std::string exception_full_type_name(const std::exception& e);
 
 }  // namespace distmetrics::harness

@@ -1,0 +1,60 @@
+// From evidence to a cause: which properties failed together, and how, say what is wrong with a
+// metric better than each failure alone. A verdict leads with the root cause and lists the
+// failures that follow from it under it (docs/properties.md, "Root cause").
+//
+//   evidence                                                  root cause (first match)
+//   batch sizes disagree beyond float32 rounding              per-batch statistics (Ignite #2087)
+//   compute() changed the local state digest                 an in-place sync (PyTorch-Ignite #2803)
+//   wrong at the first compute, ranks disagree                no sync
+//   wrong at the first compute, ranks agree                   the sync reduces wrongly (a state's
+//                                                             reduction, a mean of means, a sum not divided)
+//   ... and the difference is within float32 rounding         float32 sums or collectives (PR #2959)
+//   right at first, wrong after more updates, state intact    a cache or flag kept across computes
+//   a second compute differs, state intact                    a cache or "already reduced" flag
+//   only the replay after reset() differs                     reset() forgets a state
+//   batch sizes disagree within float32 rounding              float32 rounding, not a formula
+//
+// And for runs where every rank finished its script: a rank whose wait gave up (a c10d work's
+// or a collective's timeout) after a peer raised or left is a hang blamed on that peer, whatever
+// API the waiting rank used (the ranks' errors are ordered in time).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "distmetrics/harness/check.h"
+#include "distmetrics/harness/observation.h"
+#include "distmetrics/harness/verdict.h"
+
+namespace distmetrics::harness {
+
+struct RootCause {
+  std::string property;                   // the property whose failure shows the cause
+  std::string headline;                   // "no sync: each rank returns the result of its own data"
+  std::string evidence;                   // which properties failed, and how
+  std::string hint;                       // where to look
+  std::vector<std::string> consequences;  // failed properties that follow from it
+  nlohmann::json to_json() const;
+};
+
+// The root cause of a variant's failed properties (expected failures excepted), or none when
+// nothing failed. Always names one when something failed (at worst the first failure itself).
+std::optional<RootCause> find_root_cause(const CheckContext& ctx, const std::vector<PropertyResult>& results);
+
+// Leads the verdict with the cause: the cause's property first, its message prefixed with the
+// headline, evidence and hint; each consequence marked (consequence_of) and its message headed
+// so; the verdict's reason the headline; verdict.root_cause set.
+void apply_root_cause(Verdict& verdict, const RootCause& cause);
+
+// A rank that raised (or finished its script) before a peer's wait gave up: the peer waited for
+// it. Blames the earliest such rank; nullopt when no wait timed out or no other rank is to blame.
+struct AbandonedWait {
+  int blamed = -1;
+  std::vector<int> waiting;  // ranks whose wait timed out
+  std::string headline;      // one line
+  std::string detail;        // every rank's error, in time order
+};
+std::optional<AbandonedWait> find_abandoned_wait(const std::vector<RankObservation>& ranks);
+
+}  // namespace distmetrics::harness
