@@ -87,6 +87,13 @@ void StatefulMetric::add_state(const std::string& name, const at::Tensor& initia
   states_.push_back(std::move(s));
 }
 
+void StatefulMetric::inject_wrong_reduction(const std::string& state, Reduction wrong) {
+  State& s = find(state);
+  if (s.reduction == Reduction::Gather || wrong == Reduction::Gather)
+    throw std::logic_error(name_ + ": state \"" + state + "\": a gather's reduction cannot be swapped");
+  s.reduction = wrong;
+}
+
 StatefulMetric::State& StatefulMetric::find(const std::string& name) {
   for (State& s : states_) {
     if (s.name == name) return s;

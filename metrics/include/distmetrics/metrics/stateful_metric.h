@@ -79,6 +79,12 @@ class StatefulMetric : public Metric {
 
   std::vector<StateInfo> states() const;
 
+  // Fault injection, for tests that prove a scenario catches a wrong reduction (the scan of
+  // harness/tests/engine_reduction_scan_test.cpp): from now on `state` is synced with `wrong`
+  // instead of its declared reduction. Neither may be Gather (a gather has no same-shaped
+  // alternative). Throws std::logic_error naming the state otherwise.
+  void inject_wrong_reduction(const std::string& state, Reduction wrong);
+
  protected:
   explicit StatefulMetric(std::string name);
 
