@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -234,6 +235,12 @@ class Rendezvous {
     const char* tmp = std::getenv("TMPDIR");
     std::string base = tmp && *tmp ? tmp : "/tmp";
     std::string pattern = base + "/distmetrics-pool-XXXXXX";
+    // A Unix socket's path holds at most 107 bytes (sockaddr_un): a deep TMPDIR (pytest's
+    // per-test folders) falls back to /tmp, which the 0700 folder keeps as private.
+    if ((pattern + "/pool.sock").size() >= sizeof(sockaddr_un{}.sun_path)) {
+      base = "/tmp";
+      pattern = base + "/distmetrics-pool-XXXXXX";
+    }
     if (::mkdtemp(pattern.data()) == nullptr) {  // mkdtemp makes it 0700: ours alone
       throw ConfigError("cannot create the rank pool's private folder in " + base + ": " + std::strerror(errno) +
                         " (set TMPDIR to a writable folder)");
