@@ -12,6 +12,7 @@ PACKAGES=(
   libtomlplusplus-dev nlohmann-json3-dev libcli11-dev   # header-only
   python3 python3-pytest python3-pytest-timeout python3-pytest-xdist   # pytest orchestration
   python3-numpy python3-sklearn       # independent reference values
+  chromium chromium-driver python3-selenium   # the HTML report checked in a headless browser
 )
 
 missing=()

@@ -16,6 +16,7 @@
 #include "distmetrics/harness/engine.h"
 #include "distmetrics/harness/report.h"
 #include "distmetrics/harness/scenario_files.h"
+#include "distmetrics/harness/report_model.h"
 #include "distmetrics/harness/variant.h"
 #include "distmetrics/plugin/conform.h"
 #include "distmetrics/runtime/peer_runner.h"
@@ -35,8 +36,8 @@ struct Options {
   std::optional<double> deadline;
   std::optional<double> rank_memory_gib;  // --rank-memory; default: runtime::default_rank_memory_bytes()
   std::string launcher;  // empty: the launcher that started this process, else local
-  std::string json_file, junit_file;
-  bool quiet = false;
+  std::string json_file, junit_file, html_file, markdown_file;
+  ConsoleOptions console;
 };
 
 void add_selection(CLI::App* cmd, Options& o) { add_selection_options(*cmd, o.paths, o.selection); }
@@ -92,10 +93,15 @@ std::optional<int> prepare_run(const Options& o, Plan& plan, std::ostream& err, 
 int finish_run(const Options& o, const std::vector<Verdict>& verdicts, ConsoleReport& console, const std::string& started,
                std::chrono::steady_clock::time_point start, std::ostream& err) {
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  console.finish(verdicts, seconds);
+  // One model from the JSON report for every view.
+  const nlohmann::json report = json_report(verdicts, started, seconds);
+  const ReportModel model = report_model(report);
+  console.finish(model);
   bool written = true;
-  if (!o.json_file.empty()) written = write_report_file(o.json_file, json_report(verdicts, started, seconds).dump(2) + "\n", err) && written;
+  if (!o.json_file.empty()) written = write_report_file(o.json_file, report.dump(2) + "\n", err) && written;
   if (!o.junit_file.empty()) written = write_report_file(o.junit_file, junit_report(verdicts, seconds), err) && written;
+  if (!o.html_file.empty()) written = write_report_file(o.html_file, render_html(model), err) && written;
+  if (!o.markdown_file.empty()) written = write_report_file(o.markdown_file, render_markdown(model), err) && written;
   // A selection that matches nothing is a mistake (a typo in --filter), not a success.
   return exit_code(verdicts, !written || verdicts.empty());
 }
@@ -123,7 +129,7 @@ int run_local(const Options& o, std::ostream& out, std::ostream& err) {
   runtime::PoolOptions pool_options;
   if (o.rank_memory_gib) pool_options.rank_memory_bytes = static_cast<std::uint64_t>(*o.rank_memory_gib * double(1ull << 30));
   LocalPools pools(pool_options, 1);
-  ConsoleReport console(out, static_cast<int>(variants.size()), o.quiet);
+  ConsoleReport console(out, static_cast<int>(variants.size()), o.console);
   std::vector<Verdict> verdicts(variants.size());
   for (std::size_t i : order) {
     const auto& [scenario, variant] = variants[i];
@@ -177,7 +183,7 @@ int run_peers(const Options& o, const std::string& launcher, std::ostream& out, 
   options.deadline_seconds = o.deadline;
   Engine engine(options);
   std::ostringstream silent;
-  ConsoleReport console(reporter ? out : silent, static_cast<int>(variants.size()), o.quiet);
+  ConsoleReport console(reporter ? out : silent, static_cast<int>(variants.size()), o.console);
   std::vector<Verdict> verdicts;
   std::string stopped_at;
   for (const auto& [scenario, variant] : variants) {
@@ -241,7 +247,9 @@ int cli_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
       ->check(CLI::IsMember({"local", "mpi", "env"}));
   run->add_option("--json", o.json_file, "write the JSON report to FILE");
   run->add_option("--junit", o.junit_file, "write JUnit XML to FILE");
-  run->add_flag("--quiet", o.quiet, "print only variants that did not pass and the last line");
+  run->add_option("--html", o.html_file, "write a self-contained HTML report to FILE");
+  run->add_option("--markdown", o.markdown_file, "write a Markdown report (a pull-request comment) to FILE");
+  add_console_flags(*run, o.console);
   plugin::ConformOptions conform_options;
   auto* conform = add_conform_command(app, conform_options);
   try {
@@ -296,6 +304,12 @@ void add_selection_options(CLI::App& command, std::vector<std::string>& paths, h
   one_value(cmd->add_option("--placement", selection.placements, "placements to run (comma-separated)")
                 ->delimiter(','));
   one_value(cmd->add_option("--filter", selection.filters, "glob on variant ids; repeat to OR several"));
+}
+
+void add_console_flags(CLI::App& command, harness::ConsoleOptions& options) {
+  command.add_flag("--quiet", options.quiet, "print only the variants that did not pass and the last line");
+  command.add_flag("--verbose", options.verbose, "print a line per variant as it finishes (default: one symbol each)");
+  command.add_flag("--hide-skips", options.hide_skips, "leave out the line that counts the skipped variants");
 }
 
 }  // namespace distmetrics::app

@@ -20,7 +20,8 @@ CLI::App* add_conform_command(CLI::App& app, plugin::ConformOptions& options) {
   cmd->add_option("--json", options.json_file, "write the JSON report to FILE");
   cmd->add_option("--junit", options.junit_file, "write JUnit XML to FILE");
   cmd->add_option("--markdown", options.markdown_file, "write the Markdown report to FILE");
-  cmd->add_flag("--quiet", options.quiet, "print only the variants that did not pass and the last line");
+  cmd->add_option("--html", options.html_file, "write a self-contained HTML report to FILE");
+  add_console_flags(*cmd, options.console);
   return cmd;
 }
 

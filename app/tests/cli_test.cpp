@@ -3,11 +3,13 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "distmetrics/app/cli.h"
+#include "distmetrics/harness/report_model.h"
 #include "engine_broken_metrics.h"
 
 namespace dh = distmetrics::harness;
@@ -35,7 +37,7 @@ TEST(Cli, ExitCodesAndReports) {
   const fs::path tmp = fs::temp_directory_path() / ("dm_engine_cli_" + std::to_string(::getpid()));
   std::string out, err;
   // Passing variants: 0, with the JSON and JUnit reports written.
-  EXPECT_EQ(cli({"run", kDir + "/correct_mean.toml", "--world-sizes", "2", "--shard", "even", "--json",
+  EXPECT_EQ(cli({"run", kDir + "/correct_mean.toml", "--world-sizes", "2", "--shard", "even", "--verbose", "--json",
                  (tmp / "r.json").string(), "--junit", (tmp / "r.xml").string()},
                 out, err),
             0)
@@ -87,7 +89,7 @@ TEST(Cli, ExitCodesAndReports) {
                                        {"markers", {"mpi"}},
                                        {"skip", nullptr}}));
   EXPECT_EQ(cli({"validate", kDir}, out, err), 0) << out;
-  EXPECT_NE(out.find("distmetrics: 11 scenario file(s): 11 valid, 0 with errors (0 error(s))"), std::string::npos) << out;
+  EXPECT_NE(out.find("distmetrics: 12 scenario file(s): 12 valid, 0 with errors (0 error(s))"), std::string::npos) << out;
   fs::remove_all(tmp);
 }
 
@@ -108,4 +110,82 @@ TEST(Cli, SelectionOptionsTakeOneValueSoPathsMayFollow) {
             0)
       << out << err;
   EXPECT_EQ(out, "broken/correct_mean:gloo-ws1-even-cpu\nbroken/correct_mean:gloo-ws2-even-cpu\n");
+}
+
+// One real run with passes, a failure, two hangs and skips, rendered into every view. The HTML is
+// checked in a browser by app/tests/report_views_test.py, which runs this test with
+// DISTMETRICS_REPORT_DIR set and keeps what it writes there.
+TEST(Cli, ARealRunRendersEveryView) {
+  const char* dir_env = std::getenv("DISTMETRICS_REPORT_DIR");
+  const fs::path dir = dir_env && *dir_env ? fs::path(dir_env)
+                                           : fs::temp_directory_path() / ("dm_report_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::string out, err;
+  const int code = cli({"run", kDir + "/correct_mean.toml", kDir + "/no_sync.toml", kDir + "/raise_alone.toml",
+                        kDir + "/gather_per_element.toml", kDir + "/on_gpus.toml", "--filter",
+                        "broken/correct_mean:gloo-ws2-*", "--filter", "broken/no_sync:*", "--filter", "broken/raise_alone:*",
+                        "--filter", "broken/gather_per_element:*", "--filter", "broken/on_gpus:*", "--json",
+                        (dir / "report.json").string(), "--html", (dir / "report.html").string(), "--markdown",
+                        (dir / "report.md").string()},
+                       out, err);
+  EXPECT_EQ(code, 3) << out << err;
+  {
+    std::ofstream console(dir / "console.txt");
+    console << out;
+  }
+  // The console: the matrix, the folded skips, each failure once, the last line.
+  EXPECT_NE(out.find("\nscenario                   no_hang  equal  agree  idem  update  reset  batch\n"
+                     "broken/correct_mean           .       .      .     .      .       .      .    4/4 passed\n"
+                     "broken/gather_per_element     H       -      -     -      -       -      -    1/1 hang\n"
+                     "broken/no_sync                .       F      F     .      F       .      .    1/1 fail\n"
+                     "broken/on_gpus                s       -      -     -      -       -      -    8 skipped\n"
+                     "broken/raise_alone            H       -      -     -      -       -      -    1/1 hang\n"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("\n8 skipped: needs 16 GPUs  (--verbose lists them)\n"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(out.find("PASS"), std::string::npos) << out;  // no line per variant by default
+  EXPECT_NE(out.find("\nHANG  broken/raise_alone:gloo-ws3-empty_rank-cpu  ("), std::string::npos) << out;
+  EXPECT_NE(out.find("distmetrics: 4 passed, 1 failed, "), std::string::npos) << out;
+
+  std::ifstream json_file(dir / "report.json");
+  const auto report = nlohmann::json::parse(json_file);
+  const auto model = dh::report_model(report);
+  // Each rank's share of the data, and its collectives with the script step that issued them.
+  const nlohmann::json* no_sync = nullptr;
+  const nlohmann::json* raise_alone = nullptr;
+  for (const auto& v : report["variants"]) {
+    if (v["id"] == "broken/no_sync:gloo-ws2-uneven-cpu") no_sync = &v;
+    if (v["id"] == "broken/raise_alone:gloo-ws3-empty_rank-cpu") raise_alone = &v;
+  }
+  ASSERT_TRUE(no_sync && raise_alone);
+  ASSERT_EQ((*no_sync)["ranks"].size(), 2u);
+  EXPECT_EQ((*no_sync)["ranks"][0]["samples"].get<int>() + (*no_sync)["ranks"][1]["samples"].get<int>(), 37);
+  EXPECT_EQ((*no_sync)["tolerance"]["rtol"], 1e-6);
+  const auto& waiting = (*raise_alone)["ranks"][0];
+  EXPECT_EQ(waiting["blocked_in"], 0);
+  EXPECT_EQ(waiting["trace"][0]["op"], "all_reduce(sum)");
+  EXPECT_EQ(waiting["trace"][0]["dtype"], "int64");
+  EXPECT_EQ((*raise_alone)["ranks"][2]["trace"].size(), 0u);
+  EXPECT_EQ((*raise_alone)["ranks"][2]["state"], "finished");
+  EXPECT_NE((*raise_alone)["ranks"][2]["error"].get<std::string>().find("NotComputableError"), std::string::npos);
+
+  const dh::ReportVariant* hang = nullptr;
+  for (const auto& v : model.variants)
+    if (v.id == "broken/raise_alone:gloo-ws3-empty_rank-cpu") hang = &v;
+  ASSERT_TRUE(hang && hang->timeline);
+  EXPECT_EQ(hang->timeline->divergence, std::optional<std::uint64_t>(0));
+  EXPECT_TRUE(hang->timeline->rows[0][0].blocked);
+  EXPECT_FALSE(hang->timeline->rows[0][2].present);
+  EXPECT_EQ(model.verdict().rfind("FAILED: 3 of 7 variants did not pass (1 fail, ", 0), 0u) << model.verdict();
+
+  std::ifstream md_file(dir / "report.md");
+  std::stringstream md;
+  md << md_file.rdbuf();
+  EXPECT_NE(md.str().find("| `broken/no_sync` | ✅ 1/1 pass | ❌ 1/1 fail |"), std::string::npos) << md.str();
+  EXPECT_NE(md.str().find("<details><summary>⏳ <b>HANG</b> <code>broken/raise_alone:gloo-ws3-empty_rank-cpu</code>"),
+            std::string::npos)
+      << md.str();
+  if (!(dir_env && *dir_env)) fs::remove_all(dir);
 }

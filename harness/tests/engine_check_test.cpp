@@ -8,6 +8,7 @@
 
 #include "distmetrics/harness/check.h"
 #include "distmetrics/harness/report.h"
+#include "distmetrics/harness/report_model.h"
 #include "distmetrics/harness/root_cause.h"
 
 namespace dh = distmetrics::harness;
@@ -263,6 +264,17 @@ dh::Verdict verdict(dh::Outcome outcome, const std::string& scenario_name, const
   v.outcome = outcome;
   v.seconds = 0.41;
   if (outcome == dh::Outcome::Skip) v.reason = "needs 4 GPUs";
+  if (outcome == dh::Outcome::Pass || outcome == dh::Outcome::Fail || outcome == dh::Outcome::Hang) {
+    dh::PropertyResult no_hang;
+    no_hang.name = "no_hang";
+    no_hang.outcome = outcome == dh::Outcome::Hang ? dh::Outcome::Fail : dh::Outcome::Pass;
+    v.properties.push_back(no_hang);
+  }
+  if (outcome == dh::Outcome::Pass) {
+    dh::PropertyResult p;
+    p.name = "equal_to_single";
+    v.properties.push_back(p);
+  }
   if (outcome == dh::Outcome::Fail) {
     v.reason = "equal_to_single failed at compute 1";
     dh::PropertyResult p;
@@ -283,34 +295,132 @@ dh::Verdict verdict(dh::Outcome outcome, const std::string& scenario_name, const
 
 }  // namespace
 
-TEST(Reports, ConsoleProgressAndLastLine) {
-  std::ostringstream out;
-  dh::ConsoleReport console(out, 120, false);
-  for (int i = 0; i < 2; ++i) console.progress(verdict(dh::Outcome::Pass, "core/a", "even"));
+TEST(Reports, ConsoleProgressIsOneSymbolPerVariantOrALineWithVerbose) {
+  std::ostringstream compact;
+  dh::ConsoleReport dots(compact, 120, {});
+  for (int i = 0; i < 2; ++i) dots.progress(verdict(dh::Outcome::Pass, "core/a", "even"));
+  dots.progress(verdict(dh::Outcome::Fail, "core/accuracy_multiclass", "uneven"));
+  dots.progress(verdict(dh::Outcome::Skip, "core/b", "even"));
+  EXPECT_EQ(compact.str(), "..Fs");
+  dots.finish(dh::ReportModel{});
+  EXPECT_EQ(compact.str().rfind("..Fs" + std::string(46, ' ') + "  [  4/120]\n", 0), 0u) << compact.str();
+
+  std::ostringstream lines;
+  dh::ConsoleOptions verbose;
+  verbose.verbose = true;
+  dh::ConsoleReport console(lines, 120, verbose);
+  console.progress(verdict(dh::Outcome::Pass, "core/a", "even"));
   console.progress(verdict(dh::Outcome::Fail, "core/accuracy_multiclass", "uneven"));
-  const std::string text = out.str();
-  EXPECT_NE(text.find("[  1/120] PASS  core/a:gloo-ws4-even-cpu  (0.41 s)\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("[  3/120] FAIL  core/accuracy_multiclass:gloo-ws4-uneven-cpu  (0.41 s)\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("    reproduce: distmetrics run scenarios/core/crafted.toml --filter 'core/accuracy_multiclass:gloo-ws4-uneven-cpu'"),
+  console.progress(verdict(dh::Outcome::Skip, "core/b", "even"));
+  EXPECT_EQ(lines.str(),
+            "[  1/120] PASS  core/a:gloo-ws4-even-cpu  (0.41 s)\n"
+            "[  2/120] FAIL  core/accuracy_multiclass:gloo-ws4-uneven-cpu  (0.41 s): equal_to_single failed at compute 1\n"
+            "[  3/120] SKIP  core/b:gloo-ws4-even-cpu  (needs 4 GPUs)\n");
+
+  std::ostringstream quiet_out;
+  dh::ConsoleOptions quiet;
+  quiet.quiet = true;
+  dh::ConsoleReport silent(quiet_out, 2, quiet);
+  silent.progress(verdict(dh::Outcome::Pass, "core/a", "even"));
+  EXPECT_EQ(quiet_out.str(), "");
+}
+
+TEST(Reports, ConsoleMatrixFailuresOnceAndTheLastLine) {
+  const std::vector<dh::Verdict> verdicts = {verdict(dh::Outcome::Pass, "core/a", "even"),
+                                             verdict(dh::Outcome::Fail, "core/a", "uneven"),
+                                             verdict(dh::Outcome::Skip, "core/b", "even"),
+                                             verdict(dh::Outcome::Hang, "core/b", "uneven")};
+  std::ostringstream end;
+  dh::ConsoleReport summary(end, 4, {});
+  summary.finish(verdicts, 52.34);
+  const std::string text = end.str();
+  EXPECT_NE(text.find("\nscenario  no_hang  equal\n"
+                      "core/a       .       F    1/2 fail\n"
+                      "core/b       H       -    1/1 hang, 1 skipped\n"
+                      "(. pass  F fail  H hang  C crash  E error  s skipped  - not checked; equal = equal_to_single)\n"
+                      "1 skipped: needs 4 GPUs  (--verbose lists them)\n"),
             std::string::npos)
       << text;
-  std::ostringstream end;
-  dh::ConsoleReport summary(end, 4, false);
-  summary.finish({verdict(dh::Outcome::Pass, "core/a", "even"), verdict(dh::Outcome::Fail, "core/a", "uneven"),
-                  verdict(dh::Outcome::Skip, "core/b", "even"), verdict(dh::Outcome::Hang, "core/b", "uneven")},
-                 52.34);
-  const std::string table = end.str();
-  EXPECT_NE(table.find("scenario"), std::string::npos);
-  EXPECT_TRUE(std::regex_search(table, std::regex("core/a +1 +1 +0 +0 +0 +0 +0\\.8")));
-  EXPECT_TRUE(std::regex_search(table, std::regex("total +1 +1 +1 +0 +0 +1")));
-  EXPECT_NE(table.find("HANG core/b:gloo-ws4-uneven-cpu: rank 2 to blame"), std::string::npos) << table;
-  EXPECT_TRUE(table.size() > 10 &&
-              table.substr(table.rfind("distmetrics: ")) == "distmetrics: 1 passed, 1 failed, 1 hang, 0 crash, 0 error, 1 skipped in 52.3 s\n")
-      << table;
+  // Each variant that did not pass: what differed, and its reproduce command once.
+  EXPECT_NE(text.find("\nFAIL  core/a:gloo-ws4-uneven-cpu  (0.41 s)\n    equal_to_single failed at compute 1 <&>\n"
+                      "      single process: 0.5\n"
+                      "    reproduce: distmetrics run scenarios/core/crafted.toml --filter 'core/a:gloo-ws4-uneven-cpu'\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("\nHANG  core/b:gloo-ws4-uneven-cpu  (0.41 s)\n    rank 2 to blame: rank 2 raised NotComputableError\n"
+                      "    rank states: ...\n    reproduce: "),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("reproduce: distmetrics run scenarios/core/crafted.toml --filter 'core/a:gloo-ws4-uneven-cpu'"),
+            text.rfind("reproduce: distmetrics run scenarios/core/crafted.toml --filter 'core/a:gloo-ws4-uneven-cpu'"));
+  EXPECT_EQ(text.substr(text.rfind("\ndistmetrics: ")),
+            "\ndistmetrics: 1 passed, 1 failed, 1 hang, 0 crash, 0 error, 1 skipped in 52.3 s\n")
+      << text;
+
+  // --hide-skips: not even the folded line; --quiet: no matrix.
+  std::ostringstream hidden;
+  dh::ConsoleOptions hide;
+  hide.hide_skips = true;
+  dh::ConsoleReport(hidden, 4, hide).finish(verdicts, 1.0);
+  EXPECT_EQ(hidden.str().find("skipped: needs"), std::string::npos) << hidden.str();
+  std::ostringstream quiet_out;
+  dh::ConsoleOptions quiet;
+  quiet.quiet = true;
+  dh::ConsoleReport(quiet_out, 4, quiet).finish(verdicts, 1.0);
+  EXPECT_EQ(quiet_out.str().find("no_hang"), std::string::npos) << quiet_out.str();
+  EXPECT_NE(quiet_out.str().find("FAIL  core/a:gloo-ws4-uneven-cpu"), std::string::npos) << quiet_out.str();
+
   std::ostringstream skips;
-  dh::ConsoleReport only_skips(skips, 1, true);
+  dh::ConsoleReport only_skips(skips, 1, quiet);
   only_skips.finish({verdict(dh::Outcome::Skip, "core/b", "even")}, 0.1);
   EXPECT_NE(skips.str().find("every variant was skipped: nothing ran"), std::string::npos);
+}
+
+TEST(Reports, ModelMatrixCellsSkipsAndVerdict) {
+  const auto model = dh::report_model(dh::json_report(
+      {verdict(dh::Outcome::Pass, "core/a", "even"), verdict(dh::Outcome::Fail, "core/a", "uneven"),
+       verdict(dh::Outcome::Skip, "core/b", "even"), verdict(dh::Outcome::Skip, "core/b", "round_robin"),
+       verdict(dh::Outcome::Hang, "core/b", "uneven")},
+      "2024-05-01T12:00:00Z", 3.0));
+  EXPECT_EQ(model.columns, (std::vector<std::string>{"no_hang", "equal_to_single"}));
+  ASSERT_EQ(model.rows.size(), 2u);
+  const auto& equal_a = model.rows[0].cells[1];
+  EXPECT_EQ(equal_a.worst, "fail");
+  EXPECT_EQ(equal_a.counts(), "1/2 fail");
+  EXPECT_EQ(model.rows[0].cells[0].counts(), "2/2 pass");
+  EXPECT_EQ(model.rows[1].cells[0].worst, "hang");
+  EXPECT_EQ(model.rows[1].cells[0].counts(), "1/1 hang");
+  EXPECT_EQ(model.rows[1].cells[0].skipped, 2);
+  ASSERT_EQ(model.skips.size(), 1u);
+  EXPECT_EQ(model.skips[0].reason, "needs 4 GPUs");
+  EXPECT_EQ(model.skips[0].count, 2);
+  EXPECT_EQ(model.verdict(), "FAILED: 2 of 3 variants did not pass (1 fail, 1 hang); 2 skipped");
+  ASSERT_EQ(model.not_passed().size(), 2u);
+  const auto& failure = *model.not_passed()[0];
+  ASSERT_EQ(failure.findings.size(), 1u);
+  EXPECT_EQ(failure.findings[0].single, "0.5");
+  ASSERT_EQ(failure.findings[0].ranks.size(), 2u);
+  EXPECT_EQ(failure.findings[0].ranks[1].value, "0.6");
+  EXPECT_THROW(dh::report_model(json{{"summary", json::object()}}), std::invalid_argument);
+
+  // Markdown: a matrix row per scenario, one <details> per variant that did not pass, each
+  // reproduce command once.
+  const std::string md = dh::render_markdown(model);
+  EXPECT_NE(md.find("| `core/a` | ✅ 2/2 pass | ❌ 1/2 fail |"), std::string::npos) << md;
+  EXPECT_NE(md.find("<details><summary>❌ <b>FAIL</b> <code>core/a:gloo-ws4-uneven-cpu</code>: equal_to_single failed at "
+                    "compute 1</summary>"),
+            std::string::npos)
+      << md;
+  const std::string command = "distmetrics run scenarios/core/crafted.toml --filter 'core/a:gloo-ws4-uneven-cpu'";
+  EXPECT_NE(md.find(command), std::string::npos);
+  EXPECT_EQ(md.find(command), md.rfind(command));
+  EXPECT_NE(md.find("2 × needs 4 GPUs"), std::string::npos) << md;
+  // HTML: escaped, self-contained.
+  const std::string html = dh::render_html(model);
+  EXPECT_NE(html.find("equal_to_single failed at compute 1 &lt;&amp;&gt;"), std::string::npos);
+  EXPECT_EQ(html.find("<link"), std::string::npos);
+  EXPECT_EQ(html.find("src=\""), std::string::npos);
+  EXPECT_EQ(html.find("http"), std::string::npos);
 }
 
 TEST(Reports, JsonFollowsTheContract) {
@@ -327,7 +437,8 @@ TEST(Reports, JsonFollowsTheContract) {
   EXPECT_EQ(v["world_size"], 4);
   EXPECT_TRUE(v["diagnosis"].is_null());
   EXPECT_EQ(v["reproduce"], "distmetrics run scenarios/core/crafted.toml --filter 'core/a:gloo-ws4-uneven-cpu'");
-  const auto& p = v["properties"][0];
+  EXPECT_EQ(v["properties"][0]["name"], "no_hang");
+  const auto& p = v["properties"][1];
   EXPECT_EQ(p["name"], "equal_to_single");
   EXPECT_EQ(p["outcome"], "fail");
   EXPECT_EQ(p["single"], 0.5);

@@ -213,7 +213,7 @@ int run_conform(const ConformOptions& o, std::ostream& out, std::ostream& err) {
     checked.push_back(kAgreesWithReference);
   }
   harness::LocalPools pools({}, 1);
-  int done = 0;
+  harness::ConsoleReport console(out, static_cast<int>(items.size()), o.console);
   for (std::size_t i : order) {
     const auto& item = items[i];
     Verdict& verdict = result.verdicts[i];
@@ -228,22 +228,23 @@ int run_conform(const ConformOptions& o, std::ostream& out, std::ostream& err) {
         verdict.reason = std::string("could not start the rank pool: ") + e.what();
       }
     }
-    ++done;
-    const bool passed = verdict.outcome == Outcome::Pass || verdict.outcome == Outcome::Skip;
-    if (!o.quiet || !passed) detail::print_progress(out, verdict, done, static_cast<int>(items.size()));
+    console.progress(verdict);
   }
   pools.clear();
   result.started = started;
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
-  detail::print_console_report(out, result, o.quiet);
+  // One model from the JSON report for every view.
+  const json report = detail::json_report(result);
+  const harness::ReportModel model = detail::report_model(result, report);
+  console.finish(model);
   bool written = true;
-  if (!o.json_file.empty())
-    written = harness::write_report_file(o.json_file, detail::json_report(result).dump(2) + "\n", err) && written;
+  if (!o.json_file.empty()) written = harness::write_report_file(o.json_file, report.dump(2) + "\n", err) && written;
   if (!o.junit_file.empty())
     written = harness::write_report_file(o.junit_file, harness::junit_report(result.verdicts, result.seconds), err) && written;
   if (!o.markdown_file.empty())
-    written = harness::write_report_file(o.markdown_file, detail::markdown_report(result), err) && written;
+    written = harness::write_report_file(o.markdown_file, harness::render_markdown(model), err) && written;
+  if (!o.html_file.empty()) written = harness::write_report_file(o.html_file, harness::render_html(model), err) && written;
   return harness::exit_code(result.verdicts, !written);
 }
 

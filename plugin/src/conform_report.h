@@ -1,16 +1,17 @@
-// The conformance report: a matrix metric x property x variant (backend, world size, shard,
-// placement) with pass, fail, hang, crash, error or skip in every cell, and under it, for each
-// variant that did not pass, what differed and the one command that reproduces it. On the
-// console, in Markdown, in JSON (the `run` report plus the plugin and the matrix) and in JUnit.
+// The conformance report's data: the JSON report (the `run` report plus the plugin, the
+// properties and the matrix metric x property x variant with pass, fail, hang, crash, error or
+// skip in every cell), and the report model built from it with conform's header (the plugin
+// and the reference it was compared with). The views (console, Markdown, HTML) are harness's
+// (report_model.h); JUnit is `run`'s.
 #pragma once
 
 #include <nlohmann/json.hpp>
 
 #include <map>
-#include <ostream>
 #include <string>
 #include <vector>
 
+#include "distmetrics/harness/report_model.h"
 #include "distmetrics/harness/verdict.h"
 #include "distmetrics/plugin/loader.h"
 
@@ -36,11 +37,8 @@ std::vector<std::string> matrix_properties(const ConformResult& result);
 // in every column: none of its properties could be judged.
 std::string matrix_cell(const harness::Verdict& verdict, const std::string& property);
 
-// "[ 3/12] PASS  mean_absolute_error:gloo-ws2-even-cpu  (0.41 s)"
-void print_progress(std::ostream& out, const harness::Verdict& verdict, int done, int total);
-// The matrices, the details of every variant that did not pass, and the last line.
-void print_console_report(std::ostream& out, const ConformResult& result, bool quiet);
-std::string markdown_report(const ConformResult& result);
 nlohmann::json json_report(const ConformResult& result);
+// The model of `report` (json_report(result)), titled and headed for the plugin; rows are metrics.
+harness::ReportModel report_model(const ConformResult& result, const nlohmann::json& report);
 
 }  // namespace distmetrics::plugin::detail

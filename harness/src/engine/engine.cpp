@@ -166,6 +166,44 @@ bool error_matches_reference(const StepError& error, const RankObservation& obs,
   return false;
 }
 
+// What the report shows of each rank: its state, its share of the data and its collectives,
+// with the script step each was issued in when the rank returned its observation.
+std::vector<RankReport> rank_reports(const Scenario& scenario, const runtime::JobResult& run) {
+  std::vector<RankReport> out;
+  for (const auto& r : run.ranks) {
+    RankReport report;
+    report.rank = r.rank;
+    report.state = to_string(r.state);
+    std::vector<int> steps;
+    if (r.state == runtime::RankState::Finished && r.result.is_object()) {
+      if (r.result.contains("samples")) report.samples = r.result.at("samples").get<std::int64_t>();
+      if (r.result.contains("batches")) report.batches = r.result.at("batches").get<std::int64_t>();
+      if (r.result.contains("trace_steps")) steps = r.result.at("trace_steps").get<std::vector<int>>();
+      const auto& e = r.result.value("error", json());
+      if (e.is_object()) report.error = e.value("type", "") + " at " + e.value("op", "") + ": " + first_line(e.value("message", ""));
+    }
+    for (std::size_t i = 0; i < r.trace.size(); ++i) {
+      const auto& record = r.trace[i];
+      TraceEntry entry{record.seq, record.op, record.dtype, record.shape, 0, ""};
+      if (i < steps.size() && steps[i] >= 0) {
+        entry.script_step = steps[i] + 1;
+        if (static_cast<std::size_t>(steps[i]) < scenario.script.size()) entry.step_text = scenario.script[steps[i]].text;
+      }
+      report.trace.push_back(std::move(entry));
+    }
+    if (r.blocked_in) {
+      report.blocked_in = r.blocked_in->seq;
+      // A rank blocked inside a collective it had not completed: the trace shows it too.
+      if (report.trace.empty() || report.trace.back().seq < r.blocked_in->seq)
+        report.trace.push_back({r.blocked_in->seq, r.blocked_in->op, r.blocked_in->dtype, r.blocked_in->shape, 0, ""});
+    }
+    if (report.error.empty() && !r.error.empty()) report.error = (r.error_type.empty() ? "" : r.error_type + ": ") + first_line(r.error);
+    if (report.error.empty() && !r.how_died.empty()) report.error = r.how_died;
+    out.push_back(std::move(report));
+  }
+  return out;
+}
+
 }  // namespace
 
 runtime::Job make_variant_request(const Scenario& scenario, const Variant& variant, double deadline_seconds) {
@@ -251,6 +289,8 @@ Verdict Engine::judge(const Scenario& scenario, const Variant& variant, const ru
     if (!shard_text.empty()) text += (text.empty() || text.back() == '\n' ? "" : "\n") + shard_text;
     return text;
   };
+  v.ranks = rank_reports(scenario, run);
+  v.tolerance = {{"rtol", scenario.tolerance.rtol}, {"atol", scenario.tolerance.atol}, {"exact", scenario.tolerance.exact}};
 
   if (run.status == runtime::RunStatus::Crash || run.status == runtime::RunStatus::Hang) {
     int blamed = run.blamed_rank;

@@ -61,6 +61,7 @@ json RankObservation::to_json() const {
             {"computes", computes_json},
             {"collectives", collectives},
             {"trace", trace},
+            {"trace_steps", trace_steps},
             {"seconds", seconds}};
   j["error"] = error ? json{{"step", error->step}, {"op", error->op},       {"type", error->type},
                             {"message", error->message}, {"at", error->at}, {"full_type", error->full_type},
@@ -91,6 +92,7 @@ RankObservation RankObservation::from_json(const json& j) {
   }
   o.collectives = j.at("collectives");
   if (j.contains("trace")) o.trace = j.at("trace").get<std::vector<std::string>>();
+  if (j.contains("trace_steps")) o.trace_steps = j.at("trace_steps").get<std::vector<int>>();
   o.seconds = j.at("seconds");
   if (!j.at("error").is_null()) {
     const auto& e = j.at("error");

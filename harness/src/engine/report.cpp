@@ -25,13 +25,6 @@ std::string upper(std::string s) {
   return s;
 }
 
-std::string indent(const std::string& text, const std::string& prefix) {
-  std::istringstream in(text);
-  std::ostringstream out;
-  for (std::string line; std::getline(in, line);) out << prefix << line << "\n";
-  return out.str();
-}
-
 std::string xml_escape(const std::string& s) {
   std::string out;
   for (char ch : s) {
@@ -92,64 +85,56 @@ Summary summarize(const std::vector<Verdict>& verdicts, double seconds) {
   return s;
 }
 
-ConsoleReport::ConsoleReport(std::ostream& out, int total, bool quiet) : out_(out), total_(total), quiet_(quiet) {}
+ConsoleReport::ConsoleReport(std::ostream& out, int total, ConsoleOptions options)
+    : out_(out), total_(total), options_(options) {}
+
+namespace {
+constexpr int kSymbolsPerLine = 50;
+char progress_symbol(Outcome outcome) {
+  switch (outcome) {
+    case Outcome::Pass: return '.';
+    case Outcome::Fail: return 'F';
+    case Outcome::Hang: return 'H';
+    case Outcome::Crash: return 'C';
+    case Outcome::Error: return 'E';
+    case Outcome::Skip: return 's';
+  }
+  return '?';
+}
+}  // namespace
+
+void ConsoleReport::end_progress_line() {
+  if (column_ == 0) return;
+  const int width = static_cast<int>(std::to_string(std::max(total_, 1)).size());
+  out_ << std::string(static_cast<std::size_t>(kSymbolsPerLine - column_), ' ') << "  [" << std::setw(width) << done_
+       << "/" << total_ << "]\n";
+  column_ = 0;
+}
 
 void ConsoleReport::progress(const Verdict& v) {
   ++done_;
-  const bool passed = v.outcome == Outcome::Pass || v.outcome == Outcome::Skip;
-  if (quiet_ && passed) return;
+  if (options_.quiet) return;
+  if (!options_.verbose) {
+    out_ << progress_symbol(v.outcome);
+    if (++column_ == kSymbolsPerLine) end_progress_line();
+    out_.flush();
+    return;
+  }
   const int width = static_cast<int>(std::to_string(std::max(total_, 1)).size());
   out_ << "[" << std::setw(width) << done_ << "/" << total_ << "] " << std::left << std::setw(5)
        << upper(to_string(v.outcome)) << std::right << " " << v.variant.id << "  ";
   if (v.outcome == Outcome::Skip) out_ << "(" << v.reason << ")\n";
-  else out_ << "(" << seconds_text(v.seconds) << " s)\n";
-  if (!passed) {
-    const std::string text = details(v);
-    out_ << indent(text, "    ");
-    if (text.find("reproduce: ") == std::string::npos) out_ << "    reproduce: " << v.variant.reproduce() << "\n";
-  }
+  else out_ << "(" << seconds_text(v.seconds) << " s)" << (v.outcome == Outcome::Pass ? "" : ": " + v.reason) << "\n";
   out_.flush();
 }
 
+void ConsoleReport::finish(const ReportModel& model) {
+  end_progress_line();
+  render_console(model, out_, options_);
+}
+
 void ConsoleReport::finish(const std::vector<Verdict>& verdicts, double seconds) {
-  const auto summary = summarize(verdicts, seconds);
-  if (!quiet_ && !verdicts.empty()) {
-    // One row per scenario, in the order they first appear.
-    std::vector<std::string> order;
-    std::map<std::string, Summary> rows;
-    for (const auto& v : verdicts) {
-      if (!rows.count(v.variant.scenario)) order.push_back(v.variant.scenario);
-      rows[v.variant.scenario].add(v.outcome);
-      rows[v.variant.scenario].seconds += v.seconds;
-    }
-    std::size_t name_width = 8;
-    for (const auto& name : order) name_width = std::max(name_width, name.size());
-    auto row = [&](const std::string& name, const Summary& s) {
-      out_ << std::left << std::setw(static_cast<int>(name_width)) << name << std::right << std::setw(6) << s.pass
-           << std::setw(6) << s.fail << std::setw(6) << s.hang << std::setw(6) << s.crash << std::setw(6) << s.error
-           << std::setw(6) << s.skip << std::setw(10) << seconds_text(s.seconds, 1) << "\n";
-    };
-    out_ << "\n" << std::left << std::setw(static_cast<int>(name_width)) << "scenario" << std::right << std::setw(6)
-         << "pass" << std::setw(6) << "fail" << std::setw(6) << "hang" << std::setw(6) << "crash" << std::setw(6)
-         << "error" << std::setw(6) << "skip" << std::setw(10) << "seconds" << "\n";
-    for (const auto& name : order) row(name, rows[name]);
-    Summary total = summary;
-    row("total", total);
-  }
-  std::vector<const Verdict*> bad;
-  for (const auto& v : verdicts)
-    if (v.outcome != Outcome::Pass && v.outcome != Outcome::Skip) bad.push_back(&v);
-  if (!bad.empty()) {
-    out_ << "\nnot passed:\n";
-    for (const auto* v : bad)
-      out_ << "  " << upper(to_string(v->outcome)) << " " << v->variant.id << ": " << v->reason << "\n"
-           << "    reproduce: " << v->variant.reproduce() << "\n";
-  }
-  if (summary.total > 0 && summary.skip == summary.total)
-    out_ << "distmetrics: every variant was skipped: nothing ran\n";
-  if (summary.total == 0) out_ << "distmetrics: no variant matched the selection: nothing ran (exit code 2)\n";
-  out_ << "distmetrics: " << summary.line() << "\n";
-  out_.flush();
+  finish(report_model(json_report(verdicts, now_iso8601(), seconds)));
 }
 
 nlohmann::json json_report(const std::vector<Verdict>& verdicts, const std::string& started, double seconds) {

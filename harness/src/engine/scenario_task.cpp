@@ -52,6 +52,7 @@ nlohmann::json run_scenario_variant_task(runtime::TaskContext& ctx) {
   obs.comm_device = ctx.comm.device().str();
   int step = -1;
   std::string op = "setup";
+  std::vector<std::uint64_t> step_starts;  // collectives issued before each step began
   try {
     const Dataset data = generate_data(scenario.data);
     const ShardPlan plan = variant_shard_plan(scenario, data, shard, ctx.world_size);
@@ -74,6 +75,7 @@ nlohmann::json run_scenario_variant_task(runtime::TaskContext& ctx) {
     const auto& mine = plan.ranks[ctx.rank];
     for (std::size_t s = 0; s < script.steps.size(); ++s) {
       step = static_cast<int>(s);
+      step_starts.push_back(ctx.comm.collectives_issued());
       const auto& action = script.steps[s];
       // What a crash report names: the step, its text and the method.
       const std::string where = "script step " + std::to_string(s + 1) + " ('" + scenario.script.at(s).text + "'): ";
@@ -142,7 +144,12 @@ nlohmann::json run_scenario_variant_task(runtime::TaskContext& ctx) {
   runtime::set_task_context("");
   ctx.comm.set_issuer(-1, -1);
   obs.collectives = ctx.comm.collectives_issued();
-  for (const auto& record : ctx.comm.trace()) obs.trace.push_back(record.describe());
+  for (const auto& record : ctx.comm.trace()) {
+    obs.trace.push_back(record.describe());
+    int issued_in = -1;
+    while (issued_in + 1 < static_cast<int>(step_starts.size()) && step_starts[issued_in + 1] <= record.seq) ++issued_in;
+    obs.trace_steps.push_back(issued_in);
+  }
   obs.seconds = since(start);
   return obs.to_json();
 }

@@ -30,9 +30,28 @@ const PropertyResult* Verdict::property(const std::string& name) const {
   return nullptr;
 }
 
+nlohmann::json RankReport::to_json() const {
+  nlohmann::json collectives = nlohmann::json::array();
+  for (const auto& t : trace) {
+    collectives.push_back({{"seq", t.seq}, {"op", t.op}, {"dtype", t.dtype}, {"shape", t.shape},
+                           {"script_step", t.script_step ? nlohmann::json(t.script_step) : nlohmann::json(nullptr)},
+                           {"step", t.step_text.empty() ? nlohmann::json(nullptr) : nlohmann::json(t.step_text)}});
+  }
+  auto optional = [](const auto& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+  return {{"rank", rank},
+          {"state", state},
+          {"samples", optional(samples)},
+          {"batches", optional(batches)},
+          {"trace", collectives},
+          {"blocked_in", optional(blocked_in)},
+          {"error", error.empty() ? nlohmann::json(nullptr) : nlohmann::json(error)}};
+}
+
 nlohmann::json Verdict::to_json() const {
   nlohmann::json props = nlohmann::json::array();
   for (const auto& p : properties) props.push_back(p.to_json());
+  nlohmann::json rank_reports = nlohmann::json::array();
+  for (const auto& r : ranks) rank_reports.push_back(r.to_json());
   return {{"id", variant.id},
           {"scenario", variant.scenario},
           {"file", variant.file},
@@ -48,7 +67,9 @@ nlohmann::json Verdict::to_json() const {
           {"diagnosis", diagnosis.empty() ? nlohmann::json(nullptr) : nlohmann::json(diagnosis)},
           {"root_cause", root_cause},
           {"shards", shards},
-          {"reproduce", variant.reproduce()}};
+          {"reproduce", variant.reproduce()},
+          {"tolerance", tolerance},
+          {"ranks", rank_reports}};
 }
 
 }  // namespace distmetrics::harness

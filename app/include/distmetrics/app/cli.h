@@ -2,7 +2,8 @@
 //   distmetrics list     [PATHS...] [SELECTION] [--json]
 //   distmetrics validate [PATHS...]
 //   distmetrics run      [PATHS...] [SELECTION] [--deadline SECONDS] [--launcher local|mpi|env]
-//                        [--json FILE] [--junit FILE] [--quiet]
+//                        [--json FILE] [--junit FILE] [--html FILE] [--markdown FILE]
+//                        [--quiet | --verbose] [--hide-skips]
 //   distmetrics conform  --plugin PATH [--metric NAME]... [PATHS...] [SELECTION] ...
 //   SELECTION: [--backend B[,B..]] [--world-sizes 1,2,4] [--shard S[,S..]] [--placement P[,P..]]
 //              [--filter GLOB]...
@@ -15,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "distmetrics/harness/report_model.h"
 #include "distmetrics/harness/variant.h"
 
 namespace CLI {
@@ -35,5 +37,8 @@ void add_selection_options(CLI::App& command, std::vector<std::string>& paths, h
 constexpr double kMinDeadlineSeconds = 0.1;
 constexpr double kMaxDeadlineSeconds = 3600;
 void add_deadline_option(CLI::App& command, std::optional<double>& deadline);
+
+// --quiet, --verbose and --hide-skips, as `run` and `conform` take them.
+void add_console_flags(CLI::App& command, harness::ConsoleOptions& options);
 
 }  // namespace distmetrics::app

@@ -1,5 +1,6 @@
-// Reports of a run: a console progress line per variant, a summary table and a last line that
-// can be grepped; the JSON report and JUnit XML of docs/cli-contract.md; the exit code.
+// Reports of a run: console progress, then the report model's console view (report_model.h)
+// ending in a last line that can be grepped; the JSON report and JUnit XML of
+// docs/cli-contract.md; the exit code.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -8,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "distmetrics/harness/report_model.h"
 #include "distmetrics/harness/verdict.h"
 
 namespace distmetrics::harness {
@@ -23,19 +25,22 @@ Summary summarize(const std::vector<Verdict>& verdicts, double seconds);
 
 class ConsoleReport {
  public:
-  // `total` sizes the counter; quiet: no line for passed or skipped variants, no table.
-  ConsoleReport(std::ostream& out, int total, bool quiet);
-  // "[  3/120] PASS  core/accuracy_multiclass:gloo-ws4-uneven-cpu  (0.41 s)", then for a
-  // variant that did not pass, why, and the command that reproduces it.
+  // `total` sizes the counter. By default each finished variant prints one symbol (". F H C E s",
+  // 50 to a line, each line ending in its count); verbose: a line per variant,
+  // "[  3/120] PASS  core/accuracy_multiclass:gloo-ws4-uneven-cpu  (0.41 s)"; quiet: nothing.
+  ConsoleReport(std::ostream& out, int total, ConsoleOptions options);
   void progress(const Verdict& verdict);
-  // The summary table (per scenario), the list of variants that did not pass, the last line.
-  void finish(const std::vector<Verdict>& verdicts, double seconds);
+  // The matrix, the folded skips, what did not pass and the last line (render_console).
+  void finish(const ReportModel& model);
+  void finish(const std::vector<Verdict>& verdicts, double seconds);  // the model of json_report()
 
  private:
+  void end_progress_line();
   std::ostream& out_;
   int total_;
   int done_ = 0;
-  bool quiet_;
+  int column_ = 0;
+  ConsoleOptions options_;
 };
 
 nlohmann::json json_report(const std::vector<Verdict>& verdicts, const std::string& started_iso8601, double seconds);

@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,6 +28,29 @@ struct PropertyResult {
   nlohmann::json to_json() const;
 };
 
+// One collective a rank issued, for the report's per-rank timeline.
+struct TraceEntry {
+  std::uint64_t seq = 0;
+  std::string op;                   // "all_reduce(sum)", "all_gather", ...
+  std::string dtype;                // empty for barrier
+  std::vector<std::int64_t> shape;  // this rank's contribution
+  int script_step = 0;              // 1-based script step it was issued in; 0 when not recorded
+  std::string step_text;            // that step as written ("compute"), when recorded
+};
+
+// What the report shows of one rank: how it ended, its share of the data, its collectives.
+struct RankReport {
+  int rank = 0;
+  std::string state;                     // "finished", "raised", "timed_out", "stuck", "crashed", "ended"
+  std::optional<std::int64_t> samples;   // in its shard, when the rank reported them
+  std::optional<std::int64_t> batches;
+  std::vector<TraceEntry> trace;         // every collective it completed or entered, in order
+  std::optional<std::uint64_t> blocked_in;  // seq of the collective it was inside when it stopped
+  std::string error;                     // one line, when it raised or died
+
+  nlohmann::json to_json() const;
+};
+
 struct Verdict {
   Variant variant;
   Outcome outcome = Outcome::Pass;
@@ -39,6 +63,8 @@ struct Verdict {
   nlohmann::json root_cause;
   // Each rank's shard, the first clue to an uneven-shard bug: [{rank, samples, batches}].
   nlohmann::json shards = nlohmann::json::array();
+  std::vector<RankReport> ranks;  // per rank, when the variant ran (empty for a skip)
+  nlohmann::json tolerance;       // {"rtol", "atol", "exact"} of the scenario, or null
 
   const PropertyResult* property(const std::string& name) const;
   nlohmann::json to_json() const;  // the JSON report's per-variant object

@@ -1,7 +1,8 @@
 // `distmetrics conform`: does a plugin's metric behave like a distributed metric must?
 //
 //   distmetrics conform --plugin PATH [--metric NAME]... [PATHS...] [SELECTION]
-//                       [--deadline S] [--json F] [--junit F] [--markdown F] [--quiet]
+//                       [--deadline S] [--json F] [--junit F] [--markdown F] [--html F]
+//                       [--quiet | --verbose] [--hide-skips]
 //
 // Runs every scenario whose metric the plugin provides, with the plugin's metric on every rank,
 // and checks every property of the scenario (docs/design.md) plus agrees_with_reference: on every
@@ -27,6 +28,7 @@
 #include "distmetrics/harness/scenario.h"
 #include "distmetrics/harness/shard.h"
 #include "distmetrics/harness/variant.h"
+#include "distmetrics/harness/report_model.h"
 #include "distmetrics/harness/verdict.h"
 #include "distmetrics/plugin/loader.h"
 
@@ -42,8 +44,8 @@ struct ConformOptions {
   std::vector<std::string> paths;    // scenario files or folders (empty: the default scenarios)
   harness::Selection selection;
   std::optional<double> deadline;    // seconds per variant, overriding the scenarios'
-  std::string json_file, junit_file, markdown_file;
-  bool quiet = false;
+  std::string json_file, junit_file, markdown_file, html_file;
+  harness::ConsoleOptions console;   // --quiet, --verbose, --hide-skips
 };
 
 int run_conform(const ConformOptions& options, std::ostream& out, std::ostream& err);

@@ -1,0 +1,147 @@
+// The report model: one reading of a JSON report (docs/cli-contract.md), the machine-readable
+// source, and three views rendered from it: the console, Markdown (a pull-request comment) and a
+// self-contained HTML page. `run` and `conform` both build their reports here.
+//
+//   ReportModel model = report_model(json_report(verdicts, started, seconds));
+//   render_console(model, std::cout, {});
+//   write(render_html(model));
+//
+// The matrix has one row per scenario (`run`) or per metric (`conform`) and one column per
+// property; a cell holds the worst outcome over the row's variants and how many did not pass.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace distmetrics::harness {
+
+// Outcomes from best to worst; a cell shows the worst of its variants'.
+// "pass" < "skip" (nothing ran) is not a ranking: a cell with any run variant shows that one.
+int outcome_severity(const std::string& outcome);  // pass 0, skip -1, fail 1, error 2, hang 3, crash 4
+// The matrix's short column header for a property ("equal" for equal_to_single).
+std::string property_label(const std::string& property);
+
+struct ReportCell {
+  std::string worst;  // the worst outcome of its run variants, "skip" when all skipped, "" not checked
+  int ran = 0;        // variants that ran (not skipped)
+  int bad = 0;        // of those, not passed
+  int skipped = 0;
+  std::vector<std::size_t> variants;  // indices into ReportModel::variants
+  std::string anchor;                 // HTML id of the cell's variant table
+  bool checked() const { return !worst.empty(); }
+  std::string counts() const;  // "3/12 fail", "12/12 pass", "4 skipped"
+};
+
+struct ReportRow {
+  std::string name;
+  std::vector<ReportCell> cells;  // one per ReportModel::columns
+  int variants = 0, ran = 0, bad = 0, skipped = 0;
+  std::string worst;  // over its variants
+};
+
+// One rank's part in a failed property.
+struct RankValue {
+  int rank = 0;
+  std::string value;                  // text of its value ("3.74", "raised NotComputableError")
+  std::optional<double> difference;   // |value - single| when both are numbers (largest entry)
+  std::optional<std::int64_t> samples, batches;
+  bool differs = false;
+};
+
+struct Finding {  // a property that failed
+  std::string property;
+  std::string headline;  // the message's first line: what failed and what it means
+  std::string single;    // the single-process value's text
+  std::vector<RankValue> ranks;
+  std::optional<double> difference;
+  std::string tolerance;  // "rtol 1e-06, atol 1e-09; integer tensors exact"
+  std::string message;    // the full message, without its variant and reproduce lines
+};
+
+// A per-rank timeline of collectives, aligned by sequence number.
+struct TimelineCell {
+  bool present = false;  // the rank issued a collective with this sequence number
+  std::string op, dtype, shape;
+  int script_step = 0;  // 0: not recorded
+  std::string step_text;
+  bool blocked = false;  // the rank was inside it when it stopped
+  std::string signature() const { return op + " " + dtype + " " + shape; }
+};
+struct Timeline {
+  std::vector<int> ranks;
+  std::vector<std::string> states;      // per rank
+  std::vector<std::string> errors;      // per rank, one line or empty
+  std::vector<std::uint64_t> seqs;      // rows shown
+  std::vector<std::vector<TimelineCell>> rows;  // per row, per rank
+  std::optional<std::uint64_t> divergence;      // first seq where the ranks differ
+  std::size_t omitted = 0;              // leading rows left out (all ranks agreed)
+  std::size_t omitted_after = 0;        // rows after the divergence left out
+};
+
+struct ReportVariant {
+  std::size_t index = 0;
+  std::string id, row, scenario, file, backend, shard, placement, outcome, reason, reproduce, diagnosis;
+  int world_size = 0;
+  double seconds = 0;
+  std::string anchor;  // HTML id
+  std::vector<std::pair<std::string, std::string>> cells;  // property -> outcome, in column order
+  std::vector<Finding> findings;  // failed properties
+  std::vector<RankValue> rank_counts;  // per rank: samples and batches, when reported
+  std::optional<Timeline> timeline;    // hang, crash and error outcomes whose ranks issued collectives
+  std::string details;  // the console text: what differed (or happened); no reproduce line
+  bool passed() const { return outcome == "pass" || outcome == "skip"; }
+};
+
+// Skips grouped by the gist of their reason ("needs 2 GPUs"), with the full reasons behind it.
+struct SkipGroup {
+  std::string reason;  // the reason up to its first " (": "needs 2 GPUs"
+  int count = 0;
+  std::vector<std::pair<std::string, int>> reasons;  // each full reason and its count
+};
+
+struct ReportCounts {
+  int pass = 0, fail = 0, hang = 0, crash = 0, error = 0, skip = 0, total = 0;
+  double seconds = 0;
+  std::string line() const;  // "118 passed, 1 failed, 0 hang, 0 crash, 0 error, 1 skipped in 52.3 s"
+};
+
+struct ReportModel {
+  std::string title = "distmetrics run";
+  std::string last_line_prefix = "distmetrics";  // the greppable last line: "<prefix>: N passed, ..."
+  std::vector<std::pair<std::string, std::string>> header;  // label, value
+  std::string row_kind = "scenario";  // "scenario" or "metric"
+  std::vector<std::string> columns;   // properties
+  std::vector<ReportRow> rows;
+  std::vector<ReportVariant> variants;
+  std::vector<SkipGroup> skips;  // grouped reasons, most frequent first
+  ReportCounts counts;
+  std::string started, distmetrics_version, torch_version;
+  std::string worst;  // over every variant that ran; "" when none did
+
+  std::string verdict() const;  // one line: "FAILED: 2 of 31 variants did not pass (1 fail, 1 hang); 28 skipped"
+  std::vector<const ReportVariant*> not_passed() const;
+};
+
+// Reads a JSON report (`run`'s, or `conform`'s with "plugin", "properties" and "matrix"; a
+// variant's "metric" makes the rows metrics). Throws std::invalid_argument naming the field
+// when the JSON is not a report.
+ReportModel report_model(const nlohmann::json& report);
+
+struct ConsoleOptions {
+  bool quiet = false;       // no matrix: only what did not pass, and the last line
+  bool verbose = false;     // the caller printed a line per variant; list skipped variants too
+  bool hide_skips = false;  // not even the folded line that counts the skipped variants
+};
+// The matrix, its legend, the folded skips, what did not pass with the command that
+// reproduces it (once), and the greppable last line.
+void render_console(const ReportModel& model, std::ostream& out, const ConsoleOptions& options);
+std::string render_markdown(const ReportModel& model);
+std::string render_html(const ReportModel& model);
+
+}  // namespace distmetrics::harness

@@ -1,0 +1,66 @@
+#include "text.h"
+
+#include <cctype>
+#include <cmath>
+#include <iomanip>
+#include <sstream>
+
+namespace distmetrics::harness::text {
+
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+std::string without_variant_lines(const std::string& message) {
+  std::istringstream in(message);
+  std::ostringstream out;
+  for (std::string line; std::getline(in, line);) {
+    const auto start = line.find_first_not_of(' ');
+    if (start != std::string::npos &&
+        (line.compare(start, 9, "variant: ") == 0 || line.compare(start, 11, "reproduce: ") == 0))
+      continue;
+    out << line << "\n";
+  }
+  return out.str();
+}
+
+std::string indent(const std::string& text, const std::string& prefix) {
+  std::istringstream in(text);
+  std::ostringstream out;
+  for (std::string line; std::getline(in, line);) out << prefix << line << "\n";
+  return out.str();
+}
+
+std::string upper(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string fixed(double value, int precision) {
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(precision) << value;
+  return out.str();
+}
+
+std::string number(double value) {
+  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+  std::ostringstream out;
+  out << std::setprecision(6) << value;
+  return out.str();
+}
+
+std::string html_escape(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace distmetrics::harness::text
