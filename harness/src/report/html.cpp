@@ -278,7 +278,7 @@ void failures(std::ostringstream& h, const ReportModel& m) {
     }
     if (v->timeline) timeline(h, *v->timeline);
     if (!v->diagnosis.empty())
-      h << "<details class=\"diagnosis\"" << (v->findings.empty() ? " open" : "") << "><summary>diagnosis</summary><pre>"
+      h << "<details class=\"diagnosis\"" << (v->outcome != "fail" ? " open" : "") << "><summary>diagnosis</summary><pre>"
         << html_escape(v->diagnosis) << "</pre></details>\n";
     else if (!v->details.empty())
       h << "<details class=\"message\"><summary>full message</summary><pre>" << html_escape(v->details)
