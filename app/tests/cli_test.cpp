@@ -155,11 +155,24 @@ TEST(Cli, ARealRunRendersEveryView) {
   // Each rank's share of the data, and its collectives with the script step that issued them.
   const nlohmann::json* no_sync = nullptr;
   const nlohmann::json* raise_alone = nullptr;
+  const nlohmann::json* passed = nullptr;
+  const nlohmann::json* gather = nullptr;
   for (const auto& v : report["variants"]) {
+    if (v["id"] == "broken/gather_per_element:gloo-ws2-uneven-cpu") gather = &v;
+    if (v["id"] == "broken/correct_mean:gloo-ws2-uneven-cpu") passed = &v;
     if (v["id"] == "broken/no_sync:gloo-ws2-uneven-cpu") no_sync = &v;
     if (v["id"] == "broken/raise_alone:gloo-ws3-empty_rank-cpu") raise_alone = &v;
   }
-  ASSERT_TRUE(no_sync && raise_alone);
+  ASSERT_TRUE(no_sync && raise_alone && passed && gather);
+  // A variant that passed keeps its ranks' shares but not their collectives (reports stay small).
+  EXPECT_EQ((*passed)["ranks"][1]["batches"].get<int>() + (*passed)["ranks"][0]["batches"].get<int>(), 10);
+  EXPECT_EQ((*passed)["ranks"][0]["trace"].size(), 0u);
+  // A rank that finished its script says which step issued each collective.
+  const auto& finished = (*gather)["ranks"][1];
+  ASSERT_GT(finished["trace"].size(), 0u);
+  EXPECT_EQ(finished["state"], "finished");
+  EXPECT_EQ(finished["trace"][0]["script_step"], 2);  // the first compute
+  EXPECT_EQ(finished["trace"][0]["step"], "compute");
   ASSERT_EQ((*no_sync)["ranks"].size(), 2u);
   EXPECT_EQ((*no_sync)["ranks"][0]["samples"].get<int>() + (*no_sync)["ranks"][1]["samples"].get<int>(), 37);
   EXPECT_EQ((*no_sync)["tolerance"]["rtol"], 1e-6);

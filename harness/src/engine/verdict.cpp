@@ -30,9 +30,9 @@ const PropertyResult* Verdict::property(const std::string& name) const {
   return nullptr;
 }
 
-nlohmann::json RankReport::to_json() const {
+nlohmann::json RankReport::to_json(bool with_trace) const {
   nlohmann::json collectives = nlohmann::json::array();
-  for (const auto& t : trace) {
+  for (const auto& t : with_trace ? trace : std::vector<TraceEntry>{}) {
     collectives.push_back({{"seq", t.seq}, {"op", t.op}, {"dtype", t.dtype}, {"shape", t.shape},
                            {"script_step", t.script_step ? nlohmann::json(t.script_step) : nlohmann::json(nullptr)},
                            {"step", t.step_text.empty() ? nlohmann::json(nullptr) : nlohmann::json(t.step_text)}});
@@ -51,7 +51,7 @@ nlohmann::json Verdict::to_json() const {
   nlohmann::json props = nlohmann::json::array();
   for (const auto& p : properties) props.push_back(p.to_json());
   nlohmann::json rank_reports = nlohmann::json::array();
-  for (const auto& r : ranks) rank_reports.push_back(r.to_json());
+  for (const auto& r : ranks) rank_reports.push_back(r.to_json(outcome != Outcome::Pass));
   return {{"id", variant.id},
           {"scenario", variant.scenario},
           {"file", variant.file},

@@ -48,7 +48,9 @@ struct RankReport {
   std::optional<std::uint64_t> blocked_in;  // seq of the collective it was inside when it stopped
   std::string error;                     // one line, when it raised or died
 
-  nlohmann::json to_json() const;
+  // with_trace false: "trace" is empty (a variant that passed: its collectives explain nothing and
+  // would make up most of a large report).
+  nlohmann::json to_json(bool with_trace = true) const;
 };
 
 struct Verdict {
