@@ -1,5 +1,6 @@
 // Reading a JSON report into the report model (report_model.h).
 #include <algorithm>
+#include <cctype>
 #include <iomanip>
 #include <map>
 #include <regex>
