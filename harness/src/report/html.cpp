@@ -62,7 +62,7 @@ tr.differs td{color:#a40e26;font-weight:600}
 .repro code{flex:1;background:#0d1117;color:#e6edf3;padding:7px 10px;border-radius:6px;overflow-x:auto;white-space:pre}
 button.copy{border:1px solid var(--line);background:#fff;border-radius:6px;padding:5px 12px;cursor:pointer;font-size:12.5px}
 button.copy:hover{background:var(--panel)}
-pre{background:var(--panel);padding:8px 10px;border-radius:6px;overflow-x:auto;margin:4px 0}
+pre{background:var(--panel);padding:8px 10px;border-radius:6px;overflow-x:auto;margin:4px 0;white-space:pre-wrap}
 table.timeline{margin:4px 0}
 table.timeline th,table.timeline td{border:1px solid var(--line);padding:3px 9px;font-size:12px;vertical-align:top;min-width:150px}
 table.timeline td.seq,table.timeline th.seq{min-width:0;color:var(--muted);text-align:right}
