@@ -16,6 +16,9 @@ ParamError::ParamError(const std::string& metric, const std::string& field, cons
       metric_(metric),
       field_(field) {}
 
+ParamError::ParamError(const std::string& metric, const runtime::FieldError& error)
+    : std::invalid_argument(error.what()), metric_(metric), field_(error.field()) {}
+
 SyncError::SyncError(const std::string& metric, const std::string& what_differs)
     : std::runtime_error(metric + ": the ranks disagree: " + what_differs) {}
 

@@ -129,11 +129,11 @@ TEST(CompositeTest, RegistryFormBuildsOperandsThroughTheRegistry) {
   EXPECT_EQ(param_error({{"expression", "p"}, {"operands", operands}}),
             "Composite: parameter \"operands\": every operand must be used in the expression; unused: r");
   EXPECT_EQ(param_error({{"expression", "p"}, {"operands", {{"p", {{"name", "Precison"}}}}}}).rfind(
-                "Composite: parameter \"operands.p\": unknown metric \"Precison\" (did you mean \"Precision\"?)", 0),
+                "Composite: parameter \"operands.p\": unknown metric 'Precison'; did you mean 'Precision'? (known: ", 0),
             0u);
   EXPECT_EQ(param_error({{"expression", "p"}, {"operands", {{"p", {{"name", "Precision"}, {"params", {{"task", "x"}}}}}}}}),
-            "Composite: parameter \"operands.p\": Precision: parameter \"task\": expected one of binary, multiclass, "
-            "multilabel, got \"x\"");
+            "Composite: parameter \"operands.p\": metric 'Precision' parameter 'task': 'x' is not one of 'binary', "
+            "'multiclass', 'multilabel'");
   EXPECT_EQ(param_error({{"expression", "p"}, {"operands", {{"p", {{"name", "Precision"}, {"parms", {}}}}}}}),
             "Composite: parameter \"operands.p.parms\": unknown key (an operand has name and params)");
 }

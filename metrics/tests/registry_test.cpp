@@ -65,25 +65,26 @@ TEST(RegistryTest, ResolveFillsDefaults) {
 
 TEST(RegistryTest, UnknownNamesAreRejectedWithCloseNamesSuggested) {
   EXPECT_EQ(param_error([] { registry().resolve_params("Accuracy", {{"task", "binary"}, {"num_clases", 3}}); }),
-            "Accuracy: parameter \"num_clases\": unknown parameter (did you mean \"num_classes\"?); Accuracy "
-            "takes: task, num_classes, threshold, top_k");
+            "metric 'Accuracy' has no parameter 'num_clases'; did you mean 'num_classes'? (it takes 'task', "
+            "'num_classes', 'threshold', 'top_k')");
   const std::string unknown_metric = param_error([] { registry().make("Acuracy", {}); });
-  EXPECT_EQ(unknown_metric.rfind("unknown metric \"Acuracy\" (did you mean \"Accuracy\"?); known metrics: ", 0), 0u)
+  EXPECT_EQ(unknown_metric.rfind("unknown metric 'Acuracy'; did you mean 'Accuracy'? (known: 'Accuracy', ", 0), 0u)
       << unknown_metric;
 }
 
 TEST(RegistryTest, TypesChoicesAndRequiredParametersAreChecked) {
   EXPECT_EQ(param_error([] { registry().resolve_params("Accuracy", {{"task", "binary"}, {"top_k", 1.5}}); }),
-            "Accuracy: parameter \"top_k\": expected an integer, got 1.5 (number)");
+            "metric 'Accuracy' parameter 'top_k': expected an integer, got 1.5");
   EXPECT_EQ(param_error([] { registry().resolve_params("Accuracy", {{"task", "multiclas"}}); }),
-            "Accuracy: parameter \"task\": expected one of binary, multiclass, multilabel, got \"multiclas\" "
-            "(did you mean \"multiclass\"?)");
+            "metric 'Accuracy' parameter 'task': 'multiclas' is not one of 'binary', 'multiclass', 'multilabel'; "
+            "did you mean 'multiclass'?");
   EXPECT_EQ(param_error([] { registry().resolve_params("Accuracy", {{"num_classes", 3}}); }),
-            "Accuracy: parameter \"task\": required (binary, multiclass or multilabel (see the Batch layout of each))");
+            "metric 'Accuracy' needs parameter 'task' (a string: binary, multiclass or multilabel (see the Batch "
+            "layout of each))");
   EXPECT_EQ(param_error([] { registry().resolve_params("Accuracy", {{"task", 3}}); }),
-            "Accuracy: parameter \"task\": expected a string, got 3 (integer)");
+            "metric 'Accuracy' parameter 'task': expected a string, got 3");
   EXPECT_EQ(param_error([] { registry().resolve_params("Accuracy", nlohmann::json::array()); }),
-            "Accuracy: parameters must be a table (JSON object), got [] (list)");
+            "metric 'Accuracy': parameters must be a table, got []");
 }
 
 TEST(RegistryTest, ConstructorChecksBecomeParamErrors) {

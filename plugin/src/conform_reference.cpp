@@ -12,6 +12,7 @@
 #include "distmetrics/runtime/backends.h"
 #include "distmetrics/harness/engine.h"
 #include "distmetrics/runtime/task.h"
+#include "distmetrics/runtime/text.h"
 #include "distmetrics/plugin/conform.h"
 
 namespace distmetrics::plugin {
@@ -27,33 +28,18 @@ std::chrono::milliseconds ms(double seconds) {
   return std::chrono::milliseconds(static_cast<std::int64_t>(std::llround(seconds * 1000.0)));
 }
 
-std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
-
-// What every rank's script plan needs: the shard plan and the script simulated over it.
-struct Plan {
-  harness::Dataset data;
-  harness::ShardPlan shards;
-  harness::ScriptPlan script;
-};
-
-Plan plan_for(const harness::Scenario& scenario, const std::string& shard, int world_size) {
-  Plan p;
-  p.data = harness::generate_data(scenario.data);
-  p.shards = harness::variant_shard_plan(scenario, p.data, shard, world_size);
-  std::vector<std::size_t> batches_per_rank;
-  for (int r = 0; r < world_size; ++r) batches_per_rank.push_back(p.shards.batches_of(r));
-  p.script = harness::simulate_script(scenario.script, batches_per_rank);
-  return p;
-}
+using runtime::first_line;
 
 // Runs on the helper worker: the plugin's metric (resolved by its qualified name) in one
 // process, without a communicator, on the variant's data.
 json plugin_single_process_task(runtime::TaskContext& ctx) {
   const auto scenario = harness::Scenario::from_json(ctx.params.at("scenario"));
-  const Plan p = plan_for(scenario, ctx.params.at("shard").get<std::string>(), ctx.params.at("world_size").get<int>());
+  const harness::Dataset data = harness::generate_data(scenario.data);
+  const harness::VariantPlan p =
+      harness::plan_variant(scenario, data, ctx.params.at("shard").get<std::string>(), ctx.params.at("world_size").get<int>());
   SingleProcessReference reference;
   try {
-    reference = harness::build_reference(scenario, p.data, p.shards, p.script);
+    reference = harness::build_reference(scenario, data, p.shards, p.script);
   } catch (const std::exception& e) {  // e.g. the plugin cannot be loaded here
     reference.failure = e.what();
   }

@@ -13,6 +13,7 @@
 
 #include "distmetrics/build_config.h"
 #include "distmetrics/plugin/abi.h"
+#include "distmetrics/runtime/text.h"
 
 namespace distmetrics::plugin {
 namespace {
@@ -30,7 +31,7 @@ constexpr const char* kHostCxx11Abi = "none";
 constexpr std::size_t kMaxRecord = 1024;  // a longer "record" is something else
 const std::string kPrefix = DISTMETRICS_PLUGIN_BUILD_RECORD_PREFIX;
 
-std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+using runtime::first_line;
 
 // Searches the file for the build record (the prefix up to the next NUL), chunk by chunk; also
 // tells whether the entry point's name appears (it does in the dynamic symbol table of a

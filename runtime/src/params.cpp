@@ -1,6 +1,7 @@
 #include "distmetrics/runtime/params.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "distmetrics/runtime/text.h"
 
@@ -12,6 +13,7 @@ bool has_type(const nlohmann::json& value, const std::string& type) {
   if (type == "float") return value.is_number();
   if (type == "bool") return value.is_boolean();
   if (type == "string") return value.is_string();
+  if (type == "object") return value.is_object();
   if (type == "float_list") {
     return value.is_array() &&
            std::all_of(value.begin(), value.end(), [](const auto& v) { return v.is_number(); });
@@ -20,7 +22,7 @@ bool has_type(const nlohmann::json& value, const std::string& type) {
     return value.is_array() &&
            std::all_of(value.begin(), value.end(), [](const auto& v) { return v.is_number_integer(); });
   }
-  return false;
+  throw std::logic_error("ParamDecl: unknown type '" + type + "'");
 }
 
 std::string type_phrase(const std::string& type) {
@@ -30,10 +32,17 @@ std::string type_phrase(const std::string& type) {
   if (type == "string") return "a string";
   if (type == "float_list") return "a list of numbers";
   if (type == "int_list") return "a list of integers";
+  if (type == "object") return "a table";
   return type;
 }
 
 }  // namespace
+
+std::string unknown_param_message(const std::string& owner, const std::string& name,
+                                  const std::vector<std::string>& known) {
+  return owner + " has no parameter '" + name + "'" + did_you_mean(name, known) +
+         (known.empty() ? " (it takes none)" : " (it takes " + quoted_list(known) + ")");
+}
 
 nlohmann::json resolve_declared_params(const std::string& owner, const std::vector<ParamDecl>& decls,
                                        const nlohmann::json& given) {
@@ -44,8 +53,7 @@ nlohmann::json resolve_declared_params(const std::string& owner, const std::vect
   if (given.is_object()) {
     for (const auto& [key, value] : given.items()) {
       if (std::find(known.begin(), known.end(), key) == known.end()) {
-        throw FieldError(key, owner + " has no parameter '" + key + "'" + did_you_mean(key, known) +
-                                  (known.empty() ? " (it takes none)" : " (it takes " + quoted_list(known) + ")"));
+        throw FieldError(key, unknown_param_message(owner, key, known));
       }
     }
   }

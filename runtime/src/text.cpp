@@ -1,7 +1,12 @@
 #include "distmetrics/runtime/text.h"
 
+#include <c10/util/Exception.h>
+#include <cxxabi.h>
+
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
+#include <memory>
 
 namespace distmetrics::runtime {
 namespace {
@@ -75,6 +80,32 @@ std::string shell_quote(const std::string& s, bool always) {
   std::string out = "'";
   for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return out + "'";
+}
+
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+std::string error_message(const std::exception& e) {
+  if (const auto* c10_error = dynamic_cast<const c10::Error*>(&e)) return c10_error->what_without_backtrace();
+  return e.what();
+}
+
+std::string type_name_of(const std::type_info& type) {
+  int status = 0;
+  std::unique_ptr<char, void (*)(void*)> demangled(abi::__cxa_demangle(type.name(), nullptr, nullptr, &status),
+                                                   std::free);
+  const std::string name = status == 0 && demangled ? demangled.get() : type.name();
+  const auto colon = name.rfind("::");
+  if (colon == std::string::npos) return name;
+  // "std::runtime_error" says where the type comes from; a project's own namespaces say nothing.
+  if (name.rfind("std::", 0) == 0) return "std::" + name.substr(colon + 2);
+  return name.substr(colon + 2);
+}
+
+std::string exception_type_name(const std::exception& e) { return type_name_of(typeid(e)); }
+
+std::string current_exception_type_name() {
+  const std::type_info* type = abi::__cxa_current_exception_type();
+  return type == nullptr ? "unknown" : type_name_of(*type);
 }
 
 }  // namespace distmetrics::runtime

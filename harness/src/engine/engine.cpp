@@ -13,20 +13,17 @@
 
 #include "distmetrics/harness/placement.h"
 #include "distmetrics/harness/root_cause.h"
+#include "distmetrics/runtime/text.h"
 
 namespace distmetrics::harness {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 using nlohmann::json;
+using runtime::first_line;
 
 std::chrono::milliseconds ms(double seconds) {
   return std::chrono::milliseconds(static_cast<std::int64_t>(std::llround(seconds * 1000.0)));
-}
-
-std::string first_line(const std::string& text) {
-  const auto end = text.find('\n');
-  return end == std::string::npos ? text : text.substr(0, end);
 }
 
 std::string rank_list(const std::vector<int>& ranks) {
@@ -220,9 +217,13 @@ runtime::Job make_variant_request(const Scenario& scenario, const Variant& varia
   return request;
 }
 
-ShardPlan variant_shard_plan(const Scenario& scenario, const Dataset& data, const std::string& shard, int world_size) {
-  ShardPlan plan = make_shard_plan(shard, data.sort_key, world_size, scenario.batch_size, scenario.data.seed);
-  if (scenario.single_process == "per_step") pad_to_common_steps(plan);
+VariantPlan plan_variant(const Scenario& scenario, const Dataset& data, const std::string& shard, int world_size) {
+  VariantPlan plan;
+  plan.shards = make_shard_plan(shard, data.sort_key, world_size, scenario.batch_size, scenario.data.seed);
+  if (scenario.single_process == "per_step") pad_to_common_steps(plan.shards);
+  std::vector<std::size_t> batches_per_rank;
+  for (int r = 0; r < world_size; ++r) batches_per_rank.push_back(plan.shards.batches_of(r));
+  plan.script = simulate_script(scenario.script, batches_per_rank);
   return plan;
 }
 
@@ -234,7 +235,7 @@ Verdict skip_verdict(const Variant& variant) {
   return v;
 }
 
-Engine::Engine(EngineOptions options) : options_(std::move(options)) { register_scenario_task(); }
+Engine::Engine(EngineOptions options) : options_(std::move(options)) {}
 
 const Dataset& Engine::data_for(const Scenario& scenario) {
   const std::string key = scenario.name + "@" + scenario.data.to_json().dump();
@@ -353,10 +354,9 @@ Verdict Engine::judge(const Scenario& scenario, const Variant& variant, const ru
 
   // The same shard plan and script the ranks used, and the single-process reference.
   const Dataset& data = data_for(scenario);
-  const ShardPlan shards = variant_shard_plan(scenario, data, variant.shard, variant.world_size);
-  std::vector<std::size_t> batches_per_rank;
-  for (int r = 0; r < variant.world_size; ++r) batches_per_rank.push_back(shards.batches_of(r));
-  const ScriptPlan script = simulate_script(scenario.script, batches_per_rank);
+  const VariantPlan plan = plan_variant(scenario, data, variant.shard, variant.world_size);
+  const ShardPlan& shards = plan.shards;
+  const ScriptPlan& script = plan.script;
   const auto reference_started = Clock::now();
   const SingleProcessReference single = options_.single_process
                                             ? options_.single_process(scenario, variant, data, shards, script)

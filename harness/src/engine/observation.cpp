@@ -1,5 +1,6 @@
 #include "distmetrics/harness/observation.h"
 
+
 #include <c10/util/Exception.h>
 #include <cxxabi.h>
 
@@ -11,6 +12,7 @@
 #include <typeinfo>
 
 #include "distmetrics/harness/compare.h"
+#include "distmetrics/runtime/text.h"
 
 namespace distmetrics::harness {
 
@@ -112,21 +114,15 @@ std::string exception_full_type_name(const std::exception& e) {
   return status == 0 && demangled ? demangled.get() : mangled;
 }
 
-std::string exception_type_name(const std::exception& e) {
-  const std::string name = exception_full_type_name(e);
-  const auto colon = name.rfind("::");
-  return colon == std::string::npos ? name : name.substr(colon + 2);
-}
-
 StepError step_error(int step, const std::string& op, const std::exception& e) {
   StepError error;
   error.step = step;
   error.op = op;
-  error.type = exception_type_name(e);
+  error.type = runtime::exception_type_name(e);
   error.full_type = exception_full_type_name(e);
   error.at = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  error.message = runtime::error_message(e);
   if (const auto* c10 = dynamic_cast<const c10::Error*>(&e)) {
-    error.message = c10->what_without_backtrace();
     // LibTorch's errors carry "Exception raised from <function> at <file>:<line>".
     const std::string full = c10->what();
     const std::string mark = "Exception raised from ";
@@ -136,8 +132,6 @@ StepError step_error(int step, const std::string& op, const std::exception& e) {
       error.where = full.substr(from + mark.size(), end == std::string::npos ? std::string::npos : end - from - mark.size());
       while (!error.where.empty() && error.where.back() == ' ') error.where.pop_back();
     }
-  } else {
-    error.message = e.what();
   }
   return error;
 }

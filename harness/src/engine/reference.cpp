@@ -1,7 +1,6 @@
 // The single-process reference: the same metric, in this process, with no communicator, on the
 // union of what the ranks fed, in global order.
 #include <ATen/ATen.h>
-#include <c10/util/Exception.h>
 
 #include <algorithm>
 #include <map>
@@ -9,14 +8,13 @@
 #include "distmetrics/harness/engine.h"
 #include "distmetrics/harness/metric_catalog.h"
 #include "distmetrics/harness/observation.h"
+#include "distmetrics/runtime/text.h"
 
 namespace distmetrics::harness {
 namespace {
 
-std::string error_text(const std::exception& e) {
-  if (const auto* c10 = dynamic_cast<const c10::Error*>(&e)) return c10->what_without_backtrace();
-  return e.what();
-}
+using runtime::error_message;
+using runtime::exception_type_name;
 
 // The batches the reference feeds for a compute that saw batches [0, fed[r]) of every rank r.
 // Each sample once (the union), or as often as the ranks fed it (`as_fed`: what a correct
@@ -61,14 +59,14 @@ ComputeResult single_process_result(const Scenario& scenario, const Dataset& dat
   try {
     metric = registry->make(scenario.metric, scenario.metric_params, c10::Device(c10::kCPU));
   } catch (const std::exception& e) {
-    throw ReferenceFailure("building " + scenario.metric + " raised " + exception_type_name(e) + ": " + error_text(e));
+    throw ReferenceFailure("building " + scenario.metric + " raised " + exception_type_name(e) + ": " + error_message(e));
   }
   for (std::size_t b = 0; b < batches.size(); ++b) {
     try {
       metric->update(data.rows(batches[b]));
     } catch (const std::exception& e) {
       throw ReferenceFailure("update " + std::to_string(b + 1) + " raised " + exception_type_name(e) + ": " +
-                             error_text(e));
+                             error_message(e));
     }
   }
   ComputeResult result;
@@ -76,7 +74,7 @@ ComputeResult single_process_result(const Scenario& scenario, const Dataset& dat
     result.value = metric->compute().to_json();
   } catch (const std::exception& e) {
     result.error_type = exception_type_name(e);
-    result.error = error_text(e);
+    result.error = error_message(e);
   }
   return result;
 }

@@ -14,6 +14,7 @@
 
 #include "distmetrics/harness/metric_catalog.h"
 #include "distmetrics/metrics/errors.h"
+#include "distmetrics/runtime/params.h"
 #include "distmetrics/runtime/text.h"
 #include "distmetrics/harness/shard.h"
 #include "distmetrics/harness/placement.h"
@@ -353,8 +354,7 @@ void validate_metric(Loader& L, const toml::table& root, Scenario& s, const toml
       if (std::find(known.begin(), known.end(), k) != known.end()) continue;
       unknown = true;
       L.error_at(static_cast<int>(key.source().begin.line), "metric.params." + k,
-                 "metric '" + *name + "' has no parameter '" + k + "'" + runtime::did_you_mean(k, known) +
-                     (known.empty() ? " (it takes none)" : " (it takes " + runtime::quoted_list(known) + ")"));
+                 runtime::unknown_param_message("metric '" + *name + "'", k, known));
     }
   }
   if (unknown) return;

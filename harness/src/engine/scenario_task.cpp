@@ -6,7 +6,6 @@
 // rank; the task still returns, so the supervisor sees which rank raised where. A collective
 // error (timeout, mismatch) is rethrown: the runtime records where this rank was blocked.
 #include <ATen/ATen.h>
-#include <c10/util/Exception.h>
 
 #include <chrono>
 
@@ -15,6 +14,7 @@
 #include "distmetrics/harness/metric_catalog.h"
 #include "distmetrics/harness/observation.h"
 #include "distmetrics/harness/placement.h"
+#include "distmetrics/runtime/text.h"
 
 namespace distmetrics::harness {
 namespace {
@@ -32,14 +32,13 @@ metrics::Batch on_device(metrics::Batch batch, const c10::Device& device) {
   return batch;
 }
 
-const bool registered = [] {
-  register_scenario_task();
-  return true;
-}();
-
 }  // namespace
 
-void register_scenario_task() { runtime::TaskRegistry::instance().add(kScenarioTask, run_scenario_variant_task); }
+// Registered once, when the library loads: the supervisor and every worker process have it.
+static const bool scenario_task_registered = [] {
+  runtime::TaskRegistry::instance().add(kScenarioTask, run_scenario_variant_task);
+  return true;
+}();
 
 nlohmann::json run_scenario_variant_task(runtime::TaskContext& ctx) {
   const auto start = Clock::now();
@@ -55,10 +54,9 @@ nlohmann::json run_scenario_variant_task(runtime::TaskContext& ctx) {
   std::vector<std::uint64_t> step_starts;  // collectives issued before each step began
   try {
     const Dataset data = generate_data(scenario.data);
-    const ShardPlan plan = variant_shard_plan(scenario, data, shard, ctx.world_size);
-    std::vector<std::size_t> batches_per_rank;
-    for (int r = 0; r < ctx.world_size; ++r) batches_per_rank.push_back(plan.batches_of(r));
-    const ScriptPlan script = simulate_script(scenario.script, batches_per_rank);
+    const VariantPlan planned = plan_variant(scenario, data, shard, ctx.world_size);
+    const ShardPlan& plan = planned.shards;
+    const ScriptPlan& script = planned.script;
     const RankDevices devices = place(placement, ctx.rank, ctx.local_rank);
     obs.state_device = devices.state.str();
     obs.input_device = devices.input.str();

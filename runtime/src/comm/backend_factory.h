@@ -11,6 +11,7 @@
 
 #include "distmetrics/runtime/comm.h"
 #include "distmetrics/runtime/deadline.h"
+#include "distmetrics/runtime/text.h"
 
 namespace distmetrics::runtime::detail {
 
@@ -57,7 +58,8 @@ void finalize();
 std::string broadcast_text(const std::string& text, int root, const Deadline& deadline);
 }  // namespace mpi_runtime
 
-// The message of an exception without LibTorch's C++ backtrace.
-std::string short_what(const std::exception& e);
+// The message of an exception without LibTorch's C++ backtrace (text.h; the short name the
+// communicator and launch code use).
+inline std::string short_what(const std::exception& e) { return error_message(e); }
 
 }  // namespace distmetrics::runtime::detail

@@ -1,6 +1,5 @@
 // Which backends exist and can run here, and building a communicator by backend name.
 #include <ATen/detail/CUDAHooksInterface.h>
-#include <c10/util/Exception.h>
 
 #include "backend_factory.h"
 #include "distmetrics/build_config.h"
@@ -55,11 +54,6 @@ std::optional<std::string> backend_unavailable_reason(const std::string& backend
 }
 
 namespace detail {
-
-std::string short_what(const std::exception& e) {
-  if (const auto* c10_error = dynamic_cast<const c10::Error*>(&e)) return c10_error->what_without_backtrace();
-  return e.what();
-}
 
 at::Device comm_device_of(const CommSpec& spec) {
   if (spec.backend == "nccl") return at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(spec.local_rank));

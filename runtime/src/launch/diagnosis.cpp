@@ -5,6 +5,8 @@
 #include <map>
 #include <sstream>
 
+#include "distmetrics/runtime/text.h"
+
 namespace distmetrics::runtime::detail {
 
 std::string describe_ranks(const std::vector<int>& ranks) {
@@ -40,11 +42,6 @@ std::string what_issued(const CollectiveRecord& record) {
     text += " (" + record.dtype + " [" + shape.str() + "])";
   }
   return text;
-}
-
-std::string first_line(const std::string& text) {
-  const auto newline = text.find('\n');
-  return newline == std::string::npos ? text : text.substr(0, newline);
 }
 
 // The first sequence number at which ranks issued different collectives, with the groups.

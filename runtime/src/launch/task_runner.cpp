@@ -1,6 +1,5 @@
 #include "task_runner.h"
 
-#include <cxxabi.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -10,20 +9,9 @@
 #include <typeinfo>
 
 #include "distmetrics/runtime/errors.h"
+#include "distmetrics/runtime/text.h"
 
 namespace distmetrics::runtime::detail {
-
-std::string current_exception_type() {
-  const std::type_info* type = abi::__cxa_current_exception_type();
-  if (type == nullptr) return "unknown";
-  int status = 0;
-  char* demangled = abi::__cxa_demangle(type->name(), nullptr, nullptr, &status);
-  std::string name = (status == 0 && demangled) ? demangled : type->name();
-  std::free(demangled);
-  if (name.rfind("std::", 0) == 0) return name.substr(0, 5) + name.substr(name.rfind("::") + 2);
-  const auto colon = name.rfind("::");
-  return colon == std::string::npos ? name : name.substr(colon + 2);
-}
 
 namespace {
 
@@ -62,7 +50,7 @@ LocalRun run_task_here(const Job& request, const CommSpec& spec, const c10::intr
     run.comm = make_communicator(spec, store, deadline);
   } catch (const std::exception& e) {
     outcome.state = deadline.expired() ? RankState::TimedOut : RankState::Raised;
-    outcome.error_type = current_exception_type();
+    outcome.error_type = current_exception_type_name();
     outcome.error = "rank " + std::to_string(spec.rank) + ": could not build the " + spec.backend +
                     " communicator: " + short_what(e);
     return run;
@@ -82,7 +70,7 @@ LocalRun run_task_here(const Job& request, const CommSpec& spec, const c10::intr
     outcome.blocked_in = e.record();  // the collective it was inside when it stopped
   } catch (const std::exception& e) {
     outcome.state = RankState::Raised;
-    outcome.error_type = current_exception_type();
+    outcome.error_type = current_exception_type_name();
     outcome.error = short_what(e);
     if (rank_memory_limit > 0 && is_allocation_failure(e)) {
       std::ostringstream text;
@@ -94,7 +82,7 @@ LocalRun run_task_here(const Job& request, const CommSpec& spec, const c10::intr
     }
   } catch (...) {
     outcome.state = RankState::Raised;
-    outcome.error_type = current_exception_type();
+    outcome.error_type = current_exception_type_name();
     outcome.error = "an exception that is not a std::exception";
   }
   outcome.trace = run.comm->trace();

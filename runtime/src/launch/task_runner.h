@@ -31,10 +31,6 @@ struct TaskHooks {
 LocalRun run_task_here(const Job& request, const CommSpec& spec, const c10::intrusive_ptr<c10d::Store>& store,
                        const Deadline& deadline, const TaskHooks& hooks);
 
-// "NotComputableError", "CollectiveError", "std::runtime_error": the dynamic type of the
-// exception being handled, without its namespaces (std:: kept).
-std::string current_exception_type();
-
 // This rank's memory limit (RLIMIT_AS, set by the worker), for the report of an allocation failure.
 void set_rank_memory_limit(std::uint64_t bytes);
 

@@ -25,6 +25,7 @@
 #include "distmetrics/runtime/rank_pool.h"
 #include "distmetrics/runtime/task.h"
 #include "pool_store.h"
+#include "distmetrics/runtime/text.h"
 #include "process.h"
 #include "protocol.h"
 #include "task_runner.h"
@@ -277,7 +278,7 @@ class Worker {
       run.outcome.rank = spec.rank;
       run.outcome.pid = static_cast<long>(::getpid());
       run.outcome.state = RankState::Raised;
-      run.outcome.error_type = current_exception_type();
+      run.outcome.error_type = current_exception_type_name();
       run.outcome.error = "rank " + std::to_string(spec.rank) + ": cannot reach the supervisor's store: " + short_what(e);
     }
     reporter->send({{"type", "outcome"}, {"outcome", to_json(run.outcome)}});

@@ -35,15 +35,18 @@ namespace distmetrics::harness {
 constexpr const char* kScenarioTask = "scenario_variant";
 // The task body (exposed for tests that run it in-process): returns a RankObservation as JSON.
 nlohmann::json run_scenario_variant_task(runtime::TaskContext& ctx);
-// Registers the task (idempotent; also done when the library loads).
-void register_scenario_task();
 
 // The request the engine sends for a variant.
 runtime::Job make_variant_request(const Scenario& scenario, const Variant& variant, double deadline_seconds);
 
-// The shard plan of a variant, as both the ranks and the supervisor build it (step-synchronous
-// for single_process = "per_step").
-ShardPlan variant_shard_plan(const Scenario& scenario, const Dataset& data, const std::string& shard, int world_size);
+// What every rank of a variant does, planned the same way on the ranks, in the supervisor and
+// on conform's helper worker: the shard plan (step-synchronous for single_process = "per_step")
+// and the script simulated over it.
+struct VariantPlan {
+  ShardPlan shards;
+  ScriptPlan script;
+};
+VariantPlan plan_variant(const Scenario& scenario, const Dataset& data, const std::string& shard, int world_size);
 
 // Which samples the single-process reference of a compute feeds: the union of what the ranks
 // fed, each sample once (what a variant must equal: the answer on the data), or every sample as

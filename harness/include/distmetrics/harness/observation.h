@@ -77,9 +77,8 @@ struct RankObservation {
   static RankObservation from_json(const nlohmann::json& j);
 };
 
-// The unqualified class name of an exception ("NotComputableError", "c10::Error" -> "Error").
-std::string exception_type_name(const std::exception& e);
-// The qualified one ("distmetrics::metrics::NotComputableError", "c10::Error").
+// The qualified class name of an exception ("distmetrics::metrics::NotComputableError",
+// "c10::Error"); runtime::exception_type_name gives the short one.
 std::string exception_full_type_name(const std::exception& e);
 
 }  // namespace distmetrics::harness

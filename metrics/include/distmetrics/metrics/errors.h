@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "distmetrics/runtime/params.h"
+
 namespace distmetrics::metrics {
 
 // Bad input to update() or a bad constructor parameter.
@@ -31,6 +33,8 @@ class NotComputableError : public std::runtime_error {
 class ParamError : public std::invalid_argument {
  public:
   ParamError(const std::string& metric, const std::string& field, const std::string& message);
+  // A problem the runtime's parameter resolver found (runtime::FieldError), its message as is.
+  ParamError(const std::string& metric, const runtime::FieldError& error);
   const std::string& metric() const { return metric_; }
   const std::string& field() const { return field_; }
 

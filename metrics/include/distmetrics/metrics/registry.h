@@ -12,18 +12,12 @@
 #include <vector>
 
 #include "distmetrics/metrics/metric.h"
+#include "distmetrics/runtime/params.h"
 
 namespace distmetrics::metrics {
 
-struct ParamSpec {
-  std::string name;
-  std::string type;                  // "int", "float", "bool", "string", "int_list", "float_list",
-                                     // "object" (a JSON object, e.g. a composite's operand metrics)
-  std::string description;
-  nlohmann::json default_value;      // null: required
-  std::vector<std::string> choices;  // for strings; empty: any
-  bool required() const { return default_value.is_null(); }
-};
+// A metric's parameter: the runtime's one parameter schema (params.h).
+using ParamSpec = runtime::ParamDecl;
 
 struct MetricSpec {
   std::string name;         // "Accuracy", "MeanSquaredError", ...
@@ -46,8 +40,9 @@ class MetricRegistry {
   const MetricSpec* find(const std::string& name) const;
   std::vector<std::string> names() const;
 
-  // Checks `params` against the spec (unknown names, types, choices, missing required ones;
-  // the message names the metric and the field, and suggests close names), fills in defaults.
+  // Checks `params` against the spec with the runtime's resolver (runtime::resolve_declared_params:
+  // unknown names, types, choices, missing required ones; the message names the metric and the
+  // field, and suggests close names), fills in defaults, runs the spec's validate.
   // Throws ParamError (errors.h); an unknown metric name too (field empty).
   nlohmann::json resolve_params(const std::string& name, const nlohmann::json& params) const;
   std::unique_ptr<Metric> make(const std::string& name, const nlohmann::json& params,

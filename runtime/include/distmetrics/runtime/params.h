@@ -1,6 +1,7 @@
-// Declared parameters (of data generators, shard policies, ...) checked against what a scenario
-// file gave: unknown names get close-name suggestions, types and choices are checked, defaults
-// filled in. Errors name the parameter so the caller can point at its line.
+// Declared parameters (of metrics, data generators, ...) checked against what a scenario file or
+// a caller gave: unknown names get close-name suggestions, types and choices are checked,
+// defaults filled in. Errors name the parameter so the caller can point at its line. The one
+// parameter schema and resolver of the project: the metric registry uses it too.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -13,10 +14,12 @@ namespace distmetrics::runtime {
 
 struct ParamDecl {
   std::string name;
-  std::string type;               // "int", "float", "bool", "string", "float_list"
+  std::string type;               // "int", "float", "bool", "string", "int_list", "float_list",
+                                  // "object" (a table, e.g. a composite metric's operands)
   std::string description;
   nlohmann::json default_value;   // null: required
   std::vector<std::string> choices;  // strings only; empty: any
+  bool required() const { return default_value.is_null(); }
 };
 
 // A bad value for one named field; `field` is the parameter name ("num_classes"), empty when
@@ -30,6 +33,11 @@ class FieldError : public std::invalid_argument {
  private:
   std::string field_;
 };
+
+// "generator 'multiclass' has no parameter 'num_clases'; did you mean 'num_classes'? (it takes
+// 'num_classes', ...)": the message for an unknown parameter name.
+std::string unknown_param_message(const std::string& owner, const std::string& name,
+                                  const std::vector<std::string>& known);
 
 // Checks `given` (a JSON object) against `decls`; throws FieldError on the first problem.
 // `owner` names what the parameters belong to in messages ("generator 'multiclass'").

@@ -1,8 +1,12 @@
-// Text helpers: close-name suggestions for error messages ("unknown shard policy 'evne'; did you
-// mean 'even'?") and quoting for the shell (the "reproduce:" commands).
+// Text helpers every layer shares for its messages: close-name suggestions ("unknown shard
+// policy 'evne'; did you mean 'even'?"), quoting for the shell (the "reproduce:" commands), the
+// first line of a text, an exception's message without LibTorch's backtrace, and an exception's
+// type name as reports show it.
 #pragma once
 
+#include <exception>
 #include <string>
+#include <typeinfo>
 #include <vector>
 
 namespace distmetrics::runtime {
@@ -22,5 +26,18 @@ std::string quoted_list(const std::vector<std::string>& names);
 // `always`), else in single quotes (a quote inside as '\''), so that pasting it runs nothing
 // ($(...), backticks, ;) and passes `s` unchanged.
 std::string shell_quote(const std::string& s, bool always = false);
+
+// `text` up to its first newline (all of it when it has none).
+std::string first_line(const std::string& text);
+
+// What `e` says, without the C++ backtrace a c10::Error appends to what().
+std::string error_message(const std::exception& e);
+
+// The unqualified name of an exception's type as reports show it: "InputError", "Error" (c10),
+// "std::runtime_error" (standard types keep their "std::").
+std::string type_name_of(const std::type_info& type);
+std::string exception_type_name(const std::exception& e);
+// The type of the exception being handled (inside a catch block); "unknown" outside one.
+std::string current_exception_type_name();
 
 }  // namespace distmetrics::runtime
