@@ -19,6 +19,7 @@
 #include "distmetrics/harness/scenario_files.h"
 #include "distmetrics/harness/variant.h"
 #include "distmetrics/plugin/conform.h"
+#include "distmetrics/runtime/backends.h"
 #include "distmetrics/runtime/peer_runner.h"
 #include "distmetrics/runtime/rank_pool.h"
 
@@ -119,7 +120,7 @@ int run_local(const Options& o, std::ostream& out, std::ostream& err) {
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
   auto pool_key = [&](std::size_t i) {
     const auto& v = variants[i].second;
-    return std::make_pair(v.backend == "mpi" ? 1 : 0, v.world_size);
+    return std::make_pair(runtime::pool_launch_for(v.backend), v.world_size);
   };
   std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return pool_key(a) < pool_key(b); });
 
@@ -297,7 +298,9 @@ void add_selection_options(CLI::App& command, std::vector<std::string>& paths, h
   auto one_value = [](CLI::Option* option) {
     option->expected(1)->allow_extra_args(false)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   };
-  one_value(cmd->add_option("--backend", selection.backends, "backends to run: gloo, mpi, nccl (comma-separated)")
+  std::string backends;
+  for (const auto& name : runtime::backend_names()) backends += (backends.empty() ? "" : ", ") + name;
+  one_value(cmd->add_option("--backend", selection.backends, "backends to run: " + backends + " (comma-separated)")
                 ->delimiter(','));
   one_value(cmd->add_option("--world-sizes", selection.world_sizes, "world sizes to run, e.g. 1,2,4")->delimiter(','));
   one_value(cmd->add_option("--shard", selection.shards, "shard policies to run (comma-separated)")->delimiter(','));

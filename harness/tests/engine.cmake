@@ -1,10 +1,11 @@
 # Tests of the scenario engine.
 distmetrics_test(engine_unit_tests
-  SOURCES engine_basics_test.cpp engine_check_test.cpp engine_scenario_test.cpp
+  SOURCES engine_basics_test.cpp engine_check_test.cpp engine_scenario_test.cpp engine_tables_test.cpp
   LINK distmetrics::harness
   LABELS engine)
 target_compile_definitions(engine_unit_tests PRIVATE
-  DISTMETRICS_TEST_SCENARIOS="${CMAKE_CURRENT_SOURCE_DIR}/scenarios")
+  DISTMETRICS_TEST_SCENARIOS="${CMAKE_CURRENT_SOURCE_DIR}/scenarios"
+  DISTMETRICS_DOCS_DIR="${PROJECT_SOURCE_DIR}/docs")
 
 # End to end through the rank pool, with deliberately broken metrics registered in this binary
 # (its own rank workers know them too).

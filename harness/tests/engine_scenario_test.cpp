@@ -49,8 +49,10 @@ TEST(Scenario, LoadsWithDefaults) {
   EXPECT_EQ(s.data.dtype, "float32");
   EXPECT_EQ(s.script.size(), 8u);
   EXPECT_EQ(s.single_process, "global");
-  EXPECT_EQ(s.properties, (std::vector<std::string>{"equal_to_single", "idempotent", "ranks_agree", "reset_replay",
-                                                    "update_after_compute", "batch_invariant", "golden"}));
+  // The property table's defaults, in table order (the order they are checked and reported in).
+  EXPECT_EQ(s.properties, (std::vector<std::string>{"equal_to_single", "ranks_agree", "idempotent",
+                                                    "update_after_compute", "reset_replay", "batch_invariant",
+                                                    "golden"}));
   EXPECT_EQ(s.batch_invariant_sizes, (std::vector<std::int64_t>{1, 11}));
   EXPECT_DOUBLE_EQ(s.deadline_seconds, 30.0);
   // JSON round trip (what the ranks receive).

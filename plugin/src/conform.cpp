@@ -10,6 +10,7 @@
 #include "distmetrics/runtime/backends.h"
 #include "distmetrics/harness/engine.h"
 #include "distmetrics/harness/metric_catalog.h"
+#include "distmetrics/harness/property.h"
 #include "distmetrics/runtime/text.h"
 #include "distmetrics/runtime/text.h"
 #include "distmetrics/harness/report.h"
@@ -198,7 +199,7 @@ int run_conform(const ConformOptions& o, std::ostream& out, std::ostream& err) {
   std::vector<std::size_t> order(items.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
   auto pool_key = [&](std::size_t i) {
-    return std::make_pair(items[i].variant.backend == "mpi" ? 1 : 0, items[i].variant.world_size);
+    return std::make_pair(runtime::pool_launch_for(items[i].variant.backend), items[i].variant.world_size);
   };
   std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return pool_key(a) < pool_key(b); });
   detail::ConformResult result;
@@ -207,9 +208,8 @@ int run_conform(const ConformOptions& o, std::ostream& out, std::ostream& err) {
   for (const auto& item : items) result.metrics.push_back(item.scenario->metric);
   for (const auto& ps : scenarios) {
     auto& checked = result.checked[ps.scenario.name];
-    checked.push_back("no_hang");
-    checked.insert(checked.end(), ps.scenario.properties.begin(), ps.scenario.properties.end());
-    if (!ps.scenario.expect.error.empty()) checked.push_back("expected_error");
+    for (const auto& property : harness::property_table())
+      if (ps.scenario.checks(property.name)) checked.push_back(property.name);
     checked.push_back(kAgreesWithReference);
   }
   harness::LocalPools pools({}, 1);

@@ -120,7 +120,7 @@ SingleProcessReference RemoteReference::build(const harness::Scenario& scenario,
     if (!pool_) {
       runtime::PoolOptions options;
       options.world_size = 1;
-      options.launch = backend_ == "mpi" ? "mpirun" : "direct";
+      options.launch = runtime::pool_launch_for(backend_);
       pool_ = std::make_unique<runtime::RankPool>(options);
     }
     const runtime::JobResult run = pool_->run(request);

@@ -6,6 +6,8 @@
 #include <iomanip>
 #include <sstream>
 
+#include "distmetrics/harness/property.h"
+
 namespace distmetrics::harness {
 namespace {
 
@@ -175,23 +177,52 @@ Comparison compare_results(const ComputeResult& expected, const ComputeResult& a
   return compare_values(*expected.value, *actual.value, tolerance);
 }
 
-PropertyResult check_equal_to_single(const CheckContext& ctx) {
+std::string equal_to_single_hint() {
+  return "every rank must give the single-process result on the union of the data fed so far";
+}
+
+std::string update_after_compute_hint() {
+  return "after a mid-stream compute and more updates, every rank must still give the single-process result "
+         "(a compute that folds synced values into the local state counts samples twice)";
+}
+
+std::string reset_replay_hint() {
+  return "after reset() and the same data again, each rank must give what it gave on that data before the reset";
+}
+
+std::string ranks_agree_hint() { return "every rank must return the same result"; }
+
+std::string idempotent_hint() {
+  return "a second compute() with no update between must return the same result on every rank";
+}
+
+std::string batch_invariant_hint() {
+  return "the single-process result on the same data depends on the batch size (a formula that uses per-batch "
+         "statistics, e.g. the batch's own mean, gives different answers for different batchings, and so for "
+         "different world sizes)";
+}
+
+std::string golden_hint() { return "the result on all the data must be the value written in the scenario"; }
+
+std::string expected_error_hint() {
+  return "together (decided from synced state), as the single process does";
+}
+
+PropertyResult check_equal_to_single(const CheckContext& ctx, const std::string& hint) {
   const auto ks = computes_with(ctx, ComputeRole::Fresh);
   if (ks.empty()) return skipped("equal_to_single", "the script has no compute before any other compute");
   return judge(ctx, "equal_to_single", ks, [&](int, int k) { return single_at(ctx, k); }, ctx.scenario.tolerance,
-               "single process", "every rank must give the single-process result on the union of the data fed so far");
+               "single process", hint);
 }
 
-PropertyResult check_update_after_compute(const CheckContext& ctx) {
+PropertyResult check_update_after_compute(const CheckContext& ctx, const std::string& hint) {
   const auto ks = computes_with(ctx, ComputeRole::AfterUpdate);
   if (ks.empty()) return skipped("update_after_compute", "the script has no compute after a compute and more updates");
   return judge(ctx, "update_after_compute", ks, [&](int, int k) { return single_at(ctx, k); }, ctx.scenario.tolerance,
-               "single process",
-               "after a mid-stream compute and more updates, every rank must still give the single-process result "
-               "(a compute that folds synced values into the local state counts samples twice)");
+               "single process", hint);
 }
 
-PropertyResult check_reset_replay(const CheckContext& ctx) {
+PropertyResult check_reset_replay(const CheckContext& ctx, const std::string& hint) {
   const auto ks = computes_with(ctx, ComputeRole::AfterReset);
   if (ks.empty()) return skipped("reset_replay", "the script has no compute after a reset");
   bool own = true;
@@ -204,11 +235,10 @@ PropertyResult check_reset_replay(const CheckContext& ctx) {
         const auto* record = ctx.ranks[rank].compute(before);
         return record ? &record->result : nullptr;
       },
-      ctx.scenario.tolerance, own ? "before the reset" : "single process",
-      "after reset() and the same data again, each rank must give what it gave on that data before the reset");
+      ctx.scenario.tolerance, own ? "before the reset" : "single process", hint);
 }
 
-PropertyResult check_ranks_agree(const CheckContext& ctx) {
+PropertyResult check_ranks_agree(const CheckContext& ctx, const std::string& hint) {
   std::vector<int> ks;
   for (const auto& point : ctx.plan.computes) ks.push_back(point.index);
   if (ks.empty()) return skipped("ranks_agree", "the script has no compute");
@@ -218,10 +248,10 @@ PropertyResult check_ranks_agree(const CheckContext& ctx) {
         const auto* record = ctx.ranks.empty() ? nullptr : ctx.ranks[0].compute(k);
         return record ? &record->result : nullptr;
       },
-      ctx.scenario.tolerance, "rank 0", "every rank must return the same result");
+      ctx.scenario.tolerance, "rank 0", hint);
 }
 
-PropertyResult check_idempotent(const CheckContext& ctx) {
+PropertyResult check_idempotent(const CheckContext& ctx, const std::string& hint) {
   const auto ks = computes_with(ctx, ComputeRole::Repeat);
   if (ks.empty()) return skipped("idempotent", "the script has no compute directly after a compute");
   auto result = judge(
@@ -230,8 +260,7 @@ PropertyResult check_idempotent(const CheckContext& ctx) {
         const auto* record = ctx.ranks[rank].compute(ctx.plan.computes[k].previous);
         return record ? &record->result : nullptr;
       },
-      ctx.scenario.tolerance, "the compute before",
-      "a second compute() with no update between must return the same result on every rank");
+      ctx.scenario.tolerance, "the compute before", hint);
   if (result.outcome == Outcome::Fail) return result;
   // Every compute must leave the local state as it found it.
   bool any_digest = false;
@@ -262,7 +291,7 @@ PropertyResult check_idempotent(const CheckContext& ctx) {
   return result;
 }
 
-PropertyResult check_batch_invariant(const CheckContext& ctx) {
+PropertyResult check_batch_invariant(const CheckContext& ctx, const std::string& hint) {
   PropertyResult result;
   result.name = "batch_invariant";
   if (ctx.single.other_batch_sizes.empty()) return skipped("batch_invariant", "no other batch size to try");
@@ -293,9 +322,7 @@ PropertyResult check_batch_invariant(const CheckContext& ctx) {
   }
   result.outcome = Outcome::Fail;
   std::ostringstream msg;
-  msg << "batch_invariant failed: the single-process result on the same data depends on the batch size (a formula "
-         "that uses per-batch statistics, e.g. the batch's own mean, gives different answers for different "
-         "batchings, and so for different world sizes)\n"
+  msg << "batch_invariant failed: " << hint << "\n"
       << "  batch size " << ctx.scenario.batch_size << " (the scenario's): " << ctx.single.full.text() << "\n"
       << lines.str() << "  tolerance: " << tolerance_text(ctx.scenario.tolerance) << "\n"
       << variant_lines(ctx);
@@ -303,7 +330,7 @@ PropertyResult check_batch_invariant(const CheckContext& ctx) {
   return result;
 }
 
-PropertyResult check_golden(const CheckContext& ctx) {
+PropertyResult check_golden(const CheckContext& ctx, const std::string& hint) {
   if (!ctx.scenario.golden) return skipped("golden", "the scenario gives no [golden] value");
   const Tolerance tol{ctx.scenario.golden->rtol, ctx.scenario.golden->atol, ctx.scenario.tolerance.exact};
   ComputeResult golden;
@@ -340,12 +367,12 @@ PropertyResult check_golden(const CheckContext& ctx) {
     return result;
   }
   result.outcome = Outcome::Fail;
-  result.message = "golden failed: the result on all the data must be the value written in the scenario\n  golden: " +
+  result.message = "golden failed: " + hint + "\n  golden: " +
                    golden.text() + "\n" + problems.str() + "  tolerance: " + tolerance_text(tol) + "\n" + variant_lines(ctx);
   return result;
 }
 
-PropertyResult check_expected_error(const CheckContext& ctx) {
+PropertyResult check_expected_error(const CheckContext& ctx, const std::string& hint) {
   const auto& want = ctx.scenario.expect.error;
   if (want.empty()) return skipped("expected_error", "the scenario expects no error");
   const int k = ctx.scenario.expect.compute;
@@ -371,25 +398,18 @@ PropertyResult check_expected_error(const CheckContext& ctx) {
     return result;
   }
   result.outcome = Outcome::Fail;
-  result.message = "expected_error failed: every rank must raise " + want + " at " + compute_phrase(ctx, k) +
-                   ", together (decided from synced state), as the single process does\n" + problems.str() +
+  result.message = "expected_error failed: every rank must raise " + want + " at " + compute_phrase(ctx, k) + ", " +
+                   hint + "\n" + problems.str() +
                    variant_lines(ctx);
   return result;
 }
 
 std::vector<PropertyResult> check_properties(const CheckContext& ctx) {
   std::vector<PropertyResult> results;
-  for (const auto& name : property_names()) {
-    if (name == "no_hang" || !ctx.scenario.checks(name)) continue;
-    if (name == "equal_to_single") results.push_back(check_equal_to_single(ctx));
-    else if (name == "ranks_agree") results.push_back(check_ranks_agree(ctx));
-    else if (name == "idempotent") results.push_back(check_idempotent(ctx));
-    else if (name == "update_after_compute") results.push_back(check_update_after_compute(ctx));
-    else if (name == "reset_replay") results.push_back(check_reset_replay(ctx));
-    else if (name == "batch_invariant") results.push_back(check_batch_invariant(ctx));
-    else if (name == "golden") results.push_back(check_golden(ctx));
+  for (const auto& property : property_table()) {
+    if (!property.check || !ctx.scenario.checks(property.name)) continue;
+    results.push_back(property.check(ctx, property.hint ? property.hint() : std::string()));
   }
-  if (!ctx.scenario.expect.error.empty()) results.push_back(check_expected_error(ctx));
   for (auto& result : results) {
     if (!ctx.scenario.expects_failure_of(result.name)) continue;
     const std::string why = ctx.scenario.expect.reason;

@@ -13,6 +13,7 @@
 
 #include "distmetrics/harness/placement.h"
 #include "distmetrics/harness/root_cause.h"
+#include "distmetrics/runtime/backends.h"
 #include "distmetrics/runtime/text.h"
 
 namespace distmetrics::harness {
@@ -433,7 +434,7 @@ void LocalPools::clear() {
 }
 
 runtime::JobRunner& LocalPools::runner_for(const Variant& variant) {
-  const std::string launch = variant.backend == "mpi" ? "mpirun" : "direct";
+  const std::string launch = runtime::pool_launch_for(variant.backend);
   const std::string key = launch + "/" + std::to_string(variant.world_size);
   for (auto it = pools_.begin(); it != pools_.end(); ++it) {
     if (it->first != key) continue;

@@ -14,10 +14,12 @@
 
 #include "distmetrics/harness/metric_catalog.h"
 #include "distmetrics/metrics/errors.h"
+#include "distmetrics/runtime/backends.h"
 #include "distmetrics/runtime/params.h"
 #include "distmetrics/runtime/text.h"
 #include "distmetrics/harness/shard.h"
 #include "distmetrics/harness/placement.h"
+#include "distmetrics/harness/property.h"
 #include "toml_json.h"
 
 namespace distmetrics::harness {
@@ -473,29 +475,9 @@ int count_computes(const std::vector<Step>& script) {
                                          [](const Step& step) { return step.op == Step::Op::Compute; }));
 }
 
-// The properties a script gives something to judge.
-std::vector<std::string> judged_by_script(const std::vector<Step>& script) {
-  std::set<std::string> out = {"ranks_agree"};
-  for (auto role : roles_in(script)) {
-    if (role == ComputeRole::Fresh) out.insert("equal_to_single");
-    if (role == ComputeRole::Repeat) out.insert("idempotent");
-    if (role == ComputeRole::AfterUpdate) out.insert("update_after_compute");
-    if (role == ComputeRole::AfterReset) out.insert("reset_replay");
-  }
-  return {out.begin(), out.end()};
-}
-
-const char* what_property_needs(const std::string& property) {
-  if (property == "equal_to_single") return "a compute before any other compute";
-  if (property == "idempotent") return "a compute directly after another compute";
-  if (property == "update_after_compute") return "a compute after an earlier compute and more updates";
-  if (property == "reset_replay") return "a compute after a reset";
-  return "";
-}
-
 void validate_variants(Loader& L, Scenario& s, const toml::table* variants) {
   s.world_sizes = {1, 2, 3, 4};
-  s.backends = {"gloo", "mpi"};
+  s.backends = runtime::default_backend_names();
   s.shards = {"even"};
   s.placements = {"cpu"};
   if (!variants) return;
@@ -511,7 +493,7 @@ void validate_variants(Loader& L, Scenario& s, const toml::table* variants) {
       into = *list;
     }
   };
-  names_list("backends", backend_names(), "backend", s.backends);
+  names_list("backends", runtime::backend_names(), "backend", s.backends);
   names_list("shards", shard_policy_names(), "shard policy", s.shards);
   names_list("placements", placement_names(), "placement", s.placements);
 }
@@ -582,19 +564,15 @@ std::string Diagnostic::to_string() const {
   return out.str();
 }
 
-const std::vector<std::string>& property_names() {
-  static const std::vector<std::string> names = {"equal_to_single", "ranks_agree",    "idempotent", "update_after_compute",
-                                                 "reset_replay",    "batch_invariant", "no_hang",    "golden"};
-  return names;
-}
-
 const std::vector<std::string>& expected_error_names() {
   static const std::vector<std::string> names = {"NotComputableError", "InputError", "SyncError"};
   return names;
 }
 
 bool Scenario::checks(const std::string& property) const {
-  return property == "no_hang" || std::find(properties.begin(), properties.end(), property) != properties.end();
+  const Property* p = find_property(property);
+  if (p && p->checked_anyway && p->checked_anyway(*this)) return true;
+  return std::find(properties.begin(), properties.end(), property) != properties.end();
 }
 
 bool Scenario::expects_failure_of(const std::string& property) const {
@@ -672,22 +650,21 @@ LoadResult load_scenario_text(const std::string& text, const std::string& path, 
   const auto* variants = L.table_field(root, "variants", "variants", false, nullptr);
   validate_variants(L, s, variants);
 
-  // Properties: the ones listed, or every one the script can judge.
-  const auto judged = judged_by_script(s.script);
+  // Properties: the ones listed (with what each needs from the script and the file), else the
+  // property table's defaults for this script (set once [golden] is read).
+  const auto roles = roles_in(s.script);
   if (auto props = L.string_list(root, "properties", "properties", &property_names(), "property")) {
     for (const auto& p : *props) {
-      if (const char* need = what_property_needs(p); *need && script_ok &&
-                                                      std::find(judged.begin(), judged.end(), p) == judged.end())
+      const Property& property = *find_property(p);
+      if (property.needs_compute && script_ok &&
+          std::find(roles.begin(), roles.end(), *property.needs_compute) == roles.end())
         L.error_at(L.line_of(&root, "properties"), "properties",
-                   "'" + p + "' needs " + need + " in the script, and it has none");
-      if (p == "golden" && !root.get("golden"))
-        L.error_at(L.line_of(&root, "properties"), "properties", "'golden' needs a [golden] table with the value");
+                   "'" + p + "' needs " + property.needs_compute_text + " in the script, and it has none");
+      if (!property.needs_table.empty() && !root.get(property.needs_table))
+        L.error_at(L.line_of(&root, "properties"), "properties",
+                   "'" + p + "' needs a [" + property.needs_table + "] table with the value");
     }
     s.properties = *props;
-  } else if (!root.get("properties")) {
-    s.properties = judged;
-    if (s.single_process == "global") s.properties.push_back("batch_invariant");
-    if (root.get("golden")) s.properties.push_back("golden");
   }
 
   if (const auto* tol = L.table_field(root, "tolerance", "tolerance", false, nullptr)) {
@@ -716,6 +693,7 @@ LoadResult load_scenario_text(const std::string& text, const std::string& path, 
     if (!s.checks("golden") && root.get("properties"))
       L.error(golden, "golden", "a [golden] value is given but 'golden' is not in 'properties'");
   }
+  if (!root.get("properties")) s.properties = default_properties(s, roles);
   if (const auto* bi = L.table_field(root, "batch_invariant", "batch_invariant", false, nullptr)) {
     L.check_keys(*bi, "batch_invariant");
     if (auto sizes = L.int_list(*bi, "batch_sizes", "batch_invariant.batch_sizes", 1, kMaxSamples)) {

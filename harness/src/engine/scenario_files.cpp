@@ -52,7 +52,7 @@ bool check_selection(const Selection& s, std::ostream& err) {
       ok = false;
     }
   };
-  check(s.backends, backend_names(), "--backend");
+  check(s.backends, runtime::backend_names(), "--backend");
   check(s.shards, shard_policy_names(), "--shard");
   check(s.placements, placement_names(), "--placement");
   for (int ws : s.world_sizes) {

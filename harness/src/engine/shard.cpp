@@ -54,6 +54,65 @@ std::vector<std::vector<SampleIndices>> batched(const std::vector<SampleIndices>
   return out;
 }
 
+SampleIndices all_samples(const std::vector<double>& sort_key) {
+  return range(0, static_cast<std::int64_t>(sort_key.size()));
+}
+
+void split_even(ShardPlan& plan, const std::vector<double>& sort_key, std::int64_t batch_size, std::uint64_t) {
+  const auto all = all_samples(sort_key);
+  plan.ranks = batched(blocks(all, even_sizes(static_cast<std::int64_t>(all.size()), plan.world_size)), batch_size);
+}
+
+void split_uneven(ShardPlan& plan, const std::vector<double>& sort_key, std::int64_t batch_size, std::uint64_t seed) {
+  const auto all = all_samples(sort_key);
+  plan.ranks =
+      batched(blocks(all, uneven_sizes(static_cast<std::int64_t>(all.size()), plan.world_size, seed)), batch_size);
+}
+
+void split_empty_rank(ShardPlan& plan, const std::vector<double>& sort_key, std::int64_t batch_size, std::uint64_t) {
+  const auto all = all_samples(sort_key);
+  const int w = plan.world_size;
+  auto sizes = w == 1 ? std::vector<std::int64_t>{0} : even_sizes(static_cast<std::int64_t>(all.size()), w - 1);
+  if (w > 1) sizes.push_back(0);
+  plan.ranks = batched(blocks(all, sizes), batch_size);
+}
+
+void split_skewed(ShardPlan& plan, const std::vector<double>& sort_key, std::int64_t batch_size, std::uint64_t) {
+  SampleIndices order = all_samples(sort_key);
+  std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return sort_key[a] < sort_key[b]; });
+  auto per_rank = blocks(order, even_sizes(static_cast<std::int64_t>(order.size()), plan.world_size));
+  for (auto& indices : per_rank) std::sort(indices.begin(), indices.end());  // global order within a rank
+  plan.ranks = batched(per_rank, batch_size);
+}
+
+void split_round_robin(ShardPlan& plan, const std::vector<double>& sort_key, std::int64_t batch_size, std::uint64_t) {
+  plan.ranks.assign(plan.world_size, {});
+  const auto global = cut_batches(all_samples(sort_key), batch_size);
+  for (std::size_t b = 0; b < global.size(); ++b) plan.ranks[b % plan.world_size].push_back(global[b]);
+}
+
+// Sample i of `order` goes to rank i % world size.
+void deal(ShardPlan& plan, const SampleIndices& order, std::int64_t batch_size) {
+  std::vector<SampleIndices> per_rank(plan.world_size);
+  for (std::size_t i = 0; i < order.size(); ++i) per_rank[i % plan.world_size].push_back(order[i]);
+  plan.ranks = batched(per_rank, batch_size);
+}
+
+void split_scattered(ShardPlan& plan, const std::vector<double>& sort_key, std::int64_t batch_size, std::uint64_t) {
+  deal(plan, all_samples(sort_key), batch_size);
+}
+
+void split_padded(ShardPlan& plan, const std::vector<double>& sort_key, std::int64_t batch_size, std::uint64_t) {
+  SampleIndices order = all_samples(sort_key);
+  const auto n = static_cast<std::int64_t>(order.size());
+  if (n > 0) {
+    const std::int64_t total = (n + plan.world_size - 1) / plan.world_size * plan.world_size;
+    for (std::int64_t i = 0; static_cast<std::int64_t>(order.size()) < total; ++i) order.push_back(i % n);
+    plan.duplicates = total - n;
+  }
+  deal(plan, order, batch_size);
+}
+
 }  // namespace
 
 std::int64_t ShardPlan::samples_of(int rank) const {
@@ -62,17 +121,18 @@ std::int64_t ShardPlan::samples_of(int rank) const {
   return n;
 }
 
-const std::vector<ShardPolicyInfo>& shard_policies() {
-  static const std::vector<ShardPolicyInfo> policies = {
-      {"even", "contiguous blocks of equal size (sizes differ by at most one sample)", 1},
-      {"uneven", "contiguous blocks of random sizes drawn from the seed", 1},
-      {"empty_rank", "the last rank gets no data; the others split it evenly", 2},
-      {"skewed", "label-skewed (non-IID): samples ordered by label, then equal contiguous blocks", 1},
-      {"round_robin", "whole global batches dealt to ranks in turn: batch b goes to rank b % world size", 1},
-      {"scattered", "single samples dealt in turn: sample i goes to rank i % world size", 1},
+const std::vector<ShardPolicy>& shard_policies() {
+  static const std::vector<ShardPolicy> policies = {
+      {"even", "contiguous blocks of equal size (sizes differ by at most one sample)", 1, split_even},
+      {"uneven", "contiguous blocks of random sizes drawn from the seed", 1, split_uneven},
+      {"empty_rank", "the last rank gets no data; the others split it evenly", 2, split_empty_rank},
+      {"skewed", "label-skewed (non-IID): samples ordered by label, then equal contiguous blocks", 1, split_skewed},
+      {"round_robin", "whole global batches dealt to ranks in turn: batch b goes to rank b % world size", 1,
+       split_round_robin},
+      {"scattered", "single samples dealt in turn: sample i goes to rank i % world size", 1, split_scattered},
       {"padded", "like torch DistributedSampler(shuffle=False): padded with repeated samples to a multiple "
                  "of the world size, then sample i of the padded list goes to rank i % world size",
-       1},
+       1, split_padded},
   };
   return policies;
 }
@@ -83,7 +143,7 @@ std::vector<std::string> shard_policy_names() {
   return names;
 }
 
-const ShardPolicyInfo* find_shard_policy(const std::string& name) {
+const ShardPolicy* find_shard_policy(const std::string& name) {
   for (const auto& p : shard_policies())
     if (p.name == name) return &p;
   return nullptr;
@@ -108,42 +168,12 @@ std::vector<SampleIndices> cut_batches(const SampleIndices& indices, std::int64_
 ShardPlan make_shard_plan(const std::string& policy, const std::vector<double>& sort_key, int world_size,
                           std::int64_t batch_size, std::uint64_t seed) {
   if (world_size < 1) throw std::invalid_argument("make_shard_plan: world size must be >= 1");
-  const auto n = static_cast<std::int64_t>(sort_key.size());
-  const SampleIndices all = range(0, n);
   ShardPlan plan;
   plan.policy = policy;
   plan.world_size = world_size;
-  if (policy == "even") {
-    plan.ranks = batched(blocks(all, even_sizes(n, world_size)), batch_size);
-  } else if (policy == "uneven") {
-    plan.ranks = batched(blocks(all, uneven_sizes(n, world_size, seed)), batch_size);
-  } else if (policy == "empty_rank") {
-    auto sizes = world_size == 1 ? std::vector<std::int64_t>{0} : even_sizes(n, world_size - 1);
-    if (world_size > 1) sizes.push_back(0);
-    plan.ranks = batched(blocks(all, sizes), batch_size);
-  } else if (policy == "skewed") {
-    SampleIndices order = all;
-    std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return sort_key[a] < sort_key[b]; });
-    auto per_rank = blocks(order, even_sizes(n, world_size));
-    for (auto& indices : per_rank) std::sort(indices.begin(), indices.end());  // global order within a rank
-    plan.ranks = batched(per_rank, batch_size);
-  } else if (policy == "round_robin") {
-    plan.ranks.assign(world_size, {});
-    const auto global = cut_batches(all, batch_size);
-    for (std::size_t b = 0; b < global.size(); ++b) plan.ranks[b % world_size].push_back(global[b]);
-  } else if (policy == "scattered" || policy == "padded") {
-    SampleIndices order = all;
-    if (policy == "padded" && n > 0) {
-      const std::int64_t total = (n + world_size - 1) / world_size * world_size;
-      for (std::int64_t i = 0; static_cast<std::int64_t>(order.size()) < total; ++i) order.push_back(i % n);
-      plan.duplicates = total - n;
-    }
-    std::vector<SampleIndices> per_rank(world_size);
-    for (std::size_t i = 0; i < order.size(); ++i) per_rank[i % world_size].push_back(order[i]);
-    plan.ranks = batched(per_rank, batch_size);
-  } else {
-    throw std::invalid_argument("unknown shard policy '" + policy + "'");
-  }
+  const ShardPolicy* p = find_shard_policy(policy);
+  if (p == nullptr) throw std::invalid_argument("unknown shard policy '" + policy + "'");
+  p->split(plan, sort_key, batch_size, seed);
   return plan;
 }
 

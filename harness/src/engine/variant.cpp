@@ -71,7 +71,7 @@ std::vector<Variant> expand_variants(const Scenario& scenario, int gpus_availabl
           v.seed = scenario.data.seed;
           v.deadline_seconds = scenario.deadline_seconds;
           v.markers.push_back(backend);
-          if (placement != "cpu" || backend == "nccl") v.markers.push_back("gpu");
+          if (gpus_needed(placement, backend, ws) > 0) v.markers.push_back("gpu");
           if (regression) v.markers.push_back("regression");
           if (slow) v.markers.push_back("slow");
           v.skip = skip_reason(placement, backend, ws, gpus_available);

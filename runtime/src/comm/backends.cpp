@@ -7,12 +7,80 @@
 #include "distmetrics/runtime/errors.h"
 
 namespace distmetrics::runtime {
+namespace {
+
+std::optional<std::string> gloo_unavailable(const std::string& comm_device, int) {
+  if (!DISTMETRICS_HAVE_GLOO) return std::string("gloo: this build has no Gloo (install libgloo-dev and reconfigure)");
+  if (comm_device == "cuda") {
+    if (!DISTMETRICS_TORCH_HAS_CUDA) return std::string("gloo on cuda: this LibTorch has no CUDA");
+    if (visible_gpu_count() < 1) return std::string("gloo on cuda: needs a GPU, found 0");
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> mpi_unavailable(const std::string& comm_device, int) {
+  if (!DISTMETRICS_HAVE_MPI) return std::string("mpi: this build has no Open MPI (install libopenmpi-dev openmpi-bin and reconfigure)");
+  if (comm_device == "cuda") return std::string("mpi: collectives run on the CPU only (comm device cuda)");
+  return std::nullopt;
+}
+
+std::optional<std::string> nccl_unavailable(const std::string&, int world_size) {
+  if (!DISTMETRICS_HAVE_NCCL) return std::string("nccl: this build has no NCCL (it needs a CUDA LibTorch)");
+  const int gpus = visible_gpu_count();
+  if (gpus < world_size) {
+    return "nccl: needs " + std::to_string(world_size) + " GPUs (one per rank), found " + std::to_string(gpus);
+  }
+  return std::nullopt;
+}
+
+// MPI duplicates MPI_COMM_WORLD instead of using the variant's store.
+std::unique_ptr<Communicator> make_mpi(const detail::CommSpec& spec, const c10::intrusive_ptr<c10d::Store>&,
+                                       const Deadline& deadline) {
+  return detail::make_mpi_communicator(spec, deadline);
+}
+
+}  // namespace
+
+const std::vector<Backend>& backends() {
+  static const std::vector<Backend> table = {
+      {"gloo", "c10d ProcessGroupGloo: collectives on the CPU, or on CUDA tensors", DISTMETRICS_HAVE_GLOO != 0,
+       {"cpu", "cuda"}, false, "direct", {"mpi", "env"}, true, gloo_unavailable, detail::make_gloo_communicator},
+      {"mpi", "Open MPI directly (a duplicate of MPI_COMM_WORLD): CPU collectives; ranks started by mpirun",
+       DISTMETRICS_HAVE_MPI != 0, {"cpu"}, false, "mpirun", {"mpi"}, true, mpi_unavailable, make_mpi},
+      {"nccl", "c10d ProcessGroupNCCL: collectives on cuda:local_rank, one GPU per rank", DISTMETRICS_HAVE_NCCL != 0,
+       {"cuda"}, true, "direct", {"mpi", "env"}, false, nccl_unavailable, detail::make_nccl_communicator},
+  };
+  return table;
+}
+
+const Backend* find_backend(const std::string& name) {
+  for (const auto& b : backends())
+    if (b.name == name) return &b;
+  return nullptr;
+}
+
+std::vector<std::string> backend_names() {
+  std::vector<std::string> out;
+  for (const auto& b : backends()) out.push_back(b.name);
+  return out;
+}
+
+std::vector<std::string> default_backend_names() {
+  std::vector<std::string> out;
+  for (const auto& b : backends())
+    if (b.default_variant) out.push_back(b.name);
+  return out;
+}
+
+std::string pool_launch_for(const std::string& backend) {
+  const Backend* b = find_backend(backend);
+  return b ? b->pool_launch : "direct";
+}
 
 std::vector<std::string> compiled_backends() {
   std::vector<std::string> out;
-  if (DISTMETRICS_HAVE_GLOO) out.push_back("gloo");
-  if (DISTMETRICS_HAVE_MPI) out.push_back("mpi");
-  if (DISTMETRICS_HAVE_NCCL) out.push_back("nccl");
+  for (const auto& b : backends())
+    if (b.compiled) out.push_back(b.name);
   return out;
 }
 
@@ -29,34 +97,20 @@ std::optional<std::string> backend_unavailable_reason(const std::string& backend
   if (comm_device != "cpu" && comm_device != "cuda") {
     return backend + ": unknown comm device '" + comm_device + "' (expected cpu or cuda)";
   }
-  const int gpus = visible_gpu_count();
-  if (backend == "gloo") {
-    if (!DISTMETRICS_HAVE_GLOO) return std::string("gloo: this build has no Gloo (install libgloo-dev and reconfigure)");
-    if (comm_device == "cuda") {
-      if (!DISTMETRICS_TORCH_HAS_CUDA) return std::string("gloo on cuda: this LibTorch has no CUDA");
-      if (gpus < 1) return std::string("gloo on cuda: needs a GPU, found 0");
-    }
-    return std::nullopt;
+  const Backend* b = find_backend(backend);
+  if (b == nullptr) {
+    std::string known;
+    for (const auto& name : backend_names()) known += (known.empty() ? "" : ", ") + name;
+    return "unknown backend '" + backend + "' (known: " + known + ")";
   }
-  if (backend == "nccl") {
-    if (!DISTMETRICS_HAVE_NCCL) return std::string("nccl: this build has no NCCL (it needs a CUDA LibTorch)");
-    if (gpus < world_size) {
-      return "nccl: needs " + std::to_string(world_size) + " GPUs (one per rank), found " + std::to_string(gpus);
-    }
-    return std::nullopt;
-  }
-  if (backend == "mpi") {
-    if (!DISTMETRICS_HAVE_MPI) return std::string("mpi: this build has no Open MPI (install libopenmpi-dev openmpi-bin and reconfigure)");
-    if (comm_device == "cuda") return std::string("mpi: collectives run on the CPU only (comm device cuda)");
-    return std::nullopt;
-  }
-  return "unknown backend '" + backend + "' (known: gloo, mpi, nccl)";
+  return b->unavailable(comm_device, world_size);
 }
 
 namespace detail {
 
 at::Device comm_device_of(const CommSpec& spec) {
-  if (spec.backend == "nccl") return at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(spec.local_rank));
+  const Backend* backend = find_backend(spec.backend);
+  if (backend != nullptr && backend->gpu_per_rank) return at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(spec.local_rank));
   if (spec.comm_device == "cuda") {
     const int gpus = visible_gpu_count();  // Gloo ranks may share a GPU
     return at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(gpus > 0 ? spec.local_rank % gpus : 0));
@@ -69,9 +123,7 @@ std::unique_ptr<Communicator> make_communicator(const CommSpec& spec, const c10:
   if (auto reason = backend_unavailable_reason(spec.backend, spec.comm_device, spec.world_size)) {
     throw ConfigError(*reason);
   }
-  if (spec.backend == "gloo") return make_gloo_communicator(spec, store, deadline);
-  if (spec.backend == "nccl") return make_nccl_communicator(spec, store, deadline);
-  return make_mpi_communicator(spec, deadline);
+  return find_backend(spec.backend)->make(spec, store, deadline);
 }
 
 #if !DISTMETRICS_HAVE_GLOO

@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <thread>
 
@@ -199,8 +200,10 @@ class PeerRunner::Impl {
       throw ConfigError("the peer run stopped after " + stop_reason_ +
                         ": its process group is broken; start the launcher again to run more variants");
     }
-    if (request.backend == "mpi" && options_.launcher != "mpi") {
-      throw ConfigError("variant " + request.id + ": the mpi backend needs ranks started by mpirun (launcher mpi)");
+    if (const Backend* backend = find_backend(request.backend);
+        backend != nullptr && std::find(backend->peer_launchers.begin(), backend->peer_launchers.end(),
+                                        options_.launcher) == backend->peer_launchers.end()) {
+      throw ConfigError("variant " + request.id + ": the " + backend->name + " backend needs ranks started by mpirun (launcher mpi)");
     }
     if (auto reason = backend_unavailable_reason(request.backend, request.comm_device, local_world_size_)) {
       throw ConfigError("variant " + request.id + ": " + *reason);

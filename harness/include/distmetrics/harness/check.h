@@ -1,6 +1,7 @@
 // Property checkers: each judges a variant's observations against the single-process reference
-// (docs/design.md, "Properties"). One small function per property; check_properties runs the ones
-// the scenario lists and applies its expected failures.
+// (docs/properties.md). One small checker and one hint (what a failure means, said in its
+// message) per property, both named in the property table (property.h); check_properties runs
+// the ones the scenario checks, in table order, and applies its expected failures.
 //
 // Which compute each property judges follows from its place in the script (script.h):
 //   equal_to_single       the first compute (before any other)       vs the single process
@@ -45,18 +46,29 @@ struct CheckContext {
   const std::vector<RankObservation>& ranks;  // indexed by rank
 };
 
-PropertyResult check_equal_to_single(const CheckContext& ctx);
-PropertyResult check_update_after_compute(const CheckContext& ctx);
-PropertyResult check_idempotent(const CheckContext& ctx);
-PropertyResult check_reset_replay(const CheckContext& ctx);
-PropertyResult check_ranks_agree(const CheckContext& ctx);
-PropertyResult check_batch_invariant(const CheckContext& ctx);
-PropertyResult check_golden(const CheckContext& ctx);
-PropertyResult check_expected_error(const CheckContext& ctx);
+// The checkers; `hint` is the property's hint, said in the failure message.
+PropertyResult check_equal_to_single(const CheckContext& ctx, const std::string& hint);
+PropertyResult check_update_after_compute(const CheckContext& ctx, const std::string& hint);
+PropertyResult check_idempotent(const CheckContext& ctx, const std::string& hint);
+PropertyResult check_reset_replay(const CheckContext& ctx, const std::string& hint);
+PropertyResult check_ranks_agree(const CheckContext& ctx, const std::string& hint);
+PropertyResult check_batch_invariant(const CheckContext& ctx, const std::string& hint);
+PropertyResult check_golden(const CheckContext& ctx, const std::string& hint);
+PropertyResult check_expected_error(const CheckContext& ctx, const std::string& hint);
 
-// Every property the scenario checks (no_hang excepted: the engine judges it from the run), in
-// the order of property_names(), plus expected_error when one is declared; expected failures
-// turned around.
+// The hints: what a failure of the property means, and so what to fix.
+std::string equal_to_single_hint();
+std::string update_after_compute_hint();
+std::string idempotent_hint();
+std::string reset_replay_hint();
+std::string ranks_agree_hint();
+std::string batch_invariant_hint();
+std::string golden_hint();
+std::string expected_error_hint();
+
+// Every property the scenario checks that has a checker (no_hang excepted: the engine judges it
+// from the run), in property table order, expected_error when one is declared; expected
+// failures turned around.
 std::vector<PropertyResult> check_properties(const CheckContext& ctx);
 
 // Whether a result equals another (errors: same type; values: within the tolerance).

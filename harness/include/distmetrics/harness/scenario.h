@@ -89,8 +89,6 @@ struct Scenario {
   static Scenario from_json(const nlohmann::json& j);
 };
 
-// Every property name a scenario may list.
-const std::vector<std::string>& property_names();
 // Error types a scenario may expect.
 const std::vector<std::string>& expected_error_names();
 

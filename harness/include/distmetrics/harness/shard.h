@@ -22,15 +22,20 @@ struct ShardPlan {
   std::size_t batches_of(int rank) const { return ranks.at(rank).size(); }
 };
 
-struct ShardPolicyInfo {
+// A shard policy: ONE entry in the table of shard.cpp. Names, validation, suggestions and docs
+// listings come from the table.
+struct ShardPolicy {
   std::string name;
   std::string description;
   int min_world_size;  // below it the policy means nothing (e.g. empty_rank at world size 1)
+  // Fills plan.ranks (and plan.duplicates) for plan.world_size ranks; `sort_key` has one entry
+  // per sample, `seed` drives random choices.
+  void (*split)(ShardPlan& plan, const std::vector<double>& sort_key, std::int64_t batch_size, std::uint64_t seed);
 };
 
-const std::vector<ShardPolicyInfo>& shard_policies();
+const std::vector<ShardPolicy>& shard_policies();
 std::vector<std::string> shard_policy_names();
-const ShardPolicyInfo* find_shard_policy(const std::string& name);
+const ShardPolicy* find_shard_policy(const std::string& name);
 
 // `sort_key` has one entry per sample (Dataset::sort_key): its size is the number of samples.
 // `seed` drives the random sizes of "uneven".

@@ -1,14 +1,62 @@
-// Which communication backends this build has, and whether one can run here: the reasons
-// become `skip` outcomes ("nccl: needs 2 GPUs (one per rank), found 0").
+// The communication backends: ONE table (backends.cpp), one entry per backend, with everything
+// the layers above ask of a backend: its name, whether it is built and why it cannot run here,
+// the factory of its communicator, how its ranks are launched, the devices it needs. Names,
+// validation, suggestions, skip reasons and docs listings come from the table; adding a backend
+// is one entry there plus its communicator (docs/design.md, "Extension points").
 #pragma once
 
+#include <c10/util/intrusive_ptr.h>
+
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "distmetrics/runtime/comm.h"
+#include "distmetrics/runtime/deadline.h"
+
+namespace c10d {
+class Store;
+}
+
 namespace distmetrics::runtime {
 
-// The backends compiled into this build, in a fixed order: a subset of {"gloo", "mpi", "nccl"}.
+namespace detail {
+struct CommSpec;  // backend_factory.h: what one rank's communicator is built from
+}
+
+// Builds one rank's communicator; `store` is fresh for it (backends that need none ignore it).
+using CommunicatorFactory = std::unique_ptr<Communicator> (*)(const detail::CommSpec& spec,
+                                                              const c10::intrusive_ptr<c10d::Store>& store,
+                                                              const Deadline& deadline);
+
+struct Backend {
+  std::string name;                          // "gloo": what scenarios and --backend say
+  std::string description;                   // one line, for docs and listings
+  bool compiled = false;                     // built into this binary
+  std::vector<std::string> comm_devices;     // where its collectives can run: "cpu", "cuda"
+  bool gpu_per_rank = false;                 // each rank needs a GPU of its own (NCCL refuses duplicates)
+  std::string pool_launch;                   // how a local rank pool starts ranks for it: "direct" or "mpirun"
+  std::vector<std::string> peer_launchers;   // peer launchers it runs under ("mpi", "env")
+  bool default_variant = false;              // expanded when a scenario names no backends
+  // Why `world_size` ranks cannot run it on this machine with collectives on `comm_device`
+  // (not built, no GPUs, ...), or nullopt.
+  std::optional<std::string> (*unavailable)(const std::string& comm_device, int world_size) = nullptr;
+  CommunicatorFactory make = nullptr;
+};
+
+// Every backend, built here or not, in a fixed order ("gloo", "mpi", "nccl").
+const std::vector<Backend>& backends();
+const Backend* find_backend(const std::string& name);
+std::vector<std::string> backend_names();
+// The backends a scenario that names none expands to.
+std::vector<std::string> default_backend_names();
+
+// How a local rank pool starts ranks for `backend` (PoolOptions::launch): "direct", or "mpirun"
+// for a backend whose ranks only mpirun can start; "direct" for an unknown name.
+std::string pool_launch_for(const std::string& backend);
+
+// The backends compiled into this build, in table order: a subset of backend_names().
 std::vector<std::string> compiled_backends();
 
 // nullopt when `world_size` ranks on this machine can run `backend` with collectives on

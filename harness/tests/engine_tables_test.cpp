@@ -1,0 +1,164 @@
+// The extension-point tables (properties, shard policies, placements, backends) and the docs
+// that list them: docs/properties.md and docs/scenarios.md must name exactly the table entries.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "distmetrics/harness/placement.h"
+#include "distmetrics/harness/property.h"
+#include "distmetrics/harness/shard.h"
+#include "distmetrics/runtime/backends.h"
+
+namespace distmetrics::harness {
+namespace {
+
+std::string read_doc(const std::string& name) {
+  std::ifstream in(std::string(DISTMETRICS_DOCS_DIR) + "/" + name);
+  EXPECT_TRUE(in) << "cannot read docs/" << name;
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::vector<std::string> cells(const std::string& row) {
+  std::vector<std::string> out;
+  std::stringstream in(row);
+  std::string cell;
+  std::getline(in, cell, '|');  // before the first '|'
+  while (std::getline(in, cell, '|')) {
+    const auto begin = cell.find_first_not_of(' ');
+    const auto end = cell.find_last_not_of(' ');
+    out.push_back(begin == std::string::npos ? "" : cell.substr(begin, end - begin + 1));
+  }
+  if (!out.empty() && out.back().empty()) out.pop_back();
+  return out;
+}
+
+// The first column of the Markdown table whose header's first cell is `header`, without the
+// backticks: the names the docs list.
+std::set<std::string> doc_table_names(const std::string& doc, const std::string& header) {
+  std::istringstream in(read_doc(doc));
+  std::set<std::string> names;
+  bool inside = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("|", 0) != 0) {
+      if (inside) break;
+      continue;
+    }
+    const auto row = cells(line);
+    if (!inside) {
+      inside = !row.empty() && row.front() == header;
+      continue;
+    }
+    if (row.empty() || row.front().rfind("---", 0) == 0) continue;
+    std::string name = row.front();
+    name.erase(std::remove(name.begin(), name.end(), '`'), name.end());
+    names.insert(name);
+  }
+  EXPECT_TRUE(inside) << "docs/" << doc << " has no table headed '" << header << "'";
+  return names;
+}
+
+template <typename Table>
+std::set<std::string> table_names(const Table& table) {
+  std::set<std::string> names;
+  for (const auto& entry : table) names.insert(entry.name);
+  return names;
+}
+
+TEST(TablesTest, DocsListExactlyTheProperties) {
+  EXPECT_EQ(doc_table_names("properties.md", "property"), table_names(property_table()));
+}
+
+TEST(TablesTest, DocsListExactlyTheShardPoliciesPlacementsAndBackends) {
+  EXPECT_EQ(doc_table_names("scenarios.md", "policy"), table_names(shard_policies()));
+  EXPECT_EQ(doc_table_names("scenarios.md", "placement"), table_names(placements()));
+  EXPECT_EQ(doc_table_names("scenarios.md", "backend"), table_names(runtime::backends()));
+}
+
+TEST(TablesTest, EveryPropertyIsCompleteAndHasItsOwnColumn) {
+  std::set<int> orders;
+  std::set<std::string> columns;
+  for (const auto& p : property_table()) {
+    SCOPED_TRACE(p.name);
+    EXPECT_FALSE(p.holds_when.empty());
+    EXPECT_EQ(p.needs_compute.has_value(), !p.needs_compute_text.empty());
+    EXPECT_EQ(p.check == nullptr, p.hint == nullptr) << "a checker comes with its hint";
+    if (p.hint) EXPECT_FALSE(p.hint().empty());
+    EXPECT_TRUE(p.listable || p.checked_anyway) << "a property no scenario can list must be checked some other way";
+    EXPECT_TRUE(orders.insert(p.column_order).second) << "column order " << p.column_order << " used twice";
+    EXPECT_TRUE(columns.insert(p.column).second) << "column '" << p.column << "' used twice";
+    EXPECT_EQ(find_property(p.name), &p);
+  }
+  EXPECT_EQ(find_property("equal_to_singel"), nullptr);
+  // The names a scenario may list: all but expected_error (it comes from [expect]).
+  EXPECT_EQ(property_names(), (std::vector<std::string>{"equal_to_single", "ranks_agree", "idempotent",
+                                                        "update_after_compute", "reset_replay", "batch_invariant",
+                                                        "no_hang", "golden"}));
+  std::vector<std::string> by_column;
+  for (const auto* p : properties_by_column()) by_column.push_back(p->name);
+  EXPECT_EQ(by_column.front(), "no_hang");
+  EXPECT_EQ(by_column.back(), "expected_error");
+}
+
+TEST(TablesTest, DefaultPropertiesFollowTheScriptAndTheScenario) {
+  Scenario s;
+  s.single_process = "global";
+  EXPECT_EQ(default_properties(s, {ComputeRole::Fresh, ComputeRole::Repeat}),
+            (std::vector<std::string>{"equal_to_single", "ranks_agree", "idempotent", "batch_invariant"}));
+  s.single_process = "per_step";
+  s.golden = Golden{1.0};
+  EXPECT_EQ(default_properties(s, {ComputeRole::AfterReset, ComputeRole::AfterUpdate}),
+            (std::vector<std::string>{"ranks_agree", "update_after_compute", "reset_replay", "golden"}));
+  EXPECT_TRUE(s.checks("no_hang"));
+  EXPECT_FALSE(s.checks("expected_error"));
+  s.expect.error = "NotComputableError";
+  EXPECT_TRUE(s.checks("expected_error"));
+}
+
+TEST(TablesTest, ShardPoliciesSplitEverySampleOnceExceptPadding) {
+  const std::vector<double> sort_key = {5, 4, 3, 2, 1, 0, 9};
+  for (const auto& policy : shard_policies()) {
+    SCOPED_TRACE(policy.name);
+    const ShardPlan plan = make_shard_plan(policy.name, sort_key, 3, 2, 7);
+    ASSERT_EQ(plan.ranks.size(), 3u);
+    std::int64_t total = 0;
+    for (int r = 0; r < 3; ++r) total += plan.samples_of(r);
+    EXPECT_EQ(total, 7 + plan.duplicates);
+    EXPECT_EQ(plan.duplicates, policy.name == "padded" ? 2 : 0);
+  }
+  EXPECT_THROW(make_shard_plan("evne", sort_key, 2, 1, 0), std::invalid_argument);
+}
+
+TEST(TablesTest, PlacementsAndBackendsDecideDevicesAndGpus) {
+  EXPECT_EQ(place("mixed", 0, 0).state, c10::Device(c10::kCPU));
+  EXPECT_EQ(place("mixed", 1, 1).state, c10::Device(c10::kCUDA, 1));
+  EXPECT_EQ(place("cpu_state_cuda_input", 1, 1).input, c10::Device(c10::kCUDA, 1));
+  EXPECT_EQ(gpus_needed("cpu", "gloo", 4), 0);
+  EXPECT_EQ(gpus_needed("cuda0", "gloo", 4), 1);
+  EXPECT_EQ(gpus_needed("cuda", "gloo", 4), 4);
+  EXPECT_EQ(gpus_needed("cpu", "nccl", 2), 2);
+  EXPECT_EQ(comm_device_for("cpu", "nccl"), "cuda");
+  EXPECT_EQ(comm_device_for("cuda", "gloo"), "cuda");
+  EXPECT_EQ(comm_device_for("cuda", "mpi"), "cpu");
+  EXPECT_EQ(comm_device_for("mixed", "gloo"), "cpu");
+  EXPECT_EQ(runtime::pool_launch_for("mpi"), "mpirun");
+  EXPECT_EQ(runtime::pool_launch_for("gloo"), "direct");
+  EXPECT_EQ(runtime::default_backend_names(), (std::vector<std::string>{"gloo", "mpi"}));
+  EXPECT_EQ(*runtime::backend_unavailable_reason("glo", "cpu", 1), "unknown backend 'glo' (known: gloo, mpi, nccl)");
+  for (const auto& b : runtime::backends()) {
+    SCOPED_TRACE(b.name);
+    EXPECT_NE(b.make, nullptr);
+    EXPECT_NE(b.unavailable, nullptr);
+    EXPECT_FALSE(b.comm_devices.empty());
+    EXPECT_FALSE(b.peer_launchers.empty());
+  }
+}
+
+}  // namespace
+}  // namespace distmetrics::harness
