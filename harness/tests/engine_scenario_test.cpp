@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "distmetrics/harness/scenario.h"
+#include "distmetrics/harness/scenario_files.h"
 #include "distmetrics/harness/variant.h"
 
 namespace dh = distmetrics::harness;

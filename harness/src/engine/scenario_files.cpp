@@ -12,6 +12,39 @@
 
 namespace distmetrics::harness {
 
+namespace fs = std::filesystem;
+
+
+std::vector<ScenarioFile> find_scenario_files(const std::vector<std::string>& paths, std::vector<Diagnostic>& diagnostics) {
+  std::vector<ScenarioFile> files;
+  auto name_for = [](const fs::path& file, const fs::path& fallback_root) {
+    const fs::path absolute = fs::weakly_canonical(fs::absolute(file));
+    for (fs::path dir = absolute.parent_path(); !dir.empty() && dir != dir.root_path(); dir = dir.parent_path()) {
+      if (dir.filename() == "scenarios") return fs::relative(absolute, dir).replace_extension("").generic_string();
+    }
+    return fs::relative(absolute, fs::weakly_canonical(fs::absolute(fallback_root))).replace_extension("").generic_string();
+  };
+  for (const auto& p : paths) {
+    std::error_code ec;
+    const fs::path path(p);
+    if (fs::is_regular_file(path, ec)) {
+      files.push_back({path.generic_string(), name_for(path, path.parent_path().empty() ? fs::path(".") : path.parent_path())});
+    } else if (fs::is_directory(path, ec)) {
+      std::vector<fs::path> found;
+      for (fs::recursive_directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec))
+        if (it->is_regular_file(ec) && it->path().extension() == ".toml") found.push_back(it->path());
+      if (ec) diagnostics.push_back({p, 0, 0, "", "cannot read the folder: " + ec.message()});
+      for (const auto& f : found) files.push_back({f.generic_string(), name_for(f, path)});
+    } else {
+      diagnostics.push_back({p, 0, 0, "", "no such scenario file or folder"});
+    }
+  }
+  std::sort(files.begin(), files.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+  files.erase(std::unique(files.begin(), files.end(), [](const auto& a, const auto& b) { return a.name == b.name && a.path == b.path; }),
+              files.end());
+  return files;
+}
+
 std::string default_scenario_path() {
   std::error_code ec;
   if (std::filesystem::is_directory("scenarios", ec)) return "scenarios";

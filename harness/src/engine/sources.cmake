@@ -5,6 +5,8 @@ list(APPEND DISTMETRICS_HARNESS_SOURCES
   src/engine/placement.cpp
   src/engine/script.cpp
   src/engine/metric_catalog.cpp
+  src/engine/scenario_reader.cpp
+  src/engine/scenario_validation.cpp
   src/engine/scenario.cpp
   src/engine/scenario_files.cpp
   src/engine/compare.cpp

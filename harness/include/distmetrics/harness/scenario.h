@@ -103,16 +103,4 @@ LoadResult load_scenario(const std::string& path, const std::string& name);
 // The same from TOML text (for tests); `path` is only used in diagnostics.
 LoadResult load_scenario_text(const std::string& text, const std::string& path, const std::string& name);
 
-struct ScenarioFile {
-  std::string path;  // as found (relative to the working directory when the argument was)
-  std::string name;
-};
-
-// Scenario files under the given paths (files, or folders searched recursively for *.toml),
-// sorted by name. A path that does not exist becomes a diagnostic. The name of a file is its
-// path relative to the nearest enclosing folder called "scenarios", else to the folder given
-// on the command line (or the file's own folder), without ".toml".
-std::vector<ScenarioFile> find_scenario_files(const std::vector<std::string>& paths,
-                                              std::vector<Diagnostic>& diagnostics);
-
 }  // namespace distmetrics::harness

@@ -13,6 +13,18 @@
 
 namespace distmetrics::harness {
 
+struct ScenarioFile {
+  std::string path;  // as found (relative to the working directory when the argument was)
+  std::string name;
+};
+
+// Scenario files under the given paths (files, or folders searched recursively for *.toml),
+// sorted by name. A path that does not exist becomes a diagnostic. The name of a file is its
+// path relative to the nearest enclosing folder called "scenarios", else to the folder given
+// on the command line (or the file's own folder), without ".toml".
+std::vector<ScenarioFile> find_scenario_files(const std::vector<std::string>& paths,
+                                              std::vector<Diagnostic>& diagnostics);
+
 // Where scenarios are looked for when no path is given: ./scenarios if it exists, else the
 // installed scenario folder.
 std::string default_scenario_path();

@@ -1,0 +1,222 @@
+// The TOML reader of scenario files: typed fields (tables, strings, integers, numbers, lists)
+// read from a toml++ table, each problem a Diagnostic with the file, line and dotted field; the
+// fields each table of a scenario file may hold (unknown ones get close-name suggestions). It
+// knows the shape of a scenario file, not what the values mean (scenario_validation.h).
+#pragma once
+
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "distmetrics/harness/scenario.h"
+#include "distmetrics/runtime/text.h"
+#include "toml_json.h"
+
+namespace distmetrics::harness::detail {
+
+// The fields each table of a scenario file may hold ("" is the top level).
+const std::map<std::string, std::vector<std::string>>& known_fields();
+
+std::string join_path(const std::string& parent, const std::string& key);
+
+class ScenarioReader {
+ public:
+  explicit ScenarioReader(std::string file) : file_(std::move(file)) {}
+
+  std::vector<Diagnostic>& diagnostics() { return diagnostics_; }
+
+  void error(const toml::node* where, const std::string& field, const std::string& message) {
+    int line = 0, column = 0;
+    if (where) {
+      line = static_cast<int>(where->source().begin.line);
+      column = static_cast<int>(where->source().begin.column);
+    }
+    diagnostics_.push_back({file_, line, column, field, message});
+  }
+  void error_at(int line, const std::string& field, const std::string& message) {
+    diagnostics_.push_back({file_, line, 0, field, message});
+  }
+
+  // Unknown keys, with close names suggested.
+  void check_keys(const toml::table& table, const std::string& path) {
+    const auto& known = known_fields().at(path);
+    for (auto&& [key, value] : table) {
+      const std::string k(key.str());
+      if (std::find(known.begin(), known.end(), k) != known.end()) continue;
+      std::string where = path.empty() ? "at the top level" : "in [" + path + "]";
+      diagnostics_.push_back({file_, static_cast<int>(key.source().begin.line),
+                              static_cast<int>(key.source().begin.column), join_path(path, k),
+                              "unknown field '" + k + "' " + where + runtime::did_you_mean(k, known) + " (known: " +
+                                  runtime::quoted_list(known) + ")"});
+    }
+  }
+
+  const toml::node* find(const toml::table& table, const std::string& key) { return table.get(key); }
+
+  const toml::table* table_field(const toml::table& parent, const std::string& key, const std::string& path,
+                                 bool required, const toml::node* owner) {
+    const auto* node = find(parent, key);
+    if (!node) {
+      if (required) error(owner, path, "missing required table [" + path + "]");
+      return nullptr;
+    }
+    if (!node->is_table()) {
+      error(node, path, "'" + path + "' must be a table, got " + detail::toml_type_name(*node));
+      return nullptr;
+    }
+    return node->as_table();
+  }
+
+  std::optional<std::string> string_field(const toml::table& t, const std::string& key, const std::string& path,
+                                          bool required, const toml::node* owner) {
+    const auto* node = find(t, key);
+    if (!node) {
+      if (required) error(owner, path, "missing required field '" + path + "' (a string)");
+      return std::nullopt;
+    }
+    if (!node->is_string()) {
+      error(node, path, "'" + path + "' must be a string, got " + detail::toml_type_name(*node));
+      return std::nullopt;
+    }
+    return node->as_string()->get();
+  }
+
+  std::optional<std::int64_t> int_field(const toml::table& t, const std::string& key, const std::string& path,
+                                        bool required, const toml::node* owner, std::int64_t lo, std::int64_t hi) {
+    const auto* node = find(t, key);
+    if (!node) {
+      if (required) error(owner, path, "missing required field '" + path + "' (an integer)");
+      return std::nullopt;
+    }
+    if (!node->is_integer()) {
+      error(node, path, "'" + path + "' must be an integer, got " + detail::toml_type_name(*node));
+      return std::nullopt;
+    }
+    const auto v = node->as_integer()->get();
+    if (v < lo || v > hi) {
+      error(node, path, "'" + path + "' must be in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                            "], got " + std::to_string(v));
+      return std::nullopt;
+    }
+    return v;
+  }
+
+  std::optional<double> number_field(const toml::table& t, const std::string& key, const std::string& path,
+                                     double lo, double hi, bool lo_open = false) {
+    const auto* node = find(t, key);
+    if (!node) return std::nullopt;
+    if (!node->is_number()) {
+      error(node, path, "'" + path + "' must be a number, got " + detail::toml_type_name(*node));
+      return std::nullopt;
+    }
+    const double v = node->value<double>().value_or(NAN);
+    if (!std::isfinite(v) || v < lo || v > hi || (lo_open && v == lo)) {
+      std::ostringstream range;
+      range << (lo_open ? "(" : "[") << lo << ", " << hi << "]";
+      error(node, path, "'" + path + "' must be in " + range.str() + ", got " + nlohmann::json(v).dump());
+      return std::nullopt;
+    }
+    return v;
+  }
+
+  // A list of strings; each entry optionally checked against `known`.
+  std::optional<std::vector<std::string>> string_list(const toml::table& t, const std::string& key,
+                                                      const std::string& path, const std::vector<std::string>* known,
+                                                      const std::string& what, bool unique = true) {
+    const auto* node = find(t, key);
+    if (!node) return std::nullopt;
+    const auto* array = node->as_array();
+    if (!array) {
+      error(node, path, "'" + path + "' must be a list of strings, got " + detail::toml_type_name(*node));
+      return std::nullopt;
+    }
+    std::vector<std::string> out;
+    bool ok = true;
+    for (std::size_t i = 0; i < array->size(); ++i) {
+      const auto& item = *array->get(i);
+      const std::string item_path = path + "[" + std::to_string(i) + "]";
+      if (!item.is_string()) {
+        error(&item, item_path, "entries of '" + path + "' must be strings, got " + detail::toml_type_name(item));
+        ok = false;
+        continue;
+      }
+      const std::string s = item.as_string()->get();
+      if (known && std::find(known->begin(), known->end(), s) == known->end()) {
+        error(&item, item_path, "unknown " + what + " '" + s + "'" + runtime::did_you_mean(s, *known) + " (known: " +
+                                    runtime::quoted_list(*known) + ")");
+        ok = false;
+        continue;
+      }
+      if (unique && std::find(out.begin(), out.end(), s) != out.end()) {
+        error(&item, item_path, "'" + s + "' is listed twice in '" + path + "'");
+        ok = false;
+        continue;
+      }
+      out.push_back(s);
+    }
+    if (!ok) return std::nullopt;
+    return out;
+  }
+
+  std::optional<std::vector<std::int64_t>> int_list(const toml::table& t, const std::string& key,
+                                                    const std::string& path, std::int64_t lo, std::int64_t hi) {
+    const auto* node = find(t, key);
+    if (!node) return std::nullopt;
+    const auto* array = node->as_array();
+    if (!array) {
+      error(node, path, "'" + path + "' must be a list of integers, got " + detail::toml_type_name(*node));
+      return std::nullopt;
+    }
+    std::vector<std::int64_t> out;
+    bool ok = true;
+    for (std::size_t i = 0; i < array->size(); ++i) {
+      const auto& item = *array->get(i);
+      const std::string item_path = path + "[" + std::to_string(i) + "]";
+      if (!item.is_integer()) {
+        error(&item, item_path, "entries of '" + path + "' must be integers, got " + detail::toml_type_name(item));
+        ok = false;
+        continue;
+      }
+      const auto v = item.as_integer()->get();
+      if (v < lo || v > hi) {
+        error(&item, item_path, "entries of '" + path + "' must be in [" + std::to_string(lo) + ", " +
+                                    std::to_string(hi) + "], got " + std::to_string(v));
+        ok = false;
+        continue;
+      }
+      if (std::find(out.begin(), out.end(), v) != out.end()) {
+        error(&item, item_path, std::to_string(v) + " is listed twice in '" + path + "'");
+        ok = false;
+        continue;
+      }
+      out.push_back(v);
+    }
+    if (!ok) return std::nullopt;
+    return out;
+  }
+
+  // The line of `key` in `table`, else the table's own line.
+  int line_of(const toml::table* table, const std::string& key) {
+    if (!table) return 0;
+    for (auto&& [k, v] : *table)
+      if (k.str() == key) return static_cast<int>(k.source().begin.line);
+    return static_cast<int>(table->source().begin.line);
+  }
+
+ private:
+  std::string file_;
+  std::vector<Diagnostic> diagnostics_;
+};
+
+// A golden value written in TOML as Value JSON: a number (or "nan"/"inf"/"-inf"), a nested list
+// (a float64 tensor), or a table of named values; nullopt with `problem` set when it is none.
+std::optional<nlohmann::json> golden_to_value(const toml::node& node, std::string& problem);
+
+}  // namespace distmetrics::harness::detail

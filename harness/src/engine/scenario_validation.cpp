@@ -1,0 +1,269 @@
+#include "scenario_validation.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "distmetrics/harness/data.h"
+#include "distmetrics/harness/metric_catalog.h"
+#include "distmetrics/harness/placement.h"
+#include "distmetrics/harness/property.h"
+#include "distmetrics/harness/shard.h"
+#include "distmetrics/metrics/errors.h"
+#include "distmetrics/runtime/backends.h"
+#include "distmetrics/runtime/params.h"
+#include "distmetrics/runtime/text.h"
+
+namespace distmetrics::harness::detail {
+namespace {
+
+using nlohmann::json;
+
+std::int64_t elements_per_sample(const std::string& generator, const json& p) {
+  auto get = [&](const char* k, std::int64_t fallback) {
+    return p.contains(k) && p.at(k).is_number_integer() ? std::max<std::int64_t>(p.at(k).get<std::int64_t>(), 1)
+                                                        : fallback;
+  };
+  if (generator == "multiclass") return get("num_classes", 2) + 1;
+  if (generator == "multilabel") return 2 * get("num_labels", 1);
+  if (generator == "segmentation") return (get("num_classes", 2) + 1) * get("height", 8) * get("width", 8);
+  if (generator == "images") return 2 * get("channels", 3) * get("height", 8) * get("width", 8);
+  return 2 * std::max<std::int64_t>(get("dims", 1), 1) + 1;
+}
+
+std::vector<metrics::ParamSpec> metric_param_specs(const metrics::MetricRegistry& registry, const std::string& name) {
+  const auto* spec = registry.find(name);
+  return spec ? spec->params : std::vector<metrics::ParamSpec>{};
+}
+
+}  // namespace
+
+void validate_metric(ScenarioReader& L, const toml::table& root, Scenario& s, const toml::table* metric_table,
+                     bool& metric_ok) {
+  metric_ok = false;
+  if (!metric_table) return;
+  L.check_keys(*metric_table, "metric");
+  const auto name = L.string_field(*metric_table, "name", "metric.name", true, metric_table);
+  const toml::table* params_table = L.table_field(*metric_table, "params", "metric.params", false, metric_table);
+  if (!name) return;
+  s.metric = *name;
+  const metrics::MetricRegistry* registry = nullptr;
+  try {
+    registry = MetricCatalog::instance().registry_for(*name);
+  } catch (const std::exception& e) {  // a plugin name that is not allowed, or cannot be loaded
+    L.error_at(L.line_of(metric_table, "name"), "metric.name", e.what());
+    return;
+  }
+  if (!registry) {
+    const auto names = MetricCatalog::instance().metric_names();
+    L.error_at(L.line_of(metric_table, "name"), "metric.name",
+               "unknown metric '" + *name + "'" + runtime::did_you_mean(*name, names) + " (known: " + runtime::quoted_list(names) + ")");
+    return;
+  }
+  json given = params_table ? toml_to_json(*params_table) : json::object();
+  // Unknown parameter names first, with their own lines and close names.
+  std::vector<std::string> known;
+  for (const auto& p : metric_param_specs(*registry, *name)) known.push_back(p.name);
+  bool unknown = false;
+  if (params_table) {
+    for (auto&& [key, value] : *params_table) {
+      const std::string k(key.str());
+      if (std::find(known.begin(), known.end(), k) != known.end()) continue;
+      unknown = true;
+      L.error_at(static_cast<int>(key.source().begin.line), "metric.params." + k,
+                 runtime::unknown_param_message("metric '" + *name + "'", k, known));
+    }
+  }
+  if (unknown) return;
+  try {
+    s.metric_params = registry->resolve_params(*name, given);
+    // A class count sizes a metric's state up to C x C (a confusion matrix): checked here, before
+    // the dry run below builds the metric, so that validating never allocates what it checks.
+    for (const char* count : {"num_classes", "num_labels"}) {
+      if (!s.metric_params.contains(count) || !s.metric_params.at(count).is_number_integer()) continue;
+      const std::int64_t c = s.metric_params.at(count).get<std::int64_t>();
+      if (c <= 0 || c <= kMaxElements / c) continue;  // a count that is not positive is the metric's to refuse
+      L.error_at(params_table && params_table->contains(count) ? L.line_of(params_table, count) : L.line_of(metric_table, "name"),
+                 std::string("metric.params.") + count,
+                 std::string(count) + " = " + std::to_string(c) + " would give the metric a state of up to " + count +
+                     "² numbers (limit " + std::to_string(kMaxElements) + ", about " +
+                     std::to_string(static_cast<std::int64_t>(std::sqrt(double(kMaxElements)))) + " classes): use fewer");
+      return;
+    }
+    metric_ok = true;
+  } catch (const std::exception& e) {
+    // Point at the parameter the error names (ParamError::field, e.g. "operands.p"), else at the
+    // one its message quotes, else at the parameter table.
+    std::string field;
+    if (const auto* pe = dynamic_cast<const metrics::ParamError*>(&e)) field = pe->field();
+    if (field.empty()) {
+      const std::string message = e.what();
+      for (const auto& k : known)
+        if (message.find("'" + k + "'") != std::string::npos || message.find("\"" + k + "\"") != std::string::npos) field = k;
+    }
+    int line = params_table ? L.line_of(params_table, "") : L.line_of(metric_table, "name");
+    // Walk the dotted field as deep as the TOML goes.
+    const toml::table* t = params_table;
+    std::stringstream parts(field);
+    for (std::string part; t && std::getline(parts, part, '.');) {
+      if (!t->contains(part)) break;
+      line = L.line_of(t, part);
+      t = t->get(part)->as_table();
+    }
+    L.error_at(line, field.empty() ? "metric.params" : "metric.params." + field, e.what());
+  }
+  (void)root;
+}
+
+void validate_data(ScenarioReader& L, Scenario& s, const toml::table* data, bool& data_ok) {
+  data_ok = false;
+  if (!data) return;
+  L.check_keys(*data, "data");
+  const auto generator = L.string_field(*data, "generator", "data.generator", true, data);
+  const toml::table* params = L.table_field(*data, "params", "data.params", false, data);
+  const auto seed = L.int_field(*data, "seed", "data.seed", true, data, 0, INT64_MAX);
+  const auto n = L.int_field(*data, "num_samples", "data.num_samples", true, data, 0, kMaxSamples);
+  const auto batch = L.int_field(*data, "batch_size", "data.batch_size", true, data, 1, kMaxSamples);
+  const auto dtype = L.string_field(*data, "dtype", "data.dtype", false, data);
+  bool ok = seed && n && batch;
+  if (dtype && *dtype != "float32" && *dtype != "float64") {
+    L.error_at(L.line_of(data, "dtype"), "data.dtype",
+               "'data.dtype' must be 'float32' or 'float64', got '" + *dtype + "'" +
+                   runtime::did_you_mean(*dtype, {"float32", "float64"}));
+    ok = false;
+  }
+  if (!generator) return;
+  if (!find_generator(*generator)) {
+    L.error_at(L.line_of(data, "generator"), "data.generator",
+               "unknown data generator '" + *generator + "'" + runtime::did_you_mean(*generator, generator_names()) +
+                   " (known: " + runtime::quoted_list(generator_names()) + ")");
+    return;
+  }
+  try {
+    s.data.params = resolve_generator_params(*generator, params ? toml_to_json(*params) : json::object());
+  } catch (const runtime::FieldError& e) {
+    const int line = params && !e.field().empty() && params->contains(e.field()) ? L.line_of(params, e.field())
+                     : params                                                      ? L.line_of(params, "")
+                                                                                   : L.line_of(data, "generator");
+    L.error_at(line, e.field().empty() ? "data.params" : "data.params." + e.field(), e.what());
+    return;
+  }
+  if (!ok) return;
+  s.data.generator = *generator;
+  s.data.seed = static_cast<std::uint64_t>(*seed);
+  s.data.num_samples = *n;
+  s.data.dtype = dtype.value_or("float32");
+  s.batch_size = *batch;
+  const std::int64_t elements = *n * elements_per_sample(*generator, s.data.params);
+  if (elements > kMaxElements) {
+    L.error_at(L.line_of(data, "num_samples"), "data.num_samples",
+               "the data would hold about " + std::to_string(elements) + " numbers (limit " +
+                   std::to_string(kMaxElements) + "): use fewer or smaller samples");
+    return;
+  }
+  data_ok = true;
+}
+
+void dry_run(ScenarioReader& L, const Scenario& s, const toml::table* metric_table) {
+  if (s.data.num_samples == 0) return;
+  DataSpec small = s.data;
+  small.num_samples = std::min<std::int64_t>(s.data.num_samples, std::max<std::int64_t>(s.batch_size, 2));
+  try {
+    const auto data = generate_data(small);
+    const auto* registry = MetricCatalog::instance().registry_for(s.metric);
+    auto metric = registry->make(s.metric, s.metric_params, c10::Device(c10::kCPU));
+    std::vector<std::int64_t> rows(static_cast<std::size_t>(small.num_samples));
+    for (std::size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<std::int64_t>(i);
+    metric->update(data.rows(rows));
+  } catch (const std::exception& e) {
+    std::string message = e.what();
+    if (message.size() > 600) message = message.substr(0, 600) + "...";
+    L.error_at(L.line_of(metric_table, "name"), "metric",
+               "metric '" + s.metric + "' rejects the data of generator '" + s.data.generator +
+                   "' (first " + std::to_string(small.num_samples) + " samples): " + message);
+  }
+}
+
+int count_computes(const std::vector<Step>& script) {
+  return static_cast<int>(std::count_if(script.begin(), script.end(),
+                                         [](const Step& step) { return step.op == Step::Op::Compute; }));
+}
+
+void validate_variants(ScenarioReader& L, Scenario& s, const toml::table* variants) {
+  s.world_sizes = {1, 2, 3, 4};
+  s.backends = runtime::default_backend_names();
+  s.shards = {"even"};
+  s.placements = {"cpu"};
+  if (!variants) return;
+  L.check_keys(*variants, "variants");
+  if (auto ws = L.int_list(*variants, "world_sizes", "variants.world_sizes", 1, kMaxWorldSize)) {
+    if (ws->empty()) L.error_at(L.line_of(variants, "world_sizes"), "variants.world_sizes", "'variants.world_sizes' is empty");
+    s.world_sizes.assign(ws->begin(), ws->end());
+  }
+  auto names_list = [&](const char* key, const std::vector<std::string>& known, const char* what,
+                        std::vector<std::string>& into) {
+    if (auto list = L.string_list(*variants, key, std::string("variants.") + key, &known, what)) {
+      if (list->empty()) L.error_at(L.line_of(variants, key), std::string("variants.") + key, std::string("'variants.") + key + "' is empty");
+      into = *list;
+    }
+  };
+  names_list("backends", runtime::backend_names(), "backend", s.backends);
+  names_list("shards", shard_policy_names(), "shard policy", s.shards);
+  names_list("placements", placement_names(), "placement", s.placements);
+}
+
+void validate_expectations(ScenarioReader& L, Scenario& s, const toml::table& root, const toml::table* expect,
+                           const toml::table* variants) {
+  if (!expect) return;
+  L.check_keys(*expect, "expect");
+  if (auto error = L.string_field(*expect, "error", "expect.error", false, expect)) {
+    const auto& known = expected_error_names();
+    if (std::find(known.begin(), known.end(), *error) == known.end()) {
+      L.error_at(L.line_of(expect, "error"), "expect.error",
+                 "unknown error type '" + *error + "'" + runtime::did_you_mean(*error, known) + " (known: " + runtime::quoted_list(known) + ")");
+    } else {
+      s.expect.error = *error;
+    }
+  }
+  const int computes = count_computes(s.script);
+  if (auto compute = L.int_field(*expect, "compute", "expect.compute", false, expect, 1, 1'000'000)) {
+    if (s.expect.error.empty())
+      L.error_at(L.line_of(expect, "compute"), "expect.compute", "'expect.compute' says which compute raises 'expect.error': give the error too");
+    if (*compute > computes)
+      L.error_at(L.line_of(expect, "compute"), "expect.compute",
+                 "'expect.compute' is " + std::to_string(*compute) + " but the script has " + std::to_string(computes) +
+                     " compute step(s)");
+    s.expect.compute = static_cast<int>(*compute) - 1;
+  }
+  if (auto fail = L.string_list(*expect, "fail", "expect.fail", &property_names(), "property")) {
+    for (const auto& p : *fail) {
+      if (p == "no_hang")
+        L.error_at(L.line_of(expect, "fail"), "expect.fail", "'no_hang' cannot be an expected failure: a hang is never a pass");
+      else if (!s.checks(p))
+        L.error_at(L.line_of(expect, "fail"), "expect.fail",
+                   "'" + p + "' is expected to fail but is not checked: add it to 'properties'");
+    }
+    s.expect.fail = *fail;
+  }
+  if (auto reason = L.string_field(*expect, "reason", "expect.reason", false, expect)) s.expect.reason = *reason;
+  if (!s.expect.fail.empty() && s.expect.reason.empty())
+    L.error_at(L.line_of(expect, "fail"), "expect.reason", "an expected failure needs 'expect.reason': say why it must fail");
+  // padded shards duplicate samples only when the world size does not divide num_samples.
+  if (s.expects_failure_of("equal_to_single") &&
+      std::find(s.shards.begin(), s.shards.end(), "padded") != s.shards.end()) {
+    for (int ws : s.world_sizes) {
+      if (s.data.num_samples > 0 && s.data.num_samples % ws == 0)
+        L.error_at(L.line_of(variants, "world_sizes"), "variants.world_sizes",
+                   "shard 'padded' adds no duplicate at world size " + std::to_string(ws) + " (" +
+                       std::to_string(s.data.num_samples) + " samples divide evenly), so 'equal_to_single' cannot "
+                       "fail there as expected: choose num_samples not divisible by any world size");
+    }
+    if (s.shards.size() > 1)
+      L.error_at(L.line_of(variants, "shards"), "variants.shards",
+                 "an expected failure of 'equal_to_single' with shard 'padded' would apply to the other shard "
+                 "policies too: list only 'padded'");
+  }
+  (void)root;
+}
+
+}  // namespace distmetrics::harness::detail

@@ -1,0 +1,37 @@
+// What the values of a scenario file mean, checked section by section as the loader reads them
+// (scenario.cpp): the metric and its parameters (through its registry), the data generator and
+// its parameters, a dry run of a few samples through the metric, the variants (backends, shard
+// policies and placements from their tables), the expectations. Each problem becomes a
+// diagnostic through the reader; checking goes on after a problem.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "distmetrics/harness/scenario.h"
+#include "scenario_reader.h"
+
+namespace distmetrics::harness::detail {
+
+// Limits that keep a scenario from exhausting memory or time by mistake.
+constexpr std::int64_t kMaxSamples = 1'000'000;
+constexpr std::int64_t kMaxElements = 20'000'000;
+constexpr int kMaxWorldSize = 64;
+constexpr double kMaxDeadline = 3600;
+
+// [metric]: the name (in the metric catalog) and its parameters; `metric_ok` when both are good.
+void validate_metric(ScenarioReader& L, const toml::table& root, Scenario& s, const toml::table* metric_table,
+                     bool& metric_ok);
+// [data]: generator, its parameters, seed, sizes, dtype; `data_ok` when all are good.
+void validate_data(ScenarioReader& L, Scenario& s, const toml::table* data, bool& data_ok);
+// Feeds a few samples to the metric once, so that data it rejects is reported at load time.
+void dry_run(ScenarioReader& L, const Scenario& s, const toml::table* metric_table);
+// [variants]: world sizes, backends, shard policies, placements (defaults when absent).
+void validate_variants(ScenarioReader& L, Scenario& s, const toml::table* variants);
+// [expect]: the error expected and where, the properties expected to fail and why.
+void validate_expectations(ScenarioReader& L, Scenario& s, const toml::table& root, const toml::table* expect,
+                           const toml::table* variants);
+
+int count_computes(const std::vector<Step>& script);
+
+}  // namespace distmetrics::harness::detail
