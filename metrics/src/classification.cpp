@@ -5,6 +5,7 @@
 #include "classification_inputs.h"
 #include "distmetrics/metrics/errors.h"
 #include "distmetrics/metrics/input_checks.h"
+#include "reference_metrics.h"
 
 namespace distmetrics::metrics {
 namespace {
@@ -214,3 +215,93 @@ Fbeta::Fbeta(ClassificationOptions options, double beta, Average average, double
     : ClassCountsMetric(std::move(name), Kind::Fbeta, options, average, zero_division, beta) {}
 
 }  // namespace distmetrics::metrics
+
+// --- Registration in the reference registry (registry.h), next to the classes ------------
+
+namespace distmetrics::metrics::detail {
+namespace {
+
+const char* kBatchDoc =
+    "binary: input scores/labels shaped like target [N,*], target labels {0,1}; "
+    "multiclass: input scores [N,C,*] or labels [N,*], target labels [N,*] in [0,C); "
+    "multilabel: input scores/labels [N,C], target [N,C] in {0,1}";
+
+ParamSpec task_param() {
+  return param("task", "string", nullptr, "binary, multiclass or multilabel (see the Batch layout of each)",
+               {"binary", "multiclass", "multilabel"});
+}
+ParamSpec num_classes_param() {
+  return param("num_classes", "int", 0, "number of classes (multiclass) or labels (multilabel), >= 2; unused for binary");
+}
+ParamSpec threshold_param() {
+  return param("threshold", "float", 0.5, "binary/multilabel scores count as positive when score >= threshold");
+}
+ParamSpec average_param() {
+  return param("average", "string", "macro",
+               "how per-class values combine: none (a tensor), micro, macro (mean over all classes), "
+               "weighted (by support); binary reports the positive class",
+               {"none", "micro", "macro", "weighted"});
+}
+ParamSpec zero_division_param() {
+  return param("zero_division", "float", 0.0, "value (0 or 1) for a class whose denominator is 0");
+}
+
+ClassificationOptions options_of(const std::string& metric, const nlohmann::json& p) {
+  ClassificationOptions o;
+  o.task = parse_task(metric, p.at("task").get<std::string>());
+  o.num_classes = p.at("num_classes").get<std::int64_t>();
+  o.threshold = p.at("threshold").get<double>();
+  return o;
+}
+
+}  // namespace
+
+void register_classification(MetricRegistry& registry) {
+  registry.add({"Accuracy", "classification",
+                std::string("fraction of samples classified correctly (multilabel: all labels right); ") + kBatchDoc,
+                {task_param(), num_classes_param(), threshold_param(),
+                 param("top_k", "int", 1, "multiclass scores: correct when the target is among the k best")},
+                [](const nlohmann::json& p) {
+                  return std::make_unique<Accuracy>(options_of("Accuracy", p), p.at("top_k").get<std::int64_t>());
+                }});
+  registry.add({"TopKCategoricalAccuracy", "classification",
+                "multiclass: fraction of samples whose target is among the k best scores; input scores [N,C,*], "
+                "target labels [N,*] in [0,C)",
+                {param("k", "int", 5, "how many of the best-scoring classes count as correct"),
+                 param("num_classes", "int", nullptr, "number of classes C (columns of input), >= k")},
+                [](const nlohmann::json& p) {
+                  return std::make_unique<TopKCategoricalAccuracy>(p.at("k").get<std::int64_t>(),
+                                                                   p.at("num_classes").get<std::int64_t>());
+                }});
+  registry.add({"Precision", "classification", std::string("tp / (tp + fp), averaged; ") + kBatchDoc,
+                {task_param(), num_classes_param(), threshold_param(), average_param(), zero_division_param()},
+                [](const nlohmann::json& p) {
+                  return std::make_unique<Precision>(options_of("Precision", p),
+                                                     parse_average("Precision", p.at("average").get<std::string>()),
+                                                     p.at("zero_division").get<double>());
+                }});
+  registry.add({"Recall", "classification", std::string("tp / (tp + fn), averaged; ") + kBatchDoc,
+                {task_param(), num_classes_param(), threshold_param(), average_param(), zero_division_param()},
+                [](const nlohmann::json& p) {
+                  return std::make_unique<Recall>(options_of("Recall", p), parse_average("Recall", p.at("average").get<std::string>()),
+                                                  p.at("zero_division").get<double>());
+                }});
+  registry.add({"Fbeta", "classification",
+                std::string("(1+b^2)PR/(b^2 P+R) per class, averaged; ") + kBatchDoc,
+                {task_param(), num_classes_param(), threshold_param(),
+                 param("beta", "float", 1.0, "weight of recall against precision, > 0"), average_param(),
+                 zero_division_param()},
+                [](const nlohmann::json& p) {
+                  return std::make_unique<Fbeta>(options_of("Fbeta", p), p.at("beta").get<double>(),
+                                                 parse_average("Fbeta", p.at("average").get<std::string>()),
+                                                 p.at("zero_division").get<double>());
+                }});
+  registry.add({"F1", "classification", std::string("Fbeta with beta = 1: 2PR/(P+R) per class, averaged; ") + kBatchDoc,
+                {task_param(), num_classes_param(), threshold_param(), average_param(), zero_division_param()},
+                [](const nlohmann::json& p) {
+                  return std::make_unique<Fbeta>(options_of("F1", p), 1.0, parse_average("F1", p.at("average").get<std::string>()),
+                                                 p.at("zero_division").get<double>(), "F1");
+                }});
+}
+
+}  // namespace distmetrics::metrics::detail

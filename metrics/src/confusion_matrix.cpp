@@ -5,6 +5,7 @@
 #include "classification_inputs.h"
 #include "distmetrics/metrics/errors.h"
 #include "distmetrics/metrics/input_checks.h"
+#include "reference_metrics.h"
 
 namespace distmetrics::metrics {
 namespace {
@@ -134,3 +135,55 @@ Value CohenKappa::compute_from(const StateValues& synced) const {
 }
 
 }  // namespace distmetrics::metrics
+
+// --- Registration in the reference registry (registry.h), next to the classes ------------
+
+namespace distmetrics::metrics::detail {
+
+void register_confusion_matrix(MetricRegistry& registry) {
+  const std::string cm_batch =
+      "; input scores [N,C,*] or labels [N,*], target labels [N,*] in [0,C) (every element a sample)";
+  auto classes = [] { return param("num_classes", "int", nullptr, "number of classes C, >= 2"); };
+  auto class_average = [](const char* fallback) {
+    return param("average", "string", fallback, "none (a tensor of per-class values) or macro (their mean over all classes)",
+                 {"none", "macro"});
+  };
+  auto zero_division = [] { return param("zero_division", "float", 0.0, "value (0 or 1) for a class never true nor predicted"); };
+  registry.add({"ConfusionMatrix", "classification", "[C, C] counts, rows true class, columns predicted" + cm_batch,
+                {classes(), param("normalize", "string", "none",
+                                  "none (int64 counts), true (rows sum to 1), pred (columns sum to 1), all (total 1)",
+                                  {"none", "true", "pred", "all"})},
+                [](const nlohmann::json& p) {
+                  return std::make_unique<ConfusionMatrix>(
+                      p.at("num_classes").get<std::int64_t>(),
+                      ConfusionMatrix::parse_normalize("ConfusionMatrix", p.at("normalize").get<std::string>()));
+                }});
+  registry.add({"IoU", "classification", "intersection over union per class, tp/(tp+fp+fn)" + cm_batch,
+                {classes(), class_average("none"), zero_division()},
+                [](const nlohmann::json& p) {
+                  return std::make_unique<IoU>(p.at("num_classes").get<std::int64_t>(),
+                                               parse_class_average("IoU", p.at("average").get<std::string>()),
+                                               p.at("zero_division").get<double>());
+                }});
+  registry.add({"MeanIoU", "classification", "mIoU: IoU averaged over all classes" + cm_batch,
+                {classes(), zero_division()},
+                [](const nlohmann::json& p) {
+                  return std::make_unique<MeanIoU>(p.at("num_classes").get<std::int64_t>(), p.at("zero_division").get<double>());
+                }});
+  registry.add({"Dice", "classification", "Dice per class, 2tp/(2tp+fp+fn), averaged" + cm_batch,
+                {classes(), class_average("macro"), zero_division()},
+                [](const nlohmann::json& p) {
+                  return std::make_unique<Dice>(p.at("num_classes").get<std::int64_t>(),
+                                                parse_class_average("Dice", p.at("average").get<std::string>()),
+                                                p.at("zero_division").get<double>());
+                }});
+  registry.add({"CohenKappa", "classification", "Cohen's kappa between targets and predictions" + cm_batch,
+                {classes(), param("weights", "string", "none", "disagreement weights: none, linear or quadratic",
+                                  {"none", "linear", "quadratic"})},
+                [](const nlohmann::json& p) {
+                  return std::make_unique<CohenKappa>(p.at("num_classes").get<std::int64_t>(),
+                                                      CohenKappa::parse_weights("CohenKappa", p.at("weights").get<std::string>()));
+                }});
+}
+
+}  // namespace distmetrics::metrics::detail

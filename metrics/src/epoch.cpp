@@ -6,6 +6,7 @@
 
 #include "distmetrics/metrics/errors.h"
 #include "distmetrics/metrics/input_checks.h"
+#include "reference_metrics.h"
 
 namespace distmetrics::metrics {
 namespace {
@@ -106,3 +107,20 @@ AveragePrecision::AveragePrecision()
                   [](const at::Tensor& s, const at::Tensor& t) { return Value(average_precision(s, t)); }) {}
 
 }  // namespace distmetrics::metrics
+
+// --- Registration in the reference registry (registry.h), next to the classes ------------
+
+namespace distmetrics::metrics::detail {
+
+void register_epoch(MetricRegistry& registry) {
+  registry.add({"RocAuc", "epoch",
+                "area under the ROC curve (as sklearn roc_auc_score, ties included); input scores [N], target "
+                "labels [N] in {0,1}; gathers every sample",
+                {}, [](const nlohmann::json&) { return std::make_unique<RocAuc>(); }});
+  registry.add({"AveragePrecision", "epoch",
+                "average precision (as sklearn average_precision_score); input scores [N], target labels [N] in "
+                "{0,1}; gathers every sample",
+                {}, [](const nlohmann::json&) { return std::make_unique<AveragePrecision>(); }});
+}
+
+}  // namespace distmetrics::metrics::detail

@@ -6,6 +6,7 @@
 
 #include "distmetrics/metrics/errors.h"
 #include "distmetrics/metrics/input_checks.h"
+#include "reference_metrics.h"
 
 namespace distmetrics::metrics {
 
@@ -46,3 +47,19 @@ Value PSNR::compute_from(const StateValues& synced) const {
 }
 
 }  // namespace distmetrics::metrics
+
+// --- Registration in the reference registry (registry.h), next to the classes ------------
+
+namespace distmetrics::metrics::detail {
+
+void register_image(MetricRegistry& registry) {
+  registry.add({"PSNR", "image",
+                "mean over images of 10 log10(data_range^2 / MSE_image); input and target float images [N,*]",
+                {param("data_range", "float", nullptr, "the value range of the images (1.0 for [0,1], 255 for 8-bit), > 0"),
+                 sum_dtype_param()},
+                [](const nlohmann::json& p) {
+                  return std::make_unique<PSNR>(p.at("data_range").get<double>(), sum_dtype_of("PSNR", p));
+                }});
+}
+
+}  // namespace distmetrics::metrics::detail

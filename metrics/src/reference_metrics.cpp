@@ -26,6 +26,7 @@ at::ScalarType sum_dtype_of(const std::string& metric, const nlohmann::json& par
 
 void register_reference_metrics(MetricRegistry& registry) {
   register_classification(registry);
+  register_confusion_matrix(registry);
   register_regression(registry);
   register_aggregation(registry);
   register_epoch(registry);

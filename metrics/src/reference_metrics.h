@@ -1,4 +1,6 @@
-// Registration of the reference metrics with their user-facing names and parameters.
+// The reference registry's families: each metric family registers its metrics, with their
+// user-facing names and parameters, at the end of its own source (metrics/src/<family>.cpp,
+// beside the classes); register_reference_metrics() adds every family.
 #pragma once
 
 #include <ATen/core/ScalarType.h>
@@ -13,8 +15,9 @@ namespace distmetrics::metrics::detail {
 
 void register_reference_metrics(MetricRegistry& registry);
 
-// One registration function per family (reference_<family>.cpp).
-void register_classification(MetricRegistry& registry);  // with the confusion-matrix metrics
+// One registration function per family, at the end of metrics/src/<family>.cpp.
+void register_classification(MetricRegistry& registry);
+void register_confusion_matrix(MetricRegistry& registry);
 void register_regression(MetricRegistry& registry);
 void register_aggregation(MetricRegistry& registry);
 void register_epoch(MetricRegistry& registry);

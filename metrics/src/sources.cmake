@@ -11,10 +11,4 @@ list(APPEND DISTMETRICS_METRICS_SOURCES
   src/image.cpp
   src/composite.cpp
   src/registry.cpp
-  src/reference_metrics.cpp
-  src/reference_classification.cpp
-  src/reference_regression.cpp
-  src/reference_aggregation.cpp
-  src/reference_epoch.cpp
-  src/reference_image.cpp
-  src/reference_composite.cpp)
+  src/reference_metrics.cpp)
