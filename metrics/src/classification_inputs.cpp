@@ -23,6 +23,9 @@ at::Tensor binary_predictions(const std::string& metric, const at::Tensor& input
 
 // The first maximal index along dim 1, whatever the device's argmax does with ties.
 at::Tensor first_argmax(const at::Tensor& scores) {
+  // The CPU argmax keeps the first of equal maxima (one pass); other devices get the explicit
+  // search below. NaN never gets here (rejected first).
+  if (scores.device().is_cpu()) return scores.argmax(1);
   const std::int64_t classes = scores.size(1);
   const at::Tensor best = std::get<0>(scores.max(1, /*keepdim=*/true));
   const at::Tensor index = at::arange(classes, scores.options().dtype(at::kLong)).unsqueeze(0);

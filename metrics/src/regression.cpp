@@ -23,7 +23,7 @@ struct Pair {
   at::Tensor x;
   at::Tensor y;
 };
-Pair paired(const std::string& metric, const Batch& batch, std::int64_t dims, const std::string& layout) {
+void check_pair(const std::string& metric, const Batch& batch, std::int64_t dims, const std::string& layout) {
   require_defined(metric, "input", batch.input, "predictions shaped " + layout);
   require_defined(metric, "target", batch.target, "true values shaped " + layout);
   require_absent(metric, "weight", batch.weight, metric + " takes no sample weights");
@@ -33,6 +33,9 @@ Pair paired(const std::string& metric, const Batch& batch, std::int64_t dims, co
     throw InputError(metric, "input", "predictions shaped " + layout, describe(batch.input));
   }
   require_same_shape(metric, "target", batch.target, "input", batch.input);
+}
+Pair paired(const std::string& metric, const Batch& batch, std::int64_t dims, const std::string& layout) {
+  check_pair(metric, batch, dims, layout);
   return {batch.input.to(at::kDouble), batch.target.to(at::kDouble)};
 }
 
@@ -64,11 +67,16 @@ MeanError::MeanError(std::string name, Kind kind, at::ScalarType sum_dtype)
 }
 
 void MeanError::update_state(const Batch& batch) {
-  const Pair p = paired(name(), batch, -1, "[N, *]");
-  const at::Tensor e = p.x - p.y;
+  check_pair(name(), batch, -1, "[N, *]");
+  // The same float64 arithmetic as x.double() - y.double(), in one buffer of our own: the
+  // subtraction promotes the target element by element, then squares or absolutes in place.
+  at::Tensor e = batch.input.to(at::kDouble, /*non_blocking=*/false, /*copy=*/true);
+  e.sub_(batch.target);
+  if (kind_ == Kind::Absolute) e.abs_();
+  else e.mul_(e);
   at::Tensor& sum = state("error_sum");
-  sum += (kind_ == Kind::Absolute ? e.abs() : e * e).sum().to(sum.scalar_type());
-  state("elements") += p.x.numel();
+  sum += e.sum().to(sum.scalar_type());
+  state("elements") += e.numel();
 }
 
 Value MeanError::compute_from(const StateValues& synced) const {

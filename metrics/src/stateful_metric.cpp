@@ -131,6 +131,16 @@ void StatefulMetric::append(const std::string& name, const at::Tensor& rows) {
   if (rows.size(0) > 0) s.chunks.push_back(rows.detach().to(device_).clone());
 }
 
+void StatefulMetric::append(const std::string& name, at::Tensor&& rows) {
+  // Sole owner: no other handle to this tensor, no view of its storage, nothing to detach from.
+  const bool sole_owner = rows.defined() && rows.dim() >= 1 && rows.use_count() == 1 && rows.storage().use_count() == 1 &&
+                          !rows.requires_grad() && rows.device() == device_;
+  const at::Tensor& view = rows;
+  if (!sole_owner) return append(name, view);
+  append(name, view.narrow(0, 0, 0));  // validates the dtype and row shape, appends nothing
+  if (rows.size(0) > 0) find(name).chunks.push_back(std::move(rows));
+}
+
 at::Tensor StatefulMetric::gathered_locally(const std::string& name) const {
   const State& s = find(name);
   if (s.reduction != Reduction::Gather) {

@@ -98,8 +98,11 @@ class StatefulMetric : public Metric {
   // (same dtype and shape, on device()).
   at::Tensor& state(const std::string& name);
   const at::Tensor& state(const std::string& name) const;
-  // Appends rows ([n, row...], n may be 0) to a gather state.
+  // Appends rows ([n, row...], n may be 0) to a gather state (a copy: the caller's tensor may change later).
   void append(const std::string& name, const at::Tensor& rows);
+  // The same for a tensor handed over (e.g. a fresh conversion): when nothing else holds it or its
+  // storage it is kept as it is, without the copy.
+  void append(const std::string& name, at::Tensor&& rows);
   // The local rows of a gather state, concatenated.
   at::Tensor gathered_locally(const std::string& name) const;
 
