@@ -1,13 +1,28 @@
 // The distmetrics executable. It is also its own rank worker: a process the rank pool starts
 // serves the pool and exits before any command-line parsing.
+#include <cstdio>
+#include <cstdlib>
 #include <iostream>
 
 #include "distmetrics/app/cli.h"
 #include "distmetrics/plugin/conform.h"
 #include "distmetrics/runtime/rank_pool.h"
 
+// Leaves without running static destructors: LibTorch's deregister every operator (~0.1 s of
+// CPU per process, at the end of every run and of every worker). Everything of ours is closed
+// by then (pools, reports).
+[[noreturn]] void leave(int code) {
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
+  std::_Exit(code);
+}
+
 int main(int argc, char** argv) {
   distmetrics::plugin::register_plugin_support();  // plugin metrics and the reference task on the ranks
-  if (const auto code = distmetrics::runtime::run_worker_if_requested(argc, argv)) return *code;
-  return distmetrics::app::cli_main(argc, argv, std::cout, std::cerr);
+  if (const auto code = distmetrics::runtime::run_worker_if_requested(argc, argv)) leave(*code);
+  distmetrics::runtime::start_worker_zygote();  // workers fork from it instead of loading again
+  const int code = distmetrics::app::cli_main(argc, argv, std::cout, std::cerr);
+  distmetrics::runtime::stop_worker_zygote();
+  leave(code);
 }

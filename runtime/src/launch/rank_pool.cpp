@@ -31,6 +31,7 @@
 #include "protocol.h"
 #include "wire.h"
 #include "worker_args.h"
+#include "zygote.h"
 
 namespace distmetrics::runtime {
 
@@ -57,7 +58,9 @@ class RankProcesses {
     prctl(PR_SET_CHILD_SUBREAPER, 1);
   }
 
-  void spawn_direct(const std::vector<std::string>& command, detail::WorkerArgs args) {
+  // fork_from_zygote: the command is this executable, so a worker may be forked from the zygote
+  // (start_worker_zygote) instead of exec'd; exec'd as before when there is none.
+  void spawn_direct(const std::vector<std::string>& command, detail::WorkerArgs args, bool fork_from_zygote) {
     for (int r = 0; r < static_cast<int>(ranks_.size()); ++r) {
       auto& rank = ranks_[r];
       rank.log = std::make_unique<detail::OutputCapture>("distmetrics-rank-" + std::to_string(r));
@@ -67,7 +70,9 @@ class RankProcesses {
       for (auto& flag : detail::worker_flags(args)) spec.argv.push_back(flag);
       spec.output_fd = rank.log->fd();
       spec.own_process_group = true;
-      rank.spawned = detail::spawn_process(spec);
+      std::optional<pid_t> forked;
+      if (fork_from_zygote) forked = detail::spawn_from_zygote(spec.argv, spec.output_fd);
+      rank.spawned = forked ? *forked : detail::spawn_process(spec);
     }
   }
 
@@ -514,7 +519,7 @@ class RankPool::Impl {
       args.world_size = options_.world_size;
       args.launch = options_.launch;
       args.memory_bytes = options_.rank_memory_bytes;
-      if (options_.launch == "direct") processes_->spawn_direct(worker_command(), args);
+      if (options_.launch == "direct") processes_->spawn_direct(worker_command(), args, options_.worker_command.empty());
       else processes_->spawn_mpirun(worker_command(), args, rendezvous_->dir());
       await_hellos(deadline, failure, failed_rank);
     } catch (const std::exception& e) {

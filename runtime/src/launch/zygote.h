@@ -1,0 +1,21 @@
+// The worker zygote (see start_worker_zygote() in rank_pool.h): a copy of the supervisor's
+// process taken before any thread started, which forks rank workers on request. A forked worker
+// starts in milliseconds; an exec'd one loads the binary and LibTorch's ~300 shared libraries
+// again (about 0.4 s of CPU each, most of a small run's start-up).
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace distmetrics::runtime::detail {
+
+// Starts a worker from the zygote: argv as the worker would get it (argv[0] is ignored: the
+// worker is this binary), stdout and stderr to output_fd (-1: /dev/null). The worker is our
+// child (we are its subreaper) and leads its own process group. nullopt when there is no zygote or it failed (then the caller
+// execs the worker as before).
+std::optional<pid_t> spawn_from_zygote(const std::vector<std::string>& argv, int output_fd);
+
+}  // namespace distmetrics::runtime::detail
