@@ -13,6 +13,7 @@ PACKAGES=(
   python3 python3-pytest python3-pytest-timeout python3-pytest-xdist   # pytest orchestration
   python3-numpy python3-sklearn       # independent reference values
   chromium chromium-driver python3-selenium   # the HTML report checked in a headless browser
+  python3-torch                       # the spawn-per-test baseline of the benchmarks
 )
 
 missing=()

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The benchmarks: builds distmetrics_bench and the CLI, runs every benchmark once, and prints ONE
+# table of ratios, each measured side by side in the same run (absolute times on a shared
+# machine are noise; the ratios are the result). docs/performance.md explains every row.
+#   Usage: ci/bench.sh [--quick] [--json FILE] [--build-dir DIR] [--no-build] [-- benchmark flags]
+#   --quick     tiny sizes, one repetition, no whole-library run (~30 s): checks that every
+#               benchmark works (CI, ctest bench_quick); its numbers mean nothing
+#   --json FILE the table as JSON (rows with value, baseline, ratio, bar, meets)
+#   Google Benchmark's own output (with every counter) is kept in BUILD_DIR/bench/last.json.
+# Exit 0 when every benchmark ran; 1 when one failed; 5 when the build failed. Bars are printed,
+# never enforced.
+set -euo pipefail
+DM_JOB=bench  # read by ci/lib.sh
+# shellcheck source=ci/lib.sh
+source "$(dirname "$0")/lib.sh"
+cd "$DM_ROOT"
+
+quick=0 json="" build_dir=${BUILD_DIR:-build} build=1 extra=()
+while [ $# -gt 0 ]; do
+  case $1 in
+    --quick) quick=1 ;;
+    --json) json=$2; shift ;;
+    --build-dir) build_dir=$2; shift ;;
+    --no-build) build=0 ;;
+    --) shift; extra=("$@"); break ;;
+    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) dm_fail "unknown argument '$1' (see --help)"; exit 2 ;;
+  esac
+  shift
+done
+
+if [ "$build" = 1 ]; then
+  dm_build "$build_dir" distmetrics_bench -DDISTMETRICS_BUILD_BENCHMARKS=ON >&2 || exit "$DM_EXIT_SETUP"
+fi
+bench=$build_dir/bench/distmetrics_bench
+[ -x "$bench" ] || { dm_fail "$bench is not built (configure with -DDISTMETRICS_BUILD_BENCHMARKS=ON)"; exit "$DM_EXIT_SETUP"; }
+python=$(sed -n 's/^DISTMETRICS_PYTHON:FILEPATH=//p' "$build_dir/CMakeCache.txt" 2>/dev/null || true)
+python=${python:-/usr/bin/python3}
+
+raw=$build_dir/bench/last.json
+flags=(--benchmark_out="$raw" --benchmark_out_format=json)
+report_flags=()
+if [ "$quick" = 1 ]; then
+  export DISTMETRICS_BENCH_QUICK=1
+  flags+=(--benchmark_filter='-cli/library' --benchmark_min_time=0.01)
+  report_flags+=(--quick)
+fi
+[ -n "$json" ] && report_flags+=(--json "$json")
+
+# Google Benchmark's console output goes to stderr's log; the table is what this prints.
+log=$build_dir/bench/last.log
+if ! "$bench" "${flags[@]}" "${extra[@]}" >"$log" 2>&1; then
+  dm_fail "distmetrics_bench failed; its output:"
+  tail -n 40 "$log" >&2
+  exit 1
+fi
+"$python" "$DM_ROOT/bench/report.py" "$raw" "${report_flags[@]}"
