@@ -202,7 +202,8 @@ StateValues StatefulMetric::sync_states(const std::vector<std::string>& names) c
       const State& s = find(name);
       if (s.reduction != reduction) continue;
       group.push_back(name);
-      copies.push_back(s.value.clone());
+      // The communicator returns new tensors and never writes to what it is given: no copy for it.
+      copies.push_back(comm_ != nullptr ? s.value : s.value.clone());
     }
     if (group.empty()) continue;
     if (comm_ != nullptr) comm_->all_reduce(copies, reduce_op(reduction));
