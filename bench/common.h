@@ -51,6 +51,9 @@ nlohmann::json run_task(int world_size, const std::string& task, const nlohmann:
 
 double seconds_since(std::chrono::steady_clock::time_point start);
 
+// The median: robust to the stalls a shared machine puts into some repetitions.
+double median(std::vector<double> values);
+
 // The trivial scenario (one update, one compute of MeanAbsoluteError, 8 samples) at one world size.
 std::string trivial_scenario_toml(int world_size, int seed = 1);
 

@@ -23,7 +23,8 @@ def load(path):
         if b.get("error_occurred"):
             errors.append(f"{name}: {b.get('error_message', 'failed')}")
             continue
-        b["ms"] = b["real_time"] * UNIT_MS[b.get("time_unit", "ns")]
+        # A median of the repetitions where the benchmark gives one, else Google Benchmark's mean.
+        b["ms"] = b["median_ms"] if "median_ms" in b else b["real_time"] * UNIT_MS[b.get("time_unit", "ns")]
         runs[name] = b
     return raw.get("context", {}), runs, errors
 
@@ -71,10 +72,10 @@ def main(argv):
             c = startup["cpu_ms"] / 1e3
             row("  the same run's CPU time, all its processes (load-independent)", f"{c:.2f} s CPU", "-", c,
                 f"{c:.2f} s", "(printed)", None)
-    load = get("cli/load_help")
-    if load:
-        row("  of which: loading the binary (`distmetrics --help`, exec to exit)", fmt_ms(load["ms"]), "-",
-            load["ms"] / 1e3, f"{load['ms'] / 1e3:.2f} s", "(printed)", None)
+    loading = get("cli/load_help")
+    if loading:
+        row("  of which: loading the binary (`distmetrics --help`, exec to exit)", fmt_ms(loading["ms"]), "-",
+            loading["ms"] / 1e3, f"{loading['ms'] / 1e3:.2f} s", "(printed)", None)
     suite, py2 = get("cli/suite_per_variant"), get("variant/spawn_python/ws:2")
     if suite and py2:
         n = int(suite.get("variants", 0))

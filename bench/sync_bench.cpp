@@ -1,6 +1,7 @@
 // compute() sync: a reference metric's sync of its states (the collectives of compute(), with
 // the state copies, coalescing, tracing and deadlines) against raw c10d collectives of the same
-// bytes on the same Gloo group, on a warm rank pool at world size 2. Also counts the collectives
+// bytes on the same Gloo group, on a warm rank pool at world size 2 (medians of interleaved
+// repetitions). Also counts the collectives
 // one compute() issues against the number of (reduction, dtype) groups of the metric's states.
 #include <ATen/ATen.h>
 #include <benchmark/benchmark.h>
@@ -92,7 +93,7 @@ nlohmann::json sync_task(harness::TaskContext& ctx) {
 
   auto group = gloo_group_of(ctx.comm);
   const int reps = p.at("reps");
-  double metric_s = 0, raw_s = 0;
+  std::vector<double> metric_s, raw_s;
   for (int i = 0; i < 2; ++i) {  // warm both paths
     stateful->sync();
     raw.run(*group, ctx.world_size);
@@ -100,12 +101,12 @@ nlohmann::json sync_task(harness::TaskContext& ctx) {
   for (int i = 0; i < reps; ++i) {  // interleaved, so both see the same load
     auto t0 = Clock::now();
     benchmark::DoNotOptimize(stateful->sync());
-    metric_s += seconds_since(t0);
+    metric_s.push_back(seconds_since(t0));
     t0 = Clock::now();
     raw.run(*group, ctx.world_size);
-    raw_s += seconds_since(t0);
+    raw_s.push_back(seconds_since(t0));
   }
-  return {{"metric_s", metric_s / reps}, {"raw_s", raw_s / reps}, {"collectives", collectives},
+  return {{"metric_s", median(metric_s)}, {"raw_s", median(raw_s)}, {"collectives", collectives},
           {"groups", groups.size()}};
 }
 
