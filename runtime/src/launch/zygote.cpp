@@ -46,7 +46,12 @@ int thread_count() {
   ::dup2(null_fd, 0);
   ::dup2(output_fd >= 0 ? output_fd : null_fd, 1);
   ::dup2(output_fd >= 0 ? output_fd : null_fd, 2);
-  ::closefrom(3);  // nothing of the zygote's (its request socket) reaches the worker
+  // Nothing of the zygote's (its request socket) reaches the worker.
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
+  ::closefrom(3);
+#else
+  for (long fd = 3, last = ::sysconf(_SC_OPEN_MAX); fd < last; ++fd) ::close(static_cast<int>(fd));
+#endif
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
