@@ -28,8 +28,8 @@ std::string env_or(const char* name, const std::string& fallback) {
   return value != nullptr && *value ? value : fallback;
 }
 
-std::map<int, std::unique_ptr<harness::RankPool>>& pools() {
-  static std::map<int, std::unique_ptr<harness::RankPool>> all;
+std::map<int, std::unique_ptr<runtime::RankPool>>& pools() {
+  static std::map<int, std::unique_ptr<runtime::RankPool>> all;
   return all;
 }
 
@@ -122,12 +122,12 @@ void wait_all(const std::vector<pid_t>& pids, std::chrono::seconds deadline, con
   if (!failure.empty()) throw std::runtime_error(failure);
 }
 
-harness::RankPool& pool(int world_size) {
+runtime::RankPool& pool(int world_size) {
   auto& slot = pools()[world_size];
   if (!slot) {
-    harness::PoolOptions options;
+    runtime::PoolOptions options;
     options.world_size = world_size;
-    slot = std::make_unique<harness::RankPool>(options);
+    slot = std::make_unique<runtime::RankPool>(options);
   }
   return *slot;
 }
@@ -136,15 +136,15 @@ void shutdown_pools() { pools().clear(); }
 
 nlohmann::json run_task(int world_size, const std::string& task, const nlohmann::json& params,
                         std::chrono::milliseconds deadline) {
-  harness::VariantRequest request;
+  runtime::Job request;
   request.id = "bench/" + task + "/ws" + std::to_string(world_size);
   request.task = task;
   request.params = params;
   request.deadline = deadline;
-  const harness::VariantRun run = pool(world_size).run(request);
-  if (run.status != harness::RunStatus::Completed) {
+  const runtime::JobResult run = pool(world_size).run(request);
+  if (run.status != runtime::RunStatus::Completed) {
     throw std::runtime_error("task " + task + " at world size " + std::to_string(world_size) + ": " +
-                             harness::to_string(run.status) + ": " + run.diagnosis + " " +
+                             runtime::to_string(run.status) + ": " + run.diagnosis + " " +
                              (run.ranks.empty() ? "" : run.ranks[0].error));
   }
   return run.ranks.at(0).result;

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "distmetrics/harness/rank_pool.h"
+#include "distmetrics/runtime/rank_pool.h"
 
 namespace distmetrics::bench {
 
@@ -41,7 +41,7 @@ pid_t spawn(const std::vector<std::string>& argv, bool keep_output = false);
 void wait_all(const std::vector<pid_t>& pids, std::chrono::seconds deadline, const std::string& what);
 
 // A warm rank pool per world size, shared by the benchmarks; shutdown_pools() ends them.
-harness::RankPool& pool(int world_size);
+runtime::RankPool& pool(int world_size);
 void shutdown_pools();
 
 // Runs a task on the warm pool of `world_size` and returns rank 0's result; throws with the

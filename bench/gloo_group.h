@@ -10,11 +10,11 @@
 #include <chrono>
 #include <stdexcept>
 
-#include "distmetrics/harness/comm.h"
+#include "distmetrics/runtime/comm.h"
 
 namespace distmetrics::bench {
 
-inline c10::intrusive_ptr<c10d::ProcessGroupGloo> gloo_group_of(const harness::Communicator& comm) {
+inline c10::intrusive_ptr<c10d::ProcessGroupGloo> gloo_group_of(const runtime::Communicator& comm) {
   auto* group = dynamic_cast<c10d::ProcessGroupGloo*>(comm.process_group().get());
   if (group == nullptr) throw std::runtime_error("the benchmark needs the gloo backend");
   return c10::intrusive_ptr<c10d::ProcessGroupGloo>::unsafe_reclaim_from_nonowning(group);

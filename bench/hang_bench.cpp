@@ -8,37 +8,37 @@
 #include <thread>
 
 #include "common.h"
-#include "distmetrics/harness/task.h"
+#include "distmetrics/runtime/task.h"
 
 namespace distmetrics::bench {
 namespace {
 
-nlohmann::json hang_task(harness::TaskContext& ctx) {
+nlohmann::json hang_task(runtime::TaskContext& ctx) {
   if (ctx.rank == 1) {
     if (ctx.params.at("mode") == "stall") std::this_thread::sleep_for(std::chrono::hours(1));
     return nlohmann::json::object();  // desync: leaves without the collective
   }
-  ctx.comm.all_reduce_copy(at::ones({1}), harness::ReduceOp::Sum);
+  ctx.comm.all_reduce_copy(at::ones({1}), runtime::ReduceOp::Sum);
   return nlohmann::json::object();
 }
 
 const bool task_registered = [] {
-  harness::TaskRegistry::instance().add("bench_hang", hang_task);
+  runtime::TaskRegistry::instance().add("bench_hang", hang_task);
   return true;
 }();
 
 void BM_hang(benchmark::State& state, const char* mode) {
   const auto deadline = std::chrono::milliseconds(sized(3000, 1000));
-  harness::VariantRequest request;
+  runtime::Job request;
   request.id = std::string("bench/hang/") + mode;
   request.task = "bench_hang";
   request.params = {{"mode", mode}};
   request.deadline = deadline;
   for (auto _ : state) {
     run_task(2, "bench_noop", {});  // a hang ends the pool: start it again outside the timing
-    const harness::VariantRun run = pool(2).run(request);
-    if (run.status != harness::RunStatus::Hang) {
-      state.SkipWithError((std::string("expected a hang verdict, got ") + harness::to_string(run.status)).c_str());
+    const runtime::JobResult run = pool(2).run(request);
+    if (run.status != runtime::RunStatus::Hang) {
+      state.SkipWithError((std::string("expected a hang verdict, got ") + runtime::to_string(run.status)).c_str());
       break;
     }
     state.SetIterationTime(run.seconds);

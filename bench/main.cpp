@@ -8,7 +8,7 @@
 #include <string>
 
 #include "common.h"
-#include "distmetrics/harness/rank_pool.h"
+#include "distmetrics/runtime/rank_pool.h"
 
 namespace distmetrics::bench {
 int spawn_child_main(int rank, int world_size, const std::string& path);
@@ -18,7 +18,7 @@ int main(int argc, char** argv) {
   if (argc == 5 && std::strcmp(argv[1], "--bench-spawn-child") == 0) {
     return distmetrics::bench::spawn_child_main(std::stoi(argv[2]), std::stoi(argv[3]), argv[4]);
   }
-  if (const auto code = distmetrics::harness::run_worker_if_requested(argc, argv)) return *code;
+  if (const auto code = distmetrics::runtime::run_worker_if_requested(argc, argv)) return *code;
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
   benchmark::RunSpecifiedBenchmarks();

@@ -9,7 +9,7 @@
 #include <set>
 
 #include "common.h"
-#include "distmetrics/harness/task.h"
+#include "distmetrics/runtime/task.h"
 #include "distmetrics/metrics/registry.h"
 #include "distmetrics/metrics/stateful_metric.h"
 #include "gloo_group.h"
@@ -60,7 +60,7 @@ c10d::ReduceOp c10d_op(metrics::Reduction r) {
   throw std::logic_error("gather has no reduce op");
 }
 
-nlohmann::json sync_task(harness::TaskContext& ctx) {
+nlohmann::json sync_task(runtime::TaskContext& ctx) {
   const auto& p = ctx.params;
   auto metric = metrics::MetricRegistry::reference().make(p.at("metric"), p.at("params"));
   auto* stateful = dynamic_cast<metrics::StatefulMetric*>(metric.get());
@@ -111,7 +111,7 @@ nlohmann::json sync_task(harness::TaskContext& ctx) {
 }
 
 const bool task_registered = [] {
-  harness::TaskRegistry::instance().add("bench_sync", sync_task);
+  runtime::TaskRegistry::instance().add("bench_sync", sync_task);
   return true;
 }();
 

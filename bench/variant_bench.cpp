@@ -11,9 +11,9 @@
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include "common.h"
-#include "distmetrics/harness/backends.h"
+#include "distmetrics/runtime/backends.h"
 #include "distmetrics/harness/engine.h"
-#include "distmetrics/harness/task.h"
+#include "distmetrics/runtime/task.h"
 #include "gloo_group.h"
 
 namespace distmetrics::bench {
@@ -25,7 +25,7 @@ using Clock = std::chrono::steady_clock;
 
 // `reps` times: a fresh Gloo group over a fresh prefix of one TCPStore (hosted by rank 0, its
 // port broadcast once), one all_reduce of one float, the group destroyed.
-nlohmann::json floor_task(harness::TaskContext& ctx) {
+nlohmann::json floor_task(runtime::TaskContext& ctx) {
   c10d::TCPStoreOptions options;
   options.isServer = ctx.rank == 0;
   options.waitWorkers = false;
@@ -59,8 +59,8 @@ nlohmann::json floor_task(harness::TaskContext& ctx) {
 }
 
 const bool task_registered = [] {
-  harness::TaskRegistry::instance().add("bench_floor", floor_task);
-  harness::TaskRegistry::instance().add("bench_noop", [](harness::TaskContext&) { return nlohmann::json::object(); });
+  runtime::TaskRegistry::instance().add("bench_floor", floor_task);
+  runtime::TaskRegistry::instance().add("bench_noop", [](runtime::TaskContext&) { return nlohmann::json::object(); });
   return true;
 }();
 
@@ -89,7 +89,7 @@ void BM_steady(benchmark::State& state) {
   const harness::Scenario& scenario = *loaded.scenario;
   const harness::Variant variant = harness::expand_variants(scenario, 0).at(0);
   harness::Engine engine;
-  harness::RankPool& runner = pool(ws);
+  runtime::RankPool& runner = pool(ws);
   engine.run(scenario, variant, runner);  // the pool is warm from here on
   int passed = 0;
   std::vector<double> seconds;
