@@ -1,5 +1,7 @@
 #include "distmetrics/metrics/registry.h"
 
+#include <algorithm>
+#include <map>
 #include <stdexcept>
 
 #include "distmetrics/metrics/errors.h"
@@ -8,6 +10,24 @@
 #include "reference_metrics.h"
 
 namespace distmetrics::metrics {
+namespace {
+
+// Parameters whose torchmetrics name differs from ours: the torchmetrics spelling is accepted
+// for the same parameter (one table; `distmetrics metrics` lists them).
+const std::map<std::string, std::vector<std::string>>& alias_table() {
+  static const std::map<std::string, std::vector<std::string>> table = {
+      {"num_classes", {"num_labels"}},  // torchmetrics' multilabel metrics
+  };
+  return table;
+}
+
+}  // namespace
+
+const std::vector<std::string>& param_aliases(const std::string& param) {
+  static const std::vector<std::string> none;
+  const auto it = alias_table().find(param);
+  return it == alias_table().end() ? none : it->second;
+}
 
 MetricRegistry& MetricRegistry::reference() {
   static MetricRegistry* registry = [] {
@@ -46,9 +66,28 @@ nlohmann::json MetricRegistry::resolve_params(const std::string& name, const nlo
     throw ParamError(name, "", "unknown metric '" + name + "'" + runtime::did_you_mean(name, known) +
                                    " (known: " + runtime::quoted_list(known) + ")");
   }
+  // Aliases (torchmetrics' names) become the parameter's own name.
+  nlohmann::json given = params;
+  if (params.is_object()) {
+    std::vector<std::string> known;
+    for (const ParamSpec& p : spec->params) known.push_back(p.name);
+    for (const auto& [key, value] : params.items()) {
+      if (std::find(known.begin(), known.end(), key) != known.end()) continue;
+      for (const std::string& canonical : known) {
+        const auto& aliases = param_aliases(canonical);
+        if (std::find(aliases.begin(), aliases.end(), key) == aliases.end()) continue;
+        if (params.contains(canonical)) {
+          throw ParamError(name, key, "\"" + key + "\" is another name for \"" + canonical +
+                                          "\", which is given too: give only one of them");
+        }
+        given.erase(key);
+        given[canonical] = value;
+      }
+    }
+  }
   nlohmann::json resolved;
   try {
-    resolved = runtime::resolve_declared_params("metric '" + name + "'", spec->params, params);
+    resolved = runtime::resolve_declared_params("metric '" + name + "'", spec->params, given);
   } catch (const runtime::FieldError& e) {
     throw ParamError(name, e);
   }

@@ -75,6 +75,22 @@ TEST(RegistryTest, UnknownNamesAreRejectedWithCloseNamesSuggested) {
       << unknown_metric;
 }
 
+TEST(RegistryTest, TorchmetricsNamesAreAliases) {
+  // torchmetrics' multilabel metrics say num_labels where these say num_classes.
+  const auto p = registry().resolve_params("Precision", {{"task", "multilabel"}, {"num_labels", 5}});
+  EXPECT_EQ(p.at("num_classes"), 5);
+  EXPECT_FALSE(p.contains("num_labels"));
+  EXPECT_EQ(param_aliases("num_classes"), std::vector<std::string>{"num_labels"});
+  EXPECT_EQ(param_error([] {
+              registry().resolve_params("Precision", {{"task", "multilabel"}, {"num_labels", 5}, {"num_classes", 5}});
+            }),
+            "Precision: parameter \"num_labels\": \"num_labels\" is another name for \"num_classes\", which is given "
+            "too: give only one of them");
+  // A metric without num_classes takes no num_labels either.
+  EXPECT_NE(param_error([] { registry().resolve_params("MeanSquaredError", {{"num_labels", 5}}); }).find("unknown parameter"),
+            std::string::npos);
+}
+
 TEST(RegistryTest, TypesChoicesAndRequiredParametersAreChecked) {
   EXPECT_EQ(param_error([] { registry().resolve_params("Accuracy", {{"task", "binary"}, {"top_k", 1.5}}); }),
             "metric 'Accuracy' parameter 'top_k': expected an integer, got 1.5");

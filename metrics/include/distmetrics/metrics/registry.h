@@ -31,6 +31,10 @@ struct MetricSpec {
   std::function<void(const nlohmann::json& params)> validate = nullptr;
 };
 
+// Other names accepted for a parameter (torchmetrics' spelling where it differs from ours, e.g.
+// "num_labels" for "num_classes"); resolve_params treats them as the parameter itself.
+const std::vector<std::string>& param_aliases(const std::string& param);
+
 class MetricRegistry {
  public:
   // The reference metrics of this library.
