@@ -43,8 +43,16 @@ struct Options {
 
 void add_selection(CLI::App* cmd, Options& o) { add_selection_options(*cmd, o.paths, o.selection); }
 
-int cmd_validate(const Options& o, std::ostream& out) {
+// No scenario path was given and none was found: say where it looked (exit code 2).
+bool report_not_found(const LoadedScenarios& loaded, std::ostream& err) {
+  if (loaded.not_found.empty()) return false;
+  err << "distmetrics: " << loaded.not_found << "\n";
+  return true;
+}
+
+int cmd_validate(const Options& o, std::ostream& out, std::ostream& err) {
   const auto loaded = load_scenarios(o.paths);
+  if (report_not_found(loaded, err)) return kBadInput;
   print_scenario_diagnostics(loaded.diagnostics, out);
   std::map<std::string, int> bad_files;
   for (const auto& d : loaded.diagnostics) ++bad_files[d.file];
@@ -55,6 +63,7 @@ int cmd_validate(const Options& o, std::ostream& out) {
 
 int cmd_list(const Options& o, std::ostream& out, std::ostream& err) {
   const auto loaded = load_scenarios(o.paths);
+  if (report_not_found(loaded, err)) return kBadInput;
   print_scenario_diagnostics(loaded.diagnostics, err);
   const auto variants = selected_variants(loaded, o.selection);
   if (o.json) {
@@ -79,6 +88,10 @@ std::optional<int> prepare_run(const Options& o, Plan& plan, std::ostream& err, 
     return kBadInput;
   }
   plan.loaded = load_scenarios(o.paths);
+  if (!plan.loaded.not_found.empty()) {
+    if (!quiet_errors) report_not_found(plan.loaded, err);
+    return kBadInput;
+  }
   if (!plan.loaded.diagnostics.empty()) {
     if (!quiet_errors) {
       print_scenario_diagnostics(plan.loaded.diagnostics, err);
@@ -233,7 +246,7 @@ int cli_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
   add_selection(list, o);
   list->add_flag("--json", o.json, "print a JSON array of variants with their markers and skip reasons");
   auto* validate = app.add_subcommand("validate", "check scenario files; print every error with file, line and field");
-  validate->add_option("paths", o.paths, "scenario files or folders (default: ./scenarios)");
+  validate->add_option("paths", o.paths, "scenario files or folders (default: $DISTMETRICS_SCENARIOS, else ./scenarios, else the installed ones)");
   auto* run = app.add_subcommand("run", "run the variants and check their properties");
   add_selection(run, o);
   add_deadline_option(*run, o.deadline);
@@ -268,7 +281,7 @@ int cli_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
   // A subcommand's --help is raised from within parse() as well; nothing else to do here.
   if (*conform) return plugin::run_conform(conform_options, out, err);
   if (!check_selection(o.selection, err)) return kBadInput;
-  if (*validate) return cmd_validate(o, out);
+  if (*validate) return cmd_validate(o, out, err);
   if (*list) return cmd_list(o, out, err);
   return cmd_run(o, out, err);
 }
@@ -292,7 +305,7 @@ void add_deadline_option(CLI::App& command, std::optional<double>& deadline) {
 
 void add_selection_options(CLI::App& command, std::vector<std::string>& paths, harness::Selection& selection) {
   CLI::App* cmd = &command;
-  cmd->add_option("paths", paths, "scenario files or folders (default: ./scenarios, else the installed ones)");
+  cmd->add_option("paths", paths, "scenario files or folders (default: $DISTMETRICS_SCENARIOS, else ./scenarios, else the installed ones)");
   // Each occurrence takes exactly one (comma-separated) value, so paths may follow a selection
   // option ("list --world-sizes 2 scenarios"); repeating an option adds to it.
   auto one_value = [](CLI::Option* option) {

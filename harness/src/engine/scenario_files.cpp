@@ -1,6 +1,7 @@
 #include "distmetrics/harness/scenario_files.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <ostream>
@@ -45,15 +46,45 @@ std::vector<ScenarioFile> find_scenario_files(const std::vector<std::string>& pa
   return files;
 }
 
-std::string default_scenario_path() {
+ScenarioSearch find_default_scenarios() {
+  ScenarioSearch search;
+  auto consider = [&](const fs::path& folder, const std::string& why) {
+    search.looked.push_back(folder.generic_string() + " (" + why + ")");
+    std::error_code ec;
+    if (!search.found && fs::is_directory(folder, ec)) search.found = folder.generic_string();
+  };
+  // An explicit override is the only place looked: a typo in it must not fall back silently.
+  if (const char* env = std::getenv("DISTMETRICS_SCENARIOS"); env && *env) {
+    consider(env, "$DISTMETRICS_SCENARIOS");
+    return search;
+  }
+  consider("scenarios", "the current folder");
   std::error_code ec;
-  if (std::filesystem::is_directory("scenarios", ec)) return "scenarios";
-  return DISTMETRICS_INSTALLED_SCENARIOS;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec)
+    consider((exe.parent_path() / DISTMETRICS_SCENARIOS_FROM_BINDIR).lexically_normal(),
+             "the installed scenarios, beside " + exe.generic_string());
+  return search;
 }
+
+std::string ScenarioSearch::not_found_message() const {
+  std::string text = "no scenario path given and no scenario folder found; looked in:";
+  for (const auto& place : looked) text += "\n  " + place;
+  return text + "\ngive scenario files or folders as arguments, or set DISTMETRICS_SCENARIOS to a scenario folder";
+}
+
+std::string default_scenario_path() { return find_default_scenarios().found.value_or("scenarios"); }
 
 LoadedScenarios load_scenarios(std::vector<std::string> paths) {
   LoadedScenarios loaded;
-  if (paths.empty()) paths.push_back(default_scenario_path());
+  if (paths.empty()) {
+    const auto search = find_default_scenarios();
+    if (!search.found) {
+      loaded.not_found = search.not_found_message();
+      return loaded;
+    }
+    paths.push_back(*search.found);
+  }
   const auto files = find_scenario_files(paths, loaded.diagnostics);
   loaded.files = static_cast<int>(files.size());
   for (const auto& f : files) {

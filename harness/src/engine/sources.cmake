@@ -22,6 +22,10 @@ list(APPEND DISTMETRICS_HARNESS_SOURCES
   src/engine/engine.cpp)
 # toml++ (header-only) is used only inside the engine's sources.
 list(APPEND DISTMETRICS_HARNESS_PRIVATE_LINK distmetrics_dep_toml)
-# Where an installed distmetrics finds its scenario library when no path is given.
+# Where an installed distmetrics finds its scenario library when no path is given: relative to
+# the installed executable (normally ../share/distmetrics/scenarios), found at run time from
+# /proc/self/exe, so an installed tree keeps working when its prefix is moved.
+file(RELATIVE_PATH _distmetrics_scenarios_from_bin "${CMAKE_INSTALL_FULL_BINDIR}"
+     "${CMAKE_INSTALL_FULL_DATADIR}/distmetrics/scenarios")
 set_source_files_properties(src/engine/scenario_files.cpp PROPERTIES COMPILE_DEFINITIONS
-  DISTMETRICS_INSTALLED_SCENARIOS="${CMAKE_INSTALL_FULL_DATADIR}/distmetrics/scenarios")
+  DISTMETRICS_SCENARIOS_FROM_BINDIR="${_distmetrics_scenarios_from_bin}")

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -25,16 +26,27 @@ struct ScenarioFile {
 std::vector<ScenarioFile> find_scenario_files(const std::vector<std::string>& paths,
                                               std::vector<Diagnostic>& diagnostics);
 
-// Where scenarios are looked for when no path is given: ./scenarios if it exists, else the
-// installed scenario folder.
+// Where scenarios are looked for when no path is given: $DISTMETRICS_SCENARIOS when set (and
+// nowhere else), else ./scenarios, else ../share/distmetrics/scenarios beside the executable
+// (/proc/self/exe), so an installed tree works wherever its prefix is moved.
+struct ScenarioSearch {
+  std::optional<std::string> found;  // the first of `looked` that is a folder
+  std::vector<std::string> looked;   // each place tried, with why ("... ($DISTMETRICS_SCENARIOS)")
+  // "no scenario path given and no scenario folder found; looked in: ...; give ... or set ..."
+  std::string not_found_message() const;
+};
+ScenarioSearch find_default_scenarios();
+// find_default_scenarios().found, else "scenarios".
 std::string default_scenario_path();
 
 struct LoadedScenarios {
   std::vector<Scenario> scenarios;
   std::vector<Diagnostic> diagnostics;
   int files = 0;
+  // Set when no path was given and no scenario folder was found: what was looked for, where.
+  std::string not_found;
 };
-// Every scenario under `paths` (default_scenario_path() when empty), with every problem found;
+// Every scenario under `paths` (the default scenario folder when empty), with every problem found;
 // two files that give the same scenario name are a problem too (their variant ids would collide).
 LoadedScenarios load_scenarios(std::vector<std::string> paths);
 void print_scenario_diagnostics(const std::vector<Diagnostic>& diagnostics, std::ostream& os);
