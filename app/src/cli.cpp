@@ -4,15 +4,23 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
 #include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
 #include <map>
 #include <memory>
 #include <ostream>
 #include <sstream>
 
 #include "conform_command.h"
+#include "distmetrics/build_config.h"
 #include "distmetrics/harness/engine.h"
 #include "distmetrics/harness/report.h"
 #include "distmetrics/harness/report_model.h"
@@ -22,6 +30,7 @@
 #include "distmetrics/runtime/backends.h"
 #include "distmetrics/runtime/peer_runner.h"
 #include "distmetrics/runtime/rank_pool.h"
+#include "distmetrics/runtime/text.h"
 
 namespace distmetrics::app {
 namespace {
@@ -227,6 +236,96 @@ int run_peers(const Options& o, const std::string& launcher, std::ostream& out, 
   return finish_run(o, verdicts, console, started, start, err);
 }
 
+// `serve`: one long-lived runner for many requests (the pytest plugin keeps one per worker).
+// Each stdin line names a variant: its id (looked up under PATHS), or a JSON object
+// {"path": FILE_OR_FOLDER, "id": ID}. Each gets one stdout line: the variant's object of the JSON
+// report. The rank pools live as long as the runner and respawn after a hang or a crash.
+int cmd_serve(const Options& o, std::ostream& err) {
+  // stdout carries the answers only: whatever else this process or its ranks write to fd 1 goes
+  // to stderr, and the answers go to a private copy of the original stdout.
+  std::cout.flush();
+  std::fflush(stdout);
+  const int answers_fd = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+  if (answers_fd < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+    err << "distmetrics serve: cannot set up stdout: " << std::strerror(errno) << "\n";
+    return kBadInput;
+  }
+  FILE* answers = fdopen(answers_fd, "w");
+  auto answer = [&](const Verdict& verdict) {
+    const std::string line = verdict.to_json().dump() + "\n";
+    std::fwrite(line.data(), 1, line.size(), answers);
+    std::fflush(answers);
+  };
+  EngineOptions options;
+  options.deadline_seconds = o.deadline;
+  Engine engine(options);
+  // Requests come in the caller's order (pytest's: file by file, world sizes interleaved), not
+  // grouped by pool as `run` groups them: keep a pool per world size of a usual file alive.
+  runtime::PoolOptions pool_options;
+  if (o.rank_memory_gib) pool_options.rank_memory_bytes = static_cast<std::uint64_t>(*o.rank_memory_gib * double(1ull << 30));
+  LocalPools pools(pool_options, 3);
+  std::map<std::vector<std::string>, LoadedScenarios> loaded_by_paths;  // each path list loaded once
+  const int gpus = runtime::visible_gpu_count();
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) line.pop_back();
+    if (line.empty()) continue;
+    std::string id = line;
+    std::vector<std::string> paths = o.paths;
+    Verdict verdict;
+    verdict.outcome = Outcome::Error;
+    if (line.front() == '{') {
+      const auto request = nlohmann::json::parse(line, nullptr, false);
+      if (request.is_discarded() || !request.is_object() || !request.contains("id") || !request["id"].is_string()) {
+        verdict.variant.id = line;
+        verdict.reason = "a request must be a variant id or a JSON object {\"path\": ..., \"id\": ...}";
+        answer(verdict);
+        continue;
+      }
+      id = request["id"].get<std::string>();
+      if (request.contains("path") && request["path"].is_string()) paths = {request["path"].get<std::string>()};
+    }
+    verdict.variant.id = id;
+    auto found = loaded_by_paths.find(paths);
+    if (found == loaded_by_paths.end()) found = loaded_by_paths.emplace(paths, load_scenarios(paths)).first;
+    const LoadedScenarios& loaded = found->second;
+    if (!loaded.not_found.empty() || !loaded.diagnostics.empty()) {
+      std::ostringstream why;
+      if (!loaded.not_found.empty()) why << loaded.not_found;
+      print_scenario_diagnostics(loaded.diagnostics, why);
+      verdict.reason = "the scenario files cannot be loaded: " + why.str();
+      answer(verdict);
+      continue;
+    }
+    const Scenario* scenario = nullptr;
+    for (const auto& s : loaded.scenarios) {
+      if (id.rfind(s.name + ":", 0) != 0) continue;
+      for (auto& v : expand_variants(s, gpus)) {
+        if (v.id != id) continue;
+        scenario = &s;
+        verdict.variant = std::move(v);
+      }
+    }
+    if (!scenario) {
+      verdict.reason = "no variant '" + id + "' in the scenarios under " +
+                       (paths.empty() ? default_scenario_path() : runtime::quoted_list(paths));
+    } else if (verdict.variant.skip) {
+      verdict = skip_verdict(verdict.variant);
+    } else {
+      const Variant variant = verdict.variant;
+      try {
+        verdict = engine.run(*scenario, variant, pools.runner_for(variant));
+      } catch (const std::exception& e) {  // the pool itself could not start
+        verdict.reason = std::string("could not start the rank pool: ") + e.what();
+      }
+    }
+    answer(verdict);
+  }
+  pools.clear();
+  std::fclose(answers);
+  return 0;
+}
+
 int cmd_run(const Options& o, std::ostream& out, std::ostream& err) {
   std::string launcher = o.launcher;
   if (launcher.empty()) launcher = runtime::detect_launcher();
@@ -241,6 +340,9 @@ int cli_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
   CLI::App app{"distmetrics: checks that distributed metrics give on N ranks what they give on one, "
                "that compute() is idempotent, and that nothing hangs."};
   app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("distmetrics ") + DISTMETRICS_VERSION + " (LibTorch " +
+                                        DISTMETRICS_TORCH_VERSION + ")",
+                       "print the version of distmetrics and of the LibTorch it was built with, and exit");
   Options o;
   auto* list = app.add_subcommand("list", "print the variant ids the scenarios expand into");
   add_selection(list, o);
@@ -264,6 +366,15 @@ int cli_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
   run->add_option("--html", o.html_file, "write a self-contained HTML report to FILE");
   run->add_option("--markdown", o.markdown_file, "write a Markdown report (a pull-request comment) to FILE");
   add_console_flags(*run, o.console);
+  auto* serve = app.add_subcommand(
+      "serve", "run variants named on stdin, one per line (an id, or {\"path\": ..., \"id\": ...}), answering "
+               "each with one JSON line on stdout; the rank pools stay up between them (the pytest plugin's runner)");
+  serve->add_option("paths", o.paths,
+                    "where plain ids are looked up (default: $DISTMETRICS_SCENARIOS, else ./scenarios, else the "
+                    "installed ones)");
+  add_deadline_option(*serve, o.deadline);
+  serve->add_option("--rank-memory", o.rank_memory_gib, "GiB of address space each rank may use, as for `run`")
+      ->check(CLI::Range(0.0, 4096.0));
   plugin::ConformOptions conform_options;
   auto* conform = add_conform_command(app, conform_options);
   try {
@@ -274,8 +385,16 @@ int cli_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
   } catch (const CLI::CallForAllHelp&) {
     out << app.help("", CLI::AppFormatMode::All);
     return 0;
+  } catch (const CLI::CallForVersion& e) {
+    out << e.what() << "\n";
+    return 0;
   } catch (const CLI::ParseError& e) {
-    err << "distmetrics: " << e.what() << "\n" << "Run 'distmetrics --help' (or 'distmetrics run --help') for usage.\n";
+    // Point at the help of the command that was given, if one was.
+    std::string command;
+    for (const auto* sub : app.get_subcommands()) command = sub->get_name();
+    err << "distmetrics: " << e.what() << "\n"
+        << (command.empty() ? std::string("Run 'distmetrics --help' for usage.\n")
+                            : "Run 'distmetrics " + command + " --help' for usage.\n");
     return kBadInput;
   }
   // A subcommand's --help is raised from within parse() as well; nothing else to do here.
@@ -283,6 +402,7 @@ int cli_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
   if (!check_selection(o.selection, err)) return kBadInput;
   if (*validate) return cmd_validate(o, out, err);
   if (*list) return cmd_list(o, out, err);
+  if (*serve) return cmd_serve(o, err);
   return cmd_run(o, out, err);
 }
 
@@ -315,7 +435,7 @@ void add_selection_options(CLI::App& command, std::vector<std::string>& paths, h
   for (const auto& name : runtime::backend_names()) backends += (backends.empty() ? "" : ", ") + name;
   one_value(cmd->add_option("--backend", selection.backends, "backends to run: " + backends + " (comma-separated)")
                 ->delimiter(','));
-  one_value(cmd->add_option("--world-sizes", selection.world_sizes, "world sizes to run, e.g. 1,2,4")->delimiter(','));
+  one_value(cmd->add_option("--world-sizes", selection.world_sizes, "world sizes to run: a comma-separated list, e.g. 1,2,4 (repeat or list to run several)")->delimiter(','));
   one_value(cmd->add_option("--shard", selection.shards, "shard policies to run (comma-separated)")->delimiter(','));
   one_value(cmd->add_option("--placement", selection.placements, "placements to run (comma-separated)")
                 ->delimiter(','));
