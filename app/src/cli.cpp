@@ -20,6 +20,7 @@
 #include <sstream>
 
 #include "conform_command.h"
+#include "metrics_command.h"
 #include "distmetrics/build_config.h"
 #include "distmetrics/harness/engine.h"
 #include "distmetrics/harness/report.h"
@@ -377,6 +378,8 @@ int cli_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
       ->check(CLI::Range(0.0, 4096.0));
   plugin::ConformOptions conform_options;
   auto* conform = add_conform_command(app, conform_options);
+  MetricsOptions metrics_options;
+  auto* metrics = add_metrics_command(app, metrics_options);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
@@ -399,6 +402,7 @@ int cli_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
   }
   // A subcommand's --help is raised from within parse() as well; nothing else to do here.
   if (*conform) return plugin::run_conform(conform_options, out, err);
+  if (*metrics) return run_metrics(metrics_options, out, err);
   if (!check_selection(o.selection, err)) return kBadInput;
   if (*validate) return cmd_validate(o, out, err);
   if (*list) return cmd_list(o, out, err);

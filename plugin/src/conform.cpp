@@ -110,7 +110,8 @@ std::string conform_reproduce_command(const Plugin& plugin, const std::string& m
 
 int run_conform(const ConformOptions& o, std::ostream& out, std::ostream& err) {
   if (o.plugin.empty()) {
-    err << "distmetrics conform: --plugin PATH is required: the shared library of the plugin to check\n";
+    err << "distmetrics conform: --plugin PATH is required: the shared library of the plugin to check "
+           "(see `distmetrics conform --help`, and docs/plugins.md for how to build one)\n";
     return kBadInput;
   }
   if (o.deadline && !(*o.deadline > 0)) {
@@ -133,6 +134,10 @@ int run_conform(const ConformOptions& o, std::ostream& out, std::ostream& err) {
   harness::MetricCatalog::instance().add("plugin " + plugin->path, &plugin->registry);
 
   const auto loaded = harness::load_scenarios(o.paths);
+  if (!loaded.not_found.empty()) {
+    err << "distmetrics conform: " << loaded.not_found << "\n";
+    return kBadInput;
+  }
   if (!loaded.diagnostics.empty()) {
     harness::print_scenario_diagnostics(loaded.diagnostics, err);
     err << "distmetrics conform: " << loaded.diagnostics.size() << " error(s) in the scenario files: nothing was run "
@@ -248,7 +253,7 @@ int run_conform(const ConformOptions& o, std::ostream& out, std::ostream& err) {
   return harness::exit_code(result.verdicts, !written);
 }
 
-void register_reference_task();  // conform_reference.cpp
+void register_reference_task();   // conform_reference.cpp
 
 void register_plugin_support() {
   static const bool registered = [] {
