@@ -63,16 +63,17 @@ TEST(Scenario, LoadsWithDefaults) {
 
 TEST(Scenario, ExpandsVariantsWithIdsMarkersAndSkips) {
   auto s = *dh::load_scenario_text(kValid, "scenarios/regression/acc.toml", "regression/acc").scenario;
+  s.tags.push_back("multilabel");  // every tag is a marker
   const auto variants = dh::expand_variants(s, 0);
   // 3 world sizes x 2 shards x 2 placements, less empty_rank at world size 1 (2 placements).
   ASSERT_EQ(variants.size(), 10u);
   EXPECT_EQ(variants[0].id, "regression/acc:gloo-ws1-even-cpu");
   EXPECT_EQ(variants[1].id, "regression/acc:gloo-ws1-even-cuda");
-  EXPECT_EQ(variants[0].markers, (std::vector<std::string>{"gloo", "regression", "slow"}));
+  EXPECT_EQ(variants[0].markers, (std::vector<std::string>{"gloo", "regression", "slow", "multilabel"}));
   EXPECT_FALSE(variants[0].skip);
   ASSERT_TRUE(variants[1].skip);
   EXPECT_EQ(*variants[1].skip, "needs 1 GPU (placement cuda at world size 1), 0 visible");
-  EXPECT_EQ(variants[1].markers, (std::vector<std::string>{"gloo", "gpu", "regression", "slow"}));
+  EXPECT_EQ(variants[1].markers, (std::vector<std::string>{"gloo", "gpu", "regression", "slow", "multilabel"}));
   const std::regex allowed("[A-Za-z0-9_./:-]+");
   for (const auto& v : variants) EXPECT_TRUE(std::regex_match(v.id, allowed)) << v.id;
   EXPECT_EQ(variants[0].to_json()["skip"], nullptr);

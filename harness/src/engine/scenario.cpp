@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cctype>
 #include <fstream>
+#include <regex>
 #include <sstream>
 
 #include "distmetrics/harness/property.h"
@@ -41,7 +42,17 @@ void read_top_level(ScenarioReader& L, const toml::table& root, Scenario& s) {
       L.error_at(L.line_of(&root, "description"), "description", "'description' is empty: say what the scenario checks");
     s.description = *d;
   }
-  if (auto tags = L.string_list(root, "tags", "tags", nullptr, "tag")) s.tags = *tags;
+  if (auto tags = L.string_list(root, "tags", "tags", nullptr, "tag")) {
+    // Every tag becomes a marker (pytest -m TAG, list --json): it must be a valid marker name.
+    static const std::regex marker_name("[A-Za-z_][A-Za-z0-9_]*");
+    const auto* array = root["tags"].as_array();
+    for (std::size_t i = 0; i < tags->size(); ++i) {
+      if (std::regex_match((*tags)[i], marker_name)) continue;
+      L.error(array->get(i), "tags[" + std::to_string(i) + "]",
+              "tag '" + (*tags)[i] + "' cannot be a marker: use letters, digits and '_', not starting with a digit");
+    }
+    s.tags = *tags;
+  }
   if (auto d = L.number_field(root, "deadline", "deadline", 0, detail::kMaxDeadline, true)) s.deadline_seconds = *d;
   if (auto mode = L.string_field(root, "single_process", "single_process", false, nullptr)) {
     if (*mode != "global" && *mode != "per_step")

@@ -51,7 +51,6 @@ bool Selection::matches(const Variant& v) const {
 std::vector<Variant> expand_variants(const Scenario& scenario, int gpus_available) {
   std::vector<Variant> out;
   const bool regression = scenario.name.rfind("regression/", 0) == 0;
-  const bool slow = std::find(scenario.tags.begin(), scenario.tags.end(), "slow") != scenario.tags.end();
   for (const auto& backend : scenario.backends) {
     for (int ws : scenario.world_sizes) {
       for (const auto& shard : scenario.shards) {
@@ -73,7 +72,8 @@ std::vector<Variant> expand_variants(const Scenario& scenario, int gpus_availabl
           v.markers.push_back(backend);
           if (gpus_needed(placement, backend, ws) > 0) v.markers.push_back("gpu");
           if (regression) v.markers.push_back("regression");
-          if (slow) v.markers.push_back("slow");
+          for (const auto& tag : scenario.tags)  // every tag is a marker ("slow", "multilabel", ...)
+            if (std::find(v.markers.begin(), v.markers.end(), tag) == v.markers.end()) v.markers.push_back(tag);
           v.skip = skip_reason(placement, backend, ws, gpus_available);
           out.push_back(std::move(v));
         }
