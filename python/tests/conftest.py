@@ -57,7 +57,7 @@ class Project:
 
     def run(self, *args, timeout: float = 120):
         return self.pytester.runpytest_subprocess(
-            "-p", "distmetrics_pytest.plugin", self.runner_option(), *args, timeout=timeout)
+            "-p", "distmetrics.pytest_plugin", self.runner_option(), *args, timeout=timeout)
 
     def processes(self):
         """Every process the fake runner started, as it logged them."""

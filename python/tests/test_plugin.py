@@ -226,7 +226,7 @@ def test_a_broken_scenario_file_fails_its_collection_only(project):
 def test_a_missing_runner_is_a_clear_collection_error(project):
     project.scenario("core/accuracy", world_sizes=[2])
     result = project.pytester.runpytest_subprocess(
-        "-p", "distmetrics_pytest.plugin", "--distmetrics-bin=/nonexistent/distmetrics")
+        "-p", "distmetrics.pytest_plugin", "--distmetrics-bin=/nonexistent/distmetrics")
     assert result.ret == pytest.ExitCode.INTERRUPTED
     result.stdout.fnmatch_lines(["*the distmetrics runner '/nonexistent/distmetrics' (from "
                                  "--distmetrics-bin or DISTMETRICS_BIN) is not an executable file*"])
@@ -266,7 +266,7 @@ def test_the_deadline_option_reaches_the_runner(project):
 
 
 def test_the_hard_timeout_comes_from_the_options_then_the_deadlines(tmp_path):
-    from distmetrics_pytest.plugin import GRACE, item_timeout, scenario_deadline
+    from distmetrics.pytest_plugin.plugin import GRACE, item_timeout, scenario_deadline
     never = lambda: pytest.fail("the file was read although a deadline was known")  # noqa: E731
     assert item_timeout(5.0, 100.0, 100.0, never) == 5.0
     assert item_timeout(None, 7.0, 100.0, never) == 7.0 + GRACE

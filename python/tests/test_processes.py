@@ -3,7 +3,7 @@
 import signal
 import textwrap
 
-from distmetrics_pytest.processes import describe_returncode, run_with_timeout
+from distmetrics.pytest_plugin.processes import describe_returncode, run_with_timeout
 
 from conftest import pid_alive
 
