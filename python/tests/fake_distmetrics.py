@@ -194,10 +194,39 @@ def run_variant(variant):
 
 
 # --- commands -------------------------------------------------------------------------------------
+def serve(args):
+    """`serve`: a request line per variant on stdin (an id, or {"path": ..., "id": ...}), one JSON
+    answer line each on stdout."""
+    for line in sys.stdin:
+        line = line.strip()
+        if not line:
+            continue
+        request = json.loads(line) if line.startswith("{") else {"id": line}
+        log_process("request", path=request.get("path"), id=request["id"])
+        paths = [request["path"]] if request.get("path") else args.paths
+        try:
+            found = [v for f, root in scenario_files(paths) for v in load(f, root)
+                     if v["id"] == request["id"]]
+        except BadInput as error:
+            found, reason = [], str(error)
+        else:
+            reason = f"no variant {request['id']!r}"
+        if not found:
+            result = {"id": request["id"], "outcome": "error", "reason": reason, "properties": []}
+        else:
+            began = time.monotonic()
+            result = run_variant(found[0])
+            result["seconds"] = round(time.monotonic() - began, 3)
+        sys.stdout.write(json.dumps(result) + "\n")
+        sys.stdout.flush()
+    return EXIT_OK
+
+
+
 def parser():
     p = argparse.ArgumentParser(prog="distmetrics")
     sub = p.add_subparsers(dest="command", required=True)
-    for name in ("list", "run", "validate"):
+    for name in ("list", "run", "validate", "serve"):
         c = sub.add_parser(name)
         c.add_argument("paths", nargs="*")
         c.add_argument("--backend")
@@ -221,6 +250,8 @@ def main(argv):
     except SystemExit:
         return EXIT_BAD_INPUT
     log_process("runner", argv=argv)
+    if args.command == "serve":
+        return serve(args)
     try:
         variants = select(args)
     except BadInput as error:

@@ -40,6 +40,11 @@ def test_markers_come_from_the_listing_and_are_registered(project):
     result = project.run("--collect-only", "-q", "-m", "gpu")
     assert [line for line in result.outlines if "::" in line] == [
         "scenarios/core/accuracy.toml::nccl-ws2-even-cpu"]
+    # Any tag of a scenario is a marker in the listing, registered too.
+    project.scenario("core/multilabel", world_sizes=[2], markers=["multilabel"])
+    result = project.run("--collect-only", "-q", "--strict-markers", "-m", "multilabel")
+    assert [line for line in result.outlines if "::" in line] == [
+        "scenarios/core/multilabel.toml::gloo-ws2-even-cpu"]
     markers = project.run("--markers").stdout.str()
     for name in ("gloo", "mpi", "nccl", "gpu", "slow", "regression"):
         assert f"@pytest.mark.{name}:" in markers
@@ -52,11 +57,21 @@ def test_passing_items_leave_no_process_behind(project):
     result.stdout.fnmatch_lines(["*distmetrics variants: 2 pass, 0 fail, 0 hang*"])
     runs = [p for p in project.processes() if p["role"] == "runner"]
     ranks = [p for p in project.processes() if p["role"] == "rank"]
-    assert len(runs) == 1 + 2  # one listing, one run per item
+    assert [r["argv"][0] for r in runs] == ["list", "serve"]  # one runner serves every item
     assert len(ranks) == 1 + 4
-    for run in runs[1:]:
-        assert run["argv"][:2] == ["run", "scenarios/core/accuracy.toml"]
-        assert run["argv"][2] == "--filter"
+    requests = [(p["path"], p["id"]) for p in project.processes() if p["role"] == "request"]
+    assert requests == [("scenarios/core/accuracy.toml", f"core/accuracy:gloo-ws{n}-even-cpu")
+                        for n in (1, 4)]
+    project.assert_nothing_left()
+
+
+def test_isolated_items_get_a_runner_each(project):
+    project.scenario("core/accuracy", world_sizes=[1, 4])
+    project.run("--distmetrics-isolate").assert_outcomes(passed=2)
+    runs = [p["argv"] for p in project.processes() if p["role"] == "runner"]
+    assert [argv[0] for argv in runs] == ["list", "run", "run"]
+    for argv in runs[1:]:
+        assert argv[:3] == ["run", "scenarios/core/accuracy.toml", "--filter"]
     project.assert_nothing_left()
 
 
@@ -86,18 +101,23 @@ def test_hang_becomes_a_failure_and_every_rank_is_ended(project):
     project.scenario("core/stuck", world_sizes=[3], mode="hang", rank_ignores_term=True,
                      rank_escapes_session=True)
     project.scenario("core/fine", world_sizes=[1])
+    project.scenario("core/then", world_sizes=[2])
     result = project.run("--distmetrics-timeout=2", "--junitxml=report.xml", timeout=90)
-    result.assert_outcomes(failed=1, passed=1)
+    result.assert_outcomes(failed=1, passed=2)
     out = result.stdout.str()
     assert "core/stuck:gloo-ws3-even-cpu: HANG: no result within the item's hard timeout of 2 s" \
         in out
     ended = [int(p) for p in re.search(r"ended the runner and its ranks \(pids \[([\d, ]+)\]\)",
                                        out).group(1).split(",")]
+    # The runner that hung was ended with its ranks; the item after it got a fresh runner.
+    serves = [p["pid"] for p in project.processes()
+              if p["role"] == "runner" and p["argv"][0] == "serve"]
+    assert len(serves) == 2
     stuck = [p["pid"] for p in project.processes()
-             if p.get("id", "").startswith("core/stuck")
-             or (p["role"] == "runner" and "scenarios/core/stuck.toml" in p["argv"])]
-    assert len(stuck) == 4  # the runner and its three ranks
-    assert set(stuck) <= set(ended)
+             if p["role"] == "rank" and p["id"].startswith("core/stuck")]
+    assert len(stuck) == 3
+    assert set(stuck) | {serves[0]} <= set(ended)
+    assert serves[1] not in ended
     project.assert_nothing_left()
     case = ET.parse(project.path / "report.xml").find(".//testcase[@name='gloo-ws3-even-cpu']")
     assert float(case.get("time")) < 30  # ended at its 2 s limit, not after the 3600 s sleep
@@ -110,20 +130,24 @@ def test_a_crashed_rank_shows_the_diagnosis(project):
     out = result.stdout.str()
     assert "core/crashy:gloo-ws2-even-cpu: CRASH: rank 0 died: killed by signal 11" in out
     assert "rank 0 was killed by signal 11 (SIGSEGV) in all_reduce #2" in out
-    assert "runner: exit status 4" in out
+    assert re.search(r"runner: `distmetrics serve` \(pid \d+\) answered after", out)
     project.assert_nothing_left()
 
 
 def test_a_runner_that_dies_without_a_report_is_a_failure(project):
-    project.scenario("core/aborts", world_sizes=[1], mode="runner-crash")
+    project.scenario("core/aborts", world_sizes=[1, 2], mode="runner-crash")
     result = project.run()
-    result.assert_outcomes(failed=1)
+    result.assert_outcomes(failed=2)
     result.stdout.fnmatch_lines(["*the runner (killed by signal 6 (SIGABRT)) wrote no report*"])
+    # Each item had a fresh runner: the first one's death failed only its own item.
+    serves = [p for p in project.processes() if p["role"] == "runner" and p["argv"][0] == "serve"]
+    assert len(serves) == 2
+    project.assert_nothing_left()
 
 
 def test_processes_left_after_a_normal_exit_fail_the_item_and_are_ended(project):
     project.scenario("core/leaky", world_sizes=[2], mode="leak")
-    result = project.run()
+    result = project.run("--distmetrics-isolate")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*LEFT PROCESSES BEHIND: the runner exited but left processes "
                                  "running (pids *); they were ended*"])
@@ -141,9 +165,9 @@ def test_skips_from_the_runner_become_pytest_skips_with_the_reason(project):
     result.stdout.fnmatch_lines_random([
         "SKIPPED [[]1[]] scenarios/gpu/listed.toml: needs 2 GPUs, found 0",
         "SKIPPED [[]1[]] scenarios/gpu/at_run_time.toml:1: needs 2 GPUs, found 0"])
-    # A variant skipped in the listing never starts the runner.
-    runs = [p["argv"] for p in project.processes() if p["role"] == "runner"]
-    assert not any("gpu/listed" in " ".join(argv) for argv in runs if argv[0] == "run")
+    # A variant skipped in the listing is never sent to the runner.
+    requests = [p["id"] for p in project.processes() if p["role"] == "request"]
+    assert requests == ["gpu/at_run_time:gloo-ws2-even-cpu"]
 
 
 def test_exitfirst_lastfailed_and_junitxml(project):
@@ -170,12 +194,10 @@ def test_two_items_run_in_parallel_with_xdist_in_separate_folders(project, tmp_p
                      rendezvous_dir=str(meeting), rendezvous_count=2, rendezvous_seconds=30)
     result = project.run("-n", "2", "-p", "xdist")
     result.assert_outcomes(passed=2)
-    runs = [p for p in project.processes() if p["role"] == "runner" and p["argv"][0] == "run"]
-    assert len(runs) == 2
+    runs = [p for p in project.processes() if p["role"] == "runner" and p["argv"][0] == "serve"]
+    assert len(runs) == 2  # one runner per worker
     assert {r["worker"] for r in runs} == {"gw0", "gw1"}
-    assert len({r["tmpdir"] for r in runs}) == 2  # each item has its own TMPDIR
-    reports = [r["argv"][r["argv"].index("--json") + 1] for r in runs]
-    assert len(set(reports)) == 2
+    assert len({r["tmpdir"] for r in runs}) == 2  # each has its own TMPDIR
     project.assert_nothing_left()
 
 
@@ -193,8 +215,10 @@ def test_mpi_variants_are_left_to_the_runner_by_default(project):
     project.scenario("core/accuracy", backends=["mpi"], world_sizes=[2])
     project.run("-m", "mpi").assert_outcomes(passed=1)
     (run,) = [p["argv"] for p in project.processes() if p["role"] == "runner"
-              and p["argv"][0] == "run"]
+              and p["argv"][0] == "serve"]
     assert "--launcher" not in run
+    assert [p["id"] for p in project.processes() if p["role"] == "request"] == [
+        "core/accuracy:mpi-ws2-even-cpu"]
 
 
 def test_mpi_variants_start_under_the_given_mpirun(project, tmp_path):
@@ -251,18 +275,20 @@ def test_an_explicit_scenario_dir_with_nested_files(project):
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines_random(["more/flat.toml::gloo-ws1-even-cpu PASSED*",
                                         "more/nested/extra.toml::gloo-ws2-even-cpu PASSED*"])
-    runs = sorted(p["argv"][:4] for p in project.processes()
-                  if p["role"] == "runner" and p["argv"][0] == "run")
-    assert runs == [["run", "more", "--filter", "nested/extra:gloo-ws2-even-cpu"],
-                    ["run", "more/flat.toml", "--filter", "flat:gloo-ws1-even-cpu"]]
+    requests = sorted((p["path"], p["id"]) for p in project.processes()
+                      if p["role"] == "request")
+    assert requests == [("more", "nested/extra:gloo-ws2-even-cpu"),
+                        ("more/flat.toml", "flat:gloo-ws1-even-cpu")]
 
 
 def test_the_deadline_option_reaches_the_runner(project):
     project.scenario("core/accuracy", world_sizes=[2])
     project.run("--distmetrics-deadline=7").assert_outcomes(passed=1)
-    (run,) = [p["argv"] for p in project.processes() if p["role"] == "runner"
-              and p["argv"][0] == "run"]
-    assert run[run.index("--deadline") + 1] == "7"
+    project.run("--distmetrics-deadline=8", "--distmetrics-isolate").assert_outcomes(passed=1)
+    serve, run = [p["argv"] for p in project.processes() if p["role"] == "runner"
+                  and p["argv"][0] in ("serve", "run")]
+    assert serve[0] == "serve" and serve[serve.index("--deadline") + 1] == "7"
+    assert run[0] == "run" and run[run.index("--deadline") + 1] == "8"
 
 
 def test_the_hard_timeout_comes_from_the_options_then_the_deadlines(tmp_path):

@@ -4,10 +4,12 @@ each run by the distmetrics runner in a session of its own under a hard timeout.
 import functools
 import os
 import re
+import sys
 import tempfile
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 import pytest
 
@@ -19,7 +21,8 @@ except ImportError:  # pragma: no cover - older Pythons use the default deadline
 from .processes import describe_returncode, run_with_timeout
 from .report import NOT_PASSED, describe_variant, read_variant
 from .runner import (RunnerError, Selection, Variant, find_runner, list_variants,
-                     reproduce_command, run_command)
+                     reproduce_command, run_command, serve_command)
+from .stream import StreamRunner
 
 MARKERS = {
     "distmetrics": "a distmetrics scenario variant",
@@ -34,6 +37,7 @@ MARKERS = {
 DEFAULT_DEADLINE = 60.0   # seconds for one variant when neither the scenario nor an option says
 GRACE = 30.0              # seconds on top of the deadline: starting ranks, writing the report
 OUTCOME_PROPERTY = "distmetrics_outcome"
+_REGISTERED_MARKERS = pytest.StashKey[set]()
 
 
 def pytest_addoption(parser):
@@ -54,6 +58,10 @@ def pytest_addoption(parser):
     group.addoption("--distmetrics-timeout", type=float, metavar="SECONDS",
                     help="hard limit for one item, after which the runner and all its ranks are "
                          f"killed; default: the variant's deadline + {GRACE:g} s")
+    group.addoption("--distmetrics-isolate", action="store_true", default=False,
+                    help="run every item with a runner of its own (`distmetrics run`), which also "
+                         "checks that it leaves no process behind; default: one long-lived "
+                         "runner (`distmetrics serve`) per pytest process, its rank pools kept")
     group.addoption("--mpirun", metavar="COMMAND",
                     help="start variants of the mpi backend as `COMMAND -np N --oversubscribe "
                          "distmetrics run ... --launcher mpi` (default: the runner starts its "
@@ -120,6 +128,45 @@ class DistmetricsSession:
         self._runner_error: Optional[RunnerError] = None
         self._listings: Dict[Tuple[str, ...], object] = {}
         self.outcomes: Counter = Counter()
+        self.isolate: bool = config.getoption("distmetrics_isolate")
+        self._stream: Optional[StreamRunner] = None
+        self._stream_dir: Optional[Path] = None
+        self.leftovers: List[int] = []  # pids the last runner left behind at the end
+
+    # --- the long-lived runner ----------------------------------------------------------------
+    def isolates(self, variant: Variant) -> bool:
+        """Whether the item gets a runner of its own: with --distmetrics-isolate, and for mpi
+        variants started under --mpirun (each is its own MPI job)."""
+        return self.isolate or (variant.backend == "mpi" and self.mpirun is not None)
+
+    def stream_runner(self) -> StreamRunner:
+        """This process's `distmetrics serve` (one per xdist worker), started on first use."""
+        if self._stream is not None and not self._stream.alive():
+            self.drop_stream_runner()
+        if self._stream is None:
+            if self._stream_dir is None:
+                factory = getattr(self.config, "_tmp_path_factory", None)
+                self._stream_dir = (factory.mktemp("distmetrics-serve", numbered=True)
+                                    if factory is not None
+                                    else Path(tempfile.mkdtemp(prefix="distmetrics-serve-")))
+            env = dict(os.environ, TMPDIR=str(self._stream_dir))
+            if os.geteuid() == 0:  # the runner starts mpirun itself for mpi variants
+                env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+            self._stream = StreamRunner(serve_command(self.runner(), self.deadline),
+                                        cwd=str(self.rootdir), env=env,
+                                        log_path=str(self._stream_dir / "runner.log"))
+        return self._stream
+
+    def drop_stream_runner(self) -> None:
+        """Ends the runner (after a hang or when it died); the next item starts a fresh one."""
+        if self._stream is not None:
+            self._stream.kill()
+            self._stream = None
+
+    def pytest_sessionfinish(self, session):
+        if self._stream is not None:
+            self.leftovers = self._stream.close()
+            self._stream = None
 
     # --- collection --------------------------------------------------------------------------
     def collects(self, path: Path) -> bool:
@@ -208,6 +255,10 @@ class DistmetricsSession:
             self.outcomes["skip"] += 1
 
     def pytest_terminal_summary(self, terminalreporter):
+        if self.leftovers:
+            terminalreporter.write_line(
+                f"distmetrics: the runner left processes behind at the end (pids "
+                f"{self.leftovers}); they were ended", red=True)
         if not self.outcomes:
             return
         order = ["pass", "fail", "hang", "crash", "error", "skip"]
@@ -236,6 +287,21 @@ class VariantProblem(Exception):
     """A variant that did not pass; the message says everything the report says."""
 
 
+@dataclass
+class ItemRun:
+    """How one item's run went, whichever runner ran it."""
+    entry: Optional[dict] = None          # the variant's report object
+    timed_out: bool = False               # the hard timeout ended the runner
+    returncode: Optional[int] = None      # the runner's exit status, when it exited
+    seconds: float = 0.0
+    ended_pids: List[int] = field(default_factory=list)
+    survivors: List[int] = field(default_factory=list)
+    leftover_pids: List[int] = field(default_factory=list)
+    unreadable: Optional[str] = None      # why the runner's answer could not be read
+    runner_line: str = ""                 # "runner: ..." for the failure message
+    log_tail: Callable[..., str] = lambda lines=40: ""
+
+
 class VariantItem(pytest.Item):
     def __init__(self, *, variant: Variant, **kwargs):
         super().__init__(**kwargs)
@@ -244,8 +310,10 @@ class VariantItem(pytest.Item):
         for name in dict.fromkeys(markers):
             if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
                 continue
-            if name not in MARKERS:
-                self.config.addinivalue_line("markers", f"{name}: listed by distmetrics")
+            registered = self.config.stash.setdefault(_REGISTERED_MARKERS, set(MARKERS))
+            if name not in registered:  # a scenario tag: registered once, so -m and --strict-markers work
+                registered.add(name)
+                self.config.addinivalue_line("markers", f"{name}: a distmetrics scenario tag")
             self.add_marker(name)
         if variant.skip:
             self.add_marker(pytest.mark.skip(reason=variant.skip))
@@ -264,58 +332,53 @@ class VariantItem(pytest.Item):
     def runtest(self):
         session = self._session()
         variant = self.variant
-        workdir = self._workdir()
-        report = workdir / "report.json"
-        command = run_command(session.runner(), variant, session.run_path(variant), report,
+        command = run_command(session.runner(), variant, session.run_path(variant), None,
                               session.deadline, session.mpirun)
         reproduce = reproduce_command(command, session.rootdir)
         self.user_properties.append(("variant", variant.id))
         self.user_properties.append(("reproduce", reproduce))
-        env = dict(os.environ, TMPDIR=str(workdir))
-        if variant.backend == "mpi" and os.geteuid() == 0:
-            env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
         timeout = session.hard_timeout(variant)
-        done = run_with_timeout(command, timeout, str(workdir / "runner.log"),
-                                cwd=str(session.rootdir), env=env)
+        if session.isolates(variant):
+            run = self._run_isolated(session, timeout)
+        else:
+            run = self._run_streamed(session, timeout)
 
         def problem(headline: str, entry=None, tail: bool = True) -> VariantProblem:
             lines = [describe_variant(entry)] if entry else [f"{variant.id}: {headline}"]
             if entry and headline:
                 lines.append(headline)
-            lines.append(f"runner: {describe_returncode(done.returncode)} after "
-                         f"{done.seconds:.1f} s; log and report in {workdir}")
+            lines.append(run.runner_line)
             lines.append(f"reproduce: {reproduce}")
-            if tail and done.log_tail().strip():
+            if tail and run.log_tail().strip():
                 lines.append("runner output (last lines):")
-                lines += ["    " + line for line in done.log_tail(30).rstrip().splitlines()]
+                lines += ["    " + line for line in run.log_tail(30).rstrip().splitlines()]
             return VariantProblem("\n".join(lines))
 
-        survivors = (f"; still alive after KILL: {done.survivors}" if done.survivors else "")
-        if done.timed_out:
+        survivors = (f"; still alive after KILL: {run.survivors}" if run.survivors else "")
+        if run.timed_out:
             self.user_properties.append((OUTCOME_PROPERTY, "hang"))
             raise problem(f"HANG: no result within the item's hard timeout of {timeout:g} s; ended "
-                          f"the runner and its ranks (pids {done.ended_pids}){survivors}")
-        try:
-            entry = read_variant(report, variant.id)
-        except ValueError as error:
+                          f"the runner and its ranks (pids {run.ended_pids}){survivors}")
+        if run.unreadable:
             self.user_properties.append((OUTCOME_PROPERTY, "error"))
-            raise problem(f"ERROR: the runner's report is unreadable: {error}")
+            raise problem(f"ERROR: the runner's report is unreadable: {run.unreadable}")
+        entry = run.entry
         leftovers = ""
-        if done.leftover_pids:
+        if run.leftover_pids:
             leftovers = (f"the runner exited but left processes running (pids "
-                         f"{done.leftover_pids}); they were ended{survivors}")
+                         f"{run.leftover_pids}); they were ended{survivors}")
         if entry is None:
             self.user_properties.append((OUTCOME_PROPERTY, "error"))
-            raise problem(f"ERROR: the runner ({describe_returncode(done.returncode)}) wrote no "
+            raise problem(f"ERROR: the runner ({describe_returncode(run.returncode)}) wrote no "
                           f"report for this variant. {leftovers}".strip())
         outcome = str(entry.get("outcome"))
         self.user_properties.append((OUTCOME_PROPERTY, outcome))
         if leftovers:
             raise problem(f"LEFT PROCESSES BEHIND: {leftovers}", entry)
         if outcome == "pass":
-            if done.returncode != 0:
+            if run.returncode not in (0, None):
                 raise problem(f"the report says pass but the runner ended with "
-                              f"{describe_returncode(done.returncode)}", entry)
+                              f"{describe_returncode(run.returncode)}", entry)
             return
         if outcome == "skip":
             # Placed at the scenario file (as a skip from the listing is), not at this line.
@@ -324,6 +387,54 @@ class VariantItem(pytest.Item):
         if outcome in NOT_PASSED:
             raise problem("", entry, tail=outcome != "fail")
         raise problem(f"unknown outcome {outcome!r} in the runner's report", entry)
+
+    def _run_streamed(self, session: "DistmetricsSession", timeout: float) -> "ItemRun":
+        """Asks this process's long-lived runner (`distmetrics serve`) for the variant."""
+        variant = self.variant
+        runner = session.stream_runner()
+        answer = runner.ask({"path": session.run_path(variant), "id": variant.id}, timeout)
+        run = ItemRun(entry=answer.entry, timed_out=answer.timed_out, seconds=answer.seconds,
+                      ended_pids=answer.ended_pids, survivors=answer.survivors,
+                      log_tail=answer.log_tail)
+        if answer.timed_out or answer.entry is None:
+            session.drop_stream_runner()  # the next item starts a fresh one
+            run.returncode = answer.returncode
+        if answer.bad_line is not None:
+            run.unreadable = f"it answered a line that is no JSON object: {answer.bad_line!r}"
+        elif answer.entry is not None and answer.entry.get("id") != variant.id:
+            run.unreadable = f"it answered for {answer.entry.get('id')!r}"
+            run.entry = None
+        state = ("ended" if answer.timed_out or answer.entry is None else "answered")
+        run.runner_line = (f"runner: `distmetrics serve` (pid {runner.pid}) {state} after "
+                           f"{answer.seconds:.1f} s"
+                           + (f", {describe_returncode(answer.returncode)}"
+                              if answer.entry is None and not answer.timed_out else "")
+                           + f"; its log: {runner.log_path}")
+        return run
+
+    def _run_isolated(self, session: "DistmetricsSession", timeout: float) -> "ItemRun":
+        """Runs the variant with a runner of its own (`distmetrics run ... --json`)."""
+        variant = self.variant
+        workdir = self._workdir()
+        report = workdir / "report.json"
+        command = run_command(session.runner(), variant, session.run_path(variant), report,
+                              session.deadline, session.mpirun)
+        env = dict(os.environ, TMPDIR=str(workdir))
+        if variant.backend == "mpi" and os.geteuid() == 0:
+            env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+        done = run_with_timeout(command, timeout, str(workdir / "runner.log"),
+                                cwd=str(session.rootdir), env=env)
+        run = ItemRun(timed_out=done.timed_out, returncode=done.returncode, seconds=done.seconds,
+                      ended_pids=done.ended_pids, survivors=done.survivors,
+                      leftover_pids=done.leftover_pids, log_tail=done.log_tail,
+                      runner_line=(f"runner: {describe_returncode(done.returncode)} after "
+                                   f"{done.seconds:.1f} s; log and report in {workdir}"))
+        if not done.timed_out:
+            try:
+                run.entry = read_variant(report, variant.id)
+            except ValueError as error:
+                run.unreadable = str(error)
+        return run
 
     def repr_failure(self, excinfo, style=None):
         if isinstance(excinfo.value, (VariantProblem, RunnerError)):

@@ -128,18 +128,29 @@ def list_variants(runner: Sequence[str], paths: Sequence[str], selection: Select
     return [_variant_from_json(entry, cwd) for entry in entries]
 
 
-def run_command(runner: Sequence[str], variant: Variant, file_arg: str, report: Path,
+def run_command(runner: Sequence[str], variant: Variant, file_arg: str, report: Optional[Path],
                 deadline: Optional[float], mpirun: Optional[Sequence[str]]) -> List[str]:
-    """The command that runs exactly one variant and writes its JSON report. The runner starts
-    the ranks itself (for the mpi backend, through its own mpirun); given an mpirun command,
-    variants of the mpi backend are started by it instead, one process per rank
-    (`--launcher mpi`)."""
-    command = [*runner, "run", file_arg, "--filter", variant.id, "--json", str(report)]
+    """The command that runs exactly one variant and writes its JSON report (none when report
+    is None: the command a person types). The runner starts the ranks itself (for the mpi
+    backend, through its own mpirun); given an mpirun command, variants of the mpi backend are
+    started by it instead, one process per rank (`--launcher mpi`)."""
+    command = [*runner, "run", file_arg, "--filter", variant.id]
+    if report is not None:
+        command += ["--json", str(report)]
     if deadline is not None:
         command += ["--deadline", f"{deadline:g}"]
     if variant.backend == "mpi" and mpirun is not None:
         command = [*mpirun, "-np", str(variant.world_size), "--oversubscribe", *command,
                    "--launcher", "mpi"]
+    return command
+
+
+def serve_command(runner: Sequence[str], deadline: Optional[float]) -> List[str]:
+    """The long-lived runner of one pytest process: `distmetrics serve` answers one JSON line
+    per variant requested on its stdin, keeping its rank pools between them."""
+    command = [*runner, "serve"]
+    if deadline is not None:
+        command += ["--deadline", f"{deadline:g}"]
     return command
 
 
