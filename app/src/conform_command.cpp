@@ -18,6 +18,10 @@ CLI::App* add_conform_command(CLI::App& app, plugin::ConformOptions& options) {
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   add_selection_options(*cmd, options.paths, options.selection);
   add_deadline_option(*cmd, options.deadline);
+  cmd->add_option("--launcher", options.launcher,
+                  "local (a supervised rank pool), mpi (started by mpirun) or env (RANK, WORLD_SIZE, ... set), as for "
+                  "`run`; default: the launcher that started this process, else local")
+      ->check(CLI::IsMember({"local", "mpi", "env"}));
   cmd->add_option("--json", options.json_file, "write the JSON report to FILE");
   cmd->add_option("--junit", options.junit_file, "write JUnit XML to FILE");
   cmd->add_option("--markdown", options.markdown_file, "write the Markdown report to FILE");

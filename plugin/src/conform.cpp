@@ -11,6 +11,7 @@
 #include "distmetrics/harness/engine.h"
 #include "distmetrics/harness/metric_catalog.h"
 #include "distmetrics/harness/property.h"
+#include "distmetrics/runtime/peer_runner.h"
 #include "distmetrics/runtime/text.h"
 #include "distmetrics/runtime/text.h"
 #include "distmetrics/harness/report.h"
@@ -108,6 +109,10 @@ std::string conform_reproduce_command(const Plugin& plugin, const std::string& m
   return command;
 }
 
+namespace {
+int conform_with(const ConformOptions& o, runtime::PeerRunner* peers, std::ostream& out, std::ostream& err);
+}  // namespace
+
 int run_conform(const ConformOptions& o, std::ostream& out, std::ostream& err) {
   if (o.plugin.empty()) {
     err << "distmetrics conform: --plugin PATH is required: the shared library of the plugin to check "
@@ -119,7 +124,28 @@ int run_conform(const ConformOptions& o, std::ostream& out, std::ostream& err) {
     return kBadInput;
   }
   if (!harness::check_selection(o.selection, err)) return kBadInput;
+  std::string launcher = o.launcher.empty() ? runtime::detect_launcher() : o.launcher;
+  if (launcher.empty() || launcher == "local") return conform_with(o, nullptr, out, err);
+  // Peer launchers (mpi, env): every process is a rank and runs the same variants in lockstep;
+  // rank 0 judges, prints and writes the reports, the others only take part (as `run` does).
+  std::unique_ptr<runtime::PeerRunner> peers;
+  try {
+    runtime::PeerOptions options;
+    options.launcher = launcher;
+    peers = std::make_unique<runtime::PeerRunner>(options);
+  } catch (const std::exception& e) {
+    err << "distmetrics conform: --launcher " << launcher << ": " << e.what() << "\n";
+    return kBadInput;
+  }
+  if (peers->is_reporter()) return conform_with(o, peers.get(), out, err);
+  std::ostringstream quiet;
+  conform_with(o, peers.get(), quiet, quiet);
+  return 0;
+}
 
+namespace {
+
+int conform_with(const ConformOptions& o, runtime::PeerRunner* peers, std::ostream& out, std::ostream& err) {
   const Plugin* plugin = nullptr;
   try {
     plugin = &load_plugin(o.plugin);
@@ -163,9 +189,14 @@ int run_conform(const ConformOptions& o, std::ostream& out, std::ostream& err) {
   };
   std::vector<Item> items;
   const int gpus = runtime::visible_gpu_count();
+  std::size_t other_sizes = 0;
   for (const auto& ps : scenarios) {
     for (auto& v : harness::expand_variants(ps.scenario, gpus)) {
       if (!o.selection.matches(v)) continue;
+      if (peers && v.world_size != peers->world_size()) {  // a launcher starts one world size
+        ++other_sizes;
+        continue;
+      }
       v.reproduce_command = conform_reproduce_command(*plugin, ps.metric, v, o.deadline);
       if (ps.cannot_run && !v.skip) v.skip = *ps.cannot_run;
       items.push_back({&ps, std::move(v)});
@@ -198,6 +229,9 @@ int run_conform(const ConformOptions& o, std::ostream& out, std::ostream& err) {
   out << "distmetrics conform: plugin " << plugin->describe() << "\n  " << plugin->path << "\n  checking "
       << runtime::quoted_list(metrics) << " on " << items.size() << " variant(s) of " << scenarios.size()
       << " scenario(s)\n";
+  if (peers && other_sizes > 0)
+    out << "distmetrics conform: the launcher runs world size " << peers->world_size() << " only: "
+        << other_sizes << " selected variant(s) of other world sizes left out\n";
   const auto started = harness::now_iso8601();
   const auto start = std::chrono::steady_clock::now();
   // Grouped by the rank pool they need, so that each pool starts once; reported in list order.
@@ -206,7 +240,7 @@ int run_conform(const ConformOptions& o, std::ostream& out, std::ostream& err) {
   auto pool_key = [&](std::size_t i) {
     return std::make_pair(runtime::pool_launch_for(items[i].variant.backend), items[i].variant.world_size);
   };
-  std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return pool_key(a) < pool_key(b); });
+  if (!peers) std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return pool_key(a) < pool_key(b); });
   detail::ConformResult result;
   result.plugin = plugin;
   result.verdicts.resize(items.size());
@@ -219,11 +253,29 @@ int run_conform(const ConformOptions& o, std::ostream& out, std::ostream& err) {
   }
   harness::LocalPools pools({}, 1);
   harness::ConsoleReport console(out, static_cast<int>(items.size()), o.console);
+  std::string stopped_at;  // peers: the variant at which the ranks' process group broke
   for (std::size_t i : order) {
     const auto& item = items[i];
     Verdict& verdict = result.verdicts[i];
     if (item.variant.skip) {
       verdict = harness::skip_verdict(item.variant);
+    } else if (peers && !stopped_at.empty()) {
+      verdict.variant = item.variant;
+      verdict.outcome = Outcome::Error;
+      verdict.reason = "not run: the ranks' process group broke at " + stopped_at +
+                       " (a hang or a crash); start the launcher again to run the rest";
+    } else if (peers) {
+      if (peers->is_reporter()) {
+        verdict = engine.run(item.scenario->scenario, item.variant, *peers);
+      } else {
+        const double deadline = o.deadline.value_or(item.scenario->scenario.deadline_seconds);
+        try {
+          peers->run(harness::make_variant_request(item.scenario->scenario, item.variant, deadline));
+        } catch (const std::exception&) {
+          // Rank 0 reports it.
+        }
+      }
+      if (peers->stopped()) stopped_at = item.variant.id;
     } else {
       try {
         verdict = engine.run(item.scenario->scenario, item.variant, pools.runner_for(item.variant));
@@ -236,6 +288,7 @@ int run_conform(const ConformOptions& o, std::ostream& out, std::ostream& err) {
     console.progress(verdict);
   }
   pools.clear();
+  if (peers && !peers->is_reporter()) return 0;  // rank 0 alone reports
   result.started = started;
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
@@ -252,6 +305,8 @@ int run_conform(const ConformOptions& o, std::ostream& out, std::ostream& err) {
   if (!o.html_file.empty()) written = harness::write_report_file(o.html_file, harness::render_html(model), err) && written;
   return harness::exit_code(result.verdicts, !written);
 }
+
+}  // namespace
 
 void register_reference_task();   // conform_reference.cpp
 

@@ -1,8 +1,8 @@
 // `distmetrics conform`: does a plugin's metric behave like a distributed metric must?
 //
 //   distmetrics conform --plugin PATH [--metric NAME]... [PATHS...] [SELECTION]
-//                       [--deadline S] [--json F] [--junit F] [--markdown F] [--html F]
-//                       [--quiet | --verbose] [--hide-skips]
+//                       [--deadline S] [--launcher local|mpi|env] [--json F] [--junit F] [--markdown F]
+//                       [--html F] [--quiet | --verbose] [--hide-skips]
 //
 // Runs every scenario whose metric the plugin provides, with the plugin's metric on every rank,
 // and checks every property of the scenario (docs/design.md) plus agrees_with_reference: on every
@@ -44,6 +44,7 @@ struct ConformOptions {
   std::vector<std::string> paths;    // scenario files or folders (empty: the default scenarios)
   harness::Selection selection;
   std::optional<double> deadline;    // seconds per variant, overriding the scenarios'
+  std::string launcher;              // local, mpi or env; empty: the one that started this process
   std::string json_file, junit_file, markdown_file, html_file;
   harness::ConsoleOptions console;   // --quiet, --verbose, --hide-skips
 };
