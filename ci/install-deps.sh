@@ -14,6 +14,7 @@ PACKAGES=(
   python3-numpy python3-sklearn       # independent reference values
   chromium chromium-driver python3-selenium   # the HTML report checked in a headless browser
   python3-torch                       # the spawn-per-test baseline of the benchmarks
+  python3-venv python3-pip python3-setuptools python3-wheel   # installing the Python package offline (its test)
 )
 
 missing=()

@@ -20,6 +20,26 @@ DM_EXIT_SKIP=77   # the machine lacks what the job needs (e.g. 2 GPUs); nothing 
 dm_say() { echo "[$DM_JOB] $*"; }
 dm_fail() { echo "[$DM_JOB] error: $*" >&2; }
 
+# dm_need_value "$@": the option in $1 must have a value in $2; else exit 2 with a message.
+dm_need_value() {
+  if [ $# -lt 2 ] || [ -z "$2" ]; then
+    dm_fail "$1 needs a value (see --help)"
+    exit "$DM_EXIT_BAD_INPUT"
+  fi
+}
+
+# dm_skip REASON: the machine lacks what the job needs: say so and exit 77. A dry run calls it
+# after printing the commands it would run, so they show on any machine.
+dm_skip() {
+  dm_say "SKIP: $*"
+  if [ "$DM_DRY_RUN" = 1 ]; then
+    dm_say "dry run: on this machine the commands above would not run: exit code $DM_EXIT_SKIP (skipped)."
+  else
+    dm_say "Nothing was run: exit code $DM_EXIT_SKIP (skipped)."
+  fi
+  exit "$DM_EXIT_SKIP"
+}
+
 # One word as a person would type it: bare when safe, else in single quotes.
 dm_quote() {
   if [[ -z $1 || $1 =~ [^A-Za-z0-9_./:=,@%+-] ]]; then

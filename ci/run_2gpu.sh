@@ -14,14 +14,19 @@ Usage: ci/run_2gpu.sh [options] [-- extra `distmetrics run` arguments]
 Builds distmetrics against a CUDA LibTorch (in build-2gpu/), checks for at least 2 GPUs, then runs
   nccl at world size 2, every placement      -> REPORTS_DIR/2gpu-nccl.{json,xml}
   gloo at world size 2 with CUDA tensors     -> REPORTS_DIR/2gpu-gloo-cuda.{json,xml}
+and with --plugin, `distmetrics conform` of that plugin on both
+                                             -> REPORTS_DIR/2gpu-conform-{nccl,gloo-cuda}.{json,xml}
 
 Options:
   --dry-run          check the machine (GPUs, LibTorch), then print the commands instead of
-                     running them
+                     running them; on a machine with too few GPUs it prints them too, then
+                     says it would skip (exit 77)
   --build-dir DIR    build folder (default: build-2gpu)
   --reports-dir DIR  reports folder (default: BUILD_DIR/reports)
   --torch-dir DIR    folder of a CUDA LibTorch's TorchConfig.cmake (default: $Torch_DIR, else the
-                     CMake prefix path of the torch package of $PYTHON)
+                     CMake prefix path of the torch package of $PYTHON); must exist
+  --plugin PATH      also check this plugin (lib<name>.so, built against this build) with
+                     `distmetrics conform` on the GPUs; must exist
   --deps-dir DIR     prefix holding include/ (nlohmann/json, toml++, CLI11) and googletest/ for
                      a node without those packages (default: $DISTMETRICS_DEPS_DIR)
   --min-gpus N       GPUs required (default 2); with 1, a one-GPU node runs what fits on it
@@ -50,24 +55,20 @@ deps_dir=${DISTMETRICS_DEPS_DIR:-}
 min_gpus=2
 skip_build=0
 with_tests=0
+plugin=
 run_args=()
 
-need_value() {
-  if [ $# -lt 2 ] || [ -z "$2" ]; then
-    dm_fail "$1 needs a value (see --help)"
-    exit "$DM_EXIT_BAD_INPUT"
-  fi
-}
 while [ $# -gt 0 ]; do
   case "$1" in
     -h | --help) usage; exit 0 ;;
     --dry-run) DM_DRY_RUN=1 ;;
-    --build-dir) need_value "$@"; build_dir=$2; shift ;;
-    --reports-dir) need_value "$@"; reports_dir=$2; shift ;;
-    --torch-dir) need_value "$@"; torch_dir=$2; shift ;;
-    --deps-dir) need_value "$@"; deps_dir=$2; shift ;;
+    --build-dir) dm_need_value "$@"; build_dir=$2; shift ;;
+    --reports-dir) dm_need_value "$@"; reports_dir=$2; shift ;;
+    --torch-dir) dm_need_value "$@"; torch_dir=$2; shift ;;
+    --deps-dir) dm_need_value "$@"; deps_dir=$2; shift ;;
+    --plugin) dm_need_value "$@"; plugin=$2; shift ;;
     --min-gpus)
-      need_value "$@"
+      dm_need_value "$@"
       if ! [[ $2 =~ ^[1-9][0-9]*$ ]]; then
         dm_fail "--min-gpus wants a positive whole number, got '$2'"
         exit "$DM_EXIT_BAD_INPUT"
@@ -80,6 +81,13 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
+if [ -n "$plugin" ]; then
+  if [ ! -f "$plugin" ]; then
+    dm_fail "--plugin $plugin: no such file (the plugin's shared library, lib<name>.so)"
+    exit "$DM_EXIT_BAD_INPUT"
+  fi
+  plugin=$(cd "$(dirname "$plugin")" && pwd)/${plugin##*/}
+fi
 cd "$DM_ROOT"
 python=${PYTHON:-python3}
 export REPORTS_DIR=${reports_dir:-$build_dir/reports}
@@ -116,36 +124,60 @@ if ! [[ $gpus =~ ^[0-9]+$ ]]; then
   dm_fail "could not count the GPUs: got '$gpus' from $gpu_source"
   exit "$DM_EXIT_SETUP"
 fi
+too_few_gpus=
 if [ "$gpus" -lt "$min_gpus" ]; then
-  dm_say "SKIP: found $gpus GPU(s) ($gpu_source); this job needs at least $min_gpus."
+  too_few_gpus="found $gpus GPU(s) ($gpu_source); this job needs at least $min_gpus."
+fi
+skip_for_gpus() {
   if [ "$min_gpus" -ge 2 ]; then
     dm_say "NCCL refuses two ranks on one GPU. On a one-GPU node, 'ci/run_2gpu.sh --min-gpus 1'"
     dm_say "still builds against CUDA LibTorch and runs what fits on one GPU (docs/gpu.md)."
   fi
-  dm_say "Nothing was run: exit code $DM_EXIT_SKIP (skipped)."
-  exit "$DM_EXIT_SKIP"
+  dm_skip "$too_few_gpus"
+}
+if [ -n "$too_few_gpus" ] && [ "$DM_DRY_RUN" != 1 ]; then
+  skip_for_gpus
 fi
-dm_say "found $gpus GPU(s) ($gpu_source)"
+if [ -z "$too_few_gpus" ]; then
+  dm_say "found $gpus GPU(s) ($gpu_source)"
+fi
 
 # --- CUDA LibTorch ------------------------------------------------------------------------------
 cmake_args=(-DDISTMETRICS_WITH_NCCL=ON)
+# A machine with too few GPUs, in a dry run, gets a placeholder for a LibTorch it lacks: it
+# prints the commands, then says it would skip.
+no_libtorch() {
+  if [ -n "$too_few_gpus" ]; then
+    dm_say "no CUDA LibTorch here either: $*"
+    cmake_args+=("-DCMAKE_PREFIX_PATH=<a CUDA LibTorch>")
+    return 0
+  fi
+  dm_fail "$@"
+  exit "$DM_EXIT_SETUP"
+}
 if [ -n "$torch_dir" ]; then
-  cmake_args+=("-DTorch_DIR=$torch_dir")
-  dm_say "LibTorch: $torch_dir"
+  if [ ! -d "$torch_dir" ]; then
+    no_libtorch "--torch-dir/Torch_DIR $torch_dir: no such folder (the LibTorch folder holding TorchConfig.cmake)"
+  elif [ ! -f "$torch_dir/TorchConfig.cmake" ] && [ ! -f "$torch_dir/torch-config.cmake" ]; then
+    no_libtorch "--torch-dir/Torch_DIR $torch_dir holds no TorchConfig.cmake: give the LibTorch's share/cmake/Torch folder"
+  else
+    cmake_args+=("-DTorch_DIR=$torch_dir")
+    dm_say "LibTorch: $torch_dir"
+  fi
 elif [ "$skip_build" != 1 ]; then
   probe='import torch, torch.utils; print(torch.utils.cmake_prefix_path); print(torch.version.cuda or ""); print(torch.__version__)'
   if ! answer=$("$python" -c "$probe" 2>&1); then
-    dm_fail "no CUDA LibTorch: set Torch_DIR (or --torch-dir) to a LibTorch's cmake folder, or"
-    dm_fail "use a PYTHON whose torch package has CUDA ($python: ${answer##*$'\n'})"
-    exit "$DM_EXIT_SETUP"
+    no_libtorch "no CUDA LibTorch: set Torch_DIR (or --torch-dir) to a LibTorch's cmake folder, or" \
+      "use a PYTHON whose torch package has CUDA ($python: ${answer##*$'\n'})"
+  else
+    { read -r prefix; read -r cuda; read -r version; } <<<"$answer"
+    if [ -z "$cuda" ]; then
+      no_libtorch "torch $version of $python is a CPU build; NCCL needs a CUDA LibTorch (set Torch_DIR)"
+    else
+      cmake_args+=("-DCMAKE_PREFIX_PATH=$prefix")
+      dm_say "LibTorch: torch $version (CUDA $cuda) of $python: $prefix"
+    fi
   fi
-  { read -r prefix; read -r cuda; read -r version; } <<<"$answer"
-  if [ -z "$cuda" ]; then
-    dm_fail "torch $version of $python is a CPU build; NCCL needs a CUDA LibTorch (set Torch_DIR)"
-    exit "$DM_EXIT_SETUP"
-  fi
-  cmake_args+=("-DCMAKE_PREFIX_PATH=$prefix")
-  dm_say "LibTorch: torch $version (CUDA $cuda) of $python: $prefix"
 fi
 if [ -n "$deps_dir" ]; then
   cmake_args+=("-DDISTMETRICS_DEPS_DIR=$deps_dir")
@@ -184,6 +216,19 @@ codes+=("$DM_SUITE_CODE")
 dm_suite 2gpu-gloo-cuda "$runner" run scenarios --backend gloo --world-sizes 2 \
   --placement "${GLOO_CUDA_PLACEMENTS:-cuda,cuda0,cpu_state_cuda_input,mixed}" "${run_args[@]}"
 codes+=("$DM_SUITE_CODE")
+if [ -n "$plugin" ]; then
+  # The plugin's metrics on every scenario that names them, on the GPUs.
+  dm_suite 2gpu-conform-nccl "$runner" conform --plugin "$plugin" scenarios --backend nccl \
+    --world-sizes "$nccl_sizes" "${run_args[@]}"
+  codes+=("$DM_SUITE_CODE")
+  dm_suite 2gpu-conform-gloo-cuda "$runner" conform --plugin "$plugin" scenarios --backend gloo \
+    --world-sizes 2 --placement "${GLOO_CUDA_PLACEMENTS:-cuda,cuda0,cpu_state_cuda_input,mixed}" \
+    "${run_args[@]}"
+  codes+=("$DM_SUITE_CODE")
+fi
+if [ -n "$too_few_gpus" ]; then
+  skip_for_gpus
+fi
 
 code=$(dm_worst_code "${codes[@]}")
 if [ "$DM_DRY_RUN" = 1 ]; then

@@ -2,24 +2,62 @@
 # The main CI job (no GPU): installs what is missing, configures and builds as ci/test.sh does,
 # runs the whole scenario suite with the distmetrics CLI on gloo at world sizes 1, 2 and 4,
 # prints the summary table, writes build/reports/cpu.json and build/reports/cpu.xml (JUnit), and
-# exits with the CLI's exit code (0 pass, 1 failed property/error, 2 bad input, 3 hang, 4 crash;
-# 5 when the build failed).
-#   Usage: ci/run_cpu.sh [extra `distmetrics run` arguments, e.g. --filter 'core/*']
-#   BUILD_DIR (build)  JOBS (cores)  REPORTS_DIR (BUILD_DIR/reports)  SKIP_DEPS=1 (no install step)
-#   DM_DRY_RUN=1 (print the build and run commands, run none)
+# exits with the CLI's exit code. `--help` for the options.
 set -euo pipefail
 DM_JOB=run_cpu  # read by ci/lib.sh
 # shellcheck source=ci/lib.sh
 source "$(dirname "$0")/lib.sh"
-cd "$DM_ROOT"
+
+usage() {
+  cat <<'USAGE'
+Usage: ci/run_cpu.sh [options] [extra `distmetrics run` arguments, e.g. --filter 'core/*']
+
+Installs the Debian packages that are missing (ci/install-deps.sh), builds distmetrics (in
+BUILD_DIR), then runs
+  every scenario on gloo at world sizes 1, 2 and 4   -> REPORTS_DIR/cpu.{json,xml}
+
+Options:
+  --dry-run          print the commands instead of running them (installs and builds nothing)
+  --build-dir DIR    build folder (default: $BUILD_DIR, else build)
+  --reports-dir DIR  reports folder (default: $REPORTS_DIR, else BUILD_DIR/reports)
+  --skip-deps        leave out ci/install-deps.sh (also SKIP_DEPS=1)
+  -h, --help         this text
+  --                 everything after it goes to `distmetrics run`
+
+Environment: JOBS (cores), SUITE_TIMEOUT (3000 s per run), DM_DRY_RUN=1 (as --dry-run).
+
+Exit codes: 0 all passed; 1 a property failed (or a metric raised); 2 bad input; 3 a hang;
+  4 a crash; 5 setup failed (configure or build).
+USAGE
+}
 
 build_dir=${BUILD_DIR:-build}
-export REPORTS_DIR=${REPORTS_DIR:-$build_dir/reports}
+reports_dir=${REPORTS_DIR:-}
+skip_deps=${SKIP_DEPS:-0}
+run_args=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -h | --help) usage; exit 0 ;;
+    --dry-run) DM_DRY_RUN=1 ;;
+    --build-dir) dm_need_value "$@"; build_dir=$2; shift ;;
+    --reports-dir) dm_need_value "$@"; reports_dir=$2; shift ;;
+    --skip-deps) skip_deps=1 ;;
+    --) shift; run_args+=("$@"); break ;;
+    *) run_args+=("$1") ;;  # for `distmetrics run`
+  esac
+  shift
+done
+cd "$DM_ROOT"
+export REPORTS_DIR=${reports_dir:-$build_dir/reports}
 
-if [ "${SKIP_DEPS:-0}" != 1 ]; then
-  bash ci/install-deps.sh
+if [ "$skip_deps" != 1 ]; then
+  dm_run bash ci/install-deps.sh
 fi
 dm_build "$build_dir" distmetrics || exit "$DM_EXIT_SETUP"
 
-dm_suite cpu "$build_dir/bin/distmetrics" run scenarios --backend gloo --world-sizes 1,2,4 "$@"
+dm_suite cpu "$build_dir/bin/distmetrics" run scenarios --backend gloo --world-sizes 1,2,4 \
+  "${run_args[@]}"
+if [ "$DM_DRY_RUN" = 1 ]; then
+  dm_say "dry run: nothing was installed, built or run"
+fi
 exit "$DM_SUITE_CODE"

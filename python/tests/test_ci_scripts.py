@@ -112,13 +112,23 @@ def test_fewer_than_two_gpus_is_a_skip_with_exit_77(machine, setup, found):
     setup = dict(setup)
     if "gpus" in setup:
         machine.gpus(setup.pop("gpus"))
-    code, out = machine.run("--dry-run", **setup)
+    code, out = machine.run(**setup)
     assert code == 77, out
     assert f"[run_2gpu] SKIP: {found}" in out
     assert "this job needs at least 2." in out
     assert "'ci/run_2gpu.sh --min-gpus 1'" in out
     assert "Nothing was run: exit code 77 (skipped)." in out
     assert machine.commands(out) == []
+    # A dry run prints what it would run there, then says it would skip.
+    code, out = machine.run("--dry-run", **setup)
+    assert code == 77, out
+    assert [c.split(" run scenarios ")[-1].split(" --json")[0]
+            for c in machine.commands(out) if " run scenarios " in c] == [
+        "--backend nccl --world-sizes 1,2",
+        "--backend gloo --world-sizes 2 --placement cuda,cuda0,cpu_state_cuda_input,mixed"]
+    assert out.rstrip().endswith("[run_2gpu] dry run: on this machine the commands above would "
+                                 "not run: exit code 77 (skipped).")
+    assert f"[run_2gpu] SKIP: {found}" in out
 
 
 def test_two_gpus_dry_run_prints_the_build_and_both_runs(machine):
@@ -146,13 +156,16 @@ def test_two_gpus_dry_run_prints_the_build_and_both_runs(machine):
 
 def test_torch_dir_deps_dir_folders_tests_and_extra_run_arguments(machine):
     machine.gpus(2)
+    torch_dir = machine.tmp / "libtorch" / "share" / "cmake" / "Torch"
+    torch_dir.mkdir(parents=True)
+    (torch_dir / "TorchConfig.cmake").write_text("# a LibTorch\n")
     code, out = machine.run("--dry-run", "--deps-dir", "/deps", "--build-dir", "b2",
                             "--reports-dir", "/r", "--with-tests", "--", "--deadline", "5",
-                            Torch_DIR="/libtorch/share/cmake/Torch", JOBS="3")
+                            Torch_DIR=str(torch_dir), JOBS="3")
     assert code == 0, out
     commands = machine.commands(out)
     assert commands[0].endswith(" -B b2 -G Ninja -DCMAKE_BUILD_TYPE=Release "
-                                "-DDISTMETRICS_WITH_NCCL=ON -DTorch_DIR=/libtorch/share/cmake/Torch "
+                                f"-DDISTMETRICS_WITH_NCCL=ON -DTorch_DIR={torch_dir} "
                                 "-DDISTMETRICS_DEPS_DIR=/deps -DDISTMETRICS_BUILD_TESTS=ON")
     assert commands[1] == "cmake --build b2 -j 3"
     assert commands[2] == "ctest --test-dir b2 --output-on-failure -j 3"
@@ -160,6 +173,57 @@ def test_torch_dir_deps_dir_folders_tests_and_extra_run_arguments(machine):
                                 "--world-sizes 2 --deadline 5 --json /r/2gpu-nccl.json "
                                 "--junit /r/2gpu-nccl.xml")
     assert "--deadline 5 --json /r/2gpu-gloo-cuda.json" in commands[4]
+
+
+@pytest.mark.parametrize("make, message", [
+    (None, "no such folder"),
+    ("empty", "holds no TorchConfig.cmake"),
+])
+def test_a_torch_dir_that_is_no_libtorch_is_a_setup_failure(machine, make, message):
+    machine.gpus(2)
+    torch_dir = machine.tmp / "torch"
+    if make:
+        torch_dir.mkdir()
+    code, out = machine.run("--dry-run", "--torch-dir", str(torch_dir))
+    assert code == 5, out
+    assert f"--torch-dir/Torch_DIR {torch_dir}" in out and message in out
+    assert "LibTorch: " not in out  # never reported as found
+    assert machine.commands(out) == []
+
+
+def test_plugin_runs_conform_on_the_gpus(machine):
+    machine.gpus(2)
+    plugin = machine.tmp / "libmine.so"
+    code, out = machine.run("--dry-run", "--plugin", str(plugin))
+    assert code == 2 and f"--plugin {plugin}: no such file" in out
+    plugin.write_bytes(b"\x7fELF")
+    code, out = machine.run("--dry-run", "--plugin", str(plugin), "--skip-build")
+    assert code == 0, out
+    conform = [c for c in machine.commands(out) if " conform " in c]
+    assert conform == [
+        f"timeout --kill-after=30 3000 build-2gpu/harness/distmetrics conform --plugin {plugin} "
+        "scenarios --backend nccl --world-sizes 2 --json build-2gpu/reports/2gpu-conform-nccl.json "
+        "--junit build-2gpu/reports/2gpu-conform-nccl.xml",
+        f"timeout --kill-after=30 3000 build-2gpu/harness/distmetrics conform --plugin {plugin} "
+        "scenarios --backend gloo --world-sizes 2 --placement cuda,cuda0,cpu_state_cuda_input,mixed "
+        "--json build-2gpu/reports/2gpu-conform-gloo-cuda.json "
+        "--junit build-2gpu/reports/2gpu-conform-gloo-cuda.xml"]
+
+
+@pytest.mark.parametrize("script", ["run_cpu.sh", "run_mpi.sh", "run_2gpu.sh"])
+def test_every_job_has_help_and_dry_run_before_installing_anything(machine, script):
+    code, out = machine.run("--help", script=REPO_ROOT / "ci" / script)
+    assert code == 0, out
+    assert out.startswith(f"Usage: ci/{script} [options]")
+    assert "--dry-run" in out and "-h, --help" in out and "Exit codes:" in out
+    assert machine.commands(out) == []  # nothing installed or built before the help
+    machine.gpus(2)
+    code, out = machine.run("--dry-run", script=REPO_ROOT / "ci" / script)
+    assert code in (0, 77), out  # 77: this machine's PATH has no mpirun
+    commands = machine.commands(out)
+    assert any(" --build " in c for c in commands)
+    assert any(" run scenarios " in c for c in commands)
+    assert not (machine.tmp / "build").exists() and not (machine.tmp / "build-2gpu").exists()
 
 
 def test_one_gpu_runs_what_fits_when_asked(machine):
@@ -215,6 +279,7 @@ def test_exit_codes_fold_by_priority(codes, worst):
 
 
 def test_cpu_and_mpi_jobs_dry_run(machine):
+    executable(machine.bin / "mpirun", "#!/bin/sh\nexit 0\n")
     cpu = machine.run(script=REPO_ROOT / "ci" / "run_cpu.sh", DM_DRY_RUN="1", SKIP_DEPS="1")
     assert cpu[0] == 0, cpu[1]
     assert machine.commands(cpu[1])[-1] == (
@@ -227,6 +292,7 @@ def test_cpu_and_mpi_jobs_dry_run(machine):
         f"run scenarios --launcher mpi --backend mpi --world-sizes {n} "
         f"--json build/reports/mpi-np{n}.json --junit build/reports/mpi-np{n}.xml"
         for n in (2, 4)]
+    executable(machine.bin / "mpiexec", "#!/bin/sh\nexit 0\n")
     mpi = machine.run(script=REPO_ROOT / "ci" / "run_mpi.sh", DM_DRY_RUN="1", SKIP_DEPS="1",
                       MPI_LAUNCH="local", MPI_SIZES="3")
     assert mpi[0] == 0, mpi[1]
@@ -236,3 +302,11 @@ def test_cpu_and_mpi_jobs_dry_run(machine):
     bad = machine.run(script=REPO_ROOT / "ci" / "run_mpi.sh", DM_DRY_RUN="1", SKIP_DEPS="1",
                       MPI_LAUNCH="srun")
     assert bad[0] == 2 and "MPI_LAUNCH must be local or mpirun, got 'srun'" in bad[1]
+
+
+def test_mpi_job_without_mpirun_prints_its_commands_then_skips(machine):
+    code, out = machine.run("--dry-run", "--skip-deps", script=REPO_ROOT / "ci" / "run_mpi.sh")
+    assert code == 77, out
+    assert len([c for c in machine.commands(out) if " run scenarios " in c]) == 2
+    assert "[run_mpi] SKIP: no mpirun on this machine" in out
+    assert "would not run: exit code 77 (skipped)." in out
