@@ -190,6 +190,31 @@ bool Scenario::expects_failure_of(const std::string& property) const {
   return std::find(expect.fail.begin(), expect.fail.end(), property) != expect.fail.end();
 }
 
+namespace {
+// toml++'s description, or for a string left open (what it reports as a control character,
+// the line's end, or the end of the file, inside a string) one that says so.
+std::string toml_error_text(const std::string& text, const toml::parse_error& e) {
+  const std::string description(e.description());
+  const bool in_string = description.rfind("Error while parsing string", 0) == 0 ||
+                         description.rfind("Error while parsing literal string", 0) == 0;
+  if (!in_string) return description;
+  if (description.find("end-of-file") != std::string::npos)
+    return "unterminated string: it has no closing quote before the end of the file";
+  // The character it stopped at: a line break means the string runs past its line.
+  std::size_t at = 0;
+  for (std::size_t line = 1; line < e.source().begin.line && at != std::string::npos; ++line) {
+    at = text.find('\n', at);
+    if (at != std::string::npos) ++at;
+  }
+  if (at != std::string::npos) at += e.source().begin.column - 1;
+  if (at < text.size() && (text[at] == '\n' || text[at] == '\r'))
+    return "unterminated string: it has no closing quote before the end of line " +
+           std::to_string(e.source().begin.line) + " (a string must close on the line it starts; use \"\"\" for "
+           "several lines)";
+  return description;
+}
+}  // namespace
+
 LoadResult load_scenario_text(const std::string& text, const std::string& path, const std::string& name) {
   LoadResult result;
   toml::table root;
@@ -198,7 +223,7 @@ LoadResult load_scenario_text(const std::string& text, const std::string& path, 
   } catch (const toml::parse_error& e) {
     result.diagnostics.push_back({path, static_cast<int>(e.source().begin.line),
                                   static_cast<int>(e.source().begin.column), "",
-                                  "not valid TOML: " + std::string(e.description())});
+                                  "not valid TOML: " + toml_error_text(text, e)});
     return result;
   }
   ScenarioReader L(path);
