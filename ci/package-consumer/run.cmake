@@ -42,8 +42,14 @@ endif()
 # The user's multi-rank GoogleTest, when the install has the fixtures.
 if(EXISTS "${WORK_DIR}/build/consumer_rank_tests")
   step("running the consumer's multi-rank tests" "${WORK_DIR}/build/consumer_rank_tests")
-  if(NOT step_output MATCHES "Consumer.RanksAgreeOnTheirSum/gloo/ws2" OR NOT step_output MATCHES "PASSED  \\] 2 tests")
+  if(NOT step_output MATCHES "Consumer.RanksAgreeOnTheirSum/gloo/ws2" OR NOT step_output MATCHES "PASSED  \\] 4 tests")
     message(FATAL_ERROR "package consumer: unexpected output of the rank tests:\n${step_output}")
+  endif()
+  # The same tests as ctest registered them (gtest_discover_tests): one per backend and size.
+  step("running the consumer's tests with ctest" "${CMAKE_CTEST_COMMAND}" --test-dir "${WORK_DIR}/build")
+  if(NOT step_output MATCHES "100% tests passed, 0 tests failed out of 4"
+     OR NOT step_output MATCHES "Consumer.MeanSquaredErrorOnUnevenShards/gloo/ws2")
+    message(FATAL_ERROR "package consumer: unexpected ctest output:\n${step_output}")
   endif()
   message(STATUS "consumer: the multi-rank GoogleTests passed on the installed fixtures")
 elseif(EXISTS "${prefix}/include/distmetrics/fixtures/rank_test.h")
