@@ -134,8 +134,8 @@ def test_run_2gpu_covers_every_cuda_placement_the_scenarios_use():
 
 
 def processes_with_tmpdir(folder):
-    """Pids of live processes whose environment has TMPDIR=folder (the plugin gives each item's
-    runner its own, and the ranks inherit it)."""
+    """Pids of live processes whose environment has TMPDIR=folder (the plugin gives each runner
+    its own, and the ranks inherit it)."""
     wanted = f"TMPDIR={folder}".encode()
     found = []
     for name in os.listdir("/proc"):
@@ -163,5 +163,6 @@ def test_the_hard_timeout_ends_a_real_runner_and_its_ranks(real):
     assert "still alive after KILL" not in out
     ended = re.search(r"ended the runner and its ranks \(pids \[([\d, ]*)\]\)", out).group(1)
     assert ended
-    workdir = re.search(r"log and report in (\S+)", out).group(1)
+    # The runner's TMPDIR is its log's folder; none of the processes that had it is left.
+    workdir = os.path.dirname(re.search(r"its log: (\S+)", out).group(1))
     assert processes_with_tmpdir(workdir) == []
