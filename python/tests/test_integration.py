@@ -166,3 +166,72 @@ def test_the_hard_timeout_ends_a_real_runner_and_its_ranks(real):
     # The runner's TMPDIR is its log's folder; none of the processes that had it is left.
     workdir = os.path.dirname(re.search(r"its log: (\S+)", out).group(1))
     assert processes_with_tmpdir(workdir) == []
+
+
+# --- the CLI commands the plugin and users rely on, on the real runner -------------------------
+def cli(*args, cwd=REPO_ROOT, env=None, input=None):
+    return subprocess.run([RUNNER, *map(str, args)], cwd=cwd, capture_output=True, text=True,
+                          timeout=300, env=env, input=input)
+
+
+def test_serve_answers_one_json_line_per_request_and_keeps_going(tmp_path):
+    scenario = REPO_ROOT / "scenarios" / "core" / "mean_absolute_error.toml"
+    ids = [v["id"] for v in listed(scenario) if v["world_size"] == 2]
+    assert "core/mean_absolute_error:gloo-ws2-even-cpu" in ids
+    requests = [json.dumps({"path": str(scenario), "id": ids[0]}),
+                "core/no_such:gloo-ws2-even-cpu",
+                json.dumps({"path": str(scenario), "id": ids[1]}),
+                "not json {"]
+    done = cli("serve", REPO_ROOT / "scenarios", input="\n".join(requests) + "\n")
+    assert done.returncode == 0, done.stderr
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [a["id"] for a in answers] == [ids[0], "core/no_such:gloo-ws2-even-cpu", ids[1],
+                                          "not json {"]
+    assert [a["outcome"] for a in answers] == ["pass", "error", "pass", "error"]
+    assert "no variant 'core/no_such:gloo-ws2-even-cpu'" in answers[1]["reason"]
+    # The same report object as `run --json` gives for that variant.
+    report = tmp_path / "r.json"
+    assert cli("run", scenario, "--filter", ids[0], "--json", report).returncode == 0
+    (entry,) = json.loads(report.read_text())["variants"]
+    assert [p["name"] for p in answers[0]["properties"]] == [p["name"] for p in entry["properties"]]
+    assert answers[0]["properties"][1]["single"] == entry["properties"][1]["single"]
+
+
+def test_version_metrics_and_the_commands_help(tmp_path):
+    done = cli("--version")
+    assert done.returncode == 0 and re.fullmatch(r"distmetrics \S+ \(LibTorch \S+\)\n", done.stdout)
+    metrics = {m["name"]: m for m in json.loads(cli("metrics", "--json").stdout)}
+    precision = {p["name"]: p for p in metrics["Precision"]["params"]}
+    assert precision["average"]["choices"] == ["none", "micro", "macro", "weighted"]
+    assert precision["average"]["default"] == "macro" and not precision["average"]["required"]
+    assert precision["num_classes"]["aliases"] == ["num_labels"]
+    text = cli("metrics").stdout
+    assert "num_classes      int        default 0; also num_labels" in text
+    done = cli("conform")
+    assert done.returncode == 2 and "`distmetrics conform --help`" in done.stderr
+    done = cli("run", "--world-sizes", "x")
+    assert done.returncode == 2 and "Run 'distmetrics run --help' for usage." in done.stderr
+
+
+def test_a_missing_default_scenario_folder_says_where_it_looked(tmp_path):
+    env = dict(os.environ, DISTMETRICS_SCENARIOS=str(tmp_path / "nowhere"))
+    for command in (["list"], ["validate"], ["run"]):
+        done = cli(*command, cwd=tmp_path, env=env)
+        assert done.returncode == 2
+        assert done.stderr == (
+            "distmetrics: no scenario path given and no scenario folder found; looked in:\n"
+            f"  {tmp_path / 'nowhere'} ($DISTMETRICS_SCENARIOS)\n"
+            "give scenario files or folders as arguments, or set DISTMETRICS_SCENARIOS to a "
+            "scenario folder\n")
+    env["DISTMETRICS_SCENARIOS"] = str(REPO_ROOT / "scenarios" / "core")
+    done = cli("list", "--filter", "*mean_absolute_error:gloo-ws1-even-cpu", cwd=tmp_path, env=env)
+    assert done.stdout.split() == ["core/mean_absolute_error:gloo-ws1-even-cpu"]
+
+
+def test_every_tag_is_a_marker(real):
+    write(real, "core/tagged", extra='tags = ["multilabel", "slow"]')
+    result = real.run("--collect-only", "-q", "--strict-markers", "-m", "multilabel and slow",
+                      "--world-sizes=1")
+    assert [line for line in result.outlines if "::" in line] == [
+        "scenarios/core/tagged.toml::gloo-ws1-even-cpu",
+        "scenarios/core/tagged.toml::gloo-ws1-uneven-cpu"]
