@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -104,7 +105,7 @@ def test_conform_from_the_moved_prefix(prefix, outside):
 
 def test_the_environment_overrides_and_a_miss_says_where_it_looked(prefix, outside):
     examples = SOURCE / "examples" / "plugins" / "scenarios"
-    done = run([prefix / "bin/distmetrics", "list", "--world-sizes", "1"], outside,
+    done = run([prefix / "bin/distmetrics", "list", "--world-sizes", "1", "--shard", "even"], outside,
                env=clean_env(DISTMETRICS_SCENARIOS=str(examples)))
     assert done.returncode == 0, done.stderr
     assert sorted(done.stdout.split()) == ["maximum_absolute_error:gloo-ws1-even-cpu",
@@ -140,15 +141,21 @@ def test_version_and_metrics(prefix, outside):
     assert done.returncode == 2 and "distmetrics conform --help" in done.stderr
 
 
-def write_project(folder: Path) -> None:
-    """A project outside the checkout with one scenario of its own, tagged."""
+@pytest.fixture
+def project():
+    """A project outside the checkout (and its build folder, whose pytest.ini and conftest.py
+    pytest would otherwise find) with a pytest.ini of its own and one scenario, tagged."""
+    folder = Path(tempfile.mkdtemp(prefix="distmetrics-project-"))
+    (folder / "pytest.ini").write_text("[pytest]\n")
     scenarios = folder / "scenarios"
-    scenarios.mkdir(parents=True)
+    scenarios.mkdir()
     text = (SOURCE / "scenarios" / "core" / "mean_absolute_error.toml").read_text()
     (scenarios / "mine.toml").write_text('tags = ["mytag"]\n' + text)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
 
 
-def test_pytest_plugin_installed_into_a_fresh_venv(prefix, tmp_path):
+def test_pytest_plugin_installed_into_a_fresh_venv(prefix, project, tmp_path):
     # pip builds in the folder it is given: a copy, so the checkout stays clean.
     package = tmp_path / "package"
     shutil.copytree(SOURCE / "python", package, ignore=shutil.ignore_patterns(
@@ -160,25 +167,22 @@ def test_pytest_plugin_installed_into_a_fresh_venv(prefix, tmp_path):
     done = run([python, "-m", "pip", "install", "--no-build-isolation", "--no-index", package],
                tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
-    project = tmp_path / "project"
-    write_project(project)
     done = run([python, "-c", "import distmetrics.pytest_plugin as m; print(m.__file__)"], project)
     assert Path(done.stdout.strip()).is_relative_to(env_dir), done.stdout + done.stderr
     # No -p: the pytest11 entry point loads the plugin.
     done = run([python, "-m", "pytest", "-p", "no:cacheprovider", "-v", "--strict-markers",
                 "-m", "mytag", f"--distmetrics-bin={prefix}/bin/distmetrics",
-                "--world-sizes=2", "-k", "even and not uneven"], project)
+                "--backend=gloo", "--world-sizes=2", "-k", "even and not uneven"], project)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "scenarios/mine.toml::gloo-ws2-even-cpu PASSED" in done.stdout
     assert "distmetrics variants: 1 pass, 0 fail" in done.stdout
 
 
-def test_pytest_plugin_from_the_prefix_on_pythonpath(prefix, tmp_path):
+def test_pytest_plugin_from_the_prefix_on_pythonpath(prefix, project):
     (site,) = prefix.glob("lib/python3*/site-packages")
-    project = tmp_path / "project"
-    write_project(project)
     done = run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--collect-only", "-q",
-                f"--distmetrics-bin={prefix}/bin/distmetrics", "--world-sizes=1"], project,
+                f"--distmetrics-bin={prefix}/bin/distmetrics", "--backend=gloo", "--world-sizes=1",
+                "-k", "even and not uneven"], project,
                env=clean_env(PYTHONPATH=str(site)))
     assert done.returncode == 0, done.stdout + done.stderr
     assert [line for line in done.stdout.splitlines() if "::" in line] == [
