@@ -3,7 +3,7 @@
 plugin (without xdist, with -n 2, and with a runner per item), and their ratios. A benchmark, not
 a test: it prints numbers and asserts nothing.
 
-    /usr/bin/python3 tools/bench_pytest_vs_cli.py [--bin build/harness/distmetrics]
+    /usr/bin/python3 tools/bench_pytest_vs_cli.py [--bin build/bin/distmetrics]
         [--world-sizes 1,2] [--backend gloo] [--filter GLOB] [PATHS...]
 
 Run it from the repository root (its conftest.py loads the plugin). The target of issue 14:
@@ -28,7 +28,7 @@ def timed(command):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("paths", nargs="*", default=["scenarios"])
-    parser.add_argument("--bin", default=str(ROOT / "build" / "harness" / "distmetrics"))
+    parser.add_argument("--bin", default=str(ROOT / "build" / "bin" / "distmetrics"))
     parser.add_argument("--world-sizes", default="1,2")
     parser.add_argument("--backend", default="gloo")
     parser.add_argument("--filter", help="a glob on variant ids (the CLI's --filter); pytest "

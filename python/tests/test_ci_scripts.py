@@ -201,10 +201,10 @@ def test_plugin_runs_conform_on_the_gpus(machine):
     assert code == 0, out
     conform = [c for c in machine.commands(out) if " conform " in c]
     assert conform == [
-        f"timeout --kill-after=30 3000 build-2gpu/harness/distmetrics conform --plugin {plugin} "
+        f"timeout --kill-after=30 3000 build-2gpu/bin/distmetrics conform --plugin {plugin} "
         "scenarios --backend nccl --world-sizes 2 --json build-2gpu/reports/2gpu-conform-nccl.json "
         "--junit build-2gpu/reports/2gpu-conform-nccl.xml",
-        f"timeout --kill-after=30 3000 build-2gpu/harness/distmetrics conform --plugin {plugin} "
+        f"timeout --kill-after=30 3000 build-2gpu/bin/distmetrics conform --plugin {plugin} "
         "scenarios --backend gloo --world-sizes 2 --placement cuda,cuda0,cpu_state_cuda_input,mixed "
         "--json build-2gpu/reports/2gpu-conform-gloo-cuda.json "
         "--junit build-2gpu/reports/2gpu-conform-gloo-cuda.xml"]

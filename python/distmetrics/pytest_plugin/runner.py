@@ -39,7 +39,7 @@ def find_runner(option: Optional[str], rootdir: Path, invocation_dir: Path) -> L
                               f"DISTMETRICS_BIN) is not an executable file")
         return [os.path.abspath(found)] + command[1:]
     for base in (rootdir, invocation_dir):
-        candidate = base / "build" / "harness" / "distmetrics"
+        candidate = base / "build" / "bin" / "distmetrics"
         if candidate.is_file() and os.access(candidate, os.X_OK):
             return [str(candidate.resolve())]
     on_path = shutil.which("distmetrics")
