@@ -4,6 +4,7 @@ each run by the distmetrics runner in a session of its own under a hard timeout.
 import functools
 import os
 import re
+import shutil
 import sys
 import tempfile
 from collections import Counter
@@ -132,6 +133,7 @@ class DistmetricsSession:
         self._stream: Optional[StreamRunner] = None
         self._stream_dir: Optional[Path] = None
         self.leftovers: List[int] = []  # pids the last runner left behind at the end
+        self.kept_log = False  # an item failed: keep the runner's folder for its log
 
     # --- the long-lived runner ----------------------------------------------------------------
     def isolates(self, variant: Variant) -> bool:
@@ -145,10 +147,9 @@ class DistmetricsSession:
             self.drop_stream_runner()
         if self._stream is None:
             if self._stream_dir is None:
-                factory = getattr(self.config, "_tmp_path_factory", None)
-                self._stream_dir = (factory.mktemp("distmetrics-serve", numbered=True)
-                                    if factory is not None
-                                    else Path(tempfile.mkdtemp(prefix="distmetrics-serve-")))
+                # In the system's temporary folder, not under pytest's basetemp: the rank pool's
+                # Unix socket lives in TMPDIR, and a socket path may hold 107 bytes only.
+                self._stream_dir = Path(tempfile.mkdtemp(prefix="distmetrics-serve-"))
             env = dict(os.environ, TMPDIR=str(self._stream_dir))
             if os.geteuid() == 0:  # the runner starts mpirun itself for mpi variants
                 env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
@@ -167,6 +168,10 @@ class DistmetricsSession:
         if self._stream is not None:
             self.leftovers = self._stream.close()
             self._stream = None
+        # The runner's folder (its TMPDIR and log) is kept when an item did not pass: the
+        # failure message names its log.
+        if self._stream_dir is not None and not self.kept_log:
+            shutil.rmtree(self._stream_dir, ignore_errors=True)
 
     # --- collection --------------------------------------------------------------------------
     def collects(self, path: Path) -> bool:
@@ -404,6 +409,8 @@ class VariantItem(pytest.Item):
         elif answer.entry is not None and answer.entry.get("id") != variant.id:
             run.unreadable = f"it answered for {answer.entry.get('id')!r}"
             run.entry = None
+        if answer.entry is None or answer.entry.get("outcome") in NOT_PASSED:
+            session.kept_log = True
         state = ("ended" if answer.timed_out or answer.entry is None else "answered")
         run.runner_line = (f"runner: `distmetrics serve` (pid {runner.pid}) {state} after "
                            f"{answer.seconds:.1f} s"
@@ -419,11 +426,16 @@ class VariantItem(pytest.Item):
         report = workdir / "report.json"
         command = run_command(session.runner(), variant, session.run_path(variant), report,
                               session.deadline, session.mpirun)
-        env = dict(os.environ, TMPDIR=str(workdir))
+        # A short TMPDIR of its own: the rank pool's Unix socket path may hold 107 bytes only.
+        short_tmp = tempfile.mkdtemp(prefix="distmetrics-item-")
+        env = dict(os.environ, TMPDIR=short_tmp)
         if variant.backend == "mpi" and os.geteuid() == 0:
             env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-        done = run_with_timeout(command, timeout, str(workdir / "runner.log"),
-                                cwd=str(session.rootdir), env=env)
+        try:
+            done = run_with_timeout(command, timeout, str(workdir / "runner.log"),
+                                    cwd=str(session.rootdir), env=env)
+        finally:
+            shutil.rmtree(short_tmp, ignore_errors=True)
         run = ItemRun(timed_out=done.timed_out, returncode=done.returncode, seconds=done.seconds,
                       ended_pids=done.ended_pids, survivors=done.survivors,
                       leftover_pids=done.leftover_pids, log_tail=done.log_tail,
