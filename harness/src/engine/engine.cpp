@@ -274,7 +274,7 @@ Verdict Engine::judge(const Scenario& scenario, const Variant& variant, const ru
   // Each rank's shard: the first clue to an uneven-shard bug, shown with every failure.
   std::string shard_text;
   try {
-    const ShardPlan plan = variant_shard_plan(scenario, data_for(scenario), variant.shard, variant.world_size);
+    const ShardPlan plan = plan_variant(scenario, data_for(scenario), variant.shard, variant.world_size).shards;
     std::ostringstream text;
     text << "shards:";
     for (int r = 0; r < variant.world_size; ++r) {
