@@ -15,6 +15,7 @@ PACKAGES=(
   chromium chromium-driver python3-selenium   # the HTML report checked in a headless browser
   python3-torch                       # the spawn-per-test baseline of the benchmarks
   python3-venv python3-pip python3-setuptools python3-wheel   # installing the Python package offline (its test)
+  python3-dev pybind11-dev            # Python metrics (pyhost/): embedded CPython with torch
 )
 
 missing=()

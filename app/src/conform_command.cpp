@@ -8,10 +8,12 @@ namespace distmetrics::app {
 
 CLI::App* add_conform_command(CLI::App& app, plugin::ConformOptions& options) {
   auto* cmd = app.add_subcommand("conform",
-                                 "check a plugin's metrics: every scenario whose metric it provides, every property, "
-                                 "and agreement with the reference implementation");
+                                 "check a plugin's (or a Python source's) metrics: every scenario whose metric it "
+                                 "provides, every property, and agreement with the reference implementation");
   // Not ->required(): run_conform says what is missing and where to read more.
-  cmd->add_option("--plugin", options.plugin, "the plugin's shared library (lib<name>.so); required");
+  cmd->add_option("--plugin", options.plugin, "the plugin's shared library (lib<name>.so); this or --python is required");
+  cmd->add_option("--python", options.python,
+                  "or a Python source of metrics: pkg.module:factory, pkg.module or file.py (docs/python.md)");
   cmd->add_option("--metric", options.metrics, "check only this metric of the plugin (repeatable)")
       ->expected(1)
       ->allow_extra_args(false)  // one name per --metric: what follows is a scenario path

@@ -60,7 +60,9 @@ void install_plugin_resolver() {
   static const bool installed = [] {
     harness::MetricCatalog::instance().add_resolver([](const std::string& name) -> const metrics::MetricRegistry* {
       const auto parts = split_qualified_name(name);
-      if (!parts) return nullptr;
+      // Plugins are named by absolute paths; other qualified names (Python's "python:...") are
+      // for other resolvers.
+      if (!parts || parts->second.empty() || parts->second.front() != '/') return nullptr;
       // Only code named on the command line is loaded: a scenario file may name a plugin given
       // with --plugin, never make us load one. A rank worker loads what its supervisor (the one
       // process that could connect to it) sends, which the supervisor checked so.

@@ -8,6 +8,7 @@
 
 #include "conform_report.h"
 #include "distmetrics/runtime/backends.h"
+#include "distmetrics/build_config.h"
 #include "distmetrics/harness/engine.h"
 #include "distmetrics/harness/metric_catalog.h"
 #include "distmetrics/harness/property.h"
@@ -101,9 +102,21 @@ PluginScenario adapt_scenario(const harness::Scenario& scenario, const Plugin& p
   return out;
 }
 
+namespace {
+std::optional<ConformSource>& python_source() {
+  static std::optional<ConformSource> source;
+  return source;
+}
+bool is_python(const Plugin& plugin) { return plugin.path.rfind("python:", 0) == 0; }
+}  // namespace
+
+void register_python_conform_source(ConformSource source) { python_source() = std::move(source); }
+
 std::string conform_reproduce_command(const Plugin& plugin, const std::string& metric, const harness::Variant& variant,
                                       std::optional<double> deadline) {
-  std::string command = "distmetrics conform --plugin " + shell_quote(plugin.path) + " --metric " + shell_quote(metric) +
+  const std::string source = is_python(plugin) ? "--python " + shell_quote(plugin.path.substr(7))
+                                               : "--plugin " + shell_quote(plugin.path);
+  std::string command = "distmetrics conform " + source + " --metric " + shell_quote(metric) +
                         " " + shell_quote(variant.file) + " --filter " + shell_quote(variant.id, true);
   if (deadline) command += " --deadline " + number_text(*deadline);
   return command;
@@ -114,9 +127,14 @@ int conform_with(const ConformOptions& o, runtime::PeerRunner* peers, std::ostre
 }  // namespace
 
 int run_conform(const ConformOptions& o, std::ostream& out, std::ostream& err) {
-  if (o.plugin.empty()) {
-    err << "distmetrics conform: --plugin PATH is required: the shared library of the plugin to check "
-           "(see `distmetrics conform --help`, and docs/plugins.md for how to build one)\n";
+  if (o.plugin.empty() == o.python.empty()) {
+    err << "distmetrics conform: give one of --plugin PATH (the shared library of a plugin) or --python SOURCE (a "
+           "Python module:factory, module or file.py; docs/python.md; `distmetrics conform --help` lists the options)\n";
+    return kBadInput;
+  }
+  if (!o.python.empty() && !python_source()) {
+    err << "distmetrics conform: --python: this distmetrics was built without Python metrics ("
+        << DISTMETRICS_PYHOST_MISSING << "); install python3-dev, pybind11-dev and python3-torch and rebuild\n";
     return kBadInput;
   }
   if (o.deadline && !(*o.deadline > 0)) {
@@ -148,11 +166,12 @@ namespace {
 int conform_with(const ConformOptions& o, runtime::PeerRunner* peers, std::ostream& out, std::ostream& err) {
   const Plugin* plugin = nullptr;
   try {
-    plugin = &load_plugin(o.plugin);
-  } catch (const PluginError& e) {
+    plugin = o.python.empty() ? &load_plugin(o.plugin) : &python_source()->load(o.python, o.metrics);
+  } catch (const std::exception& e) {
     err << "distmetrics conform: " << e.what() << "\n";
     return kBadInput;
   }
+  const bool python = is_python(*plugin);
   std::vector<std::string> metrics;
   if (!select_metrics(*plugin, o.metrics, metrics, err)) return kBadInput;
   // Scenarios may name a metric only the plugin has (no reference implementation): they are
@@ -173,6 +192,24 @@ int conform_with(const ConformOptions& o, runtime::PeerRunner* peers, std::ostre
   std::vector<PluginScenario> scenarios;
   for (const auto& s : loaded.scenarios)
     if (contains(metrics, s.metric)) scenarios.push_back(adapt_scenario(s, *plugin));
+  if (python) {
+    // A Python metric that cannot be built (factory raises, update() has the wrong signature for
+    // its adapter) is bad input: say so before any variant runs.
+    std::vector<std::string> checked_params;
+    for (const auto& ps : scenarios) {
+      if (ps.cannot_run) continue;
+      const std::string key = ps.metric + " " + ps.scenario.metric_params.dump();
+      if (contains(checked_params, key)) continue;
+      checked_params.push_back(key);
+      try {
+        python_source()->check(*plugin, ps.metric, ps.scenario.metric_params);
+      } catch (const std::exception& e) {
+        err << "distmetrics conform: " << e.what() << "\n  (scenario " << ps.scenario.file << ", parameters "
+            << ps.scenario.metric_params.dump() << "): nothing was run\n";
+        return kBadInput;
+      }
+    }
+  }
   if (scenarios.empty()) {
     std::string where;
     for (const auto& p : o.paths) where += (where.empty() ? "" : ", ") + p;
@@ -199,6 +236,10 @@ int conform_with(const ConformOptions& o, runtime::PeerRunner* peers, std::ostre
       }
       v.reproduce_command = conform_reproduce_command(*plugin, ps.metric, v, o.deadline);
       if (ps.cannot_run && !v.skip) v.skip = *ps.cannot_run;
+      if (python && !v.skip) {
+        const std::string why = python_source()->cannot_run(v);
+        if (!why.empty()) v.skip = why;
+      }
       items.push_back({&ps, std::move(v)});
     }
   }
@@ -226,7 +267,7 @@ int conform_with(const ConformOptions& o, runtime::PeerRunner* peers, std::ostre
   });
   harness::Engine engine(options);
 
-  out << "distmetrics conform: plugin " << plugin->describe() << "\n  " << plugin->path << "\n  checking "
+  out << "distmetrics conform: " << (python ? "python " : "plugin ") << plugin->describe() << "\n  " << plugin->path << "\n  checking "
       << runtime::quoted_list(metrics) << " on " << items.size() << " variant(s) of " << scenarios.size()
       << " scenario(s)\n";
   if (peers && other_sizes > 0)

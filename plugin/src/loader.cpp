@@ -294,6 +294,7 @@ std::optional<PluginError> check_compatible(const BuildRecord& plugin, const std
 std::string Plugin::describe() const {
   std::string out = name;
   if (!version.empty()) out += " " + version;
+  if (build.interface_version < 0 && !build.text.empty()) return out + " (" + build.text + ")";  // not a shared library
   out += " (interface " + std::to_string(build.interface_version) + ", LibTorch " + build.torch_version;
   if (!build.compiler.empty()) out += ", " + build.compiler;
   return out + ")";

@@ -1,8 +1,21 @@
 """distmetrics from Python.
 
-The pytest plugin lives in ``distmetrics.pytest_plugin`` (registered under the ``pytest11``
-entry point, so an installed package loads it by itself; see docs/pytest.md). Keep this module
-small: importing ``distmetrics`` must not import pytest or torch.
+- Register a metric under the reference's name, with a factory and an adapter, and check it with
+  `distmetrics conform --python` (docs/python.md): ``distmetrics.register``, ``distmetrics.metric``.
+- The pytest plugin lives in ``distmetrics.pytest_plugin`` (registered under the ``pytest11``
+  entry point, so an installed package loads it by itself; see docs/pytest.md).
+
+Importing ``distmetrics`` imports neither pytest nor torch: the registration API (which needs
+torch) loads on first use.
 """
 
 __version__ = "0.1.0"
+__all__ = ["ADAPTERS", "Registration", "metric", "register", "registered"]
+
+
+def __getattr__(name):
+    if name in __all__:
+        from . import registry
+
+        return getattr(registry, name)
+    raise AttributeError(f"module 'distmetrics' has no attribute {name!r}")

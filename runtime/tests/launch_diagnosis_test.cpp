@@ -121,6 +121,27 @@ TEST(Diagnosis, DifferentCollectivesAtOneSequenceNumberAreNamedAndTheMinorityBla
             "(int64 [11])."));
 }
 
+TEST(Diagnosis, OneCollectiveWithMismatchedContributionsNamesTheOddRankOut) {
+  // Every rank waits in #1 and none is missing, but rank 2 sends int64 [] where its peers send
+  // float64 [5] (PyTorch-Ignite 0.4.13's Precision on an empty rank).
+  auto peers = reduces(1);
+  peers.push_back(record(1, "dist.all_reduce(sum)", "float64", {5}));
+  auto odd = reduces(1);
+  odd.push_back(record(1, "dist.all_reduce(sum)", "int64", {}));
+  const auto run = diagnosed({rank(0, RankState::Stuck, peers, true), rank(1, RankState::TimedOut, peers, true),
+                              rank(2, RankState::Stuck, odd, true), rank(3, RankState::Stuck, peers, true)});
+  EXPECT_EQ(run.status, RunStatus::Hang);
+  EXPECT_EQ(run.blamed_rank, 2);
+  EXPECT_TRUE(begins_with(run.diagnosis, "mismatched collective #1: every rank entered it and none is missing, but rank 2 issued "
+            "dist.all_reduce(sum) (int64 []) where ranks 0, 1, 3 issued dist.all_reduce(sum) (float64 [5]). Rank 2 is the "
+            "odd one out and is blamed."));
+  // Two ranks: the one that does not hold rank 0's contribution is the odd one out.
+  const auto pair = diagnosed({rank(0, RankState::Stuck, peers, true), rank(1, RankState::Stuck, odd, true)});
+  EXPECT_EQ(pair.blamed_rank, 1);
+  EXPECT_TRUE(begins_with(pair.diagnosis, "mismatched collective #1: every rank entered it and none is missing, but rank 1 issued "
+            "dist.all_reduce(sum) (int64 [])"));
+}
+
 TEST(Diagnosis, GathersOfDifferentLengthsAreNotADisagreement) {
   // all_gather shapes differ in dim 0 by design; rank 1 is simply missing from #1
   auto mine = std::vector<CollectiveRecord>{record(0, "all_gather", "float64", {3})};

@@ -12,6 +12,7 @@
 #include <typeinfo>
 
 #include "distmetrics/harness/compare.h"
+#include "distmetrics/metrics/errors.h"
 #include "distmetrics/runtime/text.h"
 
 namespace distmetrics::harness {
@@ -108,6 +109,8 @@ RankObservation RankObservation::from_json(const json& j) {
 }
 
 std::string exception_full_type_name(const std::exception& e) {
+  // A Python metric's error: the type it had in Python.
+  if (const auto* foreign = dynamic_cast<const metrics::ForeignError*>(&e)) return foreign->type_name();
   const char* mangled = typeid(e).name();
   int status = 0;
   std::unique_ptr<char, void (*)(void*)> demangled(abi::__cxa_demangle(mangled, nullptr, nullptr, &status), std::free);

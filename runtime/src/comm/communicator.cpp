@@ -184,6 +184,21 @@ Communicator::Communicator(int rank, int world_size, at::Device device)
 
 Communicator::~Communicator() = default;
 
+CollectiveRecord Communicator::enter_external(std::string op, std::string dtype, std::vector<std::int64_t> shape) {
+  CollectiveRecord record;
+  record.seq = trace_.size();
+  record.op = std::move(op);
+  record.dtype = std::move(dtype);
+  record.shape = std::move(shape);
+  trace_.push_back(record);
+  if (observer_) observer_->on_enter(record);
+  return record;
+}
+
+void Communicator::exit_external(const CollectiveRecord& record, bool ok) {
+  if (observer_) observer_->on_exit(record, ok);
+}
+
 void Communicator::all_reduce(std::vector<at::Tensor>& tensors, ReduceOp op) {
   // One buffer per dtype, in a fixed dtype order, so that every rank issues the same sequence.
   std::map<at::ScalarType, std::vector<size_t>> by_dtype;

@@ -35,10 +35,12 @@ void wait_for(const c10::intrusive_ptr<c10d::Work>& work, const Deadline& deadli
 
 class GlooCommunicator final : public Communicator {
  public:
-  GlooCommunicator(const CommSpec& spec, at::Device device, c10::intrusive_ptr<c10d::ProcessGroupGloo> group)
-      : Communicator(spec.rank, spec.world_size, device), group_(std::move(group)) {}
+  GlooCommunicator(const CommSpec& spec, at::Device device, c10::intrusive_ptr<c10d::ProcessGroupGloo> group,
+                   c10::intrusive_ptr<c10d::Store> store)
+      : Communicator(spec.rank, spec.world_size, device), group_(std::move(group)), store_(std::move(store)) {}
   std::string backend() const override { return "gloo"; }
   c10::intrusive_ptr<c10::intrusive_ptr_target> process_group() const override { return group_; }
+  c10::intrusive_ptr<c10::intrusive_ptr_target> rendezvous_store() const override { return store_; }
 
  protected:
   void all_reduce_flat(at::Tensor& buffer, ReduceOp op, const Deadline& deadline) override {
@@ -95,6 +97,7 @@ class GlooCommunicator final : public Communicator {
 
  private:
   c10::intrusive_ptr<c10d::ProcessGroupGloo> group_;
+  c10::intrusive_ptr<c10d::Store> store_;
 };
 
 std::shared_ptr<::gloo::transport::Device> transport_device(const CommSpec& spec) {
@@ -122,7 +125,7 @@ std::unique_ptr<Communicator> make_gloo_communicator(const CommSpec& spec, const
     throw std::runtime_error("gloo: rank " + std::to_string(spec.rank) + " could not connect to its " +
                              std::to_string(spec.world_size - 1) + " peers: " + short_what(e));
   }
-  return std::make_unique<GlooCommunicator>(spec, comm_device_of(spec), std::move(group));
+  return std::make_unique<GlooCommunicator>(spec, comm_device_of(spec), std::move(group), store);
 }
 
 }  // namespace distmetrics::runtime::detail

@@ -43,10 +43,12 @@ void wait_for(const c10::intrusive_ptr<c10d::Work>& work, const Deadline& deadli
 
 class NcclCommunicator final : public Communicator {
  public:
-  NcclCommunicator(const CommSpec& spec, at::Device device, c10::intrusive_ptr<c10d::ProcessGroupNCCL> group)
-      : Communicator(spec.rank, spec.world_size, device), group_(std::move(group)) {}
+  NcclCommunicator(const CommSpec& spec, at::Device device, c10::intrusive_ptr<c10d::ProcessGroupNCCL> group,
+                   c10::intrusive_ptr<c10d::Store> store)
+      : Communicator(spec.rank, spec.world_size, device), group_(std::move(group)), store_(std::move(store)) {}
   std::string backend() const override { return "nccl"; }
   c10::intrusive_ptr<c10::intrusive_ptr_target> process_group() const override { return group_; }
+  c10::intrusive_ptr<c10::intrusive_ptr_target> rendezvous_store() const override { return store_; }
 
   // The first collective creates the NCCL communicator (a blocking rendezvous of every rank):
   // done once here, while connecting, so that it is not charged to the task's first collective.
@@ -107,6 +109,7 @@ class NcclCommunicator final : public Communicator {
 
  private:
   c10::intrusive_ptr<c10d::ProcessGroupNCCL> group_;
+  c10::intrusive_ptr<c10d::Store> store_;
 };
 
 }  // namespace
@@ -123,7 +126,7 @@ std::unique_ptr<Communicator> make_nccl_communicator(const CommSpec& spec, const
   std::unique_ptr<NcclCommunicator> comm;
   try {
     auto group = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, spec.rank, spec.world_size, options);
-    comm = std::make_unique<NcclCommunicator>(spec, device, std::move(group));
+    comm = std::make_unique<NcclCommunicator>(spec, device, std::move(group), store);
     comm->connect(deadline);
   } catch (const BackendTimeout&) {
     throw std::runtime_error("nccl: rank " + std::to_string(spec.rank) + " timed out creating the NCCL communicator on " +

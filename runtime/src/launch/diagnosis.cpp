@@ -144,16 +144,34 @@ bool describe_divergence(JobResult& run, std::ostringstream& out) {
     if (a.second.size() != b.second.size()) return a.second.size() > b.second.size();
     return a.second.front() < b.second.front();
   });
+  std::vector<int> silent;  // ranks that issued nothing at that point
+  bool all_inside = true;   // every rank is blocked in that very collective
+  for (const auto& r : run.ranks) {
+    if (r.trace.size() <= divergence->seq) silent.push_back(r.rank);
+    all_inside = all_inside && r.blocked_in && r.blocked_in->seq == divergence->seq;
+  }
+  run.blamed_rank = groups.back().second.front();
+  bool same_op = true;
+  for (const auto& g : groups) same_op = same_op && g.first.op == groups.front().first.op;
+  if (all_inside && same_op && silent.empty() && groups.size() > 1) {
+    // Nobody is missing: the ranks entered the same collective with contributions that do not
+    // match (PyTorch-Ignite 0.4.13's Precision sends int64 [] from an empty rank where its
+    // peers send float64 [5]). Name what differs and the odd rank out.
+    const auto& odd = groups.back();
+    out << "mismatched collective #" << divergence->seq << ": every rank entered it and none is missing, but "
+        << describe_ranks(odd.second) << " issued " << what_issued(odd.first) << " where ";
+    for (size_t i = 0; i + 1 < groups.size(); ++i)
+      out << (i ? ", " : "") << describe_ranks(groups[i].second) << " issued " << what_issued(groups[i].first);
+    out << ". Rank " << run.blamed_rank << " is the odd one out and is blamed. Every rank must contribute the same "
+        << "operation, dtype and shape to a collective (a rank with no data must still send tensors shaped like "
+        << "its peers').";
+    return true;
+  }
   out << "ranks disagree at #" << divergence->seq << ": ";
   for (size_t i = 0; i < groups.size(); ++i) {
     out << (i ? ", " : "") << describe_ranks(groups[i].second) << " issued " << what_issued(groups[i].first);
   }
-  std::vector<int> silent;  // ranks that issued nothing at that point
-  for (const auto& r : run.ranks) {
-    if (r.trace.size() <= divergence->seq) silent.push_back(r.rank);
-  }
   if (!silent.empty()) out << ", " << describe_ranks(silent) << " issued nothing";
-  run.blamed_rank = groups.back().second.front();
   out << ". Rank " << run.blamed_rank << " is blamed. " << kSameOrder;
   return true;
 }

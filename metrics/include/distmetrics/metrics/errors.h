@@ -2,6 +2,7 @@
 #pragma once
 
 #include <stdexcept>
+#include <utility>
 #include <string>
 
 #include "distmetrics/runtime/params.h"
@@ -48,6 +49,19 @@ class ParamError : public std::invalid_argument {
 class SyncError : public std::runtime_error {
  public:
   SyncError(const std::string& metric, const std::string& what_differs);
+};
+
+// An error raised by a metric implemented in another language (a Python metric's exception),
+// with the type name it had there ("NotComputableError", "ValueError"), so that reports and
+// expected-error checks see that name rather than this class's.
+class ForeignError : public std::runtime_error {
+ public:
+  ForeignError(std::string type_name, const std::string& message)
+      : std::runtime_error(message), type_name_(std::move(type_name)) {}
+  const std::string& type_name() const { return type_name_; }
+
+ private:
+  std::string type_name_;
 };
 
 }  // namespace distmetrics::metrics

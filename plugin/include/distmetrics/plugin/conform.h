@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include <iosfwd>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -40,6 +41,7 @@ constexpr const char* kPluginReferenceTask = "plugin_single_process";
 
 struct ConformOptions {
   std::string plugin;                // path of the plugin's shared library
+  std::string python;                // or a Python source: pkg.mod:factory, pkg.mod, file.py
   std::vector<std::string> metrics;  // --metric: only these of the plugin's metrics (empty: all)
   std::vector<std::string> paths;    // scenario files or folders (empty: the default scenarios)
   harness::Selection selection;
@@ -50,6 +52,20 @@ struct ConformOptions {
 };
 
 int run_conform(const ConformOptions& options, std::ostream& out, std::ostream& err);
+
+// Metrics from elsewhere than a plugin's shared library: Python sources (`--python`), which the
+// CLI's main() registers when distmetrics was built with pyhost/. Such a source is presented as
+// a Plugin (path: what its qualified names carry after '@'; registry: its metrics under their
+// own names), so it is conformed exactly like a plugin.
+struct ConformSource {
+  // Loads the source; throws with a message that says what is wrong (conform exits 2).
+  std::function<const Plugin&(const std::string& value, const std::vector<std::string>& metrics)> load;
+  // Builds `metric` once with a scenario's parameters, before any variant runs; throws with why.
+  std::function<void(const Plugin& source, const std::string& metric, const nlohmann::json& params)> check;
+  // Why a variant cannot run with this kind of metric (a backend it lacks), or empty.
+  std::function<std::string(const harness::Variant& variant)> cannot_run;
+};
+void register_python_conform_source(ConformSource source);
 
 // Makes this process able to conform plugins and to serve as their rank worker: the resolver
 // of qualified metric names (catalog.h), the helper task, and the `conform` command of the CLI.
@@ -68,7 +84,8 @@ struct PluginScenario {
 };
 PluginScenario adapt_scenario(const harness::Scenario& scenario, const Plugin& plugin);
 
-// `distmetrics conform --plugin P --metric M <file> --filter '<id>'` (and --deadline if given).
+// `distmetrics conform --plugin P --metric M <file> --filter '<id>'` (and --deadline if given);
+// `--python SOURCE` for a Python source (a Plugin whose path starts with "python:").
 std::string conform_reproduce_command(const Plugin& plugin, const std::string& metric, const harness::Variant& variant,
                                       std::optional<double> deadline);
 

@@ -102,6 +102,17 @@ class Communicator {
   // header stays light: distmetrics/plugin/process_group.h gives it its type, for metrics that
   // make their own c10d calls (which bypass this class's deadlines and trace).
   virtual c10::intrusive_ptr<c10::intrusive_ptr_target> process_group() const { return {}; }
+  // The c10d::Store this variant's process group met on (type-erased, like process_group()), for
+  // code that builds a process group of its own for the same ranks, e.g. torch.distributed in a
+  // Python metric (under a prefix of its own); null for mpi and single.
+  virtual c10::intrusive_ptr<c10::intrusive_ptr_target> rendezvous_store() const { return {}; }
+
+  // A collective issued outside this class on the same ranks (e.g. a Python metric's
+  // torch.distributed call): numbered and traced like the communicator's own and told to the
+  // observer, so that hang blame and desync diagnosis see it. Every enter_external() must be
+  // followed by exit_external() with its record.
+  CollectiveRecord enter_external(std::string op, std::string dtype, std::vector<std::int64_t> shape);
+  void exit_external(const CollectiveRecord& record, bool ok);
 
   // Every backend collective this communicator issued, in order.
   const std::vector<CollectiveRecord>& trace() const { return trace_; }

@@ -1,0 +1,81 @@
+#include "python_support.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "distmetrics/harness/variant.h"
+#include "distmetrics/plugin/conform.h"
+#include "distmetrics/pyhost/source.h"
+
+namespace distmetrics::app {
+namespace {
+
+constexpr const char* kPreloadSource = "DISTMETRICS_PYTHON_PRELOAD";
+constexpr const char* kPreloadMetrics = "DISTMETRICS_PYTHON_PRELOAD_METRICS";
+
+// In a rank worker of `conform --python`: the source, imported before the first variant. A
+// failure here is left for the variant to report (the resolver raises it again there).
+void preload_python_source() {
+  const char* spec = std::getenv(kPreloadSource);
+  if (!spec || !*spec) return;
+  std::vector<std::string> metrics;
+  std::string list = std::getenv(kPreloadMetrics) ? std::getenv(kPreloadMetrics) : "";
+  for (std::size_t at = 0; at < list.size();) {
+    const auto comma = std::min(list.find(',', at), list.size());
+    metrics.push_back(list.substr(at, comma - at));
+    at = comma + 1;
+  }
+  try {
+    distmetrics::pyhost::load_python_source(spec, metrics);
+  } catch (const std::exception&) {
+  }
+}
+
+// Python metrics: their qualified names resolve on every rank, and `conform --python` presents a
+// Python source as a plugin.
+void register_conform_source() {
+  using distmetrics::plugin::Plugin;
+  namespace pyhost = distmetrics::pyhost;
+  pyhost::install_python_resolver();
+  distmetrics::plugin::ConformSource source;
+  source.load = [](const std::string& value, const std::vector<std::string>& metrics) -> const Plugin& {
+    static std::map<std::string, std::unique_ptr<Plugin>> presented;
+    const auto& python = pyhost::load_python_source(value, metrics);
+    auto& plugin = presented[python.spec];
+    if (!plugin) {
+      plugin = std::make_unique<Plugin>();
+      plugin->path = pyhost::kPythonQualifier + python.spec;
+      plugin->name = python.module;
+      plugin->version = python.version;
+      plugin->build.text = "Python module " + python.spec;
+      for (const auto& name : python.registry.names()) plugin->registry.add(*python.registry.find(name));
+    }
+    // Rank workers spawned from here on start their interpreter and import the source while
+    // they start up (bounded by the pool's startup deadline), not inside a variant's deadline.
+    std::string names;
+    for (const auto& name : python.registry.names()) names += (names.empty() ? "" : ",") + name;
+    ::setenv(kPreloadSource, python.spec.c_str(), 1);
+    ::setenv(kPreloadMetrics, names.c_str(), 1);
+    return *plugin;
+  };
+  source.check = [](const Plugin& plugin, const std::string& metric, const nlohmann::json& params) {
+    const std::string spec = plugin.path.substr(std::string(pyhost::kPythonQualifier).size());
+    pyhost::check_python_metric(pyhost::load_python_source(spec), metric, params);
+  };
+  source.cannot_run = [](const distmetrics::harness::Variant& variant) {
+    return pyhost::python_backend_unavailable(variant.backend).value_or("");
+  };
+  distmetrics::plugin::register_python_conform_source(std::move(source));
+}
+}  // namespace
+
+void register_python_support() {
+  register_conform_source();
+  preload_python_source();  // set only in the rank workers of `conform --python`
+}
+
+}  // namespace distmetrics::app

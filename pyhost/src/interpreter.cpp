@@ -1,0 +1,154 @@
+#include "interpreter.h"
+
+#include <cstdlib>
+#include <mutex>
+
+#include "distmetrics/build_config.h"
+#include "distmetrics/pyhost/source.h"
+
+namespace distmetrics::pyhost::detail {
+namespace {
+
+std::once_flag started;
+std::string start_error;
+py::module_* host = nullptr;
+
+c10d::Store& store_or_throw() {
+  auto& state = host_state();
+  if (!state.store) throw std::runtime_error("distmetrics: no variant store (no torch.distributed group is being made)");
+  return *state.store;
+}
+
+std::vector<std::uint8_t> bytes_of(const py::bytes& b) {
+  const std::string s = b;
+  return {s.begin(), s.end()};
+}
+
+py::bytes to_bytes(const std::vector<std::uint8_t>& v) {
+  return py::bytes(reinterpret_cast<const char*>(v.data()), v.size());
+}
+
+}  // namespace
+
+HostState& host_state() {
+  static HostState state;
+  return state;
+}
+
+}  // namespace distmetrics::pyhost::detail
+
+// The embedded module: the variant's store for torch.distributed, and the trace hooks.
+PYBIND11_EMBEDDED_MODULE(_distmetrics_host, m) {
+  namespace d = distmetrics::pyhost::detail;
+  using d::py::gil_scoped_release;
+  m.def("store_set", [](const std::string& key, const pybind11::bytes& value) {
+    auto bytes = d::bytes_of(value);
+    gil_scoped_release release;
+    d::store_or_throw().set(key, bytes);
+  });
+  m.def("store_get", [](const std::string& key) {
+    std::vector<std::uint8_t> value;
+    {
+      gil_scoped_release release;
+      value = d::store_or_throw().get(key);
+    }
+    return d::to_bytes(value);
+  });
+  m.def("store_add", [](const std::string& key, std::int64_t amount) {
+    gil_scoped_release release;
+    return d::store_or_throw().add(key, amount);
+  });
+  m.def("store_compare_set", [](const std::string& key, const pybind11::bytes& expected, const pybind11::bytes& desired) {
+    auto e = d::bytes_of(expected), v = d::bytes_of(desired);
+    std::vector<std::uint8_t> out;
+    {
+      gil_scoped_release release;
+      out = d::store_or_throw().compareSet(key, e, v);
+    }
+    return d::to_bytes(out);
+  });
+  m.def("store_wait", [](const std::vector<std::string>& keys, std::int64_t timeout_ms) {
+    gil_scoped_release release;
+    if (timeout_ms < 0) d::store_or_throw().wait(keys);
+    else d::store_or_throw().wait(keys, std::chrono::milliseconds(timeout_ms));
+  });
+  m.def("store_check", [](const std::vector<std::string>& keys) {
+    gil_scoped_release release;
+    return d::store_or_throw().check(keys);
+  });
+  m.def("store_delete", [](const std::string& key) {
+    gil_scoped_release release;
+    return d::store_or_throw().deleteKey(key);
+  });
+  m.def("store_num_keys", [] {
+    gil_scoped_release release;
+    return d::store_or_throw().getNumKeys();
+  });
+  m.def("tracing", [] { return d::host_state().comm != nullptr; });
+  m.def("enter", [](const std::string& op, const std::string& dtype, const std::vector<std::int64_t>& shape) {
+    auto& state = d::host_state();
+    if (!state.comm) return std::int64_t{-1};
+    state.open = state.comm->enter_external(op, dtype, shape);
+    return static_cast<std::int64_t>(state.open->seq);
+  });
+  m.def("exit", [](std::int64_t seq, bool ok) {
+    auto& state = d::host_state();
+    if (!state.comm || !state.open || static_cast<std::int64_t>(state.open->seq) != seq) return;
+    state.comm->exit_external(*state.open, ok);
+    if (!ok) state.failed = state.open;
+    state.open.reset();
+  });
+}
+
+namespace distmetrics::pyhost::detail {
+
+void ensure_interpreter() {
+  std::call_once(started, [] {
+    try {
+      if (!Py_IsInitialized()) py::initialize_interpreter(/*init_signal_handlers=*/false);
+      {
+        // The user's modules are found from the working directory, as `python3 -m` would; the
+        // distmetrics package from DISTMETRICS_PYTHONPATH, an install, or this source tree.
+        py::module_ sys = py::module_::import("sys");
+        py::list path = sys.attr("path");
+        path.insert(0, std::string(""));
+        py::module_ os = py::module_::import("os");
+        path.insert(0, os.attr("getcwd")());
+        bool found = !py::module_::import("importlib.util").attr("find_spec")("distmetrics").is_none();
+        if (const char* extra = std::getenv("DISTMETRICS_PYTHONPATH")) {
+          path.insert(0, std::string(extra));
+          found = true;
+        }
+        if (!found) {
+          const bool in_tree = py::module_::import("os.path").attr("isdir")(std::string(DISTMETRICS_PYTHON_SOURCE_DIR) + "/distmetrics").cast<bool>();
+          path.append(std::string(in_tree ? DISTMETRICS_PYTHON_SOURCE_DIR : DISTMETRICS_PYTHON_INSTALLED_DIR));
+        }
+        py::module_::import("torch");
+        host = new py::module_(py::module_::import("distmetrics._host"));
+        host->attr("install_tracing")();
+      }
+      PyEval_SaveThread();  // from here on, every call into Python takes the GIL
+    } catch (const py::error_already_set& e) {
+      start_error = e.what();
+    } catch (const std::exception& e) {
+      start_error = e.what();
+    }
+  });
+  if (!start_error.empty())
+    throw PythonSourceError("cannot start the embedded Python interpreter with torch and the distmetrics package: " +
+                            start_error +
+                            " (Debian: python3-torch; set DISTMETRICS_PYTHONPATH to the folder holding distmetrics/)");
+}
+
+py::module_& host_module() { return *host; }
+
+std::pair<std::string, std::string> describe_python_error(py::error_already_set& e) {
+  try {
+    py::tuple described = host_module().attr("describe")(e.type(), e.value(), e.trace());
+    return {described[0].cast<std::string>(), described[1].cast<std::string>()};
+  } catch (const std::exception&) {
+    return {"PythonError", e.what()};
+  }
+}
+
+}  // namespace distmetrics::pyhost::detail

@@ -1,0 +1,149 @@
+#include "distmetrics/pyhost/python_metric.h"
+
+#include <torch/csrc/autograd/python_variable.h>
+
+#include "distmetrics/harness/errors.h"
+#include "distmetrics/metrics/errors.h"
+#include "interpreter.h"
+
+namespace distmetrics::pyhost {
+
+using detail::py::gil_scoped_acquire;
+namespace py = detail::py;
+
+struct PythonMetric::Impl {
+  py::object metric;  // distmetrics._host.HostedMetric
+};
+
+namespace {
+
+py::object wrap(const at::Tensor& t) {
+  if (!t.defined()) return py::none();
+  return py::reinterpret_steal<py::object>(THPVariable_Wrap(t));
+}
+
+metrics::Value to_value(const py::handle& v) {
+  if (py::isinstance<py::float_>(v)) return metrics::Value(v.cast<double>());
+  if (THPVariable_Check(v.ptr())) return metrics::Value(THPVariable_Unpack(v.ptr()));
+  if (py::isinstance<py::dict>(v)) {
+    metrics::Value::Entries entries;
+    for (auto item : v.cast<py::dict>()) entries.emplace_back(item.first.cast<std::string>(), to_value(item.second));
+    return metrics::Value::named(std::move(entries));
+  }
+  throw std::runtime_error("a Python metric's value must be a number, a tensor or a dict of these");
+}
+
+// Turns the Python error being handled into the C++ error the harness reads: a CollectiveError
+// when it came out of a traced collective (so the rank is "blocked in" it), else a ForeignError
+// with Python's type name.
+[[noreturn]] void rethrow(py::error_already_set& e, const harness::Communicator* comm, const std::string& where) {
+  auto [type, text] = detail::describe_python_error(e);
+  auto& state = detail::host_state();
+  auto failed = std::move(state.failed);
+  state.failed.reset();
+  if (failed && comm) {
+    const bool timeout = text.find("imed out") != std::string::npos || text.find("imeout") != std::string::npos;
+    throw harness::CollectiveError(comm->rank(), timeout ? harness::CollectiveFailure::Timeout : harness::CollectiveFailure::Failed,
+                                   *failed, "torch.distributed raised in the Python metric's " + where + ": " + text);
+  }
+  throw metrics::ForeignError(type, text);
+}
+
+}  // namespace
+
+PythonMetric::PythonMetric(std::string name, const nlohmann::json& params)
+    : name_(std::move(name)), params_(params), impl_(std::make_unique<Impl>()) {
+  detail::ensure_interpreter();
+  gil_scoped_acquire gil;
+  try {
+    impl_->metric = detail::host_module().attr("HostedMetric")(name_, params_.dump(), "cpu");
+  } catch (py::error_already_set& e) {
+    rethrow(e, nullptr, "factory");
+  }
+}
+
+PythonMetric::~PythonMetric() {
+  gil_scoped_acquire gil;
+  auto& state = detail::host_state();
+  if (comm_ && state.comm == comm_) state.comm = nullptr;  // the communicator goes with the variant
+  impl_.reset();
+}
+
+void PythonMetric::reset() {
+  gil_scoped_acquire gil;
+  try {
+    impl_->metric.attr("reset")();
+  } catch (py::error_already_set& e) {
+    rethrow(e, comm_, "reset()");
+  }
+}
+
+void PythonMetric::update(const metrics::Batch& batch) {
+  gil_scoped_acquire gil;
+  try {
+    impl_->metric.attr("update")(wrap(batch.input), wrap(batch.target), wrap(batch.weight));
+  } catch (py::error_already_set& e) {
+    rethrow(e, comm_, "update()");
+  }
+}
+
+metrics::Value PythonMetric::compute() {
+  gil_scoped_acquire gil;
+  detail::host_state().failed.reset();
+  try {
+    return to_value(impl_->metric.attr("compute")());
+  } catch (py::error_already_set& e) {
+    rethrow(e, comm_, "compute()");
+  }
+}
+
+std::string PythonMetric::state_digest() const {
+  gil_scoped_acquire gil;
+  try {
+    return impl_->metric.attr("digest")().cast<std::string>();
+  } catch (py::error_already_set&) {
+    return {};  // a state that cannot be read: no digest (the report says so)
+  }
+}
+
+void PythonMetric::to(c10::Device device) {
+  device_ = device;
+  gil_scoped_acquire gil;
+  try {
+    impl_->metric.attr("adapter").attr("to")(py::module_::import("torch").attr("device")(device.str()));
+  } catch (py::error_already_set& e) {
+    rethrow(e, comm_, "to()");
+  }
+}
+
+void PythonMetric::set_communicator(harness::Communicator* comm) {
+  comm_ = comm;
+  gil_scoped_acquire gil;
+  auto& state = detail::host_state();
+  state.comm = comm;
+  state.open.reset();
+  state.failed.reset();
+  if (!comm) return;
+  auto erased = comm->rendezvous_store();
+  if (!erased) {
+    throw std::runtime_error("rank " + std::to_string(comm->rank()) + ": a Python metric needs a torch.distributed group, and the " +
+                             comm->backend() + " backend has no c10d store to make one on");
+  }
+  auto store = c10::static_intrusive_pointer_cast<c10d::Store>(erased);
+  if (store.get() != state.store.get()) {
+    state.store = store;
+    state.groups_on_store = 0;
+  }
+  const std::string prefix = "python/" + std::to_string(state.groups_on_store++) + "/";
+  try {
+    detail::host_module().attr("begin_group")(comm->backend(), comm->rank(), comm->world_size(),
+                                              static_cast<std::int64_t>(comm->op_timeout().count()), prefix);
+    impl_->metric.attr("setup")();
+  } catch (py::error_already_set& e) {
+    auto [type, text] = detail::describe_python_error(e);
+    throw std::runtime_error("rank " + std::to_string(comm->rank()) + ": making the torch.distributed " + comm->backend() +
+                             " group for the Python metric failed: " + text);
+  }
+}
+
+}  // namespace distmetrics::pyhost

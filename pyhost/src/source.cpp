@@ -1,0 +1,133 @@
+#include "distmetrics/pyhost/source.h"
+
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "distmetrics/harness/metric_catalog.h"
+#include "distmetrics/pyhost/python_metric.h"
+#include "interpreter.h"
+
+namespace distmetrics::pyhost {
+namespace {
+
+namespace py = detail::py;
+using nlohmann::json;
+
+std::mutex& sources_mutex() {
+  static std::mutex m;
+  return m;
+}
+// By canonical spec; also by the value given, so a second load with the same text is a lookup.
+std::map<std::string, std::unique_ptr<PythonSource>>& sources() {
+  static std::map<std::string, std::unique_ptr<PythonSource>> s;
+  return s;
+}
+std::map<std::string, const PythonSource*>& by_value() {
+  static std::map<std::string, const PythonSource*> s;
+  return s;
+}
+// Qualified registries, per source.
+std::map<const PythonSource*, std::unique_ptr<metrics::MetricRegistry>>& qualified() {
+  static std::map<const PythonSource*, std::unique_ptr<metrics::MetricRegistry>> s;
+  return s;
+}
+
+metrics::MetricSpec spec_for(const std::string& registered_name, const std::string& spec_name, const std::string& adapter,
+                             const std::string& description) {
+  metrics::MetricSpec spec;
+  spec.name = spec_name;
+  spec.family = "python";
+  spec.description = description.empty() ? "Python metric (" + adapter + " adapter)" : description;
+  // The reference metric's parameters, so the scenario's pass through as they are.
+  if (const auto* reference = metrics::MetricRegistry::reference().find(registered_name)) spec.params = reference->params;
+  spec.make = [registered_name](const json& params) -> std::unique_ptr<metrics::Metric> {
+    return std::make_unique<PythonMetric>(registered_name, params);
+  };
+  return spec;
+}
+
+std::string python_error_text(py::error_already_set& e) {
+  // The host's SourceError carries a full message; anything else gets type and frames.
+  auto [type, text] = detail::describe_python_error(e);
+  if (type == "SourceError") return text.substr(std::string("SourceError: ").size());
+  return text;
+}
+
+}  // namespace
+
+std::string python_qualified_name(const std::string& metric, const std::string& spec) {
+  return metric + "@" + kPythonQualifier + spec;
+}
+
+const PythonSource& load_python_source(const std::string& value, const std::vector<std::string>& metrics) {
+  detail::ensure_interpreter();
+  std::lock_guard<std::mutex> lock(sources_mutex());
+  if (auto it = by_value().find(value); it != by_value().end()) return *it->second;
+  py::gil_scoped_acquire gil;
+  json described;
+  try {
+    described = json::parse(detail::host_module().attr("load")(value, metrics).cast<std::string>());
+  } catch (py::error_already_set& e) {
+    throw PythonSourceError(python_error_text(e));
+  }
+  const std::string spec = described.at("spec");
+  auto& slot = sources()[spec];
+  if (!slot) {
+    auto source = std::make_unique<PythonSource>();
+    source->spec = spec;
+    source->module = described.at("name");
+    source->version = described.at("version");
+    for (const auto& m : described.at("metrics"))
+      source->registry.add(spec_for(m.at("name"), m.at("name"), m.at("adapter"), m.at("description")));
+    slot = std::move(source);
+  }
+  by_value()[value] = slot.get();
+  return *slot;
+}
+
+std::string check_python_metric(const PythonSource& source, const std::string& metric, const json& params) {
+  detail::ensure_interpreter();
+  py::gil_scoped_acquire gil;
+  try {
+    return detail::host_module().attr("check")(metric, params.dump()).cast<std::string>();
+  } catch (py::error_already_set& e) {
+    throw PythonSourceError(source.spec + ": " + python_error_text(e));
+  }
+}
+
+void install_python_resolver() {
+  static const bool installed = [] {
+    harness::MetricCatalog::instance().add_resolver([](const std::string& name) -> const metrics::MetricRegistry* {
+      const auto at = name.find(std::string("@") + kPythonQualifier);
+      if (at == std::string::npos || at == 0) return nullptr;
+      const std::string metric = name.substr(0, at);
+      const std::string spec = name.substr(at + 1 + std::string(kPythonQualifier).size());
+      const PythonSource& source = load_python_source(spec, {metric});
+      std::lock_guard<std::mutex> lock(sources_mutex());
+      auto& registry = qualified()[&source];
+      if (!registry) {
+        registry = std::make_unique<metrics::MetricRegistry>();
+        for (const auto& n : source.registry.names()) {
+          const auto* s = source.registry.find(n);
+          registry->add(spec_for(n, python_qualified_name(n, source.spec), "", s->description));
+        }
+      }
+      if (!registry->find(name))
+        throw std::runtime_error("Python source " + source.spec + " has no metric '" + metric + "'");
+      return registry.get();
+    });
+    return true;
+  }();
+  (void)installed;
+}
+
+std::optional<std::string> python_backend_unavailable(const std::string& backend) {
+  detail::ensure_interpreter();
+  py::gil_scoped_acquire gil;
+  if (detail::host_module().attr("backend_available")(backend).cast<bool>()) return std::nullopt;
+  return "python metrics: torch.distributed in this Python has no " + backend +
+         " process group (Debian's torch has gloo only), so a Python metric's own collectives cannot run on " + backend;
+}
+
+}  // namespace distmetrics::pyhost

@@ -1,0 +1,159 @@
+"""`distmetrics conform --python` end to end, through the real CLI and its rank workers: the
+correct examples in the three styles pass, each broken example is flagged with the right
+property or outcome and the rank to blame, bad sources are exit 2 before any variant runs, and
+a Python metric's exceptions, endless loops and missing backends are reported as such.
+DISTMETRICS_BIN is the CLI under test (ctest sets it)."""
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[3]
+EXAMPLES = ROOT / "examples" / "python"
+SCENARIOS = EXAMPLES / "scenarios"
+MAE = SCENARIOS / "mean_absolute_error.toml"
+MAX = SCENARIOS / "maximum_absolute_error.toml"
+SOURCES = Path(__file__).resolve().parent / "sources"
+BACKENDS = Path(__file__).resolve().parents[1] / "scenarios" / "python_backends.toml"
+
+
+def conform(tmp_path, source, *args, timeout=150):
+    report = tmp_path / "report.json"
+    cmd = [os.environ["DISTMETRICS_BIN"], "conform", "--python", str(source), *map(str, args), "--json", str(report)]
+    run = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+    data = json.loads(report.read_text()) if report.exists() else None
+    return run, data
+
+
+def outcomes(data):
+    return {v["id"]: v["outcome"] for v in data["variants"]}
+
+
+def prop(variant, name):
+    return next(p for p in variant["properties"] if p["name"] == name)
+
+
+def test_correct_torchmetrics_style_passes_every_variant_at_world_sizes_1_2_4(tmp_path):
+    run, data = conform(tmp_path, EXAMPLES / "correct_torchmetrics.py", SCENARIOS)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert data["summary"]["pass"] == data["summary"]["total"] == 14
+    assert {v["world_size"] for v in data["variants"]} == {1, 2, 4}
+    for v in data["variants"]:
+        assert prop(v, "agrees_with_reference")["outcome"] == "pass", v["id"]
+        assert prop(v, "idempotent")["outcome"] == "pass", v["id"]  # with a state digest from metric_state
+
+
+@pytest.mark.parametrize("example", ["correct_ignite.py", "correct_torcheval.py"])
+def test_correct_ignite_and_torcheval_styles_pass(tmp_path, example):
+    run, data = conform(tmp_path, EXAMPLES / example, MAE, "--world-sizes", "2,4")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert data["summary"]["pass"] == data["summary"]["total"] == 6
+
+
+def test_no_sync_fails_equal_to_single_and_the_reference(tmp_path):
+    run, data = conform(tmp_path, EXAMPLES / "broken" / "no_sync.py", MAE, "--world-sizes", "1,2", "--shard", "even")
+    assert run.returncode == 1, run.stdout + run.stderr
+    ws1, ws2 = sorted(data["variants"], key=lambda v: v["world_size"])
+    assert ws1["outcome"] == "pass"  # one process: nothing to sync
+    assert ws2["outcome"] == "fail"
+    for name in ("equal_to_single", "agrees_with_reference"):
+        assert prop(ws2, name)["outcome"] == "fail"
+    assert "--python" in ws2["reproduce"] and "no_sync.py" in ws2["reproduce"]
+
+
+def test_sync_overwriting_local_state_fails_idempotence_and_update_after_compute(tmp_path):
+    run, data = conform(tmp_path, EXAMPLES / "broken" / "sync_overwrites_state.py", MAE, "--world-sizes", "2",
+                        "--shard", "even")
+    assert run.returncode == 1, run.stdout + run.stderr
+    (v,) = data["variants"]
+    assert prop(v, "idempotent")["outcome"] == "fail"
+    assert prop(v, "update_after_compute")["outcome"] == "fail"
+
+
+def test_sum_for_max_fails_equal_to_single(tmp_path):
+    run, data = conform(tmp_path, EXAMPLES / "broken" / "sum_for_max.py", MAX, "--world-sizes", "2", "--shard", "even")
+    assert run.returncode == 1, run.stdout + run.stderr
+    (v,) = data["variants"]
+    single = prop(v, "equal_to_single")
+    assert single["outcome"] == "fail"
+    assert single["ranks"][0] > single["single"]  # the sum of the two ranks' maxima
+
+
+def test_a_rank_raising_alone_on_empty_data_is_a_hang_blamed_on_it(tmp_path):
+    run, data = conform(tmp_path, EXAMPLES / "broken" / "raises_alone_on_empty.py", MAE, "--world-sizes", "2",
+                        "--shard", "empty_rank", "--deadline", "4")
+    assert run.returncode == 3, run.stdout + run.stderr
+    (v,) = data["variants"]
+    assert v["outcome"] == "hang"
+    assert v["diagnosis"].startswith(
+        "rank 1 raised NotComputableError before dist.all_reduce(sum) #0 (float64 [2]) while rank 0 waited in it: "
+        "NotComputableError: MeanAbsoluteError must have at least one example"), v["diagnosis"]
+
+
+def test_one_collective_per_list_element_is_a_hang_blamed_on_the_rank_with_fewer_elements(tmp_path):
+    run, data = conform(tmp_path, EXAMPLES / "broken" / "collective_per_element.py", MAE, "--world-sizes", "2",
+                        "--shard", "uneven", "--deadline", "4")
+    assert run.returncode == 3, run.stdout + run.stderr
+    (v,) = data["variants"]
+    assert v["outcome"] == "hang"
+    assert "never entered dist.all_gather #" in v["diagnosis"], v["diagnosis"]
+    assert "finished its task" in v["diagnosis"], v["diagnosis"]
+
+
+def test_python_exceptions_endless_loops_and_missing_backends(tmp_path):
+    source = SOURCES / "misbehaving.py"
+    run, data = conform(tmp_path, source, BACKENDS, "--world-sizes", "2", "--shard", "even", "--deadline", "4")
+    assert run.returncode == 1, run.stdout + run.stderr
+    by_backend = {v["backend"]: v for v in data["variants"]}
+    assert by_backend["mpi"]["outcome"] == "skip"
+    assert "torch.distributed in this Python has no mpi process group" in by_backend["mpi"]["reason"]
+    gloo = by_backend["gloo"]
+    assert gloo["outcome"] == "error"
+    assert "every rank raised ValueError" in gloo["diagnosis"] or "ValueError: shape mismatch [3] vs [4]" in json.dumps(gloo)
+    assert "in _check_shapes" in json.dumps(gloo)  # the last frames of the traceback
+
+    run, data = conform(tmp_path, source, MAX, "--world-sizes", "2", "--shard", "even", "--deadline", "3")
+    assert run.returncode == 3, run.stdout + run.stderr
+    (v,) = data["variants"]
+    assert v["outcome"] == "hang"
+    assert "rank 1 never entered dist.all_reduce(sum) #0 (float64 [])" in v["diagnosis"], v["diagnosis"]
+    assert "still running its task outside any collective" in v["diagnosis"], v["diagnosis"]
+
+
+def test_world_sizes_1_to_4_on_gloo_and_an_empty_rank(tmp_path):
+    run, data = conform(tmp_path, EXAMPLES / "correct_torchmetrics.py", BACKENDS, "--backend", "gloo")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert sorted({v["world_size"] for v in data["variants"]}) == [1, 2, 3, 4]
+    assert all(v["outcome"] == "pass" for v in data["variants"]), outcomes(data)
+
+
+@pytest.mark.parametrize("source, message", [
+    ("no_such_file.py", "no such file"),
+    (str(SOURCES / "misbehaving.py") + ":nothing_here", "has no factory 'nothing_here'"),
+    ("json:loads", "name the metric the factory makes with --metric NAME"),
+])
+def test_a_source_that_cannot_be_used_is_exit_2_before_any_variant(tmp_path, source, message):
+    run, data = conform(tmp_path, source, MAE, timeout=60)
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert message in run.stderr, run.stderr
+    assert data is None and "PASS" not in run.stdout
+
+
+def test_an_import_error_and_a_wrong_update_signature_are_exit_2(tmp_path):
+    bad_import = tmp_path / "bad_import.py"
+    bad_import.write_text("import not_a_module_anywhere\n")
+    run, _ = conform(tmp_path, bad_import, MAE, timeout=60)
+    assert run.returncode == 2 and "ModuleNotFoundError: No module named 'not_a_module_anywhere'" in run.stderr, run.stderr
+    wrong = tmp_path / "wrong_update.py"
+    wrong.write_text("import distmetrics\n"
+                     "class M:\n"
+                     "    def update(self, output): pass\n"
+                     "    def compute(self): return 0.0\n"
+                     "    def reset(self): pass\n"
+                     "distmetrics.register('MeanAbsoluteError', lambda p: M(), adapter='torchmetrics')\n")
+    run, _ = conform(tmp_path, wrong, MAE, timeout=60)
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert "the torchmetrics adapter calls update(preds, target); M.update(output) does not" in run.stderr, run.stderr

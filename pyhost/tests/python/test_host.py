@@ -1,0 +1,193 @@
+"""The Python half of pyhost in a plain interpreter: adapters (torchmetrics-, Ignite-,
+torcheval-style and plain callables), value forms (dict, tensor, float, 0-d tensor), state
+digests (and none), the per-variant group at world size 1 on gloo, collective tracing, and the
+errors a source can have. The multi-rank behaviour runs through the C++ host (ctest pyhost_*)."""
+
+import os
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parents[2] / "python"))
+
+import fake_host  # noqa: E402
+
+FAKE = fake_host.install()
+
+import torch.distributed as dist  # noqa: E402
+
+from distmetrics import _host, adapters, registry  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def fresh():
+    registry._REGISTRY.clear()
+    _host._sources.clear()
+    FAKE.trace.clear()
+    yield
+    _host.end_group()
+
+
+def write(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return str(path)
+
+
+SOURCE = """
+    import torch, distmetrics
+
+    class TM:                                   # torchmetrics-style
+        def __init__(self): self.reset()
+        @property
+        def metric_state(self): return {"s": self.s, "n": self.n}
+        def reset(self): self.s, self.n = torch.tensor(0.0, dtype=torch.float64), torch.tensor(0)
+        def update(self, preds, target):
+            self.s += (preds - target).abs().sum(); self.n += target.numel()
+        def compute(self): return self.s / self.n          # a 0-d tensor
+
+    class IG:                                   # Ignite-style, value a dict
+        def __init__(self): self.reset()
+        def reset(self): self.total = 0.0
+        def state_dict(self): return {"total": self.total}
+        def update(self, output): self.total += float((output[0] - output[1]).abs().sum())
+        def compute(self): return {"total": self.total, "per_class": torch.tensor([1.0, 2.0])}
+
+    class TE:                                   # torcheval-style, no state to read, a Python float
+        def __init__(self): self.reset()
+        def reset(self): self.k = 0
+        def update(self, input, target): self.k += 1
+        def compute(self): return 2.5
+
+    distmetrics.register("MeanAbsoluteError", lambda p: TM(), adapter="torchmetrics")
+    distmetrics.register("SumAbs", lambda p: IG())
+    distmetrics.register("Count", lambda p: TE(), adapter="torcheval")
+    distmetrics.register("Plain", lambda p: (lambda x, y: torch.tensor(float(x.numel()))), adapter="callable")
+"""
+
+
+def test_a_file_registers_its_metrics_and_each_adapter_reads_its_metric(tmp_path):
+    import json
+    described = json.loads(_host.load(write(tmp_path, "m.py", SOURCE), []))
+    assert [m["name"] for m in described["metrics"]] == ["Count", "MeanAbsoluteError", "Plain", "SumAbs"]
+    x, y = torch.tensor([[1.0, 2.0]], dtype=torch.float64), torch.tensor([[0.0, 4.0]], dtype=torch.float64)
+
+    tm = _host.HostedMetric("MeanAbsoluteError", "{}", "cpu")
+    tm.update(x, y, None)
+    assert tm.compute() == pytest.approx(1.5)            # 0-d tensor -> float
+    assert isinstance(tm.compute(), float)
+    before = tm.digest()
+    assert before and before == tm.digest()
+    tm.update(x, y, None)
+    assert tm.digest() != before
+
+    ig = _host.HostedMetric("SumAbs", "{}", "cpu")
+    assert ig.adapter.style == "ignite"                  # detected: update takes one argument
+    ig.update(x, y, None)
+    value = ig.compute()
+    assert value["total"] == pytest.approx(3.0)
+    assert torch.equal(value["per_class"], torch.tensor([1.0, 2.0]))
+    assert ig.digest() != ""                             # from state_dict()
+
+    te = _host.HostedMetric("Count", "{}", "cpu")
+    te.update(x, y, None)
+    assert te.compute() == 2.5 and te.digest() == ""     # no state_dict / metric_state: no digest
+
+    plain = _host.HostedMetric("Plain", "{}", "cpu")
+    plain.update(x, y, None)
+    plain.update(x, y, None)
+    assert plain.compute() == 4.0                        # the callable sees every batch fed so far
+
+
+def test_values_are_numbers_tensors_or_dicts():
+    assert _host.normalize(torch.tensor(3, dtype=torch.int64)) == 3.0
+    assert _host.normalize(True) == 1.0
+    t = _host.normalize(torch.arange(4.0).reshape(2, 2).t())
+    assert t.is_contiguous() and t.tolist() == [[0.0, 2.0], [1.0, 3.0]]
+    assert _host.normalize({1: 2}) == {"1": 2.0}
+    with pytest.raises(TypeError, match="compute\\(\\) returned str"):
+        _host.normalize("x")
+
+
+def test_the_variant_group_is_fresh_and_its_collectives_are_traced():
+    _host.install_tracing()
+    _host.begin_group("gloo", 0, 1, 5000, "python/0/")
+    assert dist.get_rank() == 0 and dist.get_world_size() == 1
+    t = torch.ones(3, dtype=torch.float64)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    out = [None]
+    dist.all_gather_object(out, {"a": 1})                # its inner all_gathers are not traced again
+    dist.barrier()
+    assert FAKE.trace == [["dist.all_reduce(max)", "float64", [3], True],
+                          ["dist.all_gather_object", "object", [], True],
+                          ["dist.barrier", "", [], True]]
+    _host.begin_group("gloo", 0, 1, 5000, "python/1/")  # the next variant: a new group
+    assert dist.is_initialized()
+    _host.end_group()
+    assert not dist.is_initialized()
+
+
+def test_source_errors_say_what_is_wrong(tmp_path):
+    with pytest.raises(_host.SourceError, match="ModuleNotFoundError: No module named 'no_such_module_xyz'"):
+        _host.load(write(tmp_path, "imp.py", "import no_such_module_xyz\n"), [])
+    with pytest.raises(_host.SourceError, match="has no factory 'make_it'"):
+        _host.load("json:make_it", [])
+    with pytest.raises(_host.SourceError, match="factory must take one argument"):
+        _host.load(write(tmp_path, "sig.py", """
+            import distmetrics
+            distmetrics.register("MeanAbsoluteError", lambda: None)
+        """), [])
+    with pytest.raises(_host.SourceError, match="registers no metric"):
+        _host.load(write(tmp_path, "empty.py", "x = 1\n"), [])
+    _host.load(write(tmp_path, "wrong_update.py", """
+        import distmetrics
+        class M:
+            def update(self, a, b, c): pass
+            def compute(self): return 0.0
+            def reset(self): pass
+        distmetrics.register("MeanAbsoluteError", lambda p: M(), adapter="ignite")
+    """), [])
+    with pytest.raises(_host.SourceError, match=r"the ignite adapter calls update\(\(y_pred, y\)\); M.update\(a, b, c\) does not"):
+        _host.check("MeanAbsoluteError", "{}")
+
+
+def test_a_bare_factory_is_registered_under_the_metric_name_given(tmp_path):
+    import json
+    write(tmp_path, "bare_factory_mod.py", """
+        import torch
+        class M:
+            def __init__(self, scale): self.scale = scale; self.reset()
+            def reset(self): self.n = 0
+            def update(self, preds, target): self.n += target.numel()
+            def compute(self): return self.n * self.scale
+        def make(params): return M(params.get("scale", 1.0))
+    """)
+    sys.path.insert(0, str(tmp_path))
+    try:
+        with pytest.raises(_host.SourceError, match="name the metric the factory makes with --metric NAME"):
+            _host.load("bare_factory_mod:make", [])
+        described = json.loads(_host.load("bare_factory_mod:make", ["Accuracy"]))
+    finally:
+        sys.path.remove(str(tmp_path))
+    assert described["metrics"][0]["name"] == "Accuracy"
+    m = _host.HostedMetric("Accuracy", '{"scale": 2.0}', "cpu")
+    assert m.adapter.style == "torchmetrics"
+    m.update(torch.zeros(3), torch.zeros(3), None)
+    assert m.compute() == 6.0
+
+
+def test_python_errors_give_type_message_and_last_frames():
+    def inner():
+        raise ValueError("bad shape [3] vs [4]")
+    try:
+        inner()
+    except ValueError as e:
+        name, text = _host.describe(type(e), e, e.__traceback__)
+    assert name == "ValueError"
+    assert text.startswith("ValueError: bad shape [3] vs [4]\nPython traceback (last frames):")
+    assert "in inner" in text and 'raise ValueError("bad shape [3] vs [4]")' in text

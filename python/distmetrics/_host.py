@@ -1,0 +1,331 @@
+"""The rank side of Python metrics, called by the C++ host (pyhost/) inside each distmetrics
+process: loading a source, building adapted metrics, the per-variant torch.distributed group
+over the variant's store, and the tracing of torch.distributed collectives into the rank's
+collective trace. Not a public API."""
+
+import datetime
+import functools
+import importlib
+import importlib.util
+import inspect
+import json
+import os
+import sys
+import threading
+import traceback
+
+import torch
+import torch.distributed as dist
+
+import _distmetrics_host as _c  # the embedded C++ module (pyhost/src/host_module.cpp)
+
+from . import adapters
+from .registry import check_factory, register, registered
+
+
+class SourceError(Exception):
+    """A Python source that cannot be used (import, factory, signature): exit 2 before any variant."""
+
+
+# --- Sources -------------------------------------------------------------------------------------
+
+_sources = {}  # canonical spec -> {"module": ..., "names": [...]}
+
+
+def canonical(value):
+    """'metrics.py' -> '/abs/metrics.py'; 'pkg.mod:factory' and 'pkg.mod' unchanged."""
+    path, _, factory = value.partition(":") if not value.endswith(".py") else (value, "", "")
+    if path.endswith(".py"):
+        if not os.path.isfile(path):
+            raise SourceError(f"--python {value}: no such file {path}")
+        path = os.path.abspath(path)
+    return path + (":" + factory if factory else "")
+
+
+def _import(path):
+    if path.endswith(".py"):
+        name = "distmetrics_user_" + os.path.splitext(os.path.basename(path))[0]
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+        return module
+    return importlib.import_module(path)
+
+
+def load(value, wanted):
+    """Imports a source and says what it provides: {"spec", "name", "version", "metrics": [...]}."""
+    try:
+        spec = canonical(value)
+        if spec not in _sources:
+            path, _, factory_name = spec.partition(":") if not spec.endswith(".py") else (spec, "", "")
+            before = set(registered())
+            module = _import(path)
+            names = sorted(set(registered()) - before) or [
+                n for n, r in registered().items() if r.module == module.__name__]
+            if factory_name:
+                factory = getattr(module, factory_name, None)
+                if factory is None:
+                    raise SourceError(f"module {module.__name__} ({getattr(module, '__file__', '?')}) has no "
+                                      f"factory '{factory_name}'")
+                check_factory(factory, f"{module.__name__}:{factory_name}")
+                own = getattr(factory, "__distmetrics_name__", None)
+                if own:
+                    names = [own]
+                elif not wanted:
+                    raise SourceError(f"{value}: name the metric the factory makes with --metric NAME "
+                                      f"(or decorate it with @distmetrics.metric(NAME))")
+                else:
+                    for name in wanted:
+                        register(name, factory)
+                    names = list(wanted)
+            if not names:
+                raise SourceError(f"{value} registers no metric: call distmetrics.register(NAME, factory, adapter=...) "
+                                  f"or decorate a factory with @distmetrics.metric(NAME) (docs/python.md)")
+            _sources[spec] = {"module": module, "names": names}
+        entry = _sources[spec]
+        module = entry["module"]
+        metrics = []
+        for name in entry["names"]:
+            reg = registered(name)
+            metrics.append({"name": name, "adapter": reg.adapter, "description": reg.description})
+        return json.dumps({"spec": spec, "name": module.__name__,
+                           "version": str(getattr(module, "__version__", "")), "metrics": metrics})
+    except SourceError:
+        raise
+    except BaseException as e:  # ImportError, SyntaxError, TypeError from a registration ...
+        raise SourceError(f"--python {value}: {describe(type(e), e, e.__traceback__)[1]}") from None
+
+
+def _build(name, params):
+    reg = registered(name)
+    if reg is None:
+        raise SourceError(f"no Python metric '{name}' is registered in this process")
+    metric = reg.factory(params)
+    style = reg.adapter if reg.adapter != "auto" else adapters.detect_style(metric)
+    cls = adapters.ADAPTERS[style]
+    cls.check(metric)
+    return cls(metric)
+
+
+def check(name, params_json):
+    """Builds the metric once with a scenario's parameters and checks it fits its adapter."""
+    try:
+        adapter = _build(name, json.loads(params_json))
+        return adapter.style
+    except SourceError:
+        raise
+    except BaseException as e:
+        raise SourceError(f"metric {name}: {describe(type(e), e, e.__traceback__)[1]}") from None
+
+
+class HostedMetric:
+    """What the C++ PythonMetric holds: an adapter, with values and state in the host's forms."""
+
+    def __init__(self, name, params_json, device):
+        self.adapter = _build(name, json.loads(params_json))
+        self.device = torch.device(device)
+        self.adapter.to(self.device)
+
+    def setup(self):
+        self.adapter.setup()
+
+    def update(self, input, target, weight):
+        self.adapter.update(input, target, weight)
+
+    def compute(self):
+        return normalize(self.adapter.compute())
+
+    def reset(self):
+        self.adapter.reset()
+
+    def digest(self):
+        named = self.adapter.state_tensors()
+        return "" if named is None else adapters.digest(named)
+
+
+def normalize(value):
+    """A metric's value as the host reads it: float, a CPU tensor (not 0-d), or a dict of these."""
+    if isinstance(value, torch.Tensor):
+        value = value.detach().to("cpu")
+        return float(value.item()) if value.dim() == 0 else value.contiguous()
+    if isinstance(value, bool) or isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, dict):
+        return {str(k): normalize(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)) and all(isinstance(v, (int, float)) for v in value):
+        return torch.tensor(value, dtype=torch.float64)
+    if hasattr(value, "item") and callable(value.item):  # numpy scalars
+        return float(value.item())
+    raise TypeError(f"compute() returned {type(value).__name__}: a metric's value must be a number, a tensor, "
+                    f"or a dict of these")
+
+
+def describe(etype, value, tb, frames=4):
+    """(type name, 'message' + the last frames) of a Python exception."""
+    name = getattr(etype, "__name__", str(etype))
+    message = str(value) if value is not None else ""
+    lines = [f"{name}: {message}" if message else name]
+    stack = traceback.extract_tb(tb)[-frames:] if tb is not None else []
+    if stack:
+        lines.append("Python traceback (last frames):")
+        for f in stack:
+            lines.append(f'  File "{f.filename}", line {f.lineno}, in {f.name}')
+            if f.line:
+                lines.append(f"    {f.line}")
+    return name, "\n".join(lines)
+
+
+# --- The per-variant torch.distributed group ------------------------------------------------------
+
+class _VariantStore(dist.Store):
+    """torch.distributed's view of the variant's C++ store (the one its C++ group met on)."""
+
+    def set(self, key, value):
+        _c.store_set(key, value if isinstance(value, bytes) else str(value).encode())
+
+    def get(self, key):
+        return _c.store_get(key)
+
+    def add(self, key, amount):
+        return _c.store_add(key, int(amount))
+
+    def compare_set(self, key, expected, desired):
+        return _c.store_compare_set(key, expected, desired)
+
+    def wait(self, keys, timeout=None):
+        ms = -1 if timeout is None else int(timeout.total_seconds() * 1000)
+        _c.store_wait(list(keys), ms)
+
+    def check(self, keys):
+        return _c.store_check(list(keys))
+
+    def delete_key(self, key):
+        return _c.store_delete(key)
+
+    def num_keys(self):
+        return _c.store_num_keys()
+
+    def set_timeout(self, timeout):
+        pass
+
+
+_group_refs = None  # the stores behind the current group (the C++ side holds no Python reference)
+
+
+def begin_group(backend, rank, world_size, timeout_ms, prefix):
+    """A fresh default process group for this variant, under `prefix` on the variant's store."""
+    end_group()
+    global _group_refs
+    variant_store = _VariantStore()
+    store = dist.PrefixStore(prefix, variant_store)
+    _group_refs = (variant_store, store)
+    dist.init_process_group(backend, store=store, rank=rank, world_size=world_size,
+                            timeout=datetime.timedelta(milliseconds=timeout_ms))
+
+
+def end_group():
+    global _group_refs
+    if dist.is_initialized():
+        dist.destroy_process_group()
+    _group_refs = None
+
+
+def backend_available(backend):
+    return {"gloo": dist.is_gloo_available, "mpi": dist.is_mpi_available,
+            "nccl": dist.is_nccl_available}.get(backend, lambda: False)()
+
+
+# --- Tracing torch.distributed collectives ----------------------------------------------------------
+
+_TRACED = ("all_reduce", "reduce", "broadcast", "all_gather", "gather", "scatter", "reduce_scatter",
+           "all_to_all", "all_to_all_single", "all_gather_into_tensor", "_all_gather_base",
+           "reduce_scatter_tensor", "_reduce_scatter_base", "barrier", "monitored_barrier",
+           "all_gather_object", "gather_object", "broadcast_object_list", "scatter_object_list")
+_inside = threading.local()
+
+
+def _dtype(t):
+    return str(t.dtype).replace("torch.", "")
+
+
+def _first_tensor(args):
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            return a
+        if isinstance(a, (list, tuple)) and a and isinstance(a[0], torch.Tensor):
+            return a[0]
+    return None
+
+
+def _reduce_op_name(op):
+    for name in ("SUM", "PRODUCT", "MIN", "MAX", "BAND", "BOR", "BXOR", "AVG", "PREMUL_SUM"):
+        known = getattr(dist.ReduceOp, name, None)
+        try:
+            if known is not None and op == known:
+                return {"PRODUCT": "prod"}.get(name, name.lower())
+        except TypeError:
+            continue
+    return str(op)
+
+
+def _describe_call(name, signature, args, kwargs):
+    try:
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        a = bound.arguments
+    except TypeError:
+        a = {}
+    op = "dist." + name
+    if "op" in a and a["op"] is not None:
+        op += "(" + _reduce_op_name(a["op"]) + ")"
+    for key in ("src", "dst"):
+        if key in a and a[key] is not None and name not in ("all_reduce",):
+            op += f"({key}={a[key]})"
+    if name.endswith("_object") or name.endswith("_object_list"):
+        return op, "object", []
+    if name in ("barrier", "monitored_barrier"):
+        return op, "", []
+    tensor = a.get("tensor", a.get("input_tensor", a.get("input")))
+    if not isinstance(tensor, torch.Tensor):
+        tensor = _first_tensor(list(a.values()) or list(args))
+    if tensor is None:
+        return op, "", []
+    return op, _dtype(tensor), list(tensor.shape)
+
+
+def _traced(name, fn):
+    signature = inspect.signature(fn)
+
+    @functools.wraps(fn)
+    def traced(*args, **kwargs):
+        if getattr(_inside, "depth", 0) or not _c.tracing():
+            return fn(*args, **kwargs)  # inside another traced call (all_gather_object), or no variant
+        op, dtype, shape = _describe_call(name, signature, args, kwargs)
+        seq = _c.enter(op, dtype, shape)
+        _inside.depth = 1
+        ok = False
+        try:
+            result = fn(*args, **kwargs)
+            ok = True
+            return result
+        finally:
+            _inside.depth = 0
+            _c.exit(seq, ok)
+
+    traced.__distmetrics_traced__ = True
+    return traced
+
+
+def install_tracing():
+    """Wraps torch.distributed's collectives (the package's names and distributed_c10d's, which
+    torch's own helpers such as all_gather_object call) so each enters the rank's trace."""
+    c10d = dist.distributed_c10d
+    for name in _TRACED:
+        original = getattr(c10d, name, None) or getattr(dist, name, None)
+        if original is None or getattr(original, "__distmetrics_traced__", False):
+            continue
+        wrapped = _traced(name, original)
+        for module in (dist, c10d):
+            if getattr(module, name, None) is original:
+                setattr(module, name, wrapped)
