@@ -144,7 +144,7 @@ py::module_& host_module() { return *host; }
 
 std::pair<std::string, std::string> describe_python_error(py::error_already_set& e) {
   try {
-    py::tuple described = host_module().attr("describe")(e.type(), e.value(), e.trace());
+    py::tuple described = host_module().attr("describe_raised")(e.type(), e.value(), e.trace());
     return {described[0].cast<std::string>(), described[1].cast<std::string>()};
   } catch (const std::exception&) {
     return {"PythonError", e.what()};

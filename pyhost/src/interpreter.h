@@ -5,6 +5,7 @@
 #pragma once
 
 #include <pybind11/embed.h>
+#include <pybind11/stl.h>
 
 #include <torch/csrc/distributed/c10d/Store.hpp>
 

@@ -11,7 +11,8 @@ namespace distmetrics::pyhost {
 using detail::py::gil_scoped_acquire;
 namespace py = detail::py;
 
-struct PythonMetric::Impl {
+// Hidden, as pybind11's own types are.
+struct __attribute__((visibility("hidden"))) PythonMetric::Impl {
   py::object metric;  // distmetrics._host.HostedMetric
 };
 
@@ -129,7 +130,9 @@ void PythonMetric::set_communicator(harness::Communicator* comm) {
     throw std::runtime_error("rank " + std::to_string(comm->rank()) + ": a Python metric needs a torch.distributed group, and the " +
                              comm->backend() + " backend has no c10d store to make one on");
   }
-  auto store = c10::static_intrusive_pointer_cast<c10d::Store>(erased);
+  auto* raw_store = dynamic_cast<c10d::Store*>(erased.get());
+  if (!raw_store) throw std::runtime_error("the communicator's rendezvous store is not a c10d::Store");
+  auto store = c10::intrusive_ptr<c10d::Store>::reclaim_copy(raw_store);
   if (store.get() != state.store.get()) {
     state.store = store;
     state.groups_on_store = 0;
@@ -142,7 +145,7 @@ void PythonMetric::set_communicator(harness::Communicator* comm) {
   } catch (py::error_already_set& e) {
     auto [type, text] = detail::describe_python_error(e);
     throw std::runtime_error("rank " + std::to_string(comm->rank()) + ": making the torch.distributed " + comm->backend() +
-                             " group for the Python metric failed: " + text);
+                             " group for the Python metric failed: " + type + ": " + text);
   }
 }
 

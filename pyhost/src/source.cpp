@@ -50,8 +50,8 @@ metrics::MetricSpec spec_for(const std::string& registered_name, const std::stri
 std::string python_error_text(py::error_already_set& e) {
   // The host's SourceError carries a full message; anything else gets type and frames.
   auto [type, text] = detail::describe_python_error(e);
-  if (type == "SourceError") return text.substr(std::string("SourceError: ").size());
-  return text;
+  if (type == "SourceError") return text.substr(0, text.find("\nPython traceback"));  // its message says it all
+  return type + ": " + text;
 }
 
 }  // namespace

@@ -89,7 +89,8 @@ def load(value, wanted):
         for name in entry["names"]:
             reg = registered(name)
             metrics.append({"name": name, "adapter": reg.adapter, "description": reg.description})
-        return json.dumps({"spec": spec, "name": module.__name__,
+        shown = os.path.splitext(os.path.basename(spec))[0] if spec.endswith(".py") else module.__name__
+        return json.dumps({"spec": spec, "name": shown,
                            "version": str(getattr(module, "__version__", "")), "metrics": metrics})
     except SourceError:
         raise
@@ -161,12 +162,17 @@ def normalize(value):
                     f"or a dict of these")
 
 
-def describe(etype, value, tb, frames=4):
-    """(type name, 'message' + the last frames) of a Python exception."""
+def describe(etype, value, tb, frames=4, with_type=True):
+    """(type name, message and the last frames) of a Python exception. Frames inside this package
+    (the adapters) are left out: the user's code is what the report must show."""
     name = getattr(etype, "__name__", str(etype))
     message = str(value) if value is not None else ""
-    lines = [f"{name}: {message}" if message else name]
-    stack = traceback.extract_tb(tb)[-frames:] if tb is not None else []
+    head = f"{name}: {message}" if with_type and message else (message or name)
+    lines = [head]
+    here = os.path.dirname(os.path.abspath(__file__))
+    stack = traceback.extract_tb(tb) if tb is not None else []
+    stack = [f for f in stack if not os.path.abspath(f.filename).startswith(here + os.sep)] or stack
+    stack = stack[-frames:]
     if stack:
         lines.append("Python traceback (last frames):")
         for f in stack:
@@ -174,6 +180,19 @@ def describe(etype, value, tb, frames=4):
             if f.line:
                 lines.append(f"    {f.line}")
     return name, "\n".join(lines)
+
+
+def describe_raised(etype, value, tb, frames=3):
+    """A metric's exception on one line (it goes into values, diagnoses and report tables): the
+    message, then where it was raised, innermost last. The type travels apart."""
+    name = getattr(etype, "__name__", str(etype))
+    message = " ".join(str(value).split()) if value is not None else ""
+    here = os.path.dirname(os.path.abspath(__file__))
+    stack = traceback.extract_tb(tb) if tb is not None else []
+    stack = [f for f in stack if not os.path.abspath(f.filename).startswith(here + os.sep)] or stack
+    where = "; ".join(f"{f.filename if i == 0 else os.path.basename(f.filename)}:{f.lineno} in {f.name}"
+                      for i, f in enumerate(stack[-frames:]))
+    return name, (message or name) + (f" (Python traceback, innermost last: {where})" if where else "")
 
 
 # --- The per-variant torch.distributed group ------------------------------------------------------

@@ -191,3 +191,17 @@ def test_python_errors_give_type_message_and_last_frames():
     assert name == "ValueError"
     assert text.startswith("ValueError: bad shape [3] vs [4]\nPython traceback (last frames):")
     assert "in inner" in text and 'raise ValueError("bad shape [3] vs [4]")' in text
+
+
+def test_a_metric_exception_is_one_line_with_its_last_frames():
+    def inner():
+        raise ValueError("bad\nshape")
+    try:
+        inner()
+    except ValueError as e:
+        name, text = _host.describe_raised(type(e), e, e.__traceback__)
+    assert name == "ValueError"
+    assert text == (f"bad shape (Python traceback, innermost last: {__file__}:"
+                    f"{test_a_metric_exception_is_one_line_with_its_last_frames.__code__.co_firstlineno + 4} in "
+                    f"test_a_metric_exception_is_one_line_with_its_last_frames; test_host.py:"
+                    f"{inner.__code__.co_firstlineno + 1} in inner)")

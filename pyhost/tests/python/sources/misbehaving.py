@@ -24,6 +24,9 @@ class RaisesInCompute:
 
 
 class LoopsOnRankOne:
+    def __init__(self):
+        self.reset()
+
     def reset(self):
         self.n = torch.tensor(0.0, dtype=torch.float64)
 
