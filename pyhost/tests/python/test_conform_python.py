@@ -126,6 +126,22 @@ def test_python_exceptions_endless_loops_and_missing_backends(tmp_path):
         "was still running its task outside any collective after 0 collectives"), v["reason"]
 
 
+def test_mismatched_contributions_to_one_collective_name_the_odd_rank_out(tmp_path):
+    run, data = conform(tmp_path, SOURCES / "mismatched_contribution.py", MAE, "--world-sizes", "2",
+                        "--shard", "empty_rank", "--deadline", "3")
+    assert run.returncode == 3, run.stdout + run.stderr
+    (v,) = data["variants"]
+    assert v["outcome"] == "hang"
+    # Gloo may let the smaller contribution return (rank 1 then moves on: "ranks disagree") or
+    # keep both ranks inside #0 ("mismatched collective"); either way both contributions and the
+    # odd rank are named.
+    assert v["reason"].startswith(("rank 1 to blame: ranks disagree at #0: rank 0 issued dist.all_reduce(sum) "
+                                   "(float64 [5]), rank 1 issued dist.all_reduce(sum) (int64 []). Rank 1 is blamed.",
+                                   "rank 1 to blame: mismatched collective #0: every rank entered it and none is "
+                                   "missing, but rank 1 issued dist.all_reduce(sum) (int64 []) where rank 0 issued "
+                                   "dist.all_reduce(sum) (float64 [5]). Rank 1 is the odd one out")), v["reason"]
+
+
 def test_world_sizes_2_and_3_on_gloo_and_mpi_skipped(tmp_path):
     run, data = conform(tmp_path, EXAMPLES / "correct_torchmetrics.py", BACKENDS, "--world-sizes", "2,3")
     assert run.returncode == 0, run.stdout + run.stderr
