@@ -239,8 +239,25 @@ def begin_group(backend, rank, world_size, timeout_ms, prefix):
     variant_store = _VariantStore()
     store = dist.PrefixStore(prefix, variant_store)
     _group_refs = (variant_store, store)
-    dist.init_process_group(backend, store=store, rank=rank, world_size=world_size,
-                            timeout=datetime.timedelta(milliseconds=timeout_ms))
+    c10d = dist.distributed_c10d
+    polling = getattr(c10d, "_store_based_barrier", None)
+    if polling is not None:  # torch 1.13 polls every 10 ms after making a group: wait on a key instead
+        c10d._store_based_barrier = _waiting_barrier
+    try:
+        dist.init_process_group(backend, store=store, rank=rank, world_size=world_size,
+                                timeout=datetime.timedelta(milliseconds=timeout_ms))
+    finally:
+        if polling is not None:
+            c10d._store_based_barrier = polling
+
+
+def _waiting_barrier(rank, store, timeout):
+    """torch's store-based barrier after init_process_group, as one counter and one awaited key."""
+    c10d = dist.distributed_c10d
+    key = f"{c10d.STORE_BASED_BARRIER_PREFIX}:{c10d._group_count}"
+    if store.add(key, 1) == dist.get_world_size():
+        store.set(key + ":all", b"1")
+    store.wait([key + ":all"], timeout)
 
 
 def end_group():
