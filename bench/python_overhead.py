@@ -5,7 +5,7 @@ plugin (libexample_regression_metrics.so) and with examples/python/correct_torch
 few times each, and prints the median seconds per variant (the engine's own timing of each
 variant, from the JSON report) and their ratio. A benchmark, not a test: it asserts nothing.
 
-    bench/python_overhead.py --bin build/harness/distmetrics --plugin build/plugin/tests/libexample_regression_metrics.so
+    bench/python_overhead.py --bin build/bin/distmetrics --plugin build/plugin/tests/libexample_regression_metrics.so
 """
 
 import argparse

@@ -12,7 +12,7 @@
 #include <optional>
 #include <string>
 
-#include "distmetrics/harness/comm.h"
+#include "distmetrics/runtime/comm.h"
 
 namespace distmetrics::pyhost::detail {
 
@@ -30,11 +30,11 @@ py::module_& host_module();
 std::pair<std::string, std::string> describe_python_error(py::error_already_set& e);
 
 struct HostState {
-  harness::Communicator* comm = nullptr;        // tracing target (null: Python collectives untraced)
+  runtime::Communicator* comm = nullptr;        // tracing target (null: Python collectives untraced)
   c10::intrusive_ptr<c10d::Store> store;        // the current variant's store (held: its address stays unique)
   int groups_on_store = 0;                      // groups made on `store` so far (the prefix of the next)
-  std::optional<harness::CollectiveRecord> open;     // the traced collective Python is inside
-  std::optional<harness::CollectiveRecord> failed;   // the last traced collective that raised
+  std::optional<runtime::CollectiveRecord> open;     // the traced collective Python is inside
+  std::optional<runtime::CollectiveRecord> failed;   // the last traced collective that raised
 };
 HostState& host_state();
 

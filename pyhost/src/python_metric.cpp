@@ -2,7 +2,7 @@
 
 #include <torch/csrc/autograd/python_variable.h>
 
-#include "distmetrics/harness/errors.h"
+#include "distmetrics/runtime/errors.h"
 #include "distmetrics/metrics/errors.h"
 #include "interpreter.h"
 
@@ -37,14 +37,14 @@ metrics::Value to_value(const py::handle& v) {
 // Turns the Python error being handled into the C++ error the harness reads: a CollectiveError
 // when it came out of a traced collective (so the rank is "blocked in" it), else a ForeignError
 // with Python's type name.
-[[noreturn]] void rethrow(py::error_already_set& e, const harness::Communicator* comm, const std::string& where) {
+[[noreturn]] void rethrow(py::error_already_set& e, const runtime::Communicator* comm, const std::string& where) {
   auto [type, text] = detail::describe_python_error(e);
   auto& state = detail::host_state();
   auto failed = std::move(state.failed);
   state.failed.reset();
   if (failed && comm) {
     const bool timeout = text.find("imed out") != std::string::npos || text.find("imeout") != std::string::npos;
-    throw harness::CollectiveError(comm->rank(), timeout ? harness::CollectiveFailure::Timeout : harness::CollectiveFailure::Failed,
+    throw runtime::CollectiveError(comm->rank(), timeout ? runtime::CollectiveFailure::Timeout : runtime::CollectiveFailure::Failed,
                                    *failed, "torch.distributed raised in the Python metric's " + where + ": " + text);
   }
   throw metrics::ForeignError(type, text);
@@ -117,7 +117,7 @@ void PythonMetric::to(c10::Device device) {
   }
 }
 
-void PythonMetric::set_communicator(harness::Communicator* comm) {
+void PythonMetric::set_communicator(runtime::Communicator* comm) {
   comm_ = comm;
   gil_scoped_acquire gil;
   auto& state = detail::host_state();

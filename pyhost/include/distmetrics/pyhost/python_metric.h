@@ -34,7 +34,7 @@ class PythonMetric final : public metrics::Metric {
   void reset() override;
   void update(const metrics::Batch& batch) override;
   metrics::Value compute() override;
-  void set_communicator(harness::Communicator* comm) override;
+  void set_communicator(runtime::Communicator* comm) override;
   void to(c10::Device device) override;
   c10::Device device() const override { return device_; }
   // From the metric's metric_state / state_dict() / named tensors; empty when it has none.
@@ -46,7 +46,7 @@ class PythonMetric final : public metrics::Metric {
   nlohmann::json params_;
   c10::Device device_{c10::kCPU};
   std::unique_ptr<Impl> impl_;
-  harness::Communicator* comm_ = nullptr;
+  runtime::Communicator* comm_ = nullptr;
 };
 
 }  // namespace distmetrics::pyhost
