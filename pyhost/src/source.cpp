@@ -6,6 +6,7 @@
 
 #include "distmetrics/harness/metric_catalog.h"
 #include "distmetrics/pyhost/python_metric.h"
+#include "distmetrics/runtime/rank_pool.h"
 #include "interpreter.h"
 
 namespace distmetrics::pyhost {
@@ -103,6 +104,19 @@ void install_python_resolver() {
       if (at == std::string::npos || at == 0) return nullptr;
       const std::string metric = name.substr(0, at);
       const std::string spec = name.substr(at + 1 + std::string(kPythonQualifier).size());
+      // Only code named on the command line is imported: a scenario file may name a Python
+      // source given with --python, never make us import one. A rank worker imports what its
+      // supervisor sends (which the supervisor checked so), as for plugins.
+      bool given = false;
+      {
+        std::lock_guard<std::mutex> lock(sources_mutex());
+        given = sources().count(spec) > 0 || by_value().count(spec) > 0;
+      }
+      if (!given && !runtime::this_process_is_a_rank_worker()) {
+        throw std::runtime_error("metric '" + name + "' names the Python source " + spec +
+                                 ", which was not given with --python: a scenario cannot make distmetrics import code; "
+                                 "check it with `distmetrics conform --python " + spec + "`");
+      }
       const PythonSource& source = load_python_source(spec, {metric});
       std::lock_guard<std::mutex> lock(sources_mutex());
       auto& registry = qualified()[&source];
