@@ -247,6 +247,7 @@ int conform_with(const ConformOptions& o, runtime::PeerRunner* peers, std::ostre
   std::map<std::string, const PluginScenario*> by_name;
   for (const auto& ps : scenarios) by_name[ps.scenario.name] = &ps;
   RemoteReference remote(o.deadline);
+  if (std::any_of(items.begin(), items.end(), [](const Item& item) { return !item.variant.skip; })) remote.warm_up();
   harness::EngineOptions options;
   options.deadline_seconds = o.deadline;
   options.single_process = [&remote](const harness::Scenario& scenario, const harness::Variant& variant,

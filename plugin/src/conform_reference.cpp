@@ -75,7 +75,10 @@ std::string tolerance_text(const harness::Tolerance& tol) {
 }  // namespace
 
 // Called by register_plugin_support(): a worker must know the task before it serves a variant.
-void register_reference_task() { runtime::TaskRegistry::instance().add(kPluginReferenceTask, plugin_single_process_task); }
+void register_reference_task() {
+  runtime::TaskRegistry::instance().add(kPluginReferenceTask, plugin_single_process_task);
+  runtime::TaskRegistry::instance().add(kHelperReadyTask, [](runtime::TaskContext&) { return json::object(); });
+}
 
 json reference_to_json(const SingleProcessReference& reference) {
   json at_compute = json::array();
@@ -104,6 +107,28 @@ RemoteReference::RemoteReference(std::optional<double> deadline_seconds) : deadl
 
 RemoteReference::~RemoteReference() = default;
 
+void RemoteReference::warm_up() {
+  runtime::Job request;
+  request.id = "helper/warm-up";
+  request.task = kHelperReadyTask;
+  request.backend = backend_;
+  request.comm_device = "cpu";
+  request.deadline = std::chrono::seconds(60);
+  try {
+    ensure_pool();
+    pool_->run(request);
+  } catch (const std::exception&) {
+  }
+}
+
+void RemoteReference::ensure_pool() {
+  if (pool_) return;
+  runtime::PoolOptions options;
+  options.world_size = 1;
+  options.launch = runtime::pool_launch_for(backend_);
+  pool_ = std::make_unique<runtime::RankPool>(options);
+}
+
 SingleProcessReference RemoteReference::build(const harness::Scenario& scenario, const harness::Variant& variant) {
   const double deadline = deadline_seconds_.value_or(scenario.deadline_seconds);
   runtime::Job request;
@@ -117,12 +142,7 @@ SingleProcessReference RemoteReference::build(const harness::Scenario& scenario,
   SingleProcessReference reference;
   const std::string what = "the plugin's metric, in its single-process run (no communicator; on a helper process)";
   try {
-    if (!pool_) {
-      runtime::PoolOptions options;
-      options.world_size = 1;
-      options.launch = runtime::pool_launch_for(backend_);
-      pool_ = std::make_unique<runtime::RankPool>(options);
-    }
+    ensure_pool();
     const runtime::JobResult run = pool_->run(request);
     if (run.status == runtime::RunStatus::Completed && !run.ranks.empty())
       return reference_from_json(run.ranks.front().result);

@@ -38,6 +38,8 @@ namespace distmetrics::plugin {
 constexpr const char* kAgreesWithReference = "agrees_with_reference";
 // The task a helper worker runs to build a plugin's single-process reference.
 constexpr const char* kPluginReferenceTask = "plugin_single_process";
+// A no-op task: the helper worker is up (RemoteReference::warm_up).
+constexpr const char* kHelperReadyTask = "plugin_helper_ready";
 
 struct ConformOptions {
   std::string plugin;                // path of the plugin's shared library
@@ -101,11 +103,16 @@ class RemoteReference {
   explicit RemoteReference(std::optional<double> deadline_seconds);
   ~RemoteReference();
   harness::SingleProcessReference build(const harness::Scenario& scenario, const harness::Variant& variant);
+  // Starts the helper worker now (a no-op job), so that its start (loading the plugin, or the
+  // interpreter and a Python source) is not charged to the first variant's deadline. A helper
+  // that cannot start is left for build() to report.
+  void warm_up();
 
  private:
   std::optional<double> deadline_seconds_;
   std::string backend_;
   std::unique_ptr<runtime::RankPool> pool_;
+  void ensure_pool();
 };
 
 // agrees_with_reference on one variant: `reference` is the scenario as written (the reference
