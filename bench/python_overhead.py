@@ -39,7 +39,7 @@ def run(binary, source_flag, source, repeat):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--bin", default=str(ROOT / "build" / "harness" / "distmetrics"))
+    parser.add_argument("--bin", default=str(ROOT / "build" / "bin" / "distmetrics"))
     parser.add_argument("--plugin", default=str(ROOT / "build" / "plugin" / "tests" / "libexample_regression_metrics.so"))
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
