@@ -179,3 +179,19 @@ def test_an_import_error_and_a_wrong_update_signature_are_exit_2(tmp_path):
     run, _ = conform(tmp_path, wrong, MAE, timeout=60)
     assert run.returncode == 2, run.stdout + run.stderr
     assert "the torchmetrics adapter calls update(preds, target); M.update(output) does not" in run.stderr, run.stderr
+
+
+def test_the_pytest_option_runs_a_python_metric_on_the_scenarios(tmp_path):
+    """`pytest --distmetrics-python SOURCE`: each variant through `conform --python`; scenarios of
+    metrics the source lacks are skipped."""
+    import sys
+    # The repository's conftest.py loads the plugin (pytest runs from the root).
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rs",
+           "--scenario-dir", str(SCENARIOS), "--distmetrics-bin", os.environ["DISTMETRICS_BIN"],
+           "--distmetrics-python", str(EXAMPLES / "broken" / "sum_for_max.py"), "--world-sizes", "2",
+           "-k", "even and not uneven", f"--basetemp={tmp_path / 'inner'}", str(SCENARIOS)]
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=150)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "1 failed, 1 skipped" in done.stdout, done.stdout
+    assert "provides no metric for this scenario" in done.stdout
+    assert "equal_to_single" in done.stdout

@@ -59,6 +59,12 @@ def pytest_addoption(parser):
     group.addoption("--distmetrics-timeout", type=float, metavar="SECONDS",
                     help="hard limit for one item, after which the runner and all its ranks are "
                          f"killed; default: the variant's deadline + {GRACE:g} s")
+    group.addoption("--distmetrics-python", metavar="SOURCE",
+                    help="check a Python metric instead of the reference one: each variant runs "
+                         "`distmetrics conform --python SOURCE --metric <the scenario's metric>` "
+                         "with a runner of its own (SOURCE: pkg.module:factory, pkg.module or "
+                         "file.py; docs/python.md). Variants of metrics the source does not "
+                         "provide are skipped")
     group.addoption("--distmetrics-isolate", action="store_true", default=False,
                     help="run every item with a runner of its own (`distmetrics run`), which also "
                          "checks that it leaves no process behind; default: one long-lived "
@@ -108,6 +114,20 @@ def scenario_deadline(path: Path) -> Optional[float]:
     return float(value) if isinstance(value, (int, float)) and value > 0 else None
 
 
+@functools.lru_cache(maxsize=None)
+def scenario_metric(path: Path) -> Optional[str]:
+    """The `[metric] name` of a scenario file, or None when it cannot be read."""
+    try:
+        import tomllib  # Python 3.11
+    except ImportError:
+        return None
+    try:
+        name = tomllib.loads(Path(path).read_text()).get("metric", {}).get("name")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return name if isinstance(name, str) else None
+
+
 class DistmetricsSession:
     """What every item of one pytest run shares: the runner, the selection, the listings."""
     NAME = "distmetrics-session"
@@ -130,6 +150,9 @@ class DistmetricsSession:
         self._listings: Dict[Tuple[str, ...], object] = {}
         self.outcomes: Counter = Counter()
         self.isolate: bool = config.getoption("distmetrics_isolate")
+        self.python: Optional[str] = config.getoption("distmetrics_python")
+        if self.python and self.python.split(":")[0].endswith(".py"):  # a file: from where pytest started
+            self.python = str((Path(config.invocation_params.dir) / self.python).resolve())
         self._stream: Optional[StreamRunner] = None
         self._stream_dir: Optional[Path] = None
         self.leftovers: List[int] = []  # pids the last runner left behind at the end
@@ -139,7 +162,8 @@ class DistmetricsSession:
     def isolates(self, variant: Variant) -> bool:
         """Whether the item gets a runner of its own: with --distmetrics-isolate, and for mpi
         variants started under --mpirun (each is its own MPI job)."""
-        return self.isolate or (variant.backend == "mpi" and self.mpirun is not None)
+        return (self.isolate or self.python is not None
+                or (variant.backend == "mpi" and self.mpirun is not None))
 
     def stream_runner(self) -> StreamRunner:
         """This process's `distmetrics serve` (one per xdist worker), started on first use."""
@@ -425,7 +449,8 @@ class VariantItem(pytest.Item):
         workdir = self._workdir()
         report = workdir / "report.json"
         command = run_command(session.runner(), variant, session.run_path(variant), report,
-                              session.deadline, session.mpirun)
+                              session.deadline, session.mpirun,
+                              python=session.python, metric=scenario_metric(variant.file))
         # A short TMPDIR of its own: the rank pool's Unix socket path may hold 107 bytes only.
         short_tmp = tempfile.mkdtemp(prefix="distmetrics-item-")
         env = dict(os.environ, TMPDIR=short_tmp)
@@ -441,6 +466,10 @@ class VariantItem(pytest.Item):
                       leftover_pids=done.leftover_pids, log_tail=done.log_tail,
                       runner_line=(f"runner: {describe_returncode(done.returncode)} after "
                                    f"{done.seconds:.1f} s; log and report in {workdir}"))
+        if session.python and done.returncode == 2 and any(
+                text in done.log_tail(60) for text in ("has no metric", "no scenario under")):
+            raise pytest.skip.Exception(f"the Python source {session.python} provides no metric for "
+                                        f"this scenario", _use_item_location=True)
         if not done.timed_out:
             try:
                 run.entry = read_variant(report, variant.id)

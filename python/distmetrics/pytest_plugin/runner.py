@@ -129,12 +129,17 @@ def list_variants(runner: Sequence[str], paths: Sequence[str], selection: Select
 
 
 def run_command(runner: Sequence[str], variant: Variant, file_arg: str, report: Optional[Path],
-                deadline: Optional[float], mpirun: Optional[Sequence[str]]) -> List[str]:
+                deadline: Optional[float], mpirun: Optional[Sequence[str]],
+                python: Optional[str] = None, metric: Optional[str] = None) -> List[str]:
     """The command that runs exactly one variant and writes its JSON report (none when report
     is None: the command a person types). The runner starts the ranks itself (for the mpi
     backend, through its own mpirun); given an mpirun command, variants of the mpi backend are
-    started by it instead, one process per rank (`--launcher mpi`)."""
+    started by it instead, one process per rank (`--launcher mpi`). With `python`, the variant
+    runs that Python source's `metric` through `distmetrics conform --python` instead."""
     command = [*runner, "run", file_arg, "--filter", variant.id]
+    if python:  # a Python metric instead of the reference one (docs/python.md)
+        command[len(runner)] = "conform"
+        command[len(runner) + 1:len(runner) + 1] = ["--python", python] + (["--metric", metric] if metric else [])
     if report is not None:
         command += ["--json", str(report)]
     if deadline is not None:
