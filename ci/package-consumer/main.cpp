@@ -10,7 +10,6 @@
 #include "distmetrics/runtime/task.h"
 #include "distmetrics/metrics/registry.h"
 
-namespace dh = distmetrics::harness;
 namespace dr = distmetrics::runtime;
 namespace dm = distmetrics::metrics;
 
@@ -56,7 +55,7 @@ int main(int argc, char** argv) {
   request.deadline = std::chrono::seconds(60);
   const dr::JobResult run = pool.run(request);
   if (run.status != dr::RunStatus::Completed) {
-    std::cout << "consumer: the 2-rank run ended in " << dh::to_string(run.status) << ": " << run.diagnosis << std::endl;
+    std::cout << "consumer: the 2-rank run ended in " << dr::to_string(run.status) << ": " << run.diagnosis << std::endl;
     return 1;
   }
   bool agree = on_one == 2.25;

@@ -152,7 +152,7 @@ TEST(Conform, AMisbehavingPluginIsReportedOnEachVariantAndTheRunGoesOn) {
   EXPECT_EQ(outcome(r, "mae_throws_in_update:gloo-ws1-even-cpu"), "pass");
   ASSERT_EQ(outcome(r, "mae_throws_in_update:gloo-ws2-even-cpu"), "hang");
   EXPECT_EQ(variant(r, "mae_throws_in_update:gloo-ws2-even-cpu")->at("reason").get<std::string>().rfind(
-                "rank 1 to blame: rank 1 raised runtime_error at update", 0),
+                "rank 1 to blame: rank 1 raised std::runtime_error at update", 0),
             0u);
 
   // Crashes without a communicator: only its single-process run does, on the helper process.

@@ -101,7 +101,10 @@ std::string type_name_of(const std::type_info& type) {
   return name.substr(colon + 2);
 }
 
-std::string exception_type_name(const std::exception& e) { return type_name_of(typeid(e)); }
+std::string exception_type_name(const std::exception& e) {
+  if (const auto* named = dynamic_cast<const NamesItsType*>(&e)) return named->type_name();
+  return type_name_of(typeid(e));
+}
 
 std::string current_exception_type_name() {
   const std::type_info* type = abi::__cxa_current_exception_type();

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "distmetrics/runtime/params.h"
+#include "distmetrics/runtime/text.h"
 
 namespace distmetrics::metrics {
 
@@ -54,11 +55,11 @@ class SyncError : public std::runtime_error {
 // An error raised by a metric implemented in another language (a Python metric's exception),
 // with the type name it had there ("NotComputableError", "ValueError"), so that reports and
 // expected-error checks see that name rather than this class's.
-class ForeignError : public std::runtime_error {
+class ForeignError : public std::runtime_error, public runtime::NamesItsType {
  public:
   ForeignError(std::string type_name, const std::string& message)
       : std::runtime_error(message), type_name_(std::move(type_name)) {}
-  const std::string& type_name() const { return type_name_; }
+  const std::string& type_name() const override { return type_name_; }
 
  private:
   std::string type_name_;

@@ -33,8 +33,16 @@ std::string first_line(const std::string& text);
 // What `e` says, without the C++ backtrace a c10::Error appends to what().
 std::string error_message(const std::exception& e);
 
+// An exception that names its own type: one raised elsewhere (a Python metric's exception)
+// keeps the type it had there ("NotComputableError", "ValueError") in every report.
+class NamesItsType {
+ public:
+  virtual ~NamesItsType() = default;
+  virtual const std::string& type_name() const = 0;
+};
+
 // The unqualified name of an exception's type as reports show it: "InputError", "Error" (c10),
-// "std::runtime_error" (standard types keep their "std::").
+// "std::runtime_error" (standard types keep their "std::"); a NamesItsType's own name.
 std::string type_name_of(const std::type_info& type);
 std::string exception_type_name(const std::exception& e);
 // The type of the exception being handled (inside a catch block); "unknown" outside one.
