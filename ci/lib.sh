@@ -28,6 +28,27 @@ dm_need_value() {
   fi
 }
 
+# The flags run_cpu.sh and run_mpi.sh share. Sets build_dir, reports_dir, skip_deps and run_args
+# (the rest, for `distmetrics run`); --help prints the calling script's usage().
+dm_parse_suite_args() {
+  build_dir=${BUILD_DIR:-build}
+  reports_dir=${REPORTS_DIR:-}
+  skip_deps=${SKIP_DEPS:-0}
+  run_args=()
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      -h | --help) usage; exit 0 ;;
+      --dry-run) DM_DRY_RUN=1 ;;
+      --build-dir) dm_need_value "$@"; build_dir=$2; shift ;;
+      --reports-dir) dm_need_value "$@"; reports_dir=$2; shift ;;
+      --skip-deps) skip_deps=1 ;;
+      --) shift; run_args+=("$@"); break ;;
+      *) run_args+=("$1") ;;
+    esac
+    shift
+  done
+}
+
 # dm_skip REASON: the machine lacks what the job needs: say so and exit 77. A dry run calls it
 # after printing the commands it would run, so they show on any machine.
 dm_skip() {

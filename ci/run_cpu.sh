@@ -31,22 +31,7 @@ Exit codes: 0 all passed; 1 a property failed (or a metric raised); 2 bad input;
 USAGE
 }
 
-build_dir=${BUILD_DIR:-build}
-reports_dir=${REPORTS_DIR:-}
-skip_deps=${SKIP_DEPS:-0}
-run_args=()
-while [ $# -gt 0 ]; do
-  case "$1" in
-    -h | --help) usage; exit 0 ;;
-    --dry-run) DM_DRY_RUN=1 ;;
-    --build-dir) dm_need_value "$@"; build_dir=$2; shift ;;
-    --reports-dir) dm_need_value "$@"; reports_dir=$2; shift ;;
-    --skip-deps) skip_deps=1 ;;
-    --) shift; run_args+=("$@"); break ;;
-    *) run_args+=("$1") ;;  # for `distmetrics run`
-  esac
-  shift
-done
+dm_parse_suite_args "$@"
 cd "$DM_ROOT"
 export REPORTS_DIR=${reports_dir:-$build_dir/reports}
 
