@@ -14,7 +14,7 @@ Usage: ci/run_2gpu.sh [options] [-- extra `distmetrics run` arguments]
 Builds distmetrics against a CUDA LibTorch (in build-2gpu/), checks for at least 2 GPUs, then runs
   nccl at world size 2, every placement      -> REPORTS_DIR/2gpu-nccl.{json,xml}
   gloo at world size 2 with CUDA tensors     -> REPORTS_DIR/2gpu-gloo-cuda.{json,xml}
-and with --plugin, `distmetrics conform` of that plugin on both
+and with --plugin or --python, `distmetrics conform` of that plugin or Python source on both
                                              -> REPORTS_DIR/2gpu-conform-{nccl,gloo-cuda}.{json,xml}
 
 Options:
@@ -27,6 +27,8 @@ Options:
                      CMake prefix path of the torch package of $PYTHON); must exist
   --plugin PATH      also check this plugin (lib<name>.so, built against this build) with
                      `distmetrics conform` on the GPUs; must exist
+  --python SOURCE    or check these Python metrics (pkg.module:factory, pkg.module or file.py;
+                     docs/python.md) with `distmetrics conform --python` on the GPUs
   --deps-dir DIR     prefix holding include/ (nlohmann/json, toml++, CLI11) and googletest/ for
                      a node without those packages (default: $DISTMETRICS_DEPS_DIR)
   --min-gpus N       GPUs required (default 2); with 1, a one-GPU node runs what fits on it
@@ -56,6 +58,7 @@ min_gpus=2
 skip_build=0
 with_tests=0
 plugin=
+python_source=
 run_args=()
 
 while [ $# -gt 0 ]; do
@@ -67,6 +70,7 @@ while [ $# -gt 0 ]; do
     --torch-dir) dm_need_value "$@"; torch_dir=$2; shift ;;
     --deps-dir) dm_need_value "$@"; deps_dir=$2; shift ;;
     --plugin) dm_need_value "$@"; plugin=$2; shift ;;
+    --python) dm_need_value "$@"; python_source=$2; shift ;;
     --min-gpus)
       dm_need_value "$@"
       if ! [[ $2 =~ ^[1-9][0-9]*$ ]]; then
@@ -81,12 +85,30 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
+# What `conform` checks on the GPUs: a plugin or a Python source, not both.
+conform_source=()
+if [ -n "$plugin" ] && [ -n "$python_source" ]; then
+  dm_fail "give --plugin or --python, not both"
+  exit "$DM_EXIT_BAD_INPUT"
+fi
 if [ -n "$plugin" ]; then
   if [ ! -f "$plugin" ]; then
     dm_fail "--plugin $plugin: no such file (the plugin's shared library, lib<name>.so)"
     exit "$DM_EXIT_BAD_INPUT"
   fi
   plugin=$(cd "$(dirname "$plugin")" && pwd)/${plugin##*/}
+  conform_source=(--plugin "$plugin")
+fi
+if [ -n "$python_source" ]; then
+  python_file=${python_source%%:*}
+  if [[ $python_file == *.py ]]; then  # a file: absolute, since the runs start in the repository
+    if [ ! -f "$python_file" ]; then
+      dm_fail "--python $python_source: no such file"
+      exit "$DM_EXIT_BAD_INPUT"
+    fi
+    python_source=$(cd "$(dirname "$python_file")" && pwd)/${python_source##*/}
+  fi
+  conform_source=(--python "$python_source")
 fi
 cd "$DM_ROOT"
 python=${PYTHON:-python3}
@@ -216,12 +238,12 @@ codes+=("$DM_SUITE_CODE")
 dm_suite 2gpu-gloo-cuda "$runner" run scenarios --backend gloo --world-sizes 2 \
   --placement "${GLOO_CUDA_PLACEMENTS:-cuda,cuda0,cpu_state_cuda_input,mixed}" "${run_args[@]}"
 codes+=("$DM_SUITE_CODE")
-if [ -n "$plugin" ]; then
-  # The plugin's metrics on every scenario that names them, on the GPUs.
-  dm_suite 2gpu-conform-nccl "$runner" conform --plugin "$plugin" scenarios --backend nccl \
+if [ ${#conform_source[@]} -gt 0 ]; then
+  # The plugin's (or Python source's) metrics on every scenario that names them, on the GPUs.
+  dm_suite 2gpu-conform-nccl "$runner" conform "${conform_source[@]}" scenarios --backend nccl \
     --world-sizes "$nccl_sizes" "${run_args[@]}"
   codes+=("$DM_SUITE_CODE")
-  dm_suite 2gpu-conform-gloo-cuda "$runner" conform --plugin "$plugin" scenarios --backend gloo \
+  dm_suite 2gpu-conform-gloo-cuda "$runner" conform "${conform_source[@]}" scenarios --backend gloo \
     --world-sizes 2 --placement "${GLOO_CUDA_PLACEMENTS:-cuda,cuda0,cpu_state_cuda_input,mixed}" \
     "${run_args[@]}"
   codes+=("$DM_SUITE_CODE")

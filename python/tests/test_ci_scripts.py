@@ -210,6 +210,22 @@ def test_plugin_runs_conform_on_the_gpus(machine):
         "--junit build-2gpu/reports/2gpu-conform-gloo-cuda.xml"]
 
 
+def test_python_source_runs_conform_on_the_gpus(machine):
+    machine.gpus(2)
+    source = machine.tmp / "my_metrics.py"
+    code, out = machine.run("--dry-run", "--python", f"{source}:make", "--skip-build")
+    assert code == 2 and f"--python {source}:make: no such file" in out
+    source.write_text("")
+    code, out = machine.run("--dry-run", "--python", f"{source}:make", "--skip-build")
+    assert code == 0, out
+    conform = [c for c in machine.commands(out) if " conform " in c]
+    assert len(conform) == 2
+    assert conform[0].startswith(f"timeout --kill-after=30 3000 build-2gpu/bin/distmetrics conform "
+                                 f"--python {source}:make scenarios --backend nccl ")
+    code, out = machine.run("--dry-run", "--python", "pkg.metrics", "--plugin", str(source))
+    assert code == 2 and "give --plugin or --python, not both" in out
+
+
 @pytest.mark.parametrize("script", ["run_cpu.sh", "run_mpi.sh", "run_2gpu.sh"])
 def test_every_job_has_help_and_dry_run_before_installing_anything(machine, script):
     code, out = machine.run("--help", script=REPO_ROOT / "ci" / script)
