@@ -14,6 +14,14 @@ PYTHON_DIR = HERE.parent
 REPO_ROOT = PYTHON_DIR.parent
 
 
+@pytest.fixture(autouse=True)
+def runner_folders_in_tmp_path(tmp_path, monkeypatch):
+    """The runner folders the plugin keeps for a failed item (`distmetrics-serve-*`) land in the
+    test's own tmp_path, not in /tmp: these tests fail items on purpose. The pytest runs they
+    start in a subprocess inherit TMPDIR."""
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+
+
 def toml_value(value):
     if isinstance(value, bool):
         return "true" if value else "false"
