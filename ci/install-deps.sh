@@ -10,6 +10,7 @@ PACKAGES=(
   libopenmpi-dev openmpi-bin          # the mpi backend and launcher
   libgtest-dev libbenchmark-dev       # tests and benchmarks
   libtomlplusplus-dev nlohmann-json3-dev libcli11-dev   # header-only
+  zlib1g-dev                          # np.savez_compressed data files (optional)
   python3 python3-pytest python3-pytest-timeout python3-pytest-xdist   # pytest orchestration
   python3-numpy python3-sklearn       # independent reference values
   chromium chromium-driver python3-selenium   # the HTML report checked in a headless browser

@@ -26,6 +26,7 @@
 #include "distmetrics/harness/report.h"
 #include "distmetrics/harness/report_model.h"
 #include "distmetrics/harness/scenario_files.h"
+#include "distmetrics/harness/scenario_python.h"
 #include "distmetrics/harness/variant.h"
 #include "distmetrics/plugin/conform.h"
 #include "distmetrics/runtime/backends.h"
@@ -49,7 +50,16 @@ struct Options {
   std::string launcher;  // empty: the launcher that started this process, else local
   std::string json_file, junit_file, html_file, markdown_file;
   ConsoleOptions console;
+  bool allow_python = false;  // scenario files may call the Python they name
 };
+
+// --allow-python: without it, a scenario that names Python (data.python, reference.python) is an
+// error on that field, as a plugin a scenario names without --plugin is.
+void add_allow_python_flag(CLI::App& command, bool& allow) {
+  command.add_flag("--allow-python", allow,
+                   "let scenario files call the Python callables they name (data.python, reference.python; "
+                   "docs/scenarios.md); without it such a scenario is an error");
+}
 
 void add_selection(CLI::App* cmd, Options& o) { add_selection_options(*cmd, o.paths, o.selection); }
 
@@ -348,8 +358,10 @@ int cli_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
   auto* list = app.add_subcommand("list", "print the variant ids the scenarios expand into");
   add_selection(list, o);
   list->add_flag("--json", o.json, "print a JSON array of variants with their markers and skip reasons");
+  add_allow_python_flag(*list, o.allow_python);
   auto* validate = app.add_subcommand("validate", "check scenario files; print every error with file, line and field");
   validate->add_option("paths", o.paths, "scenario files or folders (default: $DISTMETRICS_SCENARIOS, else ./scenarios, else the installed ones)");
+  add_allow_python_flag(*validate, o.allow_python);
   auto* run = app.add_subcommand("run", "run the variants and check their properties");
   add_selection(run, o);
   add_deadline_option(*run, o.deadline);
@@ -367,6 +379,7 @@ int cli_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
   run->add_option("--html", o.html_file, "write a self-contained HTML report to FILE");
   run->add_option("--markdown", o.markdown_file, "write a Markdown report (a pull-request comment) to FILE");
   add_console_flags(*run, o.console);
+  add_allow_python_flag(*run, o.allow_python);
   auto* serve = app.add_subcommand(
       "serve", "run variants named on stdin, one per line (an id, or {\"path\": ..., \"id\": ...}), answering "
                "each with one JSON line on stdout; the rank pools stay up between them (the pytest plugin's runner)");
@@ -374,10 +387,12 @@ int cli_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
                     "where plain ids are looked up (default: $DISTMETRICS_SCENARIOS, else ./scenarios, else the "
                     "installed ones)");
   add_deadline_option(*serve, o.deadline);
+  add_allow_python_flag(*serve, o.allow_python);
   serve->add_option("--rank-memory", o.rank_memory_gib, "GiB of address space each rank may use, as for `run`")
       ->check(CLI::Range(0.0, 4096.0));
   plugin::ConformOptions conform_options;
   auto* conform = add_conform_command(app, conform_options);
+  add_allow_python_flag(*conform, o.allow_python);
   MetricsOptions metrics_options;
   auto* metrics = add_metrics_command(app, metrics_options);
   try {
@@ -401,6 +416,7 @@ int cli_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
     return kBadInput;
   }
   // A subcommand's --help is raised from within parse() as well; nothing else to do here.
+  harness::allow_scenario_python(o.allow_python);
   if (*conform) return plugin::run_conform(conform_options, out, err);
   if (*metrics) return run_metrics(metrics_options, out, err);
   if (!check_selection(o.selection, err)) return kBadInput;

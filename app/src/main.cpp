@@ -6,6 +6,7 @@
 
 #include "distmetrics/app/cli.h"
 #include "distmetrics/build_config.h"
+#include "distmetrics/harness/data_files.h"
 #include "distmetrics/plugin/conform.h"
 #include "distmetrics/runtime/rank_pool.h"
 #if DISTMETRICS_HAVE_PYHOST
@@ -31,5 +32,6 @@ int main(int argc, char** argv) {
   distmetrics::runtime::start_worker_zygote();  // workers fork from it instead of loading again
   const int code = distmetrics::app::cli_main(argc, argv, std::cout, std::cerr);
   distmetrics::runtime::stop_worker_zygote();
+  distmetrics::harness::remove_generated_data_files();  // data.python's files (leave() runs no destructors)
   leave(code);
 }

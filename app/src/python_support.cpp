@@ -9,6 +9,7 @@
 
 #include "distmetrics/harness/variant.h"
 #include "distmetrics/plugin/conform.h"
+#include "distmetrics/pyhost/scenario_code.h"
 #include "distmetrics/pyhost/source.h"
 
 namespace distmetrics::app {
@@ -75,6 +76,7 @@ void register_conform_source() {
 
 void register_python_support() {
   register_conform_source();
+  distmetrics::pyhost::install_scenario_python_hooks();  // data.python, reference.python (with --allow-python)
   preload_python_source();  // set only in the rank workers of `conform --python`
 }
 

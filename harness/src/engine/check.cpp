@@ -204,6 +204,11 @@ std::string batch_invariant_hint() {
 
 std::string golden_hint() { return "the result on all the data must be the value written in the scenario"; }
 
+std::string agrees_with_reference_hint() {
+  return "the result on all the data must equal the scenario's [reference] on the same data (within the scenario's "
+         "tolerance): a formula, an average or a class convention that differs from the reference's";
+}
+
 std::string expected_error_hint() {
   return "together (decided from synced state), as the single process does";
 }
@@ -330,15 +335,16 @@ PropertyResult check_batch_invariant(const CheckContext& ctx, const std::string&
   return result;
 }
 
-PropertyResult check_golden(const CheckContext& ctx, const std::string& hint) {
-  if (!ctx.scenario.golden) return skipped("golden", "the scenario gives no [golden] value");
-  const Tolerance tol{ctx.scenario.golden->rtol, ctx.scenario.golden->atol, ctx.scenario.tolerance.exact};
-  ComputeResult golden;
-  golden.value = ctx.scenario.golden->value;
+namespace {
+
+// The full-data result against a value given from outside (golden, the [reference]): the single
+// process on all the data, and every rank at each compute that saw all the data.
+PropertyResult check_full_data(const CheckContext& ctx, const std::string& name, const std::string& label,
+                               const ComputeResult& expected, const Tolerance& tol, const std::string& hint) {
   PropertyResult result;
-  result.name = "golden";
+  result.name = name;
   result.single = value_json(ctx.single.full);
-  const auto single_cmp = compare_results(golden, ctx.single.full, tol);
+  const auto single_cmp = compare_results(expected, ctx.single.full, tol);
   double largest = single_cmp.difference;
   std::ostringstream problems;
   if (!single_cmp.equal)
@@ -350,7 +356,7 @@ PropertyResult check_golden(const CheckContext& ctx, const std::string& hint) {
     for (const auto& obs : ctx.ranks) {
       const auto* record = obs.compute(k);
       if (!record) continue;  // the rank stopped earlier: reported by the other properties
-      const auto cmp = compare_results(golden, record->result, tol);
+      const auto cmp = compare_results(expected, record->result, tol);
       largest = std::max(largest, cmp.difference);
       if (!cmp.equal)
         problems << "  rank " << obs.rank << ", compute " << k + 1 << ": " << record->result.text()
@@ -361,15 +367,40 @@ PropertyResult check_golden(const CheckContext& ctx, const std::string& hint) {
     for (const auto& obs : ctx.ranks) result.ranks.push_back(value_json(obs.compute(full.back()) ? &obs.compute(full.back())->result : nullptr));
   result.difference = largest;
   if (problems.str().empty()) {
-    result.message = "golden held: the result on all the data is " + golden.text() +
+    result.message = name + " held: the result on all the data is " + expected.text() +
                      (full.empty() ? " (single process; no compute saw all the data on the ranks)"
                                    : " (single process, and every rank at each compute that saw all the data)");
     return result;
   }
   result.outcome = Outcome::Fail;
-  result.message = "golden failed: " + hint + "\n  golden: " +
-                   golden.text() + "\n" + problems.str() + "  tolerance: " + tolerance_text(tol) + "\n" + variant_lines(ctx);
+  result.message = name + " failed: " + hint + "\n  " + label + ": " + expected.text() + "\n" + problems.str() +
+                   "  tolerance: " + tolerance_text(tol) + "\n" + variant_lines(ctx);
   return result;
+}
+
+}  // namespace
+
+PropertyResult check_golden(const CheckContext& ctx, const std::string& hint) {
+  if (!ctx.scenario.golden) return skipped("golden", "the scenario gives no [golden] value");
+  const Tolerance tol{ctx.scenario.golden->rtol, ctx.scenario.golden->atol, ctx.scenario.tolerance.exact};
+  ComputeResult golden;
+  golden.value = ctx.scenario.golden->value;
+  return check_full_data(ctx, "golden", "golden", golden, tol, hint);
+}
+
+PropertyResult check_agrees_with_reference(const CheckContext& ctx, const std::string& hint) {
+  if (!ctx.scenario.reference) return skipped("agrees_with_reference", "the scenario gives no [reference]");
+  if (!ctx.single.reference) return skipped("agrees_with_reference", "the reference was not called (no data for it)");
+  const std::string label = "reference " + ctx.scenario.reference->python;
+  if (ctx.single.reference->raised()) {
+    PropertyResult result;
+    result.name = "agrees_with_reference";
+    result.outcome = Outcome::Fail;
+    result.message = "agrees_with_reference failed: " + label + " raised " + ctx.single.reference->error_type + ": " +
+                     ctx.single.reference->error + "\n" + variant_lines(ctx);
+    return result;
+  }
+  return check_full_data(ctx, "agrees_with_reference", label, *ctx.single.reference, ctx.scenario.tolerance, hint);
 }
 
 PropertyResult check_expected_error(const CheckContext& ctx, const std::string& hint) {

@@ -11,6 +11,7 @@
 #include <map>
 
 #include "counter_rng.h"
+#include "distmetrics/harness/data_files.h"
 #include "distmetrics/runtime/text.h"
 
 namespace distmetrics::harness {
@@ -389,17 +390,6 @@ void generate_weights(const DataSpec& d, Dataset& out) {
   out.weight = float_tensor(w, {d.num_samples}, float_type(d.dtype));
 }
 
-// The label-skew key: the mean of the sample's target row (its class for single-label data),
-// or of its input row when there is no target.
-std::vector<double> sort_keys(const Dataset& data, std::int64_t n) {
-  if (n == 0) return {};
-  const auto& source = data.target.defined() ? data.target : data.input;
-  auto rows = source.reshape({n, -1}).to(at::kDouble).mean(1).contiguous();
-  std::vector<double> keys(n);
-  if (n > 0) std::memcpy(keys.data(), rows.data_ptr<double>(), n * sizeof(double));
-  return keys;
-}
-
 const std::map<std::string, std::function<void(const DataSpec&, Dataset&)>>& generator_functions() {
   static const std::map<std::string, std::function<void(const DataSpec&, Dataset&)>> fns = {
       {"binary", generate_binary},         {"multiclass", generate_multiclass},
@@ -410,6 +400,17 @@ const std::map<std::string, std::function<void(const DataSpec&, Dataset&)>>& gen
 }
 
 }  // namespace
+
+// The label-skew key: the mean of the sample's target row (its class for single-label data),
+// or of its input row when there is no target.
+std::vector<double> label_sort_keys(const Dataset& data, std::int64_t n) {
+  if (n == 0) return {};
+  const auto& source = data.target.defined() ? data.target : data.input;
+  auto rows = source.reshape({n, -1}).to(at::kDouble).mean(1).contiguous();
+  std::vector<double> keys(n);
+  if (n > 0) std::memcpy(keys.data(), rows.data_ptr<double>(), n * sizeof(double));
+  return keys;
+}
 
 const std::vector<GeneratorSpec>& data_generators() {
   static const std::vector<GeneratorSpec> specs = make_specs();
@@ -439,7 +440,14 @@ json resolve_generator_params(const std::string& generator, const json& params) 
 }
 
 json DataSpec::to_json() const {
-  return {{"generator", generator}, {"params", params}, {"seed", seed}, {"num_samples", num_samples}, {"dtype", dtype}};
+  return {{"generator", generator}, {"params", params}, {"seed", seed}, {"num_samples", num_samples},
+          {"dtype", dtype},         {"file", file},     {"python", python}};
+}
+
+std::string DataSpec::source_text() const {
+  if (!python.empty()) return "Python generator '" + python + "'";
+  if (!file.empty()) return "file '" + file + "'";
+  return "generator '" + generator + "'";
 }
 
 DataSpec DataSpec::from_json(const json& j) {
@@ -449,17 +457,22 @@ DataSpec DataSpec::from_json(const json& j) {
   d.seed = j.at("seed");
   d.num_samples = j.at("num_samples");
   d.dtype = j.at("dtype");
+  d.file = j.value("file", "");
+  d.python = j.value("python", "");
   return d;
 }
 
 Dataset generate_data(const DataSpec& spec) {
+  if (!spec.file.empty()) return load_data_file(spec);
+  if (!spec.python.empty())  // the supervisor writes a Python generator's data to a file before any rank runs
+    throw std::invalid_argument("the data of " + spec.source_text() + " were not made before the variant ran");
   const auto& fns = generator_functions();
   const auto fn = fns.find(spec.generator);
   if (fn == fns.end()) throw std::invalid_argument("unknown data generator '" + spec.generator + "'");
   Dataset out;
   fn->second(spec, out);
   generate_weights(spec, out);
-  out.sort_key = sort_keys(out, spec.num_samples);
+  out.sort_key = label_sort_keys(out, spec.num_samples);
   return out;
 }
 

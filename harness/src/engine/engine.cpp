@@ -13,6 +13,7 @@
 
 #include "distmetrics/harness/placement.h"
 #include "distmetrics/harness/root_cause.h"
+#include "distmetrics/harness/scenario_python.h"
 #include "distmetrics/runtime/backends.h"
 #include "distmetrics/runtime/text.h"
 
@@ -359,9 +360,19 @@ Verdict Engine::judge(const Scenario& scenario, const Variant& variant, const ru
   const ShardPlan& shards = plan.shards;
   const ScriptPlan& script = plan.script;
   const auto reference_started = Clock::now();
-  const SingleProcessReference single = options_.single_process
-                                            ? options_.single_process(scenario, variant, data, shards, script)
-                                            : build_reference(scenario, data, shards, script);
+  SingleProcessReference single = options_.single_process
+                                      ? options_.single_process(scenario, variant, data, shards, script)
+                                      : build_reference(scenario, data, shards, script);
+  if (scenario.reference) {  // the Python callable on all the data: once per process (scenario_python.h)
+    ComputeResult reference;
+    try {
+      reference.value = python_reference_value(scenario, data);
+    } catch (const std::exception& e) {
+      reference.error_type = "ReferenceError";
+      reference.error = e.what();
+    }
+    single.reference = std::move(reference);
+  }
   if (!single.failure.empty()) {
     v.outcome = Outcome::Error;
     v.reason = "the single-process reference failed: " + first_line(single.failure);
@@ -375,7 +386,13 @@ Verdict Engine::judge(const Scenario& scenario, const Variant& variant, const ru
 
   const CheckContext ctx{scenario, variant, script, single, observations};
   v.properties = check_properties(ctx);
-  for (const auto& extra : options_.extra_checks) v.properties.push_back(extra(ctx, data, shards));
+  for (const auto& extra : options_.extra_checks) {
+    PropertyResult p = extra(ctx, data, shards);
+    // The scenario's own check of a property comes first (conform's agrees_with_reference
+    // gives way to a scenario's [reference]).
+    if (std::none_of(v.properties.begin(), v.properties.end(), [&p](const PropertyResult& q) { return q.name == p.name; }))
+      v.properties.push_back(std::move(p));
+  }
   const double reference_seconds = std::chrono::duration<double>(Clock::now() - reference_started).count();
   v.properties.insert(v.properties.begin(), no_hang_result(run, deadline, reference_seconds));
 

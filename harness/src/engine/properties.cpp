@@ -25,6 +25,7 @@ bool compute_after_reset(const Scenario&, const std::vector<ComputeRole>& roles)
 bool any_compute(const Scenario&, const std::vector<ComputeRole>&) { return true; }  // a script always has one
 bool global_single_process(const Scenario& s, const std::vector<ComputeRole>&) { return s.single_process == "global"; }
 bool golden_given(const Scenario& s, const std::vector<ComputeRole>&) { return s.golden.has_value(); }
+bool reference_given(const Scenario& s, const std::vector<ComputeRole>&) { return s.reference.has_value(); }
 
 }  // namespace
 
@@ -56,7 +57,12 @@ const std::vector<Property>& property_table() {
       {"expected_error",
        "every rank and the single process raise the `[expect] error` at `[expect] compute`, together",
        std::nullopt, "", "", false, when_an_error_is_expected, nullptr, check_expected_error, expected_error_hint,
-       "expect", 8},
+       "expect", 9},
+      {"agrees_with_reference",
+       "the result on all the data equals the scenario's `[reference]` (a Python callable such as a scikit-learn "
+       "function) on all the data",
+       std::nullopt, "", "reference", true, nullptr, reference_given, check_agrees_with_reference,
+       agrees_with_reference_hint, "ref", 8},
   };
   return table;
 }

@@ -88,14 +88,18 @@ bool read_script(ScenarioReader& L, const toml::table& root, Scenario& s) {
   return script_ok;
 }
 
-// [metric] and [data], then a dry run of a few samples when both are good.
-void read_metric_and_data(ScenarioReader& L, const toml::table& root, Scenario& s) {
+// [metric] and [data], then a dry run of a few samples when both are good. Returns whether
+// both are good and the metric took the data.
+bool read_metric_and_data(ScenarioReader& L, const toml::table& root, Scenario& s) {
   const auto* metric_table = L.table_field(root, "metric", "metric", true, nullptr);
   const auto* data_table = L.table_field(root, "data", "data", true, nullptr);
   bool metric_ok = false, data_ok = false;
   detail::validate_metric(L, root, s, metric_table, metric_ok);
   detail::validate_data(L, s, data_table, data_ok);
-  if (metric_ok && data_ok) detail::dry_run(L, s, metric_table);
+  if (!metric_ok || !data_ok) return false;
+  const auto before = L.diagnostics().size();
+  detail::dry_run(L, s, metric_table);
+  return L.diagnostics().size() == before;
 }
 
 // 'properties': the ones listed, each with what it needs from the script and the file (the
@@ -233,13 +237,14 @@ LoadResult load_scenario_text(const std::string& text, const std::string& path, 
   check_name(L, name);
   read_top_level(L, root, s);
   const bool script_ok = read_script(L, root, s);
-  read_metric_and_data(L, root, s);
+  const bool data_ok = read_metric_and_data(L, root, s);
   const auto* variants = L.table_field(root, "variants", "variants", false, nullptr);
   detail::validate_variants(L, s, variants);
   const auto roles = roles_in(s.script);
   read_properties(L, root, s, script_ok, roles);
   read_tolerance(L, root, s);
   read_golden(L, root, s);
+  detail::validate_reference(L, s, root, data_ok);
   if (!root.get("properties")) s.properties = default_properties(s, roles);
   read_batch_invariant(L, root, s);
   detail::validate_expectations(L, s, root, L.table_field(root, "expect", "expect", false, nullptr), variants);
@@ -288,6 +293,7 @@ json Scenario::to_json() const {
             {"deadline", deadline_seconds},
             {"batch_invariant_sizes", batch_invariant_sizes}};
   j["golden"] = golden ? json{{"value", golden->value}, {"rtol", golden->rtol}, {"atol", golden->atol}} : json(nullptr);
+  j["reference"] = reference ? json{{"python", reference->python}, {"kwargs", reference->kwargs}} : json(nullptr);
   return j;
 }
 
@@ -316,6 +322,8 @@ Scenario Scenario::from_json(const json& j) {
   s.batch_invariant_sizes = j.at("batch_invariant_sizes").get<std::vector<std::int64_t>>();
   if (!j.at("golden").is_null())
     s.golden = Golden{j.at("golden").at("value"), j.at("golden").at("rtol"), j.at("golden").at("atol")};
+  if (j.contains("reference") && !j.at("reference").is_null())
+    s.reference = PythonReference{j.at("reference").at("python"), j.at("reference").at("kwargs")};
   return s;
 }
 

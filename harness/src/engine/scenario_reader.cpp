@@ -10,9 +10,10 @@ using nlohmann::json;
 const std::map<std::string, std::vector<std::string>>& known_fields() {
   static const std::map<std::string, std::vector<std::string>> fields = {
       {"", {"description", "tags", "deadline", "single_process", "script", "properties", "metric", "data",
-            "variants", "tolerance", "golden", "expect", "batch_invariant"}},
+            "variants", "tolerance", "golden", "reference", "expect", "batch_invariant"}},
       {"metric", {"name", "params"}},
-      {"data", {"generator", "params", "seed", "num_samples", "batch_size", "dtype"}},
+      {"data", {"generator", "file", "python", "params", "seed", "num_samples", "batch_size", "dtype"}},
+      {"reference", {"python", "kwargs"}},
       {"variants", {"world_sizes", "backends", "shards", "placements"}},
       {"tolerance", {"rtol", "atol", "exact"}},
       {"golden", {"value", "rtol", "atol"}},

@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <sstream>
 
 #include "distmetrics/harness/data.h"
+#include "distmetrics/harness/data_files.h"
+#include "distmetrics/harness/scenario_python.h"
 #include "distmetrics/harness/metric_catalog.h"
 #include "distmetrics/harness/placement.h"
 #include "distmetrics/harness/property.h"
@@ -115,22 +118,89 @@ void validate_metric(ScenarioReader& L, const toml::table& root, Scenario& s, co
   (void)root;
 }
 
+namespace {
+
+// data.file, relative to the scenario file's folder; read here (and kept: the engine and the
+// ranks of this process read it from memory).
+bool read_data_file(ScenarioReader& L, Scenario& s, const toml::table* data, const std::string& file) {
+  std::filesystem::path path(file);
+  if (path.is_relative()) path = std::filesystem::path(s.file).parent_path() / path;
+  s.data.file = std::filesystem::absolute(path).lexically_normal().string();
+  try {
+    s.data.num_samples = load_data_file(s.data).size();
+  } catch (const std::exception& e) {
+    L.error_at(L.line_of(data, "file"), "data.file", e.what());
+    return false;
+  }
+  return true;
+}
+
+// data.python: called once, when the command line allows it, and written to a file the ranks read.
+bool run_data_generator(ScenarioReader& L, Scenario& s, const toml::table* data, const std::string& python) {
+  s.data.python = python;
+  if (const auto problem = python_callable_spec_problem(python); !problem.empty()) {
+    L.error_at(L.line_of(data, "python"), "data.python", problem);
+    return false;
+  }
+  try {
+    if (const auto why = scenario_python_unavailable(); !why.empty()) throw std::runtime_error(why);
+    scenario_python().check(python);
+    materialize_python_data(s.data);
+  } catch (const std::exception& e) {
+    L.error_at(L.line_of(data, "python"), "data.python", e.what());
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 void validate_data(ScenarioReader& L, Scenario& s, const toml::table* data, bool& data_ok) {
   data_ok = false;
   if (!data) return;
   L.check_keys(*data, "data");
-  const auto generator = L.string_field(*data, "generator", "data.generator", true, data);
+  const auto generator = L.string_field(*data, "generator", "data.generator", false, data);
+  const auto file = L.string_field(*data, "file", "data.file", false, data);
+  const auto python = L.string_field(*data, "python", "data.python", false, data);
+  const int sources = (data->contains("generator") ? 1 : 0) + (data->contains("file") ? 1 : 0) + (data->contains("python") ? 1 : 0);
+  if (sources != 1) {
+    L.error(data, "data",
+            sources == 0 ? "missing required field 'data.generator' (a string): give a generator, or data.file (a .pt "
+                           "or .npz file) or data.python (a Python generator)"
+                         : "give one of 'data.generator', 'data.file' and 'data.python', not several");
+  }
+  const bool generated = data->contains("generator") || sources != 1;
   const toml::table* params = L.table_field(*data, "params", "data.params", false, data);
-  const auto seed = L.int_field(*data, "seed", "data.seed", true, data, 0, INT64_MAX);
-  const auto n = L.int_field(*data, "num_samples", "data.num_samples", true, data, 0, kMaxSamples);
+  // The seed and the size are the generator's; a file has its own samples (num_samples keeps the first).
+  const auto seed = L.int_field(*data, "seed", "data.seed", generated, data, 0, INT64_MAX);
+  const auto n = L.int_field(*data, "num_samples", "data.num_samples", generated, data, 0, kMaxSamples);
   const auto batch = L.int_field(*data, "batch_size", "data.batch_size", true, data, 1, kMaxSamples);
   const auto dtype = L.string_field(*data, "dtype", "data.dtype", false, data);
-  bool ok = seed && n && batch;
+  bool ok = (seed || !generated) && (n || !generated) && batch && sources == 1;
   if (dtype && *dtype != "float32" && *dtype != "float64") {
     L.error_at(L.line_of(data, "dtype"), "data.dtype",
                "'data.dtype' must be 'float32' or 'float64', got '" + *dtype + "'" +
                    runtime::did_you_mean(*dtype, {"float32", "float64"}));
     ok = false;
+  }
+  if (file && params) {
+    L.error_at(L.line_of(data, "params"), "data.params", "'data.params' are a generator's parameters; a data file takes none");
+    ok = false;
+  }
+  if (ok) {
+    s.data.seed = static_cast<std::uint64_t>(seed.value_or(0));
+    s.data.num_samples = n.value_or(-1);
+    s.data.dtype = dtype.value_or("float32");
+    s.batch_size = *batch;
+  }
+  if (file) {
+    data_ok = ok && read_data_file(L, s, data, *file);
+    return;
+  }
+  if (python) {
+    s.data.params = params ? toml_to_json(*params) : json::object();
+    data_ok = ok && run_data_generator(L, s, data, *python);
+    return;
   }
   if (!generator) return;
   if (!find_generator(*generator)) {
@@ -150,10 +220,6 @@ void validate_data(ScenarioReader& L, Scenario& s, const toml::table* data, bool
   }
   if (!ok) return;
   s.data.generator = *generator;
-  s.data.seed = static_cast<std::uint64_t>(*seed);
-  s.data.num_samples = *n;
-  s.data.dtype = dtype.value_or("float32");
-  s.batch_size = *batch;
   const std::int64_t elements = *n * elements_per_sample(*generator, s.data.params);
   if (elements > kMaxElements) {
     L.error_at(L.line_of(data, "num_samples"), "data.num_samples",
@@ -169,7 +235,8 @@ void dry_run(ScenarioReader& L, const Scenario& s, const toml::table* metric_tab
   DataSpec small = s.data;
   small.num_samples = std::min<std::int64_t>(s.data.num_samples, std::max<std::int64_t>(s.batch_size, 2));
   try {
-    const auto data = generate_data(small);
+    // A file's data are read whole (once per process); a generator makes only the first samples.
+    const auto data = generate_data(s.data.file.empty() ? small : s.data);
     const auto* registry = MetricCatalog::instance().registry_for(s.metric);
     auto metric = registry->make(s.metric, s.metric_params, c10::Device(c10::kCPU));
     std::vector<std::int64_t> rows(static_cast<std::size_t>(small.num_samples));
@@ -179,8 +246,43 @@ void dry_run(ScenarioReader& L, const Scenario& s, const toml::table* metric_tab
     std::string message = e.what();
     if (message.size() > 600) message = message.substr(0, 600) + "...";
     L.error_at(L.line_of(metric_table, "name"), "metric",
-               "metric '" + s.metric + "' rejects the data of generator '" + s.data.generator +
-                   "' (first " + std::to_string(small.num_samples) + " samples): " + message);
+               "metric '" + s.metric + "' rejects the data of " + s.data.source_text() +
+                   " (first " + std::to_string(small.num_samples) + " samples): " + message);
+  }
+}
+
+void validate_reference(ScenarioReader& L, Scenario& s, const toml::table& root, bool data_ok) {
+  const auto* table = L.table_field(root, "reference", "reference", false, nullptr);
+  if (!table) return;
+  L.check_keys(*table, "reference");
+  const auto python = L.string_field(*table, "python", "reference.python", true, table);
+  const auto* kwargs = L.table_field(*table, "kwargs", "reference.kwargs", false, table);
+  if (!python) return;
+  PythonReference reference{*python, kwargs ? toml_to_json(*kwargs) : json::object()};
+  if (const auto problem = python_callable_spec_problem(*python); !problem.empty()) {
+    L.error_at(L.line_of(table, "python"), "reference.python", problem);
+    return;
+  }
+  if (const auto why = scenario_python_unavailable(); !why.empty()) {
+    L.error_at(L.line_of(table, "python"), "reference.python", why);
+    return;
+  }
+  try {
+    scenario_python().check(*python);
+  } catch (const std::exception& e) {
+    L.error_at(L.line_of(table, "python"), "reference.python", e.what());
+    return;
+  }
+  s.reference = reference;
+  if (!s.checks("agrees_with_reference") && root.get("properties"))
+    L.error(table, "reference", "a [reference] is given but 'agrees_with_reference' is not in 'properties'");
+  if (!data_ok) return;
+  // Once on the whole data here, so that a callable that does not take them fails validation.
+  try {
+    python_reference_value(s, generate_data(s.data));
+  } catch (const std::exception& e) {
+    L.error_at(L.line_of(table, "python"), "reference.python",
+               *python + " cannot judge the data of " + s.data.source_text() + ": " + e.what());
   }
 }
 

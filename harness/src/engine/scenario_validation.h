@@ -22,10 +22,14 @@ constexpr double kMaxDeadline = 3600;
 // [metric]: the name (in the metric catalog) and its parameters; `metric_ok` when both are good.
 void validate_metric(ScenarioReader& L, const toml::table& root, Scenario& s, const toml::table* metric_table,
                      bool& metric_ok);
-// [data]: generator, its parameters, seed, sizes, dtype; `data_ok` when all are good.
+// [data]: a generator (with its parameters and seed), a file (read here) or a Python generator
+// (called here, when allowed), sizes, dtype; `data_ok` when all are good.
 void validate_data(ScenarioReader& L, Scenario& s, const toml::table* data, bool& data_ok);
 // Feeds a few samples to the metric once, so that data it rejects is reported at load time.
 void dry_run(ScenarioReader& L, const Scenario& s, const toml::table* metric_table);
+// [reference]: the Python callable and its keyword arguments; called once on the whole data
+// (when the data are good) so that a callable that does not take them is reported here.
+void validate_reference(ScenarioReader& L, Scenario& s, const toml::table& root, bool data_ok);
 // [variants]: world sizes, backends, shard policies, placements (defaults when absent).
 void validate_variants(ScenarioReader& L, Scenario& s, const toml::table* variants);
 // [expect]: the error expected and where, the properties expected to fail and why.

@@ -1,6 +1,8 @@
 # The scenario engine (scenario files, data, shards, placements, checks, reports).
 list(APPEND DISTMETRICS_HARNESS_SOURCES
   src/engine/data.cpp
+  src/engine/data_files.cpp
+  src/engine/scenario_python.cpp
   src/engine/shard.cpp
   src/engine/placement.cpp
   src/engine/script.cpp
@@ -20,6 +22,12 @@ list(APPEND DISTMETRICS_HARNESS_SOURCES
   src/engine/reference.cpp
   src/engine/scenario_task.cpp
   src/engine/engine.cpp)
+# NumPy's savez_compressed files are deflated: read with zlib where it is found.
+find_package(ZLIB QUIET)
+if(ZLIB_FOUND)
+  list(APPEND DISTMETRICS_HARNESS_PRIVATE_LINK ZLIB::ZLIB)
+  set_source_files_properties(src/engine/data_files.cpp PROPERTIES COMPILE_DEFINITIONS DISTMETRICS_HAVE_ZLIB=1)
+endif()
 # toml++ (header-only) is used only inside the engine's sources.
 list(APPEND DISTMETRICS_HARNESS_PRIVATE_LINK distmetrics_dep_toml)
 # Where an installed distmetrics finds its scenario library when no path is given: relative to

@@ -75,6 +75,9 @@ std::vector<Variant> expand_variants(const Scenario& scenario, int gpus_availabl
           for (const auto& tag : scenario.tags)  // every tag is a marker ("slow", "multilabel", ...)
             if (std::find(v.markers.begin(), v.markers.end(), tag) == v.markers.end()) v.markers.push_back(tag);
           v.skip = skip_reason(placement, backend, ws, gpus_available);
+          if (scenario.names_python())  // it runs only where the command line lets scenarios call Python
+            v.reproduce_command = "distmetrics run --allow-python " + runtime::shell_quote(v.file) + " --filter " +
+                                  runtime::shell_quote(v.id, true);
           out.push_back(std::move(v));
         }
       }

@@ -13,10 +13,12 @@
 //   ranks_agree           every compute: every rank gives rank 0's result
 //   batch_invariant       single process: other batch sizes give the same full-data result
 //   golden                the full-data result (single process, and ranks that fed everything)
+//   agrees_with_reference the same, against the scenario's [reference] (a Python callable)
 //   expected_error        [expect] error: every rank and the single process raise it together
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -35,6 +37,8 @@ struct SingleProcessReference {
   std::vector<ComputeResult> at_compute;  // per compute of the variant's script plan
   ComputeResult full;                     // all data, global order, the scenario's batch size
   std::vector<std::pair<std::int64_t, ComputeResult>> other_batch_sizes;  // batch_invariant
+  // The scenario's [reference] (a Python callable) on all the data; set by the engine.
+  std::optional<ComputeResult> reference;
   std::string failure;  // the reference itself could not run (e.g. update raised); empty if fine
 };
 
@@ -55,6 +59,7 @@ PropertyResult check_ranks_agree(const CheckContext& ctx, const std::string& hin
 PropertyResult check_batch_invariant(const CheckContext& ctx, const std::string& hint);
 PropertyResult check_golden(const CheckContext& ctx, const std::string& hint);
 PropertyResult check_expected_error(const CheckContext& ctx, const std::string& hint);
+PropertyResult check_agrees_with_reference(const CheckContext& ctx, const std::string& hint);
 
 // The hints: what a failure of the property means, and so what to fix.
 std::string equal_to_single_hint();
@@ -65,6 +70,7 @@ std::string ranks_agree_hint();
 std::string batch_invariant_hint();
 std::string golden_hint();
 std::string expected_error_hint();
+std::string agrees_with_reference_hint();
 
 // Every property the scenario checks that has a checker (no_hang excepted: the engine judges it
 // from the run), in property table order, expected_error when one is declared; expected

@@ -32,11 +32,18 @@ std::vector<std::string> generator_names();
 nlohmann::json resolve_generator_params(const std::string& generator, const nlohmann::json& params);
 
 struct DataSpec {
-  std::string generator;
+  std::string generator;  // empty when the data come from a file or a Python generator
   nlohmann::json params = nlohmann::json::object();  // resolved (defaults filled in)
   std::uint64_t seed = 0;
-  std::int64_t num_samples = 0;
+  std::int64_t num_samples = 0;  // with `file`: -1 until the file was read (then its rows)
   std::string dtype = "float32";  // of floating-point tensors: "float32" or "float64"
+  // data.file: the absolute path of a .pt or .npz file (data_files.h). data.python: the
+  // "module:attr" of a Python generator, whose data the supervisor writes to `file`.
+  std::string file;
+  std::string python;
+
+  // "generator 'multiclass'", "file '/abs/x.pt'", "Python generator 'pkg.gen:make'".
+  std::string source_text() const;
 
   nlohmann::json to_json() const;
   static DataSpec from_json(const nlohmann::json& j);
@@ -56,6 +63,11 @@ struct Dataset {
   metrics::Batch rows(const std::vector<std::int64_t>& indices) const;
 };
 
+// The data of a spec: generated, or read from its file (once per process, data_files.h).
 Dataset generate_data(const DataSpec& spec);
+
+// The label-skew key of each of the first n samples: the mean of the sample's target row, or
+// of its input row when there is no target.
+std::vector<double> label_sort_keys(const Dataset& data, std::int64_t n);
 
 }  // namespace distmetrics::harness

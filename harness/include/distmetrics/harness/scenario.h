@@ -44,6 +44,12 @@ struct Golden {
   double atol = 1e-9;
 };
 
+// [reference]: a Python callable judged on the whole data (agrees_with_reference).
+struct PythonReference {
+  std::string python;                                 // "sklearn.metrics:f1_score"
+  nlohmann::json kwargs = nlohmann::json::object();  // [reference.kwargs]
+};
+
 struct Expectation {
   // Every rank (and the single-process reference) must raise this error type at compute
   // number `compute` (0-based), all together; empty: no error is expected.
@@ -77,12 +83,15 @@ struct Scenario {
   std::vector<std::string> properties;    // checked, besides no_hang which always is
   Tolerance tolerance;
   std::optional<Golden> golden;
+  std::optional<PythonReference> reference;
   Expectation expect;
   double deadline_seconds = 30.0;
   std::vector<std::int64_t> batch_invariant_sizes;  // single-process re-runs for batch_invariant
 
   bool checks(const std::string& property) const;
   bool expects_failure_of(const std::string& property) const;
+  // Whether it names Python code (data.python, reference.python): running it needs --allow-python.
+  bool names_python() const { return !data.python.empty() || reference.has_value(); }
 
   // The form sent to every rank (and read back there).
   nlohmann::json to_json() const;
