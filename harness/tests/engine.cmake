@@ -1,6 +1,7 @@
 # Tests of the scenario engine.
 distmetrics_test(engine_unit_tests
   SOURCES engine_basics_test.cpp engine_check_test.cpp engine_scenario_test.cpp engine_tables_test.cpp
+          engine_data_files_test.cpp
   LINK distmetrics::harness
   LABELS engine)
 target_compile_definitions(engine_unit_tests PRIVATE
