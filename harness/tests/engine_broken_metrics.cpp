@@ -76,6 +76,18 @@ class CorrectMean : public MeanBase {
   }
 };
 
+// Syncs correctly but divides by count - 1 (a sample-variance habit): the same wrong value on
+// every rank and world size, so only a reference catches it.
+class CountMinusOneMean : public MeanBase {
+ public:
+  CountMinusOneMean() : MeanBase("CountMinusOneMean") {}
+  Value compute() override {
+    std::vector<at::Tensor> state = {sum_.clone(), count_.clone()};
+    if (comm_) comm_->all_reduce(state, runtime::ReduceOp::Sum);
+    return mean_of(state[0], state[1] - 1);
+  }
+};
+
 class NoSyncMean : public MeanBase {
  public:
   NoSyncMean() : MeanBase("NoSyncMean") {}
@@ -220,6 +232,7 @@ metrics::MetricRegistry& registry() {
     metrics::MetricRegistry reg;
     reg.add(spec<CorrectMean>("CorrectMean", "mean of input; sum and count synced as copies"));
     reg.add(spec<NoSyncMean>("NoSyncMean", "mean of input; never syncs"));
+    reg.add(spec<CountMinusOneMean>("CountMinusOneMean", "sum of input over count - 1, synced correctly"));
     reg.add(spec<OverwriteSyncMean>("OverwriteSyncMean", "mean of input; syncs in place"));
     reg.add(spec<SumForMaxAbs>("SumForMaxAbs", "largest |input|; reduced with SUM"));
     reg.add(spec<PerBatchMean>("PerBatchMean", "mean of per-batch means"));

@@ -11,6 +11,7 @@
 #include "distmetrics/fixtures/scenario_test.h"
 #include "distmetrics/runtime/backends.h"
 #include "distmetrics/harness/engine.h"
+#include "distmetrics/harness/scenario_python.h"
 #include "engine_broken_metrics.h"
 
 namespace dh = distmetrics::harness;
@@ -69,6 +70,38 @@ TEST(EngineRun, ACorrectMetricPassesEveryPropertyOnEveryShard) {
     EXPECT_EQ(v.outcome, dh::Outcome::Pass) << explain(v);
     EXPECT_EQ(v.properties.size(), 7u) << explain(v);  // no_hang + the six the default script judges
   }
+}
+
+// `distmetrics run` checks a scenario's [reference] too. The Python hooks are a higher layer's
+// (pyhost/, through the CLI; tested end to end with scikit-learn in pyhost_scenario_data): here
+// the reference is the mean computed in C++ by at::mean, independent of the metric's sums.
+TEST(EngineRun, AConsistentlyWrongMetricIsCaughtByAgreesWithReferenceAlone) {
+  dh::ScenarioPython hooks;
+  hooks.check = [](const std::string&) {};
+  hooks.reference = [](const std::string& spec, const nlohmann::json&, const distmetrics::metrics::Batch& all) {
+    EXPECT_EQ(spec, "statistics:fmean");
+    EXPECT_FALSE(all.target.defined());
+    return nlohmann::json(all.input.to(at::kDouble).mean().item<double>());
+  };
+  dh::install_scenario_python(hooks);
+  dh::allow_scenario_python(true);
+  const auto verdicts = run("count_minus_one");
+  const auto data = dh::generate_data(load("count_minus_one").data);
+  dh::allow_scenario_python(false);
+  ASSERT_EQ(verdicts.size(), 6u);
+  for (const auto& v : verdicts) {
+    EXPECT_EQ(v.outcome, dh::Outcome::Fail) << explain(v);
+    EXPECT_EQ(failed(v), (std::vector<std::string>{"agrees_with_reference"})) << explain(v);
+    const auto* ref = v.property("agrees_with_reference");
+    ASSERT_NE(ref, nullptr);
+    // 41 samples: the metric gives sum / 40 where the reference gives sum / 41.
+    ASSERT_TRUE(ref->single.is_number()) << explain(v);
+    EXPECT_NE(ref->message.find("reference statistics:fmean: "), std::string::npos) << ref->message;
+    EXPECT_NE(ref->message.find("rank 0, compute 3"), std::string::npos) << ref->message;
+    EXPECT_EQ(v.variant.reproduce().rfind("distmetrics run --allow-python ", 0), 0u) << v.variant.reproduce();
+  }
+  const double mean = data.input.to(at::kDouble).mean().item<double>();
+  EXPECT_NEAR(verdicts[0].property("agrees_with_reference")->single.get<double>(), mean * 41 / 40, 1e-9);
 }
 
 TEST(EngineRun, NoSyncIsCaughtByEqualToSingle) {
