@@ -27,17 +27,18 @@ dh::LocalPools& pools() {
   return p;
 }
 
-dh::Scenario load(const std::string& name) {
+// `folder`: broken/ (every file there validates in any build), or reference/ (needs Python hooks).
+dh::Scenario load(const std::string& name, const std::string& folder = "broken") {
   dh::testing::register_broken_metrics();
-  auto r = dh::load_scenario(kDir + "/" + name + ".toml", "broken/" + name);
+  auto r = dh::load_scenario(std::string(DISTMETRICS_TEST_SCENARIOS) + "/" + folder + "/" + name + ".toml", folder + "/" + name);
   std::ostringstream diags;
   for (const auto& d : r.diagnostics) diags << d.to_string() << "\n";
   if (!r.scenario) throw std::runtime_error("bad test scenario:\n" + diags.str());
   return *r.scenario;
 }
 
-std::vector<dh::Verdict> run(const std::string& name, dh::Selection selection = {}) {
-  const auto scenario = load(name);
+std::vector<dh::Verdict> run(const std::string& name, dh::Selection selection = {}, const std::string& folder = "broken") {
+  const auto scenario = load(name, folder);
   dh::Engine engine;
   std::vector<dh::Verdict> verdicts;
   for (const auto& v : dh::expand_variants(scenario, dr::visible_gpu_count())) {
@@ -85,8 +86,8 @@ TEST(EngineRun, AConsistentlyWrongMetricIsCaughtByAgreesWithReferenceAlone) {
   };
   dh::install_scenario_python(hooks);
   dh::allow_scenario_python(true);
-  const auto verdicts = run("count_minus_one");
-  const auto data = dh::generate_data(load("count_minus_one").data);
+  const auto verdicts = run("count_minus_one", {}, "reference");
+  const auto data = dh::generate_data(load("count_minus_one", "reference").data);
   dh::allow_scenario_python(false);
   ASSERT_EQ(verdicts.size(), 6u);
   for (const auto& v : verdicts) {
