@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from sklearn.metrics import confusion_matrix, f1_score, mean_absolute_error, mean_squared_error
+from sklearn.metrics import accuracy_score, confusion_matrix, f1_score, mean_absolute_error, mean_squared_error
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLES = ROOT / "examples" / "python"
@@ -139,6 +139,30 @@ def test_reference_kwargs_and_weights_reach_the_callable_and_tensors_are_compare
             assert ref["single"]["values"] == expected.reshape(-1).tolist()  # int64 counts, exactly
         else:
             assert ref["single"] == pytest.approx(expected, rel=1e-5)
+
+
+def test_npz_arrays_in_fortran_order_and_other_dtypes_are_read_as_numpy_holds_them(tmp_path):
+    x, t = regression(n=23, dims=3)
+    np.savez(tmp_path / "fortran.npz", input=np.asfortranarray(x.numpy().astype(np.float32)),
+             target=np.asfortranarray(t.numpy()))
+    assert not np.load(tmp_path / "fortran.npz")["input"].flags["C_CONTIGUOUS"]
+    scenario(tmp_path / "mae.toml", MAE_ON.format(file="fortran.npz"))
+    run, data = distmetrics(tmp_path, "run", "--allow-python", "mae.toml", "--world-sizes", "2", "--shard", "uneven")
+    assert run.returncode == 0, run.stdout + run.stderr
+    (v,) = data["variants"]
+    expected = mean_absolute_error(t.numpy(), x.numpy().astype(np.float32).astype(np.float64))
+    assert prop(v, "agrees_with_reference")["single"] == pytest.approx(expected, rel=1e-9)
+    # int32 labels and a bool target: both int64 labels for the metric, as they are for scikit-learn.
+    rng = np.random.default_rng(5)
+    target = rng.random(40) < 0.4
+    pred = np.where(rng.random(40) < 0.8, target, ~target).astype(np.int32)
+    np.savez(tmp_path / "labels.npz", input=pred, target=target)
+    scenario(tmp_path / "acc.toml", LABELS_ON.format(metric="Accuracy", params='{ task = "binary" }', file="labels.npz",
+                                                     reference="sklearn.metrics:accuracy_score", kwargs=""))
+    run, data = distmetrics(tmp_path, "run", "--allow-python", "acc.toml")
+    assert run.returncode == 0, run.stdout + run.stderr
+    (v,) = data["variants"]
+    assert prop(v, "agrees_with_reference")["single"] == pytest.approx(accuracy_score(target, pred), rel=1e-6)
 
 
 def test_a_reference_that_disagrees_fails_agrees_with_reference_in_run(tmp_path):
