@@ -319,3 +319,22 @@ def test_a_reference_that_cannot_take_the_data_is_a_validate_error(tmp_path):
     assert run.returncode == 2, run.stdout + run.stderr
     assert "mae.toml:9: reference.python: sklearn.metrics:mean_absolute_error cannot judge the data" in run.stdout
     assert "no_such_argument" in run.stdout
+
+
+def test_the_pytest_plugin_runs_such_scenarios_with_its_allow_python_option(tmp_path):
+    x, t = regression()
+    folder = tmp_path / "scenarios"
+    folder.mkdir()
+    torch.save({"input": x, "target": t}, folder / "data.pt")
+    scenario(folder / "mae.toml", MAE_ON.format(file="data.pt"))
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    base = [os.environ.get("DISTMETRICS_PYTHON", "/usr/bin/python3"), "-m", "pytest", "-p", "distmetrics.pytest_plugin",
+            "-p", "no:cacheprovider", "--distmetrics-bin=" + os.environ["DISTMETRICS_BIN"], "--world-sizes", "2", "-q"]
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
+    allowed = subprocess.run([*base, "--distmetrics-allow-python"], cwd=tmp_path, env=env, capture_output=True,
+                             text=True, timeout=150)
+    assert allowed.returncode == 0, allowed.stdout + allowed.stderr
+    assert "5 passed" in allowed.stdout
+    refused = subprocess.run(base, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=150)
+    assert refused.returncode != 0
+    assert "give --allow-python" in refused.stdout + refused.stderr

@@ -65,6 +65,9 @@ def pytest_addoption(parser):
                          "with a runner of its own (SOURCE: pkg.module:factory, pkg.module or "
                          "file.py; docs/python.md). Variants of metrics the source does not "
                          "provide are skipped")
+    group.addoption("--distmetrics-allow-python", action="store_true", default=False,
+                    help="let scenario files call the Python they name (data.python, "
+                         "reference.python): the runner gets --allow-python (docs/scenarios.md)")
     group.addoption("--distmetrics-isolate", action="store_true", default=False,
                     help="run every item with a runner of its own (`distmetrics run`), which also "
                          "checks that it leaves no process behind; default: one long-lived "
@@ -150,6 +153,7 @@ class DistmetricsSession:
         self._listings: Dict[Tuple[str, ...], object] = {}
         self.outcomes: Counter = Counter()
         self.isolate: bool = config.getoption("distmetrics_isolate")
+        self.allow_python: bool = config.getoption("distmetrics_allow_python")
         self.python: Optional[str] = config.getoption("distmetrics_python")
         if self.python and self.python.split(":")[0].endswith(".py"):  # a file: from where pytest started
             self.python = str((Path(config.invocation_params.dir) / self.python).resolve())
@@ -177,7 +181,7 @@ class DistmetricsSession:
             env = dict(os.environ, TMPDIR=str(self._stream_dir))
             if os.geteuid() == 0:  # the runner starts mpirun itself for mpi variants
                 env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-            self._stream = StreamRunner(serve_command(self.runner(), self.deadline),
+            self._stream = StreamRunner(serve_command(self.runner(), self.deadline, self.allow_python),
                                         cwd=str(self.rootdir), env=env,
                                         log_path=str(self._stream_dir / "runner.log"))
         return self._stream
@@ -232,7 +236,7 @@ class DistmetricsSession:
         if paths not in self._listings:
             try:
                 self._listings[paths] = list_variants(self.runner(), paths, self.selection,
-                                                      self.rootdir)
+                                                      self.rootdir, self.allow_python)
                 for variant in self._listings[paths]:
                     variant.listed_from = paths[0]
             except RunnerError as error:
@@ -362,7 +366,7 @@ class VariantItem(pytest.Item):
         session = self._session()
         variant = self.variant
         command = run_command(session.runner(), variant, session.run_path(variant), None,
-                              session.deadline, session.mpirun)
+                              session.deadline, session.mpirun, allow_python=session.allow_python)
         reproduce = reproduce_command(command, session.rootdir)
         self.user_properties.append(("variant", variant.id))
         self.user_properties.append(("reproduce", reproduce))
@@ -450,7 +454,8 @@ class VariantItem(pytest.Item):
         report = workdir / "report.json"
         command = run_command(session.runner(), variant, session.run_path(variant), report,
                               session.deadline, session.mpirun,
-                              python=session.python, metric=scenario_metric(variant.file))
+                              python=session.python, metric=scenario_metric(variant.file),
+                              allow_python=session.allow_python)
         # A short TMPDIR of its own: the rank pool's Unix socket path may hold 107 bytes only.
         short_tmp = tempfile.mkdtemp(prefix="distmetrics-item-")
         env = dict(os.environ, TMPDIR=short_tmp)

@@ -105,9 +105,10 @@ def _variant_from_json(entry: Dict, cwd: Path) -> Variant:
 
 
 def list_variants(runner: Sequence[str], paths: Sequence[str], selection: Selection,
-                  cwd: Path) -> List[Variant]:
-    """Runs `distmetrics list PATHS --json` and parses its answer."""
-    command = [*runner, "list", *paths, *selection.flags(), "--json"]
+                  cwd: Path, allow_python: bool = False) -> List[Variant]:
+    """Runs `distmetrics list PATHS --json` and parses its answer (with --allow-python, scenario
+    files may call the Python they name)."""
+    command = [*runner, "list", *paths, *selection.flags(), "--json", *(["--allow-python"] if allow_python else [])]
     try:
         done = subprocess.run(command, cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True,
                               text=True, timeout=LIST_TIMEOUT, start_new_session=True)
@@ -130,7 +131,8 @@ def list_variants(runner: Sequence[str], paths: Sequence[str], selection: Select
 
 def run_command(runner: Sequence[str], variant: Variant, file_arg: str, report: Optional[Path],
                 deadline: Optional[float], mpirun: Optional[Sequence[str]],
-                python: Optional[str] = None, metric: Optional[str] = None) -> List[str]:
+                python: Optional[str] = None, metric: Optional[str] = None,
+                allow_python: bool = False) -> List[str]:
     """The command that runs exactly one variant and writes its JSON report (none when report
     is None: the command a person types). The runner starts the ranks itself (for the mpi
     backend, through its own mpirun); given an mpirun command, variants of the mpi backend are
@@ -144,18 +146,22 @@ def run_command(runner: Sequence[str], variant: Variant, file_arg: str, report: 
         command += ["--json", str(report)]
     if deadline is not None:
         command += ["--deadline", f"{deadline:g}"]
+    if allow_python:  # the scenario's data.python / reference.python (docs/scenarios.md)
+        command += ["--allow-python"]
     if variant.backend == "mpi" and mpirun is not None:
         command = [*mpirun, "-np", str(variant.world_size), "--oversubscribe", *command,
                    "--launcher", "mpi"]
     return command
 
 
-def serve_command(runner: Sequence[str], deadline: Optional[float]) -> List[str]:
+def serve_command(runner: Sequence[str], deadline: Optional[float], allow_python: bool = False) -> List[str]:
     """The long-lived runner of one pytest process: `distmetrics serve` answers one JSON line
     per variant requested on its stdin, keeping its rank pools between them."""
     command = [*runner, "serve"]
     if deadline is not None:
         command += ["--deadline", f"{deadline:g}"]
+    if allow_python:
+        command += ["--allow-python"]
     return command
 
 
