@@ -183,10 +183,9 @@ void validate_data(ScenarioReader& L, Scenario& s, const toml::table* data, bool
                    runtime::did_you_mean(*dtype, {"float32", "float64"}));
     ok = false;
   }
-  if (file && params) {
+  const bool params_refused = file && params;  // said, and the file is still read (every error in one run)
+  if (params_refused)
     L.error_at(L.line_of(data, "params"), "data.params", "'data.params' are a generator's parameters; a data file takes none");
-    ok = false;
-  }
   if (ok) {
     s.data.seed = static_cast<std::uint64_t>(seed.value_or(0));
     s.data.num_samples = n.value_or(-1);
@@ -194,7 +193,7 @@ void validate_data(ScenarioReader& L, Scenario& s, const toml::table* data, bool
     s.batch_size = *batch;
   }
   if (file) {
-    data_ok = ok && read_data_file(L, s, data, *file);
+    data_ok = ok && read_data_file(L, s, data, *file) && !params_refused;
     return;
   }
   if (python) {
