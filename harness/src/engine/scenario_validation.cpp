@@ -123,10 +123,12 @@ namespace {
 // data.file, relative to the scenario file's folder; read here (and kept: the engine and the
 // ranks of this process read it from memory).
 bool read_data_file(ScenarioReader& L, Scenario& s, const toml::table* data, const std::string& file) {
-  std::filesystem::path path(file);
-  if (path.is_relative()) path = std::filesystem::path(s.file).parent_path() / path;
-  s.data.file = std::filesystem::absolute(path).lexically_normal().string();
   try {
+    if (file.empty() || file.find('\0') != std::string::npos)
+      throw DataFileError("'data.file' must name a .pt or .npz file, got '" + runtime::first_line(file) + "'");
+    std::filesystem::path path(file);
+    if (path.is_relative()) path = std::filesystem::path(s.file).parent_path() / path;
+    s.data.file = std::filesystem::absolute(path).lexically_normal().string();
     s.data.num_samples = load_data_file(s.data).size();
   } catch (const std::exception& e) {
     L.error_at(L.line_of(data, "file"), "data.file", e.what());
