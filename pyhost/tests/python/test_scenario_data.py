@@ -251,12 +251,22 @@ def test_a_metric_only_the_reference_can_catch_fails_agrees_with_reference_alone
 
 def test_without_allow_python_a_scenario_cannot_run_python(tmp_path):
     torch.save({"input": torch.zeros(4), "target": torch.zeros(4)}, tmp_path / "data.pt")
-    scenario(tmp_path / "mae.toml", MAE_ON.format(file="data.pt"))
+    # A module that leaves a mark when it is imported: nothing may import it without the flag.
+    (tmp_path / "canary.py").write_text("import pathlib\npathlib.Path(__file__).with_name('imported').touch()\n"
+                                        "def make(seed, params):\n    return {}\n\ndef ref(*args, **kwargs):\n    return 0.0\n")
+    scenario(tmp_path / "mae.toml", MAE_ON.format(file="data.pt").replace("sklearn.metrics:mean_absolute_error",
+                                                                          "canary:ref"))
+    gen = BAD_DATA.format(data_line='python = "canary:make"')
+    scenario(tmp_path / "gen.toml", gen)
     for command in ("validate", "list", "run"):
-        run, _ = distmetrics(tmp_path, command, "mae.toml")
+        run, _ = distmetrics(tmp_path, command, "mae.toml", "gen.toml")
         assert run.returncode == 2, run.stdout + run.stderr
-        assert "mae.toml:9: reference.python: a scenario file cannot make distmetrics run code: give --allow-python" in (
-            run.stdout + run.stderr)
+        out = run.stdout + run.stderr
+        assert "mae.toml:9: reference.python: a scenario file cannot make distmetrics run code: give --allow-python" in out
+        assert "gen.toml:5: data.python: a scenario file cannot make distmetrics run code: give --allow-python" in out
+    run, _ = distmetrics(tmp_path, "conform", "--python", EXAMPLES / "correct_torchmetrics.py", "mae.toml")
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert not (tmp_path / "imported").exists()
 
 
 BAD_DATA = """\
