@@ -167,13 +167,18 @@ std::optional<RootCause> find_root_cause(const CheckContext& ctx, const std::vec
   return cause;
 }
 
+namespace {
+// A property that failed alone (golden, agrees_with_reference) has its hint in its own message.
+std::string hint_line(const RootCause& cause) { return cause.hint.empty() ? "" : "\n  hint: " + cause.hint; }
+}  // namespace
+
 void apply_root_cause(Verdict& verdict, const RootCause& cause) {
   verdict.root_cause = cause.to_json();
   verdict.reason = "root cause: " + cause.headline;
   const std::set<std::string> consequences(cause.consequences.begin(), cause.consequences.end());
   for (auto& p : verdict.properties) {
     if (p.name == cause.property && p.outcome == Outcome::Fail) {
-      p.message = "root cause: " + cause.headline + "\n  evidence: " + cause.evidence + "\n  hint: " + cause.hint +
+      p.message = "root cause: " + cause.headline + "\n  evidence: " + cause.evidence + hint_line(cause) +
                   (cause.consequences.empty() ? std::string() : "\n  consequences: " + [&] {
                     std::string list;
                     for (const auto& c : cause.consequences) list += (list.empty() ? "" : ", ") + c;
@@ -199,7 +204,7 @@ void apply_root_cause(Verdict& verdict, const RootCause& cause) {
     // The cause's property held (the in-place sync caught later): lead the first consequence.
     for (auto& p : verdict.properties) {
       if (p.outcome != Outcome::Fail || p.name == "no_hang") continue;
-      p.message = "root cause: " + cause.headline + "\n  evidence: " + cause.evidence + "\n  hint: " + cause.hint + "\n" + p.message;
+      p.message = "root cause: " + cause.headline + "\n  evidence: " + cause.evidence + hint_line(cause) + "\n" + p.message;
       break;
     }
   }
