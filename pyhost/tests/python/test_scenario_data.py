@@ -19,7 +19,7 @@ from sklearn.metrics import accuracy_score, confusion_matrix, f1_score, mean_abs
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLES = ROOT / "examples" / "python"
 OWN_DATA = EXAMPLES / "own_data" / "mean_absolute_error_on_file.toml"
-BROKEN_MAE = Path(__file__).resolve().parent / "sources" / "mae_divides_by_batches.py"
+BROKEN_MAE = Path(__file__).resolve().parent / "sources" / "mae_divides_by_rows.py"
 
 
 def distmetrics(tmp_path, *args, timeout=150):
