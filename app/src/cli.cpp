@@ -184,6 +184,13 @@ int run_local(const Options& o, std::ostream& out, std::ostream& err) {
   return finish_run(o, verdicts, console, started, start, err);
 }
 
+// What a rank that does not report exits with when its peer run stopped (exit_code's codes).
+int stop_exit_code(runtime::RunStatus stopped_by) {
+  if (stopped_by == runtime::RunStatus::Hang) return 3;
+  if (stopped_by == runtime::RunStatus::Crash) return 4;
+  return 0;
+}
+
 // Peer launchers (mpi, env): every process is a rank and runs the same variants in lockstep;
 // rank 0 judges, prints and writes the reports, the others only take part.
 int run_peers(const Options& o, const std::string& launcher, std::ostream& out, std::ostream& err) {
@@ -243,8 +250,12 @@ int run_peers(const Options& o, const std::string& launcher, std::ostream& out, 
     if (reporter) console.progress(verdict);
     verdicts.push_back(std::move(verdict));
   }
-  if (!reporter) return 0;
-  return finish_run(o, verdicts, console, started, start, err);
+  // Every rank ends the run with the runner's code; after a hang of a task that ran inside a
+  // rank, finish() ends the MPI job with it (MPI_Finalize would wait for the stuck rank).
+  const int code = reporter ? finish_run(o, verdicts, console, started, start, err)
+                            : stop_exit_code(runner->stopped_by());
+  runner->finish(code);
+  return reporter ? code : 0;
 }
 
 // `serve`: one long-lived runner for many requests (the pytest plugin keeps one per worker).

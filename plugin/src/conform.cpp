@@ -155,10 +155,15 @@ int run_conform(const ConformOptions& o, std::ostream& out, std::ostream& err) {
     err << "distmetrics conform: --launcher " << launcher << ": " << e.what() << "\n";
     return kBadInput;
   }
-  if (peers->is_reporter()) return conform_with(o, peers.get(), out, err);
+  const bool reporter = peers->is_reporter();
   std::ostringstream quiet;
-  conform_with(o, peers.get(), quiet, quiet);
-  return 0;
+  const int code = reporter ? conform_with(o, peers.get(), out, err) : conform_with(o, peers.get(), quiet, quiet);
+  // Every rank ends the run with the runner's code (after a hang of a task that ran inside a
+  // rank, finish() ends the MPI job with it: MPI_Finalize would wait for the stuck rank).
+  const runtime::RunStatus stopped_by = peers->stopped_by();
+  const int stop_code = stopped_by == runtime::RunStatus::Hang ? 3 : stopped_by == runtime::RunStatus::Crash ? 4 : 0;
+  peers->finish(reporter ? code : stop_code);
+  return reporter ? code : 0;
 }
 
 namespace {

@@ -25,3 +25,10 @@ distmetrics_test(launch_security_tests
 target_compile_definitions(launch_security_tests PRIVATE
   DISTMETRICS_TEST_PYTHON="${DISTMETRICS_PYTHON}"
   DISTMETRICS_IMPOSTOR_SCRIPT="${CMAKE_CURRENT_SOURCE_DIR}/launch_impostor.py")
+
+# Fault injection on the local pool (gloo and mpi): every fault of launch_faults.h (issue 12).
+distmetrics_test(launch_fault_tests
+  SOURCES launch_faults_test.cpp
+  LINK distmetrics::runtime
+  TIMEOUT 300
+  LABELS runtime)

@@ -13,6 +13,7 @@
 #include "distmetrics/runtime/errors.h"
 #include "distmetrics/runtime/peer_runner.h"
 #include "distmetrics/runtime/task.h"
+#include "launch_faults.h"
 
 namespace dr = distmetrics::runtime;
 using namespace std::chrono_literals;
@@ -30,9 +31,41 @@ DISTMETRICS_TASK(peer_skip_second_collective) {
   return nlohmann::json::object();
 }
 
+DISTMETRICS_TASK(fault_inject) { return dr::fault_test::run_fault(ctx); }
+
+// launch_peer_probe <mpi|env> <backend> FAULT RANK PID_FILE: one variant with the fault (a 2 s
+// deadline), then ends the run as the CLI does: rank 0 prints the report and every rank calls
+// finish() with the runner's code (3 hang, 4 crash, 1 otherwise), rank 0 returns it.
+int run_fault_variant(char** argv) {
+  dr::PeerOptions options;
+  options.launcher = argv[1];
+  options.report_grace = 2s;
+  dr::PeerRunner runner(options);
+  dr::Job request;
+  request.id = std::string("probe/fault/") + argv[3];
+  request.task = "fault_inject";
+  request.backend = argv[2];
+  request.deadline = 2s;
+  request.params = {{"fault", argv[3]}, {"rank", std::stoi(argv[4])}, {"pid_file", argv[5]}};
+  const dr::JobResult result = runner.run(request);
+  if (runner.is_reporter()) std::cout << "VARIANT " << result.to_json().dump() << std::endl;
+  const int code = result.status == dr::RunStatus::Hang ? 3 : result.status == dr::RunStatus::Crash ? 4
+                 : result.status == dr::RunStatus::Completed ? 0 : 1;
+  runner.finish(code);
+  return runner.is_reporter() ? code : 0;
+}
+
 int main(int argc, char** argv) {
+  if (argc == 6) {
+    try {
+      return run_fault_variant(argv);
+    } catch (const std::exception& e) {
+      std::cerr << "launch_peer_probe: " << e.what() << std::endl;
+      return 1;
+    }
+  }
   if (argc != 3) {
-    std::cerr << "usage: launch_peer_probe <mpi|env> <backend>" << std::endl;
+    std::cerr << "usage: launch_peer_probe <mpi|env> <backend> [FAULT RANK PID_FILE]" << std::endl;
     return 2;
   }
   try {

@@ -4,7 +4,13 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <dirent.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
 
 #include <map>
 #include <sstream>
@@ -142,6 +148,101 @@ TEST_P(PeerLaunch, MpirunWithTwoAndFourRanks) {
     else EXPECT_EQ(detail::describe_wait_status(statuses[0]), "exit status 0") << text;
     expect_the_probe_story(parse(text), np);
   }
+}
+
+// Processes whose command line holds `marker` (the probe's ranks, and what their tasks forked).
+std::vector<long> processes_with(const std::string& marker) {
+  std::vector<long> found;
+  if (DIR* proc = ::opendir("/proc")) {
+    while (const dirent* e = ::readdir(proc)) {
+      const long pid = std::atol(e->d_name);
+      if (pid <= 0) continue;
+      std::ifstream file(std::string("/proc/") + e->d_name + "/cmdline");
+      std::string cmdline((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+      if (cmdline.find(marker) != std::string::npos) found.push_back(pid);
+    }
+    ::closedir(proc);
+  }
+  return found;
+}
+
+size_t files_under(const std::string& dir) {
+  size_t n = 0;
+  if (DIR* d = ::opendir(dir.c_str())) {
+    while (const dirent* e = ::readdir(d)) {
+      const std::string name = e->d_name;
+      if (name == "." || name == "..") continue;
+      n += e->d_type == DT_DIR ? 1 + files_under(dir + "/" + name) : 1;
+    }
+    ::closedir(d);
+  }
+  return n;
+}
+
+struct PeerFault {
+  std::string backend;
+  std::string fault;
+  int rank;
+  std::string status;    // rank 0's report
+  int exit_code;         // mpirun's: the runner's (3 hang, 4 crash)
+  std::string how_died;  // the blamed rank's, "" for none
+};
+
+// Faults in a rank's task under `mpirun -np 2` (--launcher mpi): rank 0 reports the right kind and
+// blame, mpirun exits with the runner's code within a bound (no rank left in MPI_Finalize), and
+// nothing is left: no process of the run (nor what a task forked), nothing in mpirun's session
+// folder (Open MPI's shared-memory segments are kept there, not in /dev/shm).
+TEST(PeerLaunchFaults, FaultsUnderMpirunAreReportedWithTheRunnersExitCode) {
+  std::vector<PeerFault> faults{
+      {"gloo", "segfault", 1, "crash", 4, "killed by signal 11 (SIGSEGV)"},
+      {"gloo", "abort", 0, "crash", 4, "killed by signal 6 (SIGABRT)"},
+      {"gloo", "exit3", 1, "crash", 4, "exit status 3 (the task's process exited inside the task)"},
+      {"gloo", "fork_crash", 1, "crash", 4, "killed by signal 11 (SIGSEGV)"},
+      {"gloo", "loop", 1, "hang", 3, ""},
+      {"gloo", "sigstop", 1, "hang", 3, "stopped by SIGSTOP"},
+      {"gloo", "skip_collective", 0, "hang", 3, ""},
+      {"gloo", "throw", 1, "hang", 3, ""},
+  };
+  if (std::find(compiled_backends().begin(), compiled_backends().end(), "mpi") != compiled_backends().end()) {
+    // The mpi backend runs the task in the rank itself: after a hang the job is aborted with the
+    // runner's code instead of waiting in MPI_Finalize for the stuck rank.
+    faults.push_back({"mpi", "loop", 1, "hang", 3, ""});
+    faults.push_back({"mpi", "skip_collective", 1, "hang", 3, ""});
+  }
+  const std::string scratch = ::testing::TempDir() + "peer_faults_" + std::to_string(::getpid());
+  ASSERT_EQ(::mkdir(scratch.c_str(), 0700), 0);
+  for (const auto& f : faults) {
+    SCOPED_TRACE(f.backend + " " + f.fault + " on rank " + std::to_string(f.rank));
+    const std::string session = scratch + "/session";
+    ASSERT_EQ(::mkdir(session.c_str(), 0700), 0);
+    const std::string pid_file = scratch + "/forked-" + f.backend + "-" + f.fault;
+    detail::OutputCapture out("mpirun");
+    detail::SpawnSpec spec;
+    spec.argv = {DISTMETRICS_MPIEXEC, "-np", "2", "--oversubscribe", "--bind-to", "none", "--tag-output",
+                 DISTMETRICS_PEER_PROBE, "mpi", f.backend, f.fault, std::to_string(f.rank), pid_file};
+    spec.extra_env = {{"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"},
+                      {"OMPI_MCA_btl_vader_single_copy_mechanism", "none"}, {"OMPI_MCA_orte_tmpdir_base", session}};
+    spec.output_fd = out.fd();
+    const auto started = std::chrono::steady_clock::now();
+    const auto statuses = run_to_end({spec}, 60s);
+    const auto took = std::chrono::steady_clock::now() - started;
+    ASSERT_EQ(statuses.size(), 1u);
+    const std::string tagged = out.tail(1 << 20);
+    const ProbeOutput probe = parse(detail::mpirun_rank_output(tagged, 0, true));
+    EXPECT_EQ(detail::describe_wait_status(statuses[0]), "exit status " + std::to_string(f.exit_code)) << tagged;
+    // Deadline 2 s, report grace 2 s, mpirun's start and teardown: a bound on hanging.
+    EXPECT_LT(took, 40s);
+    ASSERT_EQ(probe.variants.size(), 1u) << tagged;
+    const auto& report = probe.variants[0];
+    EXPECT_EQ(report["status"], f.status) << report.dump(1);
+    EXPECT_EQ(report["blamed_rank"], f.rank) << report.dump(1);
+    if (!f.how_died.empty()) EXPECT_EQ(report["ranks"][f.rank]["how_died"], f.how_died) << report.dump(1);
+    EXPECT_TRUE(processes_with(pid_file).empty()) << "processes of the run are left";
+    EXPECT_EQ(files_under(session), 0u) << "mpirun's session folder is not empty";
+    ::rmdir(session.c_str());
+    std::remove(pid_file.c_str());
+  }
+  ::rmdir(scratch.c_str());
 }
 
 std::vector<std::string> cpu_backends() {

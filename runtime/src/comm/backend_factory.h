@@ -53,6 +53,13 @@ int world_size();
 // Finalises MPI if it was initialised and no collective was left pending by a timeout (a pending
 // collective would make MPI_Finalize wait forever).
 void finalize();
+// Ends the whole MPI job with `exit_code` (MPI_Abort on MPI_COMM_WORLD; mpirun exits with it):
+// the bounded teardown when a rank may be stuck where MPI_Finalize would wait for it. Returns
+// only when MPI is not initialised.
+void abort_job(int exit_code);
+// Before MPI_Init under mpirun: Open MPI's shared-memory segments go into mpirun's session
+// folder (removed when mpirun exits, whatever happened to the ranks) instead of /dev/shm.
+void keep_shared_memory_in_session_dir();
 // Rank `root`'s text (up to 1023 bytes) reaches every rank of MPI_COMM_WORLD, by the deadline
 // (BackendTimeout after it).
 std::string broadcast_text(const std::string& text, int root, const Deadline& deadline);

@@ -151,6 +151,8 @@ bool initialized() { return false; }
 int world_rank() { return 0; }
 int world_size() { return 1; }
 void finalize() {}
+void abort_job(int) {}
+void keep_shared_memory_in_session_dir() {}
 std::string broadcast_text(const std::string&, int, const Deadline&) { throw ConfigError("mpi: this build has no Open MPI"); }
 }  // namespace mpi_runtime
 #endif

@@ -33,6 +33,7 @@ bool initialized() {
 void ensure_initialized() {
   std::lock_guard<std::mutex> lock(init_mutex);
   if (initialized()) return;
+  keep_shared_memory_in_session_dir();
   int provided = 0;
   const int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
   if (rc != MPI_SUCCESS) throw ConfigError("mpi: MPI_Init_thread failed (was this process started by mpirun?)");
@@ -68,6 +69,21 @@ void finalize() {
 }
 
 void note_abandoned_request() { abandoned_requests = true; }
+
+void abort_job(int exit_code) {
+  if (!initialized()) return;
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized) return;
+  MPI_Abort(MPI_COMM_WORLD, exit_code);
+}
+
+void keep_shared_memory_in_session_dir() {
+  const char* session = std::getenv("OMPI_MCA_orte_jobfam_session_dir");
+  if (session != nullptr && *session != '\0' && std::getenv("OMPI_MCA_btl_vader_backing_directory") == nullptr) {
+    ::setenv("OMPI_MCA_btl_vader_backing_directory", session, 0);
+  }
+}
 
 }  // namespace mpi_runtime
 

@@ -233,6 +233,19 @@ void diagnose_hang(JobResult& run, const std::vector<std::string>& phases, std::
       if (entered && r.blocked_in && r.blocked_in->seq == waited->seq) waiting.push_back(r.rank);
       else if (!entered || (r.blocked_in && r.blocked_in->seq < waited->seq)) missing.push_back(r.rank);
     }
+    bool missing_finished = !missing.empty();
+    for (int m : missing) missing_finished = missing_finished && run.ranks[m].state == RankState::Finished;
+    if (missing_finished && waiting.size() < missing.size()) {
+      // Fewer ranks waited in a collective than finished without it: the few issued one too many
+      // (with as many on each side, skipping and adding cannot be told apart; the finished are blamed).
+      run.blamed_rank = waiting.front();
+      out << describe_ranks(waiting) << " entered " << waited->describe() << " that " << describe_ranks(missing)
+          << " never issued: they finished their tasks after " << collectives(waited->seq)
+          << " (blamed on the fewer ranks: " << describe_ranks(waiting) << " issued a collective too many). "
+          << kSameOrder;
+      run.diagnosis = out.str();
+      return;
+    }
     if (!missing.empty()) {
       run.blamed_rank = missing.front();
       const RankOutcome& culprit = run.ranks[missing.front()];

@@ -5,9 +5,21 @@
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
+#include <ATen/Parallel.h>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <cstdio>
+#include <iostream>
+#include <optional>
 #include <cstdlib>
 #include <thread>
 
@@ -98,6 +110,36 @@ class StoreProgress final : public CollectiveObserver {
   nlohmann::json entered_ = nlohmann::json::array();
 };
 
+
+// Whether a variant's task runs in a child process of the rank (forked per variant) rather than
+// in the rank itself. A child can crash, exit, stop or loop without taking the rank with it: the
+// rank reports how it ended, ends its process group (with whatever it forked) and goes on to
+// the report. The mpi backend needs the MPI process itself, and CUDA does not survive a fork.
+bool task_runs_in_child(const Job& request) { return request.backend == "gloo" && request.comm_device == "cpu"; }
+
+void write_all(int fd, const std::string& text) {
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    done += static_cast<size_t>(n);
+  }
+}
+
+// Reads what is there without blocking; false at end of file.
+bool drain(int fd, std::string& into) {
+  char buffer[65536];
+  while (true) {
+    const ssize_t n = ::read(fd, buffer, sizeof(buffer));
+    if (n > 0) {
+      into.append(buffer, static_cast<size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    return n < 0;  // EAGAIN: open, nothing more now; 0: end of file
+  }
+}
 }  // namespace
 
 class PeerRunner::Impl {
@@ -132,6 +174,9 @@ class PeerRunner::Impl {
       throw ConfigError(options_.launcher + " launcher: rank " + std::to_string(rank_) + " is not in a world of " +
                         std::to_string(world_size_));
     }
+    // Tasks run in child processes of this rank (task_runs_in_child): whatever they fork comes
+    // back to this process to be reaped when they die.
+    ::prctl(PR_SET_CHILD_SUBREAPER, 1);
     const bool one_host = local_world_size_ == world_size_ || host == "127.0.0.1" || host == "localhost";
     gloo_address_ = one_host ? "127.0.0.1" : "";  // several hosts: GLOO_SOCKET_IFNAME, or this host's name
 
@@ -153,6 +198,8 @@ class PeerRunner::Impl {
       host = address.substr(0, colon);
       port = std::stoi(address.substr(colon + 1));
     }
+    store_host_ = host;
+    store_port_ = port;
     if (!store_) {
       store_options.port = static_cast<std::uint16_t>(port);
       try {
@@ -175,7 +222,26 @@ class PeerRunner::Impl {
     }
   }
 
-  ~Impl() {
+  void finish(int exit_code) {
+    if (options_.launcher == "mpi" && stopped_ && stopped_in_process_) {
+      std::cout.flush();
+      std::cerr.flush();
+      std::fflush(nullptr);
+      if (rank_ != 0) {
+        // Rank 0 aborts the job once its reports are written; a rank 0 that is itself stuck or
+        // gone never does, so the wait is bounded.
+        std::this_thread::sleep_for(std::max<std::chrono::milliseconds>(4 * options_.report_grace, 10s));
+      }
+      detail::mpi_runtime::abort_job(exit_code);
+    }
+    leave();
+  }
+
+  ~Impl() { leave(); }
+
+  void leave() {
+    if (left_) return;
+    left_ = true;
     // Rank 0 hosts the store: it keeps it (bounded) until every other rank has left its runner,
     // so that no rank loses the store while it still reads its last report.
     try {
@@ -228,15 +294,24 @@ class PeerRunner::Impl {
       set_quietly(*store, "phase/" + std::to_string(rank_),
                   nlohmann::json({{"phase", phase}, {"pid", static_cast<long>(::getpid())}, {"host", host_name()}}));
     };
-    detail::LocalRun local = detail::run_task_here(request, spec, group_store, deadline, hooks);
+    detail::LocalRun local;
+    ChildTask child;
+    if (task_runs_in_child(request)) {
+      local.outcome = run_in_child(request, spec, prefix, deadline, *store, child);
+    } else {
+      local = detail::run_task_here(request, spec, group_store, deadline, hooks);
+    }
     set_quietly(*store, "outcome/" + std::to_string(rank_), detail::to_json(local.outcome));
 
     const Deadline report_deadline = Deadline::after(request.deadline + options_.report_grace);
     JobResult run = rank_ == 0 ? gather(*store, request, local.outcome, report_deadline)
                                 : await_report(*store, request, local.outcome);
     local.comm.reset();  // only now: peers may have been inside collectives until the report
+    end_child(child);
     if (run.status == RunStatus::Hang || run.status == RunStatus::Crash) {
       stopped_ = true;
+      stopped_in_process_ = !task_runs_in_child(request);
+      stop_status_ = run.status;
       stop_reason_ = std::string("a ") + to_string(run.status) + " in variant " + request.id;
     }
     run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
@@ -247,6 +322,7 @@ class PeerRunner::Impl {
   int rank() const { return rank_; }
   int local_rank() const { return local_rank_; }
   bool stopped() const { return stopped_; }
+  RunStatus stopped_by() const { return stopped_ ? stop_status_ : RunStatus::Completed; }
 
  private:
   static void set_quietly(c10d::Store& store, const std::string& key, const nlohmann::json& value) {
@@ -266,6 +342,173 @@ class PeerRunner::Impl {
     }
   }
 
+  struct ChildTask {
+    pid_t pid = -1;       // leads its own process group
+    int release_fd = -1;  // closed when the child may go (every rank has the report)
+  };
+
+  // Runs the task in a child process (its own process group, its own connection to the store)
+  // and returns its outcome: what it sent, or how it ended (crashed, exited, stopped, or still
+  // running at the variant's deadline plus a moment for a rank that timed out to say so).
+  RankOutcome run_in_child(const Job& request, const detail::CommSpec& spec, const std::string& prefix,
+                           const Deadline& deadline, c10d::Store& store, ChildTask& child) {
+    RankOutcome outcome;
+    outcome.rank = rank_;
+    int out_pipe[2] = {-1, -1};
+    int release_pipe[2] = {-1, -1};
+    if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(release_pipe, O_CLOEXEC) != 0) {
+      for (int fd : {out_pipe[0], out_pipe[1], release_pipe[0], release_pipe[1]}) if (fd >= 0) ::close(fd);
+      outcome.state = RankState::Raised;
+      outcome.error_type = "ConfigError";
+      outcome.error = "rank " + std::to_string(rank_) + ": cannot make a pipe for the task's process: " + std::strerror(errno);
+      return outcome;
+    }
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      ::setpgid(0, 0);
+      ::close(out_pipe[0]);
+      ::close(release_pipe[1]);
+      child_main(request, spec, prefix, deadline, out_pipe[1], release_pipe[0]);
+    }
+    ::close(out_pipe[1]);
+    ::close(release_pipe[0]);
+    if (pid < 0) {
+      ::close(out_pipe[0]);
+      ::close(release_pipe[1]);
+      outcome.state = RankState::Raised;
+      outcome.error_type = "ConfigError";
+      outcome.error = "rank " + std::to_string(rank_) + ": cannot fork the task's process: " + std::strerror(errno);
+      return outcome;
+    }
+    ::setpgid(pid, pid);  // also here: no window in which the group does not exist yet
+    child.pid = pid;
+    child.release_fd = release_pipe[1];
+    outcome.pid = pid;
+    ::fcntl(out_pipe[0], F_SETFL, O_NONBLOCK);
+
+    // A rank that timed out in a collective at the deadline says so within moments.
+    const Deadline wait_deadline = Deadline::after(deadline.remaining() + std::min<std::chrono::milliseconds>(options_.report_grace, 500ms));
+    std::string sent;
+    bool open = true;
+    std::optional<int> status;
+    bool stopped_by_signal = false;
+    int stop_signal = 0;
+    while (open) {
+      pollfd watch{out_pipe[0], POLLIN, 0};
+      ::poll(&watch, 1, static_cast<int>(std::min<std::chrono::milliseconds>(wait_deadline.remaining(), 20ms).count()));
+      open = drain(out_pipe[0], sent);
+      if (!status) {
+        int raw = 0;
+        const pid_t done = ::waitpid(pid, &raw, WNOHANG | WUNTRACED);
+        if (done == pid && WIFSTOPPED(raw)) {
+          stopped_by_signal = true;
+          stop_signal = WSTOPSIG(raw);
+        } else if (done == pid) {
+          status = raw;
+          drain(out_pipe[0], sent);
+          break;  // its own children may still hold the pipe open
+        }
+      }
+      if (wait_deadline.expired()) break;
+    }
+    ::close(out_pipe[0]);
+    if (!open || status) {
+      try {
+        if (!sent.empty()) return detail::outcome_from_json(nlohmann::json::parse(sent));
+      } catch (const std::exception&) {
+        // a partial outcome: the child died while sending it
+      }
+    }
+    if (!open && !status) {
+      // The pipe closed without an outcome: the child is dying (or closed its descriptors).
+      status = detail::reap_child(pid, Deadline::after(std::max<std::chrono::milliseconds>(wait_deadline.remaining(), 1s)));
+    }
+    fill_progress(store, rank_, outcome);
+    if (status) {
+      outcome.state = RankState::Crashed;
+      outcome.how_died = detail::describe_wait_status(*status);
+      if (WIFEXITED(*status)) outcome.how_died += " (the task's process exited inside the task)";
+      child.pid = -1;  // reaped; its group may live on (end_child ends it)
+      child_group_ = pid;
+    } else {
+      outcome.state = RankState::Stuck;
+      if (stopped_by_signal) {
+        const char* name = detail::signal_name(stop_signal);
+        outcome.how_died = "stopped by " + (name ? std::string(name) : "signal " + std::to_string(stop_signal));
+      }
+    }
+    return outcome;
+  }
+
+  [[noreturn]] void child_main(const Job& request, const detail::CommSpec& spec, const std::string& prefix,
+                               const Deadline& deadline, int out_fd, int release_fd) {
+    // The rank's fatal-signal handlers (Open MPI's among them) would act for the whole rank, or
+    // hang talking to mpirun: the task's process dies of its signal, and the rank reports it.
+    for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM}) ::signal(sig, SIG_DFL);
+    int code = 0;
+    try {
+      at::set_num_threads(1);  // the ranks share the machine's cores, as pool workers do
+      c10d::TCPStoreOptions options;
+      options.isServer = false;
+      options.waitWorkers = false;
+      options.port = static_cast<std::uint16_t>(store_port_);
+      options.timeout = std::max<std::chrono::milliseconds>(deadline.remaining(), 1ms);
+      auto own = c10::make_intrusive<c10d::TCPStore>(store_host_, options);
+      auto store = c10::make_intrusive<c10d::PrefixStore>(prefix, own);
+      auto group_store = c10::make_intrusive<c10d::PrefixStore>("group/", store);
+      detail::TaskHooks hooks;
+      hooks.observer = std::make_shared<StoreProgress>(store, rank_);
+      hooks.on_phase = [&](const std::string& phase) {
+        set_quietly(*store, "phase/" + std::to_string(rank_),
+                    nlohmann::json({{"phase", phase}, {"pid", static_cast<long>(::getpid())}, {"host", host_name()}}));
+      };
+      detail::LocalRun local = detail::run_task_here(request, spec, group_store, deadline, hooks);
+      write_all(out_fd, detail::to_json(local.outcome).dump());
+      ::close(out_fd);
+      // Keep the communicator until every rank has the report (peers may still be inside a
+      // collective with us); the rank closes the pipe then, or is gone.
+      char byte = 0;
+      while (::read(release_fd, &byte, 1) < 0 && errno == EINTR) {
+      }
+    } catch (const std::exception& e) {
+      const std::string text = "distmetrics: rank " + std::to_string(rank_) + ": the task's process failed: " + e.what() + "\n";
+      write_all(STDERR_FILENO, text);
+      code = 1;
+    }
+    ::_exit(code);  // no static destructors or atexit handlers of the rank (MPI's among them)
+  }
+
+  // The child may go; its process group (with whatever the task forked) is ended and reaped.
+  void end_child(ChildTask& child) {
+    if (child.release_fd >= 0) ::close(child.release_fd);
+    child.release_fd = -1;
+    const pid_t group = child.pid > 0 ? child.pid : child_group_;
+    if (group > 0) {
+      // A healthy child leaves on its own once released.
+      if (child.pid > 0) detail::reap_child(child.pid, Deadline::after(std::min<std::chrono::milliseconds>(options_.report_grace, 1s)));
+      ::kill(-group, SIGKILL);  // what it forked, and a child that did not leave
+      // Reaps the group's processes (ours as their subreaper) until none is left.
+      const Deadline reaped = Deadline::after(2s);
+      while (!reaped.expired()) {
+        const pid_t done = ::waitpid(-group, nullptr, WNOHANG);
+        if (done < 0 && errno != EINTR) break;  // ECHILD: none left
+        if (done == 0) std::this_thread::sleep_for(2ms);
+      }
+    }
+    child.pid = -1;
+    child_group_ = 0;
+  }
+
+  // What the store says a rank was doing: the collectives it entered, the one it is inside.
+  void fill_progress(c10d::Store& store, int r, RankOutcome& outcome) {
+    if (auto progress = get_json(store, "progress/" + std::to_string(r))) {
+      for (const auto& record : progress->value("trace", nlohmann::json::array())) {
+        outcome.trace.push_back(detail::record_from_json(record));
+      }
+      if (progress->value("open", false) && !outcome.trace.empty()) outcome.blocked_in = outcome.trace.back();
+    }
+  }
+
   // Rank 0: every rank's outcome, or, for a rank that sent none by the deadline, what its
   // progress says (stuck, or gone if its process is no longer there).
   JobResult gather(c10d::Store& store, const Job& request, const RankOutcome& own, const Deadline& deadline) {
@@ -277,10 +520,16 @@ class PeerRunner::Impl {
     for (int r = 0; r < world_size_; ++r) {
       if (r == 0) {
         run.ranks.push_back(own);
+        if (own.state == RankState::Stuck) {
+          if (auto phase = get_json(store, "phase/0")) phases[0] = phase->value("phase", "");
+        }
         continue;
       }
       if (auto outcome = get_json(store, keys[r])) {
         run.ranks.push_back(detail::outcome_from_json(*outcome));
+        if (run.ranks.back().state == RankState::Stuck) {
+          if (auto phase = get_json(store, "phase/" + std::to_string(r))) phases[r] = phase->value("phase", "");
+        }
         continue;
       }
       RankOutcome missing;
@@ -295,12 +544,7 @@ class PeerRunner::Impl {
           missing.how_died = "its process is gone (its launcher has the exit status)";
         }
       }
-      if (auto progress = get_json(store, "progress/" + std::to_string(r))) {
-        for (const auto& record : progress->value("trace", nlohmann::json::array())) {
-          missing.trace.push_back(detail::record_from_json(record));
-        }
-        if (progress->value("open", false) && !missing.trace.empty()) missing.blocked_in = missing.trace.back();
-      }
+      fill_progress(store, r, missing);
       run.ranks.push_back(std::move(missing));
     }
     detail::diagnose(run, phases, request.deadline);
@@ -334,6 +578,12 @@ class PeerRunner::Impl {
   int local_rank_ = 0;
   int local_world_size_ = 1;
   std::string gloo_address_;
+  std::string store_host_;
+  int store_port_ = -1;
+  pid_t child_group_ = 0;  // a reaped child's process group, still to be ended
+  bool stopped_in_process_ = false;
+  RunStatus stop_status_ = RunStatus::Completed;
+  bool left_ = false;
   c10::intrusive_ptr<c10d::TCPStore> store_;
   std::uint64_t variant_count_ = 0;
   bool stopped_ = false;
@@ -347,5 +597,7 @@ int PeerRunner::world_size() const { return impl_->world_size(); }
 int PeerRunner::rank() const { return impl_->rank(); }
 int PeerRunner::local_rank() const { return impl_->local_rank(); }
 bool PeerRunner::stopped() const { return impl_->stopped(); }
+RunStatus PeerRunner::stopped_by() const { return impl_->stopped_by(); }
+void PeerRunner::finish(int exit_code) { impl_->finish(exit_code); }
 
 }  // namespace distmetrics::runtime

@@ -43,6 +43,10 @@ const char* signal_name(int signal) {
     case SIGUSR2: return "SIGUSR2";
     case SIGALRM: return "SIGALRM";
     case SIGXCPU: return "SIGXCPU";
+    case SIGSTOP: return "SIGSTOP";
+    case SIGTSTP: return "SIGTSTP";
+    case SIGTTIN: return "SIGTTIN";
+    case SIGTTOU: return "SIGTTOU";
     default: return nullptr;
   }
 }

@@ -14,7 +14,7 @@
 
 namespace distmetrics::runtime::detail {
 
-// "SIGABRT", "SIGSEGV", ...; "signal 42" for others. Async-signal-safe (a static table).
+// "SIGABRT", "SIGSEGV", ...; nullptr for others. Async-signal-safe (a static table).
 const char* signal_name(int signal);
 // "killed by signal 6 (SIGABRT)" or "exit status 1", from a waitpid status.
 std::string describe_wait_status(int status);

@@ -9,9 +9,17 @@
 // every rank's outcome through the store (within the variant's deadline plus a grace), diagnoses
 // the run and publishes it, so that every rank returns the same JobResult.
 //
-// No supervisor can end a stuck rank here: after a hang or a crash the process group is broken,
-// so run() returns that report and every later run() throws ConfigError ("the peer run
-// stopped"): the caller reports and exits, and the launcher must be started again.
+// On gloo with CPU tensors each variant's task runs in a child process of its rank (its own
+// process group, forked per variant): a task that crashes, exits, stops itself or loops cannot
+// take its rank along. The rank says how its task ended (signal, exit status, stopped, still
+// running at the deadline), ends the child's process group with whatever it forked, and rank 0
+// reports: the launcher's exit code is the runner's, and no rank is left running. The mpi backend
+// runs the task in the rank itself (it needs the MPI process): a crash there ends the job
+// through mpirun, without a report.
+//
+// After a hang or a crash run() returns that report and every later run() throws ConfigError
+// ("the peer run stopped"): the caller reports, calls finish() with its exit code, and the
+// launcher must be started again.
 #pragma once
 
 #include <chrono>
@@ -48,6 +56,14 @@ class PeerRunner : public JobRunner {
   bool is_reporter() const { return rank() == 0; }
   // True after a hang or a crash: later runs throw.
   bool stopped() const;
+  // Hang or Crash after a stop (what the caller's exit code says); Completed otherwise.
+  RunStatus stopped_by() const;
+  // Ends the peer run; call it on every rank after the reports are written, with the exit code
+  // the launcher should give. When a task that ran inside a rank (the mpi backend) hung or
+  // crashed, a rank may be stuck where MPI_Finalize would wait for it forever: rank 0 then ends
+  // the MPI job with MPI_Abort(exit_code), and the other ranks wait (bounded) for it, then abort
+  // themselves; this does not return. Otherwise the ranks leave together and MPI is finalised.
+  void finish(int exit_code);
 
  private:
   class Impl;

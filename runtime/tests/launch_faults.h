@@ -1,0 +1,81 @@
+// Injected faults for the fault-injection tests (issue 12): one task, `fault_inject`, whose rank
+// `rank` misbehaves as `fault` says, the others behaving. Shared by the local-pool test and by
+// launch_peer_probe (the same faults under mpirun).
+//
+//   none             every rank: all_reduce #0, #1                      -> completed
+//   skip_collective  the rank skips all_reduce #1                       -> hang
+//   extra_collective the rank issues an all_reduce #2 alone             -> hang
+//   segfault         SIGSEGV after all_reduce #0                        -> crash
+//   abort            std::abort() after all_reduce #0                   -> crash
+//   exit3            std::exit(3) after all_reduce #0                   -> crash (exit status 3)
+//   sleep            sleeps far past the deadline before all_reduce #1  -> hang
+//   loop             spins forever before all_reduce #1                 -> hang
+//   sigstop          stops itself (SIGSTOP) before all_reduce #1        -> hang
+//   fork_crash       forks a child that sleeps (its pid written to `pid_file`), then SIGSEGV -> crash
+//   throw            throws before all_reduce #1                        -> hang (raised alone)
+//   shape_mismatch   all_reduce #1 of 5 elements where the others have 4 -> not completed
+//   dtype_mismatch   all_reduce #1 of float32 where the others have float64 -> not completed
+//   close_fds        closes every descriptor above 2, then all_reduce #1 -> not completed
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+#include "distmetrics/runtime/task.h"
+
+namespace distmetrics::runtime::fault_test {
+
+inline at::Tensor four() { return at::ones({4}, at::kDouble); }
+
+inline nlohmann::json run_fault(TaskContext& ctx) {
+  const std::string fault = ctx.params.value("fault", "none");
+  const bool me = ctx.rank == ctx.params.value("rank", 1);
+  ctx.comm.all_reduce_copy(four(), ReduceOp::Sum);
+  if (me) {
+    if (fault == "skip_collective") return {{"skipped", true}};
+    if (fault == "segfault") ::raise(SIGSEGV);
+    if (fault == "abort") std::abort();
+    if (fault == "exit3") std::exit(3);
+    if (fault == "sleep") std::this_thread::sleep_for(std::chrono::seconds(600));
+    if (fault == "loop") {
+      volatile unsigned long spin = 0;
+      while (true) spin = spin + 1;
+    }
+    if (fault == "sigstop") ::raise(SIGSTOP);
+    if (fault == "fork_crash") {
+      const pid_t child = ::fork();
+      if (child == 0) {
+        ::sleep(600);
+        ::_exit(0);
+      }
+      std::ofstream(ctx.params.value("pid_file", std::string("/dev/null"))) << child << "\n";
+      ::raise(SIGSEGV);
+    }
+    if (fault == "throw") throw std::runtime_error("injected fault on rank " + std::to_string(ctx.rank));
+    if (fault == "shape_mismatch") {
+      ctx.comm.all_reduce_copy(at::ones({5}, at::kDouble), ReduceOp::Sum);
+      return nlohmann::json::object();
+    }
+    if (fault == "dtype_mismatch") {
+      ctx.comm.all_reduce_copy(at::ones({4}, at::kFloat), ReduceOp::Sum);
+      return nlohmann::json::object();
+    }
+    if (fault == "close_fds") {
+      for (int fd = 3; fd < 4096; ++fd) ::close(fd);
+    }
+  }
+  const at::Tensor sum = ctx.comm.all_reduce_copy(four(), ReduceOp::Sum);
+  if (me && fault == "extra_collective") ctx.comm.all_reduce_copy(four(), ReduceOp::Sum);
+  return {{"sum", sum[0].item<double>()}};
+}
+
+}  // namespace distmetrics::runtime::fault_test

@@ -1,0 +1,154 @@
+// Fault injection (issue 12) on the local rank pool, gloo (workers spawned directly) and mpi
+// (workers started by mpirun): every fault of launch_faults.h, in one pool, each with a short
+// deadline. For each: the outcome kind and the rank to blame, a verdict before the deadline plus
+// a generous margin (a bound on hanging, not a speed check), the workers of the faulty variant
+// gone (and whatever the fault forked), and the next variant passing.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <fstream>
+
+#include "distmetrics/runtime/backends.h"
+#include "distmetrics/runtime/rank_pool.h"
+#include "launch_faults.h"
+
+namespace distmetrics::runtime {
+namespace {
+
+using namespace std::chrono_literals;
+
+DISTMETRICS_TASK(fault_inject) { return fault_test::run_fault(ctx); }
+
+constexpr auto kDeadline = 2s;
+// Deadline, TERM grace, respawn: a verdict later than this is a hang of the supervisor itself.
+constexpr auto kVerdictBound = kDeadline + 15s;
+
+bool process_is_gone(long pid) {
+  if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) return true;
+  // A zombie whose parent has not reaped it yet is gone for our purposes only if it is not ours.
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text;
+  std::getline(stat, text);
+  const auto close = text.rfind(')');
+  return close != std::string::npos && close + 2 < text.size() && text[close + 2] == 'Z';
+}
+
+struct Fault {
+  std::string name;
+  RunStatus status;
+  std::string how_died;  // expected in the blamed rank's how_died, "" for none
+};
+
+std::vector<Fault> faults() {
+  return {
+      {"skip_collective", RunStatus::Hang, ""},
+      {"extra_collective", RunStatus::Hang, ""},
+      {"segfault", RunStatus::Crash, "killed by signal 11 (SIGSEGV)"},
+      {"abort", RunStatus::Crash, "killed by signal 6 (SIGABRT)"},
+      {"exit3", RunStatus::Crash, "exit status 3"},
+      {"sleep", RunStatus::Hang, ""},
+      {"loop", RunStatus::Hang, ""},
+      {"sigstop", RunStatus::Hang, ""},
+      {"fork_crash", RunStatus::Crash, "killed by signal 11 (SIGSEGV)"},
+      {"throw", RunStatus::Hang, ""},
+  };
+}
+
+struct PoolKind {
+  std::string backend;
+  std::string launch;
+};
+void PrintTo(const PoolKind& kind, std::ostream* out) { *out << kind.backend << " (" << kind.launch << ")"; }
+
+class FaultInjection : public testing::TestWithParam<PoolKind> {
+ protected:
+  Job request(const std::string& fault, int rank, const std::string& pid_file = "") {
+    Job r;
+    r.id = "faults/" + fault + "/rank" + std::to_string(rank);
+    r.task = "fault_inject";
+    r.params = {{"fault", fault}, {"rank", rank}};
+    if (!pid_file.empty()) r.params["pid_file"] = pid_file;
+    r.backend = GetParam().backend;
+    r.deadline = kDeadline;
+    return r;
+  }
+
+  void expect_completed(RankPool& pool, const std::string& after) {
+    const JobResult run = pool.run(request("none", 1));
+    ASSERT_EQ(run.status, RunStatus::Completed) << "the variant after " << after << ": " << run.diagnosis;
+    for (const auto& rank : run.ranks) EXPECT_EQ(rank.result["sum"].get<double>(), 3.0) << "after " << after;
+  }
+};
+
+TEST_P(FaultInjection, EveryFaultIsReportedAndBlamedInTimeAndThePoolRecovers) {
+  PoolOptions options;
+  options.world_size = 3;
+  options.launch = GetParam().launch;
+  options.term_grace = 500ms;
+  RankPool pool(options);
+  expect_completed(pool, "the start");
+  const std::string pid_file = ::testing::TempDir() + "fault_fork_child_" + std::to_string(::getpid());
+  for (const Fault& fault : faults()) {
+    for (int rank : {1, 0}) {
+      SCOPED_TRACE(fault.name + " on rank " + std::to_string(rank));
+      std::remove(pid_file.c_str());
+      std::vector<long> workers = pool.worker_pids();
+      if (pool.launcher_pid() > 0) workers.push_back(pool.launcher_pid());
+      const auto started = std::chrono::steady_clock::now();
+      const JobResult run = pool.run(request(fault.name, rank, pid_file));
+      const auto took = std::chrono::steady_clock::now() - started;
+      EXPECT_EQ(to_string(run.status), std::string(to_string(fault.status))) << run.diagnosis;
+      EXPECT_EQ(run.blamed_rank, rank) << run.diagnosis;
+      EXPECT_LT(took, kVerdictBound) << "the verdict took longer than the deadline plus a generous margin";
+      ASSERT_EQ(run.ranks.size(), 3u);
+      if (!fault.how_died.empty()) EXPECT_EQ(run.ranks[rank].how_died, fault.how_died) << run.diagnosis;
+      EXPECT_NE(run.diagnosis.find("rank " + std::to_string(rank)), std::string::npos) << run.diagnosis;
+      for (long pid : workers) EXPECT_TRUE(process_is_gone(pid)) << "worker " << pid << " is still there";
+      if (fault.name == "fork_crash") {
+        long forked = 0;
+        std::ifstream(pid_file) >> forked;
+        ASSERT_GT(forked, 0) << "the fault did not write its child's pid";
+        EXPECT_TRUE(process_is_gone(forked)) << "the process the rank forked (" << forked << ") is still there";
+      }
+      expect_completed(pool, fault.name);
+    }
+  }
+  std::remove(pid_file.c_str());
+}
+
+// Mismatched contributions and a rank that closes its descriptors: never a pass, never a hang
+// of the supervisor, and the next variant passes.
+TEST_P(FaultInjection, MismatchesAndClosedDescriptorsAreNotAPass) {
+  PoolOptions options;
+  options.world_size = 2;
+  options.launch = GetParam().launch;
+  options.term_grace = 500ms;
+  RankPool pool(options);
+  for (const std::string fault : {"shape_mismatch", "dtype_mismatch", "close_fds"}) {
+    SCOPED_TRACE(fault);
+    const auto started = std::chrono::steady_clock::now();
+    const JobResult run = pool.run(request(fault, 1));
+    EXPECT_NE(run.status, RunStatus::Completed) << run.diagnosis;
+    EXPECT_LT(std::chrono::steady_clock::now() - started, kVerdictBound);
+    const JobResult next = pool.run(request("none", 1));
+    EXPECT_EQ(next.status, RunStatus::Completed) << "after " << fault << ": " << next.diagnosis;
+  }
+}
+
+std::vector<PoolKind> pool_kinds() {
+  std::vector<PoolKind> kinds;
+  for (const auto& backend : compiled_backends()) {
+    if (backend == "gloo") kinds.push_back({"gloo", "direct"});
+    if (backend == "mpi") kinds.push_back({"mpi", "mpirun"});
+  }
+  return kinds;
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, FaultInjection, testing::ValuesIn(pool_kinds()),
+                         [](const testing::TestParamInfo<PoolKind>& info) { return info.param.backend; });
+
+}  // namespace
+}  // namespace distmetrics::runtime
