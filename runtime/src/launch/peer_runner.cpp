@@ -210,6 +210,14 @@ class PeerRunner::Impl {
                           ": " + detail::short_what(e));
       }
     }
+    if (rank_ == 0) {
+      // LibTorch's TCPStore cannot be bound to one address: say so rather than listen silently.
+      std::cerr << "distmetrics: " << options_.launcher << " launcher: rank 0's rendezvous store listens on port "
+                << store_->getPort() << " of every network interface of " << host_name()
+                << " while the run lasts (LibTorch's TCPStore cannot bind one address); any process that can "
+                   "reach this host can connect to it: run on a trusted network or behind a firewall "
+                   "(docs/runtime.md, \"Peer launchers and the network\")\n";
+    }
     // Every rank checks in; rank 0 waits for all of them, so a wrong WORLD_SIZE is caught here.
     store_->set("joined/" + std::to_string(rank_), bytes_of(std::to_string(world_size_)));
     if (rank_ == 0) {
