@@ -2,11 +2,13 @@
 
 #include <ATen/ATen.h>
 
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
 #include <sstream>
+#include <thread>
 
 #include "distmetrics/runtime/comm.h"
 #include "distmetrics/harness/metric_catalog.h"
@@ -222,6 +224,23 @@ class RejectsWhenDistributedMean : public MeanBase {
   Value compute() override { return mean_of(sum_, count_); }
 };
 
+// Right everywhere, but without a communicator (the single-process reference) its second update
+// never finishes: the reference must be ended at the variant's deadline. (The first one passes:
+// loading the scenario tries the metric on one batch.)
+class EndlessWhenAloneMean : public MeanBase {
+ public:
+  EndlessWhenAloneMean() : MeanBase("EndlessWhenAloneMean") {}
+  void update(const Batch& batch) override {
+    while (comm_ == nullptr && updates_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    ++updates_;
+    MeanBase::update(batch);
+  }
+  Value compute() override { return mean_of(sum_, count_); }
+
+ private:
+  int updates_ = 0;
+};
+
 template <typename M>
 metrics::MetricSpec spec(const std::string& name, const std::string& what) {
   return {name, "aggregation", what, {}, [](const nlohmann::json&) { return std::make_unique<M>(); }};
@@ -239,6 +258,7 @@ metrics::MetricRegistry& registry() {
     reg.add(spec<RaiseAloneMean>("RaiseAloneMean", "mean of input; raises alone on an empty rank"));
     reg.add(spec<GatherPerElementMean>("GatherPerElementMean", "mean of input; one all_gather per element"));
     reg.add(spec<RejectsWhenDistributedMean>("RejectsWhenDistributedMean", "mean of input; rejects every batch when distributed"));
+    reg.add(spec<EndlessWhenAloneMean>("EndlessWhenAloneMean", "mean of input; never finishes without a communicator"));
     reg.add(spec<AbortOnRank1Mean>("AbortOnRank1Mean", "mean of input; rank 1 aborts in compute"));
     reg.add(spec<RankLocalCacheMean>("RankLocalCacheMean", "mean of input; rank 1 caches computes without new samples"));
     reg.add(spec<SegfaultInUpdateMean>("SegfaultInUpdateMean", "mean of input; rank 1 dies in its second update"));

@@ -231,6 +231,32 @@ TEST(EngineRun, AnErrorTheSingleProcessDoesNotRaiseIsAnErrorOutcome) {
   EXPECT_NE(v.diagnosis.find("[distmetrics::metrics::InputError]"), std::string::npos) << v.diagnosis;
 }
 
+// Every phase counts against the deadline: a single-process reference that never finishes is
+// ended (it runs in a child process) and the verdict is a hang naming it, within the deadline
+// plus a generous margin (a bound on hanging, not a speed check), and it says what took how long.
+TEST(EngineRun, ASingleProcessReferencePastTheDeadlineIsAHangNamingIt) {
+  const auto started = std::chrono::steady_clock::now();
+  const auto v = run("endless_reference").at(0);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(3 + 15));
+  ASSERT_EQ(v.outcome, dh::Outcome::Hang) << explain(v);
+  EXPECT_EQ(v.reason.rfind("the single-process reference did not finish within the ", 0), 0u) << v.reason;
+  EXPECT_NE(v.reason.find(" left of the variant's deadline of 3 s"), std::string::npos) << v.reason;
+  EXPECT_EQ(failed(v), (std::vector<std::string>{"no_hang"}));
+  EXPECT_GE(v.seconds, 3.0 - 0.05);  // it took the whole deadline, and says so
+}
+
+TEST(EngineRun, APassSaysHowLongEveryPhaseTook) {
+  const auto v = run("correct_mean").at(0);
+  ASSERT_EQ(v.outcome, dh::Outcome::Pass) << explain(v);
+  const std::string message = v.property("no_hang")->message;
+  EXPECT_EQ(message.rfind("no_hang held: finished in ", 0), 0u) << message;
+  EXPECT_NE(message.find("(ranks "), std::string::npos) << message;
+  EXPECT_NE(message.find(", single-process reference and checks "), std::string::npos) << message;
+  // The verdict's seconds are the whole variant, never less than the phases it reports.
+  const double reported = std::stod(message.substr(std::string("no_hang held: finished in ").size()));
+  EXPECT_GE(v.seconds, reported);
+}
+
 TEST(EngineRun, Float32SumsLosePrecisionBeyondTwoToThe24) {
   // PR #2959: the same data with float64 sums passes (scenarios/regression/ignite_pr2959_large_counts).
   const auto v = run("float32_counts").at(0);

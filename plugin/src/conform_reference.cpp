@@ -43,7 +43,7 @@ json plugin_single_process_task(runtime::TaskContext& ctx) {
   } catch (const std::exception& e) {  // e.g. the plugin cannot be loaded here
     reference.failure = e.what();
   }
-  return reference_to_json(reference);
+  return harness::reference_to_json(reference);
 }
 
 
@@ -80,24 +80,9 @@ void register_reference_task() {
   runtime::TaskRegistry::instance().add(kHelperReadyTask, [](runtime::TaskContext&) { return json::object(); });
 }
 
-json reference_to_json(const SingleProcessReference& reference) {
-  json at_compute = json::array();
-  for (const auto& r : reference.at_compute) at_compute.push_back(r.to_json());
-  json other = json::array();
-  for (const auto& [size, r] : reference.other_batch_sizes) other.push_back({{"batch_size", size}, {"result", r.to_json()}});
-  return {{"at_compute", at_compute}, {"full", reference.full.to_json()}, {"other_batch_sizes", other},
-          {"failure", reference.failure}};
-}
+json reference_to_json(const SingleProcessReference& reference) { return harness::reference_to_json(reference); }
 
-SingleProcessReference reference_from_json(const json& j) {
-  SingleProcessReference reference;
-  for (const auto& r : j.at("at_compute")) reference.at_compute.push_back(ComputeResult::from_json(r));
-  reference.full = ComputeResult::from_json(j.at("full"));
-  for (const auto& o : j.at("other_batch_sizes"))
-    reference.other_batch_sizes.emplace_back(o.at("batch_size").get<std::int64_t>(), ComputeResult::from_json(o.at("result")));
-  reference.failure = j.at("failure").get<std::string>();
-  return reference;
-}
+SingleProcessReference reference_from_json(const json& j) { return harness::reference_from_json(j); }
 
 RemoteReference::RemoteReference(std::optional<double> deadline_seconds) : deadline_seconds_(deadline_seconds) {
   const auto backends = runtime::compiled_backends();
@@ -145,7 +130,7 @@ SingleProcessReference RemoteReference::build(const harness::Scenario& scenario,
     ensure_pool();
     const runtime::JobResult run = pool_->run(request);
     if (run.status == runtime::RunStatus::Completed && !run.ranks.empty())
-      return reference_from_json(run.ranks.front().result);
+      return harness::reference_from_json(run.ranks.front().result);
     reference.failure = what + ", " + rank_problem(run, deadline);
   } catch (const std::exception& e) {
     reference.failure = what + ": the helper process could not run it: " + std::string(e.what());

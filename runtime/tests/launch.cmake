@@ -28,7 +28,7 @@ target_compile_definitions(launch_security_tests PRIVATE
 
 # Fault injection on the local pool (gloo and mpi): every fault of launch_faults.h (issue 12).
 distmetrics_test(launch_fault_tests
-  SOURCES launch_faults_test.cpp
+  SOURCES launch_faults_test.cpp launch_child_call_test.cpp
   LINK distmetrics::runtime
   TIMEOUT 300
   LABELS runtime)

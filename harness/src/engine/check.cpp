@@ -457,4 +457,23 @@ std::vector<PropertyResult> check_properties(const CheckContext& ctx) {
   return results;
 }
 
+nlohmann::json reference_to_json(const SingleProcessReference& reference) {
+  nlohmann::json at_compute = nlohmann::json::array();
+  for (const auto& r : reference.at_compute) at_compute.push_back(r.to_json());
+  nlohmann::json other = nlohmann::json::array();
+  for (const auto& [size, r] : reference.other_batch_sizes) other.push_back({{"batch_size", size}, {"result", r.to_json()}});
+  return {{"at_compute", at_compute}, {"full", reference.full.to_json()}, {"other_batch_sizes", other},
+          {"failure", reference.failure}};
+}
+
+SingleProcessReference reference_from_json(const nlohmann::json& j) {
+  SingleProcessReference reference;
+  for (const auto& r : j.at("at_compute")) reference.at_compute.push_back(ComputeResult::from_json(r));
+  reference.full = ComputeResult::from_json(j.at("full"));
+  for (const auto& o : j.at("other_batch_sizes"))
+    reference.other_batch_sizes.emplace_back(o.at("batch_size").get<std::int64_t>(), ComputeResult::from_json(o.at("result")));
+  reference.failure = j.at("failure").get<std::string>();
+  return reference;
+}
+
 }  // namespace distmetrics::harness

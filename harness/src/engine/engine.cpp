@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <memory>
 
+#include "distmetrics/runtime/child_call.h"
+
 #include "distmetrics/harness/placement.h"
 #include "distmetrics/harness/root_cause.h"
 #include "distmetrics/harness/scenario_python.h"
@@ -360,9 +362,44 @@ Verdict Engine::judge(const Scenario& scenario, const Variant& variant, const ru
   const ShardPlan& shards = plan.shards;
   const ScriptPlan& script = plan.script;
   const auto reference_started = Clock::now();
-  SingleProcessReference single = options_.single_process
-                                      ? options_.single_process(scenario, variant, data, shards, script)
-                                      : build_reference(scenario, data, shards, script);
+  // The reference counts against the variant's deadline as the ranks do: it gets what they left.
+  const double ranks_seconds = std::max(0.0, run.seconds - run.start_seconds);
+  const double budget = deadline - ranks_seconds;
+  SingleProcessReference single;
+  if (options_.single_process) {
+    single = options_.single_process(scenario, variant, data, shards, script);
+  } else {
+    // In a child process, so that a reference past its budget is ended, not waited for.
+    const runtime::ChildCallResult built = runtime::call_in_child(
+        [&] { return reference_to_json(build_reference(scenario, data, shards, script)); },
+        runtime::Deadline::after(ms(std::max(budget, 0.0))));
+    std::ostringstream left;
+    left << "the " << seconds_text(std::max(budget, 0.0)) << " s the ranks (" << seconds_text(ranks_seconds)
+         << " s) left of the variant's deadline of " << seconds_text(deadline) << " s";
+    if (built.ended == runtime::ChildCallResult::Ended::TimedOut) {
+      v.outcome = Outcome::Hang;
+      v.reason = "the single-process reference did not finish within " + left.str();
+      v.diagnosis = with_shards("The single-process reference (" + scenario.metric +
+                                " in one process, no communicator, on all the data) was ended at the deadline. Every "
+                                "phase of a variant counts against its deadline: raise it (--deadline or the "
+                                "scenario's `deadline`), or use less data.");
+      PropertyResult p;
+      p.name = "no_hang";
+      p.outcome = Outcome::Fail;
+      p.message = "no_hang failed: " + v.reason;
+      v.properties.push_back(p);
+      return v;
+    }
+    if (built.ended == runtime::ChildCallResult::Ended::Returned) {
+      try {
+        single = reference_from_json(built.value);
+      } catch (const std::exception& e) {
+        single.failure = std::string("its result could not be read back: ") + e.what();
+      }
+    } else {
+      single.failure = built.ended == runtime::ChildCallResult::Ended::Died ? "it crashed (" + built.how_died + ")" : built.error;
+    }
+  }
   if (scenario.reference) {  // the Python callable on all the data: once per process (scenario_python.h)
     ComputeResult reference;
     try {

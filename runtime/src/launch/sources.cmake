@@ -11,4 +11,5 @@ list(APPEND DISTMETRICS_RUNTIME_SOURCES
   src/launch/zygote.cpp
   src/launch/diagnosis.cpp
   src/launch/rank_pool.cpp
-  src/launch/peer_runner.cpp)
+  src/launch/peer_runner.cpp
+  src/launch/child_call.cpp)

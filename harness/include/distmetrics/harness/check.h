@@ -42,6 +42,11 @@ struct SingleProcessReference {
   std::string failure;  // the reference itself could not run (e.g. update raised); empty if fine
 };
 
+// The reference as JSON and back (it crosses a process boundary: a helper worker, or the child
+// process the engine builds it in under the variant's deadline).
+nlohmann::json reference_to_json(const SingleProcessReference& reference);
+SingleProcessReference reference_from_json(const nlohmann::json& j);
+
 struct CheckContext {
   const Scenario& scenario;
   const Variant& variant;
