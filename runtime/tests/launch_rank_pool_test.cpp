@@ -321,6 +321,23 @@ std::vector<PoolKind> pool_kinds() {
 INSTANTIATE_TEST_SUITE_P(Backends, RankPoolTest, testing::ValuesIn(pool_kinds()),
                          [](const testing::TestParamInfo<PoolKind>& info) { return info.param.backend; });
 
+TEST(RankPool, AWorldSizeBeyondTheMachinesLimitIsRefused) {
+  const int most = max_local_world_size();
+  EXPECT_GE(most, kFewestLocalRanks);
+  EXPECT_LE(most, kMostLocalRanks);
+  PoolOptions options;
+  options.world_size = most + 1;
+  try {
+    RankPool pool(options);
+    ADD_FAILURE() << "a pool of " << most + 1 << " ranks was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("world size " + std::to_string(most + 1) +
+                                         " is more ranks than a local pool starts on this machine (at most " +
+                                         std::to_string(most) + ": 4 per core, one per 512 MiB of memory"),
+              std::string::npos) << e.what();
+  }
+}
+
 TEST(RankPool, AWorkerThatCannotStartIsReportedNotHung) {
   PoolOptions options;
   options.world_size = 2;

@@ -430,6 +430,13 @@ class RankPool::Impl {
  public:
   explicit Impl(PoolOptions options) : options_(std::move(options)) {
     if (options_.world_size < 1) throw ConfigError("rank pool: world_size must be at least 1");
+    if (const int most = max_local_world_size(); options_.world_size > most) {
+      throw ConfigError("rank pool: world size " + std::to_string(options_.world_size) +
+                        " is more ranks than a local pool starts on this machine (at most " + std::to_string(most) +
+                        ": " + std::to_string(kRanksPerCore) + " per core, one per " + std::to_string(kMiBPerRank) +
+                        " MiB of memory, at most " + std::to_string(kMostLocalRanks) +
+                        "); run a smaller world size, or start the ranks with mpirun or a torchrun-style launcher");
+    }
     if (options_.launch != "direct" && options_.launch != "mpirun") {
       throw ConfigError("rank pool: launch must be \"direct\" or \"mpirun\", got \"" + options_.launch + "\"");
     }
@@ -782,6 +789,15 @@ class RankPool::Impl {
   int rejected_ = 0;
   std::uint64_t variant_count_ = 0;
 };
+
+int max_local_world_size() {
+  const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  const std::uint64_t machine = pages > 0 && page > 0 ? static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page) : 0;
+  const long by_cores = kRanksPerCore * std::max(cores, 1L);
+  const long by_memory = static_cast<long>(machine / (static_cast<std::uint64_t>(kMiBPerRank) << 20));
+  return static_cast<int>(std::clamp(std::min(by_cores, by_memory), static_cast<long>(kFewestLocalRanks), static_cast<long>(kMostLocalRanks)));
+}
 
 std::uint64_t default_rank_memory_bytes() {
 #if DISTMETRICS_HAVE_NCCL  // a CUDA build

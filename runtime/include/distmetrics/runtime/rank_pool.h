@@ -27,6 +27,16 @@ namespace distmetrics::runtime {
 // build with CUDA, whose driver reserves far more address space than it uses.
 std::uint64_t default_rank_memory_bytes();
 
+// The most ranks a local pool starts on this machine: kRanksPerCore per core and one per
+// kMiBPerRank MiB of memory (a rank of LibTorch with Gloo takes about 165 MB), clamped to
+// [kFewestLocalRanks, kMostLocalRanks]: 8 on a 2-core machine with 24 GiB. A pool asked for more
+// throws ConfigError (a variant's error); mpirun and torchrun-style launchers are not bounded.
+constexpr int kRanksPerCore = 4;
+constexpr int kMiBPerRank = 512;
+constexpr int kFewestLocalRanks = 4;
+constexpr int kMostLocalRanks = 64;
+int max_local_world_size();
+
 struct PoolOptions {
   int world_size = 1;
   // How workers start: "direct" (the supervisor spawns them) or "mpirun" (the supervisor
