@@ -12,6 +12,7 @@
 #include <iostream>
 #include <thread>
 
+#include "distmetrics/build_config.h"
 #include "distmetrics/runtime/backends.h"
 #include "distmetrics/runtime/errors.h"
 #include "distmetrics/runtime/rank_pool.h"
@@ -337,6 +338,30 @@ TEST(RankPool, AWorldSizeBeyondTheMachinesLimitIsRefused) {
               std::string::npos) << e.what();
   }
 }
+
+#if DISTMETRICS_HAVE_GLOO
+// A memory limit too small for the backend's threads: every rank says so, naming itself and the
+// limit, instead of a bare "Resource temporarily unavailable".
+TEST(RankPool, AMemoryLimitTooSmallForTheCommunicatorIsNamedOnEveryRank) {
+  PoolOptions options;
+  options.world_size = 2;
+  options.rank_memory_bytes = std::uint64_t{300} << 20;
+  RankPool pool(options);
+  Job r;
+  r.id = "test/small-memory";
+  r.task = "launch_sum_of_ranks";
+  r.backend = "gloo";
+  r.deadline = 10s;
+  const JobResult run = pool.run(r);
+  ASSERT_EQ(run.status, RunStatus::Error) << run.diagnosis;
+  for (int rank : {0, 1}) {
+    EXPECT_EQ(run.ranks[rank].error_type, "RankMemoryExceeded") << run.ranks[rank].error;
+    EXPECT_EQ(run.ranks[rank].error.rfind("rank " + std::to_string(rank) +
+                                          " could not build the gloo communicator within its memory limit of 0.3 GiB", 0),
+              0u) << run.ranks[rank].error;
+  }
+}
+#endif
 
 TEST(RankPool, AWorkerThatCannotStartIsReportedNotHung) {
   PoolOptions options;

@@ -53,6 +53,16 @@ LocalRun run_task_here(const Job& request, const CommSpec& spec, const c10::intr
     outcome.error_type = current_exception_type_name();
     outcome.error = "rank " + std::to_string(spec.rank) + ": could not build the " + spec.backend +
                     " communicator: " + short_what(e);
+    // Under a small address-space limit the backend's threads cannot get their stacks (EAGAIN).
+    const std::string what = e.what();
+    if (rank_memory_limit > 0 && (is_allocation_failure(e) || what.find("Resource temporarily unavailable") != std::string::npos)) {
+      std::ostringstream text;
+      text << "rank " << spec.rank << " could not build the " << spec.backend << " communicator within its memory limit of "
+           << std::fixed << std::setprecision(1) << static_cast<double>(rank_memory_limit) / (1u << 30)
+           << " GiB (raise it with --rank-memory): " << short_what(e);
+      outcome.error_type = "RankMemoryExceeded";
+      outcome.error = text.str();
+    }
     return run;
   }
   run.comm->set_op_timeout(spec.op_timeout);
