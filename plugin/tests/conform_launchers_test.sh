@@ -3,9 +3,12 @@
 # started by mpirun (launcher mpi, detected) and by torchrun-style variables (--launcher env).
 # Every process is a rank and loads the plugin; the variants of the launcher's world size run;
 # rank 0 alone prints, writes the report and carries the exit code.
-#   conform_launchers_test.sh BIN PLUGIN SCENARIO_DIR
+# With a misbehaving plugin and its scenarios: under mpirun a rank that segfaults is a crash
+# report blamed on it (exit 4, not mpirun's 139), and a rank that never returns a hang (exit 3)
+# within a bound, rank 0 reporting both.
+#   conform_launchers_test.sh BIN PLUGIN SCENARIO_DIR [MISBEHAVING_PLUGIN MISBEHAVING_SCENARIO_DIR]
 set -euo pipefail
-bin=$1 plugin=$2 scenarios=$3
+bin=$1 plugin=$2 scenarios=$3 misbehaving=${4:-} misbehaving_scenarios=${5:-}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -23,6 +26,21 @@ if command -v mpirun > /dev/null; then
   [ "$(grep -c '^distmetrics conform: plugin ' "$tmp/mpi.out")" = 1 ] || fail "mpirun: rank 0 alone must print"
   grep -q 'the launcher runs world size 2 only' "$tmp/mpi.out" || fail "mpirun: no note about the other world sizes"
   echo "mpi launcher: ok"
+  if [ -n "$misbehaving" ]; then
+    for case in "RootMeanSquaredError rmse_segfaults_on_rank1 4 crash" "R2Score r2_hangs_on_rank0 3 hang"; do
+      read -r metric file code kind <<< "$case"
+      rc=0
+      timeout 120 mpirun --oversubscribe -np 2 "$bin" conform --plugin "$misbehaving" --metric "$metric" \
+        "$misbehaving_scenarios/$file.toml" --json "$tmp/$file.json" > "$tmp/$file.out" 2>&1 || rc=$?
+      [ "$rc" = "$code" ] || { cat "$tmp/$file.out"; fail "mpirun, $file: exit $rc, expected the runner's $code"; }
+      [ "$(summary "$tmp/$file.json" "$kind")" = 1 ] || { cat "$tmp/$file.out"; fail "mpirun, $file: no $kind in the report"; }
+    done
+    grep -q 'rank 1 to blame: rank 1 crashed (killed by signal 11 (SIGSEGV))' "$tmp/rmse_segfaults_on_rank1.out" \
+      || { cat "$tmp/rmse_segfaults_on_rank1.out"; fail "mpirun: the crash is not blamed on rank 1 with its signal"; }
+    grep -q 'rank 0 to blame' "$tmp/r2_hangs_on_rank0.out" \
+      || { cat "$tmp/r2_hangs_on_rank0.out"; fail "mpirun: the hang is not blamed on rank 0"; }
+    echo "mpi launcher, faults: ok"
+  fi
 fi
 
 port=$(python3 -c "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")
