@@ -71,5 +71,45 @@ TEST(ChildCall, EndsAChildPastTheDeadlineWithWhatItForked) {
   EXPECT_TRUE(gone(forked)) << "the process the child forked (" << forked << ") is still there";
 }
 
+// Started first and collected later: the child computes while the caller does other work (the
+// engine runs the ranks meanwhile), and the value is the function's.
+TEST(ChildCall, ComputesWhileTheCallerWorks) {
+  ChildCall call([] { return nlohmann::json{{"sum", 40 + 2}}; });
+  std::this_thread::sleep_for(50ms);  // the caller's own work
+  const auto r = call.wait(Deadline::after(10s));
+  ASSERT_EQ(r.ended, Ended::Returned) << r.error << r.how_died;
+  EXPECT_EQ(r.value.at("sum").get<int>(), 42);
+}
+
+// A call that is never waited for (the ranks crashed, the variant is judged without it) is ended
+// with what it forked when it is destroyed.
+TEST(ChildCall, DestroyedUnwaitedEndsTheChildAndWhatItForked) {
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe(pipe_fds), 0);
+  pid_t child = -1;
+  {
+    ChildCall call([&]() -> nlohmann::json {
+      const pid_t forked = ::fork();
+      if (forked == 0) {
+        ::sleep(600);
+        ::_exit(0);
+      }
+      const pid_t both[2] = {::getpid(), forked};
+      (void)!::write(pipe_fds[1], both, sizeof(both));
+      while (true) std::this_thread::sleep_for(1s);
+    });
+    pid_t both[2] = {0, 0};
+    ASSERT_EQ(::read(pipe_fds[0], both, sizeof(both)), static_cast<ssize_t>(sizeof(both)));
+    child = both[0];
+    ::close(pipe_fds[0]);
+    ::close(pipe_fds[1]);
+    pipe_fds[0] = both[1];  // the grandchild, checked below
+  }
+  EXPECT_TRUE(gone(child)) << "the child (" << child << ") is still there";
+  const pid_t forked = pipe_fds[0];
+  for (int i = 0; i < 100 && !gone(forked); ++i) std::this_thread::sleep_for(20ms);
+  EXPECT_TRUE(gone(forked)) << "the process the child forked (" << forked << ") is still there";
+}
+
 }  // namespace
 }  // namespace distmetrics::runtime

@@ -252,6 +252,19 @@ Verdict Engine::run(const Scenario& scenario, const Variant& variant, runtime::J
   if (variant.skip) return skip_verdict(variant);
   const double deadline = options_.deadline_seconds.value_or(scenario.deadline_seconds);
   const auto start = Clock::now();
+  // The single-process reference needs only the scenario and its data: it computes in a child
+  // process beside the ranks, so it adds no wall time of its own and is ended at the deadline.
+  std::unique_ptr<runtime::ChildCall> reference;
+  if (!options_.single_process) {
+    try {
+      const Dataset& data = data_for(scenario);
+      const VariantPlan plan = plan_variant(scenario, data, variant.shard, variant.world_size);
+      reference = std::make_unique<runtime::ChildCall>(
+          [&] { return reference_to_json(build_reference(scenario, data, plan.shards, plan.script)); });
+    } catch (const std::exception&) {
+      // No data or plan here: judge() says why, after the ranks.
+    }
+  }
   runtime::JobResult run;
   try {
     run = runner.run(make_variant_request(scenario, variant, deadline));
@@ -264,12 +277,17 @@ Verdict Engine::run(const Scenario& scenario, const Variant& variant, runtime::J
     v.seconds = std::chrono::duration<double>(Clock::now() - start).count();
     return v;
   }
-  Verdict v = judge(scenario, variant, run);
+  Verdict v = judge(scenario, variant, run, reference.get(), start);
   v.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return v;
 }
 
 Verdict Engine::judge(const Scenario& scenario, const Variant& variant, const runtime::JobResult& run) {
+  return judge(scenario, variant, run, nullptr, Clock::now());
+}
+
+Verdict Engine::judge(const Scenario& scenario, const Variant& variant, const runtime::JobResult& run,
+                      runtime::ChildCall* started_reference, Clock::time_point started) {
   const double deadline = options_.deadline_seconds.value_or(scenario.deadline_seconds);
   Verdict v;
   v.variant = variant;
@@ -362,20 +380,30 @@ Verdict Engine::judge(const Scenario& scenario, const Variant& variant, const ru
   const ShardPlan& shards = plan.shards;
   const ScriptPlan& script = plan.script;
   const auto reference_started = Clock::now();
-  // The reference counts against the variant's deadline as the ranks do: it gets what they left.
+  // The reference counts against the variant's deadline as the ranks do. Started beside the
+  // ranks, it has the whole deadline from the variant's start; built after them, what they left.
   const double ranks_seconds = std::max(0.0, run.seconds - run.start_seconds);
-  const double budget = deadline - ranks_seconds;
+  const double budget = started_reference
+                            ? deadline - std::chrono::duration<double>(reference_started - started).count()
+                            : deadline - ranks_seconds;
   SingleProcessReference single;
   if (options_.single_process) {
     single = options_.single_process(scenario, variant, data, shards, script);
   } else {
     // In a child process, so that a reference past its budget is ended, not waited for.
-    const runtime::ChildCallResult built = runtime::call_in_child(
-        [&] { return reference_to_json(build_reference(scenario, data, shards, script)); },
-        runtime::Deadline::after(ms(std::max(budget, 0.0))));
+    const auto until = runtime::Deadline::after(ms(std::max(budget, 0.0)));
+    const runtime::ChildCallResult built =
+        started_reference
+            ? started_reference->wait(until)
+            : runtime::call_in_child(
+                  [&] { return reference_to_json(build_reference(scenario, data, shards, script)); }, until);
     std::ostringstream left;
-    left << "the " << seconds_text(std::max(budget, 0.0)) << " s the ranks (" << seconds_text(ranks_seconds)
-         << " s) left of the variant's deadline of " << seconds_text(deadline) << " s";
+    if (started_reference)
+      left << "the variant's deadline of " << seconds_text(deadline) << " s (it ran beside the ranks, which took "
+           << seconds_text(ranks_seconds) << " s)";
+    else
+      left << "the " << seconds_text(std::max(budget, 0.0)) << " s the ranks (" << seconds_text(ranks_seconds)
+           << " s) left of the variant's deadline of " << seconds_text(deadline) << " s";
     if (built.ended == runtime::ChildCallResult::Ended::TimedOut) {
       v.outcome = Outcome::Hang;
       v.reason = "the single-process reference did not finish within " + left.str();

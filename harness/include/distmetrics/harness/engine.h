@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -28,6 +29,10 @@
 #include "distmetrics/harness/variant.h"
 #include "distmetrics/runtime/job.h"
 #include "distmetrics/harness/verdict.h"
+
+namespace distmetrics::runtime {
+class ChildCall;
+}
 
 namespace distmetrics::harness {
 
@@ -90,6 +95,10 @@ class Engine {
   Verdict judge(const Scenario& scenario, const Variant& variant, const runtime::JobResult& run);
 
  private:
+  // `reference`: the single-process reference already computing in a child process since
+  // `started` (run() starts it beside the ranks); null: judge builds it after the ranks.
+  Verdict judge(const Scenario& scenario, const Variant& variant, const runtime::JobResult& run,
+                runtime::ChildCall* reference, std::chrono::steady_clock::time_point started);
   const Dataset& data_for(const Scenario& scenario);
   EngineOptions options_;
   std::map<std::string, Dataset> data_;  // per scenario name (+ seed)

@@ -26,9 +26,30 @@ struct ChildCallResult {
   std::string how_died;
 };
 
-// Runs `fn` in a forked child of this process (one intra-op thread, the default fatal-signal
-// actions) and returns its value, or how it ended, by the deadline. Call from a process whose
-// other threads the child does not need (a fork copies the calling thread only).
+// A function running in a forked child of this process (one intra-op thread, the default fatal-
+// signal actions), started now and collected by wait(): the caller can do other work meanwhile
+// (the engine runs a variant's ranks while its reference computes). Destroying a call that was
+// not waited for ends the child and whatever it forked. Start it from a process whose other
+// threads the child does not need (a fork copies the calling thread only).
+class ChildCall {
+ public:
+  explicit ChildCall(const std::function<nlohmann::json()>& fn);
+  ~ChildCall();
+  ChildCall(const ChildCall&) = delete;
+  ChildCall& operator=(const ChildCall&) = delete;
+
+  // The function's value, or how it ended, by the deadline (ended there). Once only.
+  ChildCallResult wait(const Deadline& deadline);
+
+ private:
+  void end_group();
+  int pid_ = -1;    // the child, until reaped
+  int group_ = -1;  // its process group, until ended
+  int out_fd_ = -1;
+  ChildCallResult failed_start_;  // Threw with why, when the pipe or the fork failed
+};
+
+// Runs `fn` in a child and waits for it: ChildCall(fn).wait(deadline).
 ChildCallResult call_in_child(const std::function<nlohmann::json()>& fn, const Deadline& deadline);
 
 }  // namespace distmetrics::runtime
