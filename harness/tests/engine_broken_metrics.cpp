@@ -14,6 +14,7 @@
 #include "distmetrics/harness/metric_catalog.h"
 #include "distmetrics/metrics/errors.h"
 #include "distmetrics/metrics/registry.h"
+#include "distmetrics/metrics/stateful_metric.h"
 
 namespace distmetrics::harness::testing {
 namespace {
@@ -241,6 +242,56 @@ class EndlessWhenAloneMean : public MeanBase {
   int updates_ = 0;
 };
 
+// The mean through StatefulMetric's declared states (sum SUM, count SUM), so save_state,
+// load_state and merge_state come from the base: the positive control of state_roundtrip and
+// merge_state.
+class StatefulMean : public metrics::StatefulMetric {
+ public:
+  explicit StatefulMean(std::string name = "StatefulMean") : StatefulMetric(std::move(name)) {
+    add_state("sum", at::zeros({}, at::kDouble), metrics::Reduction::Sum);
+    add_state("count", at::zeros({}, at::kLong), metrics::Reduction::Sum);
+  }
+
+ protected:
+  void update_state(const Batch& batch) override {
+    const auto x = batch.input.to(at::kDouble).reshape({-1});
+    state("sum") += x.sum();
+    state("count") += x.numel();
+  }
+  Value compute_from(const metrics::StateValues& synced) const override {
+    if (synced["count"].item<std::int64_t>() == 0) throw metrics::NotComputableError(name(), "no samples on any rank");
+    return synced["sum"].item<double>() / static_cast<double>(synced["count"].item<std::int64_t>());
+  }
+};
+
+// save_state() leaves the count out (as torchmetrics' state_dict() does for a state not declared
+// persistent) and load_state() keeps what it has for a missing state: the restored count starts
+// again from zero.
+class CountNotSavedMean : public StatefulMean {
+ public:
+  CountNotSavedMean() : StatefulMean("CountNotSavedMean") {}
+  std::optional<std::string> save_state() const override {
+    auto states = metrics::unpack_states(*StatefulMean::save_state());
+    states.erase("count");
+    return metrics::pack_states(states);
+  }
+  void load_state(const std::string& saved) override {
+    auto states = metrics::unpack_states(saved);
+    if (!states.count("count")) states["count"] = state("count").clone();
+    StatefulMean::load_state(metrics::pack_states(states));
+  }
+};
+
+// merge_state() takes the others' states in place of its own (a merge that forgets `self`).
+class MergeForgetsSelfMean : public StatefulMean {
+ public:
+  MergeForgetsSelfMean() : StatefulMean("MergeForgetsSelfMean") {}
+  bool merge_state(const std::vector<std::string>& others_saved) override {
+    reset();
+    return StatefulMean::merge_state(others_saved);
+  }
+};
+
 template <typename M>
 metrics::MetricSpec spec(const std::string& name, const std::string& what) {
   return {name, "aggregation", what, {}, [](const nlohmann::json&) { return std::make_unique<M>(); }};
@@ -262,6 +313,9 @@ metrics::MetricRegistry& registry() {
     reg.add(spec<AbortOnRank1Mean>("AbortOnRank1Mean", "mean of input; rank 1 aborts in compute"));
     reg.add(spec<RankLocalCacheMean>("RankLocalCacheMean", "mean of input; rank 1 caches computes without new samples"));
     reg.add(spec<SegfaultInUpdateMean>("SegfaultInUpdateMean", "mean of input; rank 1 dies in its second update"));
+    reg.add(spec<StatefulMean>("StatefulMean", "mean of input; declared states: saves, loads and merges them"));
+    reg.add(spec<CountNotSavedMean>("CountNotSavedMean", "mean of input; save_state() leaves the count out"));
+    reg.add(spec<MergeForgetsSelfMean>("MergeForgetsSelfMean", "mean of input; merge_state() forgets its own state"));
     return reg;
   }();
   return r;

@@ -17,6 +17,9 @@ namespace distmetrics::harness::testing {
 //   GatherPerElementMean  gathers its values one all_gather per element (torchmetrics #3336)
 //   AbortOnRank1Mean      rank 1 calls abort() in compute()
 //   RejectsWhenDistributedMean  every rank raises InputError in update() when world size > 1
+//   StatefulMean          sum and count as StatefulMetric states: saves, loads and merges them
+//   CountNotSavedMean     save_state() leaves the count out (torchmetrics' non-persistent state)
+//   MergeForgetsSelfMean  merge_state() replaces its own state with the others' (torcheval-style bug)
 void register_broken_metrics();
 
 }  // namespace distmetrics::harness::testing

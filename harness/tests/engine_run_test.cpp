@@ -270,6 +270,72 @@ TEST(EngineRun, Float32SumsLosePrecisionBeyondTwoToThe24) {
   EXPECT_NE(v.property("equal_to_single")->message.find("rtol 1e-12"), std::string::npos);
 }
 
+const dh::PropertyResult& property(const dh::Verdict& v, const std::string& name) {
+  const auto* p = v.property(name);
+  if (!p) throw std::runtime_error(v.variant.id + " has no property " + name + "\n" + explain(v));
+  return *p;
+}
+
+TEST(EngineRun, DeclaredStatesRoundTripAndMergeOnEveryShardAndWorldSize) {
+  const auto verdicts = run("state_checks");
+  ASSERT_EQ(verdicts.size(), 2u + 2u + 1u);  // ws1 uneven; ws2, ws3 uneven and empty_rank
+  for (const auto& v : verdicts) {
+    EXPECT_EQ(v.outcome, dh::Outcome::Pass) << explain(v);
+    // The restored instance is compared at every compute from the first (the state is saved
+    // just before it), the merged one at every compute: the default script has four.
+    EXPECT_EQ(property(v, "state_roundtrip").outcome, dh::Outcome::Pass) << explain(v);
+    EXPECT_NE(property(v, "state_roundtrip").message.find("held at compute 1, 2, 3, 4 on all"), std::string::npos)
+        << explain(v);
+    EXPECT_NE(property(v, "merge_state").message.find("held at compute 1, 2, 3, 4 on all"), std::string::npos)
+        << explain(v);
+    ASSERT_TRUE(property(v, "merge_state").difference);
+    EXPECT_LT(*property(v, "merge_state").difference, 1e-12);
+  }
+}
+
+TEST(EngineRun, AStateThatSaveStateLeavesOutIsCaughtByStateRoundtrip) {
+  const auto v = run("count_not_saved").at(0);
+  EXPECT_EQ(v.outcome, dh::Outcome::Fail) << explain(v);
+  // The merge cannot load the incomplete state either: a consequence of the same cause.
+  EXPECT_EQ(failed(v), (std::vector<std::string>{"state_roundtrip", "merge_state"})) << explain(v);
+  EXPECT_EQ(property(v, "merge_state").consequence_of, "state_roundtrip") << explain(v);
+  const auto& p = property(v, "state_roundtrip");
+  EXPECT_NE(p.message.find("state_roundtrip failed at compute 1 of 4"), std::string::npos) << p.message;
+  // The restored count starts from zero, with nothing fed since the save: every restored
+  // instance finds no samples, while the original gives the single-process value.
+  const auto* single = v.property("equal_to_single");
+  ASSERT_TRUE(single && single->outcome == dh::Outcome::Pass) << explain(v);
+  const std::string original = "(the original: " + dh::ComputeResult{p.single, "", ""}.text() + ")";
+  for (const char* rank : {"rank 0: raised NotComputableError", "rank 1: raised NotComputableError"})
+    EXPECT_NE(p.message.find(rank), std::string::npos) << p.message;
+  EXPECT_NE(p.message.find(original), std::string::npos) << original << "\n" << p.message;
+  EXPECT_NE(property(v, "merge_state").message.find("the saved state has no \"count\""), std::string::npos)
+      << explain(v);
+}
+
+TEST(EngineRun, AMergeThatForgetsItsOwnStateIsCaughtByMergeState) {
+  const auto verdicts = run("merge_forgets_self");
+  ASSERT_EQ(verdicts.size(), 2u);
+  for (const auto& v : verdicts) {
+    EXPECT_EQ(failed(v), (std::vector<std::string>{"merge_state"})) << explain(v);
+    EXPECT_NE(property(v, "merge_state").message.find("merge_state failed at compute 1 of 4"), std::string::npos)
+        << explain(v);
+  }
+  // World size 1: nothing is left after forgetting rank 0's state: the merged instance raises.
+  EXPECT_NE(property(verdicts[0], "merge_state").message.find("NotComputableError"), std::string::npos)
+      << explain(verdicts[0]);
+}
+
+TEST(EngineRun, AMetricThatCannotSaveItsStateSkipsTheStateChecksWithTheReason) {
+  const auto v = run("no_saved_state").at(0);
+  EXPECT_EQ(v.outcome, dh::Outcome::Pass) << explain(v);
+  for (const char* name : {"state_roundtrip", "merge_state"}) {
+    EXPECT_EQ(property(v, name).outcome, dh::Outcome::Skip) << explain(v);
+    EXPECT_EQ(property(v, name).message,
+              std::string(name) + ": not judged: CorrectMean cannot save its state (Metric::save_state gives nothing)");
+  }
+}
+
 // The GoogleTest scenario fixture reports a failing variant as a test failure with the property
 // messages and the reproduce command, and a variant that cannot run as a skip.
 TEST(ScenarioFixture, ReportsFailuresAndSkips) {

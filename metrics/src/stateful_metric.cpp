@@ -1,6 +1,8 @@
 #include "distmetrics/metrics/stateful_metric.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/Dict.h>
+#include <torch/csrc/jit/serialization/pickle.h>
 
 #include <cstdio>
 #include <set>
@@ -277,6 +279,95 @@ std::string StatefulMetric::state_digest() const {
     hash.add(value.data_ptr(), value.numel() * value.element_size());
   }
   return hash.hex();
+}
+
+std::string pack_states(const std::map<std::string, at::Tensor>& states) {
+  c10::Dict<std::string, at::Tensor> dict;
+  for (const auto& [name, value] : states) dict.insert(name, value.detach().to(at::kCPU).contiguous());
+  const std::vector<char> bytes = torch::jit::pickle_save(c10::IValue(dict));
+  return std::string(bytes.begin(), bytes.end());
+}
+
+std::map<std::string, at::Tensor> unpack_states(const std::string& saved) {
+  c10::IValue value;
+  try {
+    value = torch::jit::pickle_load(std::vector<char>(saved.begin(), saved.end()));
+  } catch (const std::exception& e) {
+    throw std::invalid_argument(std::string("a saved state that cannot be read: ") + e.what());
+  }
+  if (!value.isGenericDict()) throw std::invalid_argument("a saved state must be a dict of name to tensor");
+  std::map<std::string, at::Tensor> out;
+  for (const auto& entry : value.toGenericDict()) {
+    if (!entry.key().isString() || !entry.value().isTensor())
+      throw std::invalid_argument("a saved state must be a dict of name to tensor");
+    out[entry.key().toStringRef()] = entry.value().toTensor();
+  }
+  return out;
+}
+
+std::optional<std::string> StatefulMetric::save_state() const {
+  std::map<std::string, at::Tensor> out;
+  for (const State& s : states_) out[s.name] = s.reduction == Reduction::Gather ? gathered_locally(s.name) : s.value;
+  return pack_states(out);
+}
+
+namespace {
+
+// The saved states, checked against the declared ones: the same names, dtypes, and row shapes
+// for gathers (a non-gather state may change its shape: RunningAverage's per-step history).
+std::map<std::string, at::Tensor> checked_states(const std::string& metric, const std::string& saved,
+                                                 const std::vector<StateInfo>& declared) {
+  auto values = unpack_states(saved);
+  for (const StateInfo& info : declared) {
+    auto it = values.find(info.name);
+    if (it == values.end())
+      throw std::invalid_argument(metric + ": load_state: the saved state has no \"" + info.name + "\"");
+    const at::Tensor& v = it->second;
+    const bool rows_fit = info.reduction != Reduction::Gather ||
+                          (v.dim() >= 1 && v.sizes().slice(1).vec() == info.shape);
+    if (v.scalar_type() != info.dtype || !rows_fit)
+      throw std::invalid_argument(metric + ": load_state: state \"" + info.name + "\" is " + checks::describe(v) +
+                                  ", declared " + checks::dtype_name(info.dtype));
+  }
+  if (values.size() != declared.size())
+    throw std::invalid_argument(metric + ": load_state: the saved state holds " + std::to_string(values.size()) +
+                                " entries, the metric declares " + std::to_string(declared.size()));
+  return values;
+}
+
+}  // namespace
+
+void StatefulMetric::load_state(const std::string& saved) {
+  auto values = checked_states(name_, saved, states());
+  for (State& s : states_) {
+    at::Tensor v = values.at(s.name).to(device_).clone();
+    s.chunks.clear();
+    if (s.reduction == Reduction::Gather) {
+      if (v.size(0) > 0) s.chunks.push_back(std::move(v));
+    } else {
+      s.value = std::move(v);
+    }
+  }
+}
+
+bool StatefulMetric::merge_state(const std::vector<std::string>& others_saved) {
+  std::vector<std::map<std::string, at::Tensor>> others;
+  for (const auto& saved : others_saved) others.push_back(checked_states(name_, saved, states()));
+  for (State& s : states_) {
+    for (const auto& other : others) {
+      const at::Tensor v = other.at(s.name).to(device_);
+      switch (s.reduction) {
+        case Reduction::Sum: s.value = s.value + v; break;
+        case Reduction::Max: s.value = at::maximum(s.value, v); break;
+        case Reduction::Min: s.value = at::minimum(s.value, v); break;
+        case Reduction::Prod: s.value = s.value * v; break;
+        case Reduction::Gather:
+          if (v.size(0) > 0) s.chunks.push_back(v.clone());
+          break;
+      }
+    }
+  }
+  return true;
 }
 
 }  // namespace distmetrics::metrics

@@ -78,7 +78,8 @@ struct RankLine {
 // value for compute k. Returns the result of the first failing compute, or a pass.
 PropertyResult judge(const CheckContext& ctx, const std::string& name, const std::vector<int>& ks,
                      const ExpectedFor& expected_for, const Tolerance& tol, const std::string& expected_label,
-                     const std::string& what_it_means) {
+                     const std::string& what_it_means,
+                     const std::function<const ComputeResult*(const ComputeRecord&)>& actual_of = nullptr) {
   PropertyResult result;
   result.name = name;
   double largest = 0;
@@ -94,7 +95,12 @@ PropertyResult judge(const CheckContext& ctx, const std::string& name, const std
         failed = true;
         continue;
       }
-      line.actual = &record->result;
+      line.actual = actual_of ? actual_of(*record) : &record->result;
+      if (!line.actual) {
+        line.missing = "no result at this compute";
+        failed = true;
+        continue;
+      }
       if (!line.expected) continue;
       line.cmp = compare_results(*line.expected, *line.actual, tol);
       if (!line.cmp.equal) failed = true;
@@ -294,6 +300,68 @@ PropertyResult check_idempotent(const CheckContext& ctx, const std::string& hint
   result.message += any_digest ? "; every compute left the local state digest unchanged"
                                : "; the metric gives no state digest, so only the values were compared";
   return result;
+}
+
+std::string state_roundtrip_hint() {
+  return "the instance that loaded the state each rank saved before its first compute (save_state/load_state, "
+         "state_dict/load_state_dict), and took the same steps since, must give what the original gives";
+}
+
+std::string merge_state_hint() {
+  return "one instance that merged every rank's saved state (merge_state, as torcheval does) must give the "
+         "distributed result";
+}
+
+namespace {
+
+// The computes where some rank has a result of `of` (restored or merged), and why none has.
+std::vector<int> computes_having(const CheckContext& ctx, const ComputeResult* (*of)(const ComputeRecord&)) {
+  std::vector<int> ks;
+  for (const auto& point : ctx.plan.computes)
+    for (const auto& obs : ctx.ranks)
+      if (const auto* record = obs.compute(point.index); record && of(*record)) {
+        ks.push_back(point.index);
+        break;
+      }
+  return ks;
+}
+
+const ComputeResult* restored_of(const ComputeRecord& r) { return r.restored ? &*r.restored : nullptr; }
+const ComputeResult* merged_of(const ComputeRecord& r) { return r.merged ? &*r.merged : nullptr; }
+
+const ComputeResult* own_result(const CheckContext& ctx, int rank, int k) {
+  const auto* record = ctx.ranks[rank].compute(k);
+  return record ? &record->result : nullptr;
+}
+
+}  // namespace
+
+PropertyResult check_state_roundtrip(const CheckContext& ctx, const std::string& hint) {
+  for (const auto& obs : ctx.ranks) {
+    if (!obs.roundtrip_error.empty()) {
+      PropertyResult result;
+      result.name = "state_roundtrip";
+      result.outcome = Outcome::Fail;
+      result.message = "state_roundtrip failed on rank " + std::to_string(obs.rank) + ": " + obs.roundtrip_error +
+                       "\n  " + hint + "\n" + variant_lines(ctx);
+      return result;
+    }
+  }
+  for (const auto& obs : ctx.ranks)
+    if (!obs.roundtrip_skipped.empty()) return skipped("state_roundtrip", obs.roundtrip_skipped);
+  const auto ks = computes_having(ctx, restored_of);
+  if (ks.empty()) return skipped("state_roundtrip", "no rank computed after restoring its state (every rank's script stopped before)");
+  return judge(ctx, "state_roundtrip", ks, [&](int rank, int k) { return own_result(ctx, rank, k); },
+               ctx.scenario.tolerance, "the original", hint, restored_of);
+}
+
+PropertyResult check_merge_state(const CheckContext& ctx, const std::string& hint) {
+  for (const auto& obs : ctx.ranks)
+    if (!obs.merge_skipped.empty()) return skipped("merge_state", obs.merge_skipped);
+  const auto ks = computes_having(ctx, merged_of);
+  if (ks.empty()) return skipped("merge_state", "no compute gave a value to merge against");
+  return judge(ctx, "merge_state", ks, [&](int rank, int k) { return own_result(ctx, rank, k); },
+               ctx.scenario.tolerance, "distributed", hint, merged_of);
 }
 
 PropertyResult check_batch_invariant(const CheckContext& ctx, const std::string& hint) {

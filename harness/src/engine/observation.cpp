@@ -56,6 +56,8 @@ json RankObservation::to_json() const {
                              {"digest_after", c.digest_after},
                              {"collectives", c.collectives},
                              {"seconds", c.seconds}});
+    if (c.restored) computes_json.back()["restored"] = c.restored->to_json();
+    if (c.merged) computes_json.back()["merged"] = c.merged->to_json();
   }
   json j = {{"rank", rank},
             {"devices", {{"state", state_device}, {"input", input_device}, {"comm", comm_device}}},
@@ -65,7 +67,10 @@ json RankObservation::to_json() const {
             {"collectives", collectives},
             {"trace", trace},
             {"trace_steps", trace_steps},
-            {"seconds", seconds}};
+            {"seconds", seconds},
+            {"roundtrip_skipped", roundtrip_skipped},
+            {"roundtrip_error", roundtrip_error},
+            {"merge_skipped", merge_skipped}};
   j["error"] = error ? json{{"step", error->step}, {"op", error->op},       {"type", error->type},
                             {"message", error->message}, {"at", error->at}, {"full_type", error->full_type},
                             {"where", error->where}}
@@ -91,12 +96,17 @@ RankObservation RankObservation::from_json(const json& j) {
     r.digest_after = c.at("digest_after");
     r.collectives = c.at("collectives");
     r.seconds = c.at("seconds");
+    if (c.contains("restored")) r.restored = ComputeResult::from_json(c.at("restored"));
+    if (c.contains("merged")) r.merged = ComputeResult::from_json(c.at("merged"));
     o.computes.push_back(std::move(r));
   }
   o.collectives = j.at("collectives");
   if (j.contains("trace")) o.trace = j.at("trace").get<std::vector<std::string>>();
   if (j.contains("trace_steps")) o.trace_steps = j.at("trace_steps").get<std::vector<int>>();
   o.seconds = j.at("seconds");
+  o.roundtrip_skipped = j.value("roundtrip_skipped", "");
+  o.roundtrip_error = j.value("roundtrip_error", "");
+  o.merge_skipped = j.value("merge_skipped", "");
   if (!j.at("error").is_null()) {
     const auto& e = j.at("error");
     o.error = StepError(e.at("step").get<int>(), e.at("op").get<std::string>(), e.at("type").get<std::string>(),

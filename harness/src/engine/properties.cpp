@@ -57,12 +57,20 @@ const std::vector<Property>& property_table() {
       {"expected_error",
        "every rank and the single process raise the `[expect] error` at `[expect] compute`, together",
        std::nullopt, "", "", false, when_an_error_is_expected, nullptr, check_expected_error, expected_error_hint,
-       "expect", 9},
+       "expect", 11},
       {"agrees_with_reference",
        "the result on all the data equals the scenario's `[reference]` (a Python callable such as a scikit-learn "
        "function) on all the data",
        std::nullopt, "", "reference", true, nullptr, reference_given, check_agrees_with_reference,
        agrees_with_reference_hint, "ref", 8},
+      // Listed only (not by default): they save, load and move every rank's state.
+      {"state_roundtrip",
+       "the state saved on every rank before the first compute, loaded into a fresh instance that takes the same "
+       "steps, gives the same results",
+       ComputeRole::Fresh, "a compute before any other compute (the state is saved just before it)", "", true, nullptr,
+       nullptr, check_state_roundtrip, state_roundtrip_hint, "trip", 9},
+      {"merge_state", "the ranks' states merged into one single-process instance give the distributed result",
+       std::nullopt, "", "", true, nullptr, nullptr, check_merge_state, merge_state_hint, "merge", 10},
   };
   return table;
 }

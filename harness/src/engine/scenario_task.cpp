@@ -8,6 +8,8 @@
 #include <ATen/ATen.h>
 
 #include <chrono>
+#include <functional>
+#include <memory>
 
 #include "distmetrics/harness/engine.h"
 #include "distmetrics/runtime/errors.h"
@@ -30,6 +32,61 @@ metrics::Batch on_device(metrics::Batch batch, const c10::Device& device) {
   if (batch.target.defined()) batch.target = batch.target.to(device);
   if (batch.weight.defined()) batch.weight = batch.weight.to(device);
   return batch;
+}
+
+// compute() as a result: the value, or the error it raised (a collective's error is rethrown: the
+// runtime records where the rank was blocked).
+ComputeResult computed(metrics::Metric& metric, int step) {
+  ComputeResult result;
+  try {
+    result.value = metric.compute().to_json();
+  } catch (const runtime::CollectiveError&) {
+    throw;
+  } catch (const std::exception& e) {
+    if (runtime::is_allocation_failure(e)) throw;
+    const StepError raised = step_error(step, "compute", e);
+    result.error_type = raised.type;
+    result.error = raised.message;
+  }
+  return result;
+}
+
+ComputeResult raised_result(const std::string& type, const std::string& message) {
+  ComputeResult result;
+  result.error_type = type;
+  result.error = message;
+  return result;
+}
+
+// merge_state: every rank's saved state travels to every rank (one all_gather of bytes); a fresh
+// single-process instance loads rank 0's, merges the others' and computes.
+ComputeResult merged_result(const metrics::Metric& metric, runtime::Communicator& comm,
+                            const std::function<std::unique_ptr<metrics::Metric>()>& make, int step) {
+  std::string saved, save_error;
+  try {
+    saved = metric.save_state().value_or("");
+  } catch (const std::exception& e) {
+    if (runtime::is_allocation_failure(e)) throw;
+    save_error = runtime::exception_type_name(e) + ": " + runtime::first_line(e.what());
+  }
+  // Every rank takes part in the gather, a rank whose save_state() raised too (with no bytes).
+  const auto bytes = at::from_blob(const_cast<char*>(saved.data()), {static_cast<std::int64_t>(saved.size())}, at::kByte);
+  const auto per_rank = comm.all_gather(bytes.clone());
+  std::vector<std::string> states;
+  for (const auto& t : per_rank) {
+    const auto c = t.to(at::kCPU).contiguous();
+    states.emplace_back(static_cast<const char*>(c.data_ptr()), static_cast<std::size_t>(c.numel()));
+  }
+  if (!save_error.empty()) return raised_result("SaveStateError", "save_state() raised " + save_error);
+  auto merged = make();
+  try {
+    merged->load_state(states.front());
+    if (!merged->merge_state(std::vector<std::string>(states.begin() + 1, states.end())))
+      return raised_result("NotSupported", "merge_state() returned false after save_state() gave a state");
+  } catch (const std::exception& e) {
+    return raised_result(runtime::exception_type_name(e), "merging the ranks' states: " + runtime::first_line(e.what()));
+  }
+  return computed(*merged, step);
 }
 
 }  // namespace
@@ -67,8 +124,17 @@ nlohmann::json run_scenario_variant_task(runtime::TaskContext& ctx) {
     if (!registry)
       throw std::runtime_error("metric '" + scenario.metric + "' is not registered in this worker process (rank " +
                                std::to_string(ctx.rank) + "): the worker binary must register it as the supervisor does");
-    auto metric = registry->make(scenario.metric, scenario.metric_params, devices.state);
+    auto make = [&] { return registry->make(scenario.metric, scenario.metric_params, devices.state); };
+    auto metric = make();
     metric->set_communicator(&ctx.comm);
+    // state_roundtrip: before the first compute, the state goes into a fresh instance (the twin),
+    // which then takes every step the original takes.
+    const bool roundtrip = scenario.checks("state_roundtrip");
+    const bool merging = scenario.checks("merge_state");
+    std::unique_ptr<metrics::Metric> twin;
+    bool roundtrip_done = false;
+    if (merging && !metric->save_state())
+      obs.merge_skipped = metric->name() + " cannot save its state (Metric::save_state gives nothing)";
 
     const auto& mine = plan.ranks[ctx.rank];
     for (std::size_t s = 0; s < script.steps.size(); ++s) {
@@ -86,11 +152,14 @@ nlohmann::json run_scenario_variant_task(runtime::TaskContext& ctx) {
           if (!action.empty_update.empty() && action.empty_update[ctx.rank]) {
             runtime::set_task_context(where + "update() of an empty batch");
             metric->update(on_device(data.rows({}), devices.input));
+            if (twin) twin->update(on_device(data.rows({}), devices.input));
           }
           for (std::size_t b = from; b < to; ++b) {
             runtime::set_task_context(where + "update() of batch " + std::to_string(b + 1) + " (" +
                                       std::to_string(mine[b].size()) + " samples)");
-            metric->update(on_device(data.rows(mine[b]), devices.input));
+            const auto batch = on_device(data.rows(mine[b]), devices.input);
+            metric->update(batch);
+            if (twin) twin->update(batch);
           }
           break;
         }
@@ -98,9 +167,28 @@ nlohmann::json run_scenario_variant_task(runtime::TaskContext& ctx) {
           op = "reset";
           runtime::set_task_context(where + "reset()");
           metric->reset();
+          if (twin) twin->reset();
           break;
         case Step::Op::Compute: {
           op = "compute";
+          if (roundtrip && !roundtrip_done) {
+            roundtrip_done = true;
+            runtime::set_task_context(where + "save_state() and load_state() into a fresh instance");
+            try {
+              if (const auto saved = metric->save_state()) {
+                twin = make();
+                twin->load_state(*saved);
+                twin->set_communicator(&ctx.comm);
+              } else {
+                obs.roundtrip_skipped = metric->name() + " cannot save its state (Metric::save_state gives nothing)";
+              }
+            } catch (const std::exception& e) {
+              if (runtime::is_allocation_failure(e)) throw;
+              twin.reset();
+              obs.roundtrip_error = "saving the state and loading it into a fresh instance raised " +
+                                    runtime::exception_type_name(e) + ": " + runtime::first_line(e.what());
+            }
+          }
           runtime::set_task_context(where + "compute() " + std::to_string(action.compute + 1));
           ComputeRecord record;
           record.index = action.compute;
@@ -122,6 +210,17 @@ nlohmann::json run_scenario_variant_task(runtime::TaskContext& ctx) {
           record.seconds = since(t0);
           record.collectives = ctx.comm.collectives_issued() - issued;
           record.digest_after = metric->state_digest();
+          if (!record.result.raised()) {
+            // Both after the original's compute, on every rank alike, so the collectives pair up.
+            if (twin) {
+              runtime::set_task_context(where + "compute() of the restored instance");
+              record.restored = computed(*twin, step);
+            }
+            if (merging && obs.merge_skipped.empty()) {
+              runtime::set_task_context(where + "merge_state() of every rank's state");
+              record.merged = merged_result(*metric, ctx.comm, make, step);
+            }
+          }
           obs.computes.push_back(record);
           if (record.result.raised()) {
             // Peers may be waiting in a collective this rank will never enter: stop here.

@@ -22,7 +22,8 @@ const std::vector<std::pair<std::string, std::string>>& known_properties() {
   static const std::vector<std::pair<std::string, std::string>> known = {
       {"no_hang", "no_hang"},       {"equal_to_single", "equal"},      {"ranks_agree", "agree"},
       {"idempotent", "idem"},       {"update_after_compute", "update"}, {"reset_replay", "reset"},
-      {"batch_invariant", "batch"}, {"golden", "golden"},             {"expected_error", "expect"},
+      {"batch_invariant", "batch"}, {"golden", "golden"},             {"state_roundtrip", "trip"},
+      {"merge_state", "merge"},     {"expected_error", "expect"},
       {"agrees_with_reference", "ref"}};
   return known;
 }

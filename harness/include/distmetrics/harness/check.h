@@ -15,6 +15,10 @@
 //   golden                the full-data result (single process, and ranks that fed everything)
 //   agrees_with_reference the same, against the scenario's [reference] (a Python callable)
 //   expected_error        [expect] error: every rank and the single process raise it together
+//   state_roundtrip       every compute from the first: the instance restored from the state saved
+//                         before it gives what the original gives (listed only)
+//   merge_state           every compute: the ranks' states merged into one instance give the
+//                         distributed result (listed only)
 #pragma once
 
 #include <cstdint>
@@ -65,6 +69,8 @@ PropertyResult check_batch_invariant(const CheckContext& ctx, const std::string&
 PropertyResult check_golden(const CheckContext& ctx, const std::string& hint);
 PropertyResult check_expected_error(const CheckContext& ctx, const std::string& hint);
 PropertyResult check_agrees_with_reference(const CheckContext& ctx, const std::string& hint);
+PropertyResult check_state_roundtrip(const CheckContext& ctx, const std::string& hint);
+PropertyResult check_merge_state(const CheckContext& ctx, const std::string& hint);
 
 // The hints: what a failure of the property means, and so what to fix.
 std::string equal_to_single_hint();
@@ -76,6 +82,8 @@ std::string batch_invariant_hint();
 std::string golden_hint();
 std::string expected_error_hint();
 std::string agrees_with_reference_hint();
+std::string state_roundtrip_hint();
+std::string merge_state_hint();
 
 // Every property the scenario checks that has a checker (no_hang excepted: the engine judges it
 // from the run), in property table order, expected_error when one is declared; expected

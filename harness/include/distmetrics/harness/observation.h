@@ -33,6 +33,11 @@ struct ComputeRecord {
   std::string digest_after;
   std::uint64_t collectives = 0;  // issued during this compute
   double seconds = 0;
+  // state_roundtrip: the same compute on the instance restored from the state this rank saved
+  // before its first compute (it took every later update and compute the original took).
+  std::optional<ComputeResult> restored;
+  // merge_state: a fresh single-process instance that merged every rank's saved state, computed.
+  std::optional<ComputeResult> merged;
 };
 
 struct StepError {
@@ -65,6 +70,9 @@ struct RankObservation {
   std::int64_t batches = 0;
   std::vector<ComputeRecord> computes;
   std::optional<StepError> error;  // the script stopped at this step
+  // Why state_roundtrip / merge_state have nothing to judge on this rank (the metric cannot save
+  // or merge its state); and an error saving or loading it (the property fails with it).
+  std::string roundtrip_skipped, roundtrip_error, merge_skipped;
   std::uint64_t collectives = 0;   // in the whole script
   // Every collective this rank issued, in order: "all_reduce(sum) #3 (int64 [2])".
   std::vector<std::string> trace;

@@ -12,7 +12,10 @@
 
 #include <c10/core/Device.h>
 
+#include <optional>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "distmetrics/metrics/batch.h"
 #include "distmetrics/metrics/value.h"
@@ -43,6 +46,25 @@ class Metric {
   // A digest of the local (unsynced) state, equal iff the state is equal; used to check that
   // compute() leaves local state untouched. Empty when an implementation cannot tell.
   virtual std::string state_digest() const { return {}; }
+
+  // Optional, for the state_roundtrip and merge_state properties (docs/properties.md): the
+  // local (unsynced) state as bytes, which load_state() of a fresh instance of the same metric
+  // with the same parameters restores. nullopt (the default): this metric cannot save its state,
+  // and those properties are skipped with that reason. Local: never communicates.
+  virtual std::optional<std::string> save_state() const { return std::nullopt; }
+  // Replaces the local state with one that save_state() gave. The default throws
+  // std::logic_error (only called on metrics whose save_state() gave bytes).
+  virtual void load_state(const std::string& saved) {
+    (void)saved;
+    throw std::logic_error(name() + ": load_state: this metric cannot load a saved state");
+  }
+  // Optional (torcheval's merge_state): combines the local states that other instances saved
+  // into this one's, as compute()'s sync would combine them across ranks. Returns false (the
+  // default) when the metric cannot, having changed nothing.
+  virtual bool merge_state(const std::vector<std::string>& others_saved) {
+    (void)others_saved;
+    return false;
+  }
 };
 
 }  // namespace distmetrics::metrics

@@ -45,6 +45,11 @@ class StateValues {
   std::map<std::string, at::Tensor> values_;
 };
 
+// The form save_state() gives: name -> tensor, pickled (torch::pickle_save). For metrics and tests
+// that save or read states of their own.
+std::string pack_states(const std::map<std::string, at::Tensor>& states);
+std::map<std::string, at::Tensor> unpack_states(const std::string& saved);  // throws std::invalid_argument
+
 // A declared state, as listed by StatefulMetric::states().
 struct StateInfo {
   std::string name;
@@ -67,6 +72,13 @@ class StatefulMetric : public Metric {
 
   // Hash (FNV-1a, hex) of every state's name, dtype, shape and bytes, local and unsynced.
   std::string state_digest() const override;
+
+  // Every state's local value (a gather state: its rows) on the CPU, pickled as a dict of name to
+  // tensor (torch.load reads it). load_state() checks names and dtypes (and a gather's row shape)
+  // and names what differs; merge_state() combines each state with its reduction, as the sync does.
+  std::optional<std::string> save_state() const override;
+  void load_state(const std::string& saved) override;
+  bool merge_state(const std::vector<std::string>& others_saved) override;
 
   // Synced copies of every state. Collective: every rank must call it, in the same order of
   // compute() calls. Leaves local state untouched.
