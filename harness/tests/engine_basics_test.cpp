@@ -330,6 +330,30 @@ TEST(Script, DefaultScriptGivesEveryRole) {
   EXPECT_EQ(plan.steps[6].feed[0], (std::pair<std::size_t, std::size_t>{0, 5}));
 }
 
+TEST(Script, ComputeEveryComputesAfterEachRoundOfBatches) {
+  EXPECT_EQ(dh::parse_step("compute every").op, dh::Step::Op::ComputeEvery);
+  EXPECT_THROW(dh::parse_step("compute everything"), std::invalid_argument);
+  // Rank 0 feeds 3 batches, rank 1 only 1: three rounds, each followed by a compute on every rank.
+  const auto plan = dh::simulate_script({dh::parse_step("update 1"), dh::parse_step("compute every"),
+                                         dh::parse_step("update rest"), dh::parse_step("compute")},
+                                        {4, 2});
+  ASSERT_EQ(plan.computes.size(), 4u);
+  EXPECT_EQ(plan.steps[2].feed[0], (std::pair<std::size_t, std::size_t>{1, 4}));
+  EXPECT_EQ(plan.steps[2].round_computes, (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(plan.computes[0].fed, (std::vector<std::size_t>{2, 2}));
+  EXPECT_EQ(plan.computes[1].fed, (std::vector<std::size_t>{3, 2}));  // rank 1 out of batches
+  EXPECT_EQ(plan.computes[2].fed, (std::vector<std::size_t>{4, 2}));
+  EXPECT_EQ(plan.computes[0].role, dh::ComputeRole::Fresh);
+  EXPECT_EQ(plan.computes[1].role, dh::ComputeRole::AfterUpdate);
+  EXPECT_EQ(plan.computes[2].role, dh::ComputeRole::AfterUpdate);
+  EXPECT_EQ(plan.computes[3].role, dh::ComputeRole::Repeat);  // the plain compute right after
+  EXPECT_TRUE(plan.computes[2].all_data);
+  for (const auto& point : plan.computes) EXPECT_EQ(point.step, point.index < 3 ? 2 : 3);
+  // What it lets a scenario list: update_after_compute, from the rounds after the first.
+  EXPECT_EQ(dh::roles_in({dh::parse_step("compute every"), dh::parse_step("update rest")}),
+            (std::vector<dh::ComputeRole>{dh::ComputeRole::Fresh, dh::ComputeRole::AfterUpdate}));
+}
+
 TEST(Script, UpdateEmptyCallsUpdateWithNoRowsOnTheSelectedRanks) {
   const auto plan = dh::simulate_script({dh::parse_step("update empty"), dh::parse_step("update 1"),
                                          dh::parse_step("update empty ranks=1"), dh::parse_step("compute")},

@@ -286,10 +286,38 @@ class CountNotSavedMean : public StatefulMean {
 class MergeForgetsSelfMean : public StatefulMean {
  public:
   MergeForgetsSelfMean() : StatefulMean("MergeForgetsSelfMean") {}
-  bool merge_state(const std::vector<std::string>& others_saved) override {
+  void merge_state(const std::vector<std::string>& others_saved) override {
     reset();
-    return StatefulMean::merge_state(others_saved);
+    StatefulMean::merge_state(others_saved);
   }
+};
+
+// Counts its samples in the input's dtype (a count state that follows the input, as in a metric
+// that builds its counter with torch.ones_like(input).sum()): exact in float32 up to 2^24, but in
+// float16 a count of ones stops growing at 2048 (bfloat16: 256). Sums are float64, synced right.
+class InputDtypeCountMean : public MeanBase {
+ public:
+  InputDtypeCountMean() : MeanBase("InputDtypeCountMean") { low_count_ = at::zeros({1}, at::kDouble); }
+  void reset() override {
+    MeanBase::reset();
+    low_count_ = at::zeros({1}, at::kDouble);
+  }
+  void update(const Batch& batch) override {
+    MeanBase::update(batch);
+    const auto x = batch.input.reshape({-1});
+    auto count = low_count_.to(x.scalar_type());
+    for (std::int64_t i = 0; i < x.numel(); ++i) count += 1;  // one by one, in the input's dtype
+    low_count_ = count;
+  }
+  Value compute() override {
+    std::vector<at::Tensor> state = {sum_.clone(), low_count_.to(at::kDouble)};
+    if (comm_) comm_->all_reduce(state, runtime::ReduceOp::Sum);
+    if (state[1].item<double>() == 0) throw metrics::NotComputableError(name_, "no samples on any rank");
+    return state[0].item<double>() / state[1].item<double>();
+  }
+
+ private:
+  at::Tensor low_count_;
 };
 
 template <typename M>
@@ -316,6 +344,7 @@ metrics::MetricRegistry& registry() {
     reg.add(spec<StatefulMean>("StatefulMean", "mean of input; declared states: saves, loads and merges them"));
     reg.add(spec<CountNotSavedMean>("CountNotSavedMean", "mean of input; save_state() leaves the count out"));
     reg.add(spec<MergeForgetsSelfMean>("MergeForgetsSelfMean", "mean of input; merge_state() forgets its own state"));
+    reg.add(spec<InputDtypeCountMean>("InputDtypeCountMean", "mean of input; counts samples in the input's dtype"));
     return reg;
   }();
   return r;

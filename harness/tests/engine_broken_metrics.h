@@ -20,6 +20,7 @@ namespace distmetrics::harness::testing {
 //   StatefulMean          sum and count as StatefulMetric states: saves, loads and merges them
 //   CountNotSavedMean     save_state() leaves the count out (torchmetrics' non-persistent state)
 //   MergeForgetsSelfMean  merge_state() replaces its own state with the others' (torcheval-style bug)
+//   InputDtypeCountMean   counts samples in the input's dtype (float16 counts stop at 2048)
 void register_broken_metrics();
 
 }  // namespace distmetrics::harness::testing

@@ -329,11 +329,48 @@ TEST(EngineRun, AMergeThatForgetsItsOwnStateIsCaughtByMergeState) {
 TEST(EngineRun, AMetricThatCannotSaveItsStateSkipsTheStateChecksWithTheReason) {
   const auto v = run("no_saved_state").at(0);
   EXPECT_EQ(v.outcome, dh::Outcome::Pass) << explain(v);
-  for (const char* name : {"state_roundtrip", "merge_state"}) {
-    EXPECT_EQ(property(v, name).outcome, dh::Outcome::Skip) << explain(v);
-    EXPECT_EQ(property(v, name).message,
-              std::string(name) + ": not judged: CorrectMean cannot save its state (Metric::save_state gives nothing)");
+  EXPECT_EQ(property(v, "state_roundtrip").outcome, dh::Outcome::Skip) << explain(v);
+  EXPECT_EQ(property(v, "state_roundtrip").message,
+            "state_roundtrip: not judged: CorrectMean cannot save its state (Metric::save_state gives nothing)");
+  EXPECT_EQ(property(v, "merge_state").outcome, dh::Outcome::Skip) << explain(v);
+  EXPECT_EQ(property(v, "merge_state").message,
+            "merge_state: not judged: CorrectMean cannot merge saved states (Metric::can_merge_state is false)");
+}
+
+TEST(EngineRun, InputDtypesAreAVariantAxisWithTheDtypesTolerance) {
+  const auto verdicts = run("input_dtypes");
+  ASSERT_EQ(verdicts.size(), 4u);
+  const std::vector<std::string> dtypes = {"float16", "bfloat16", "float32", "float64"};
+  const std::vector<double> rtols = {1e-3, 8e-3, 1e-6, 1e-6};  // the table's, or the scenario's 1e-6
+  for (std::size_t i = 0; i < verdicts.size(); ++i) {
+    const auto& v = verdicts[i];
+    EXPECT_EQ(v.variant.id, "broken/input_dtypes:gloo-ws1-even-cpu-" + dtypes[i]);
+    EXPECT_EQ(v.variant.dtype, dtypes[i]);
+    EXPECT_EQ(v.outcome, dh::Outcome::Pass) << explain(v);
+    EXPECT_DOUBLE_EQ(v.tolerance.at("rtol").get<double>(), rtols[i]) << v.variant.id;
   }
+}
+
+TEST(EngineRun, CountsKeptInTheInputsDtypeAreCaughtInFloat16AndBfloat16) {
+  const auto verdicts = run("input_dtype_counts");
+  ASSERT_EQ(verdicts.size(), 4u);
+  const auto& f16 = verdicts[0];
+  const auto& bf16 = verdicts[1];
+  EXPECT_EQ(verdicts[2].outcome, dh::Outcome::Pass) << explain(verdicts[2]);  // float32: counts exact
+  EXPECT_EQ(verdicts[3].outcome, dh::Outcome::Pass) << explain(verdicts[3]);
+  // float16: 1500 samples at compute 1 still count right; all 3000 count as 2048 (a float16 count
+  // of ones stops there), so the mean is 3000/2048 times the true one.
+  EXPECT_EQ(f16.outcome, dh::Outcome::Fail) << explain(f16);
+  EXPECT_EQ(property(f16, "equal_to_single").outcome, dh::Outcome::Pass) << explain(f16);
+  const auto& later = property(f16, "update_after_compute");
+  ASSERT_EQ(later.outcome, dh::Outcome::Fail) << explain(f16);
+  const double single = later.single.get<double>();
+  const double rank0 = later.ranks.at(0).get<double>();
+  EXPECT_NEAR(rank0 / single, 3000.0 / 2048.0, 1e-9) << later.message;
+  // bfloat16: counts stop at 256, before compute 1's 1500 samples.
+  EXPECT_EQ(property(bf16, "equal_to_single").outcome, dh::Outcome::Fail) << explain(bf16);
+  const auto& first = property(bf16, "equal_to_single");
+  EXPECT_NEAR(first.ranks.at(0).get<double>() / first.single.get<double>(), 1500.0 / 256.0, 1e-9) << first.message;
 }
 
 // The GoogleTest scenario fixture reports a failing variant as a test failure with the property

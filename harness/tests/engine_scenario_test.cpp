@@ -91,6 +91,28 @@ TEST(Scenario, ExpandsVariantsWithIdsMarkersAndSkips) {
   EXPECT_EQ(n, 3);
 }
 
+TEST(Scenario, InputDtypesAreAVariantAxisCheckedByName) {
+  std::string text = kValid;
+  text.replace(text.find("placements = [\"cpu\", \"cuda\"]"), std::string("placements = [\"cpu\", \"cuda\"]").size(),
+               "placements = [\"cpu\"]\ndtypes = [\"float16\", \"int32\"]");
+  const auto r = dh::load_scenario_text(text, "scenarios/core/acc.toml", "core/acc");
+  ASSERT_TRUE(r.scenario) << (r.diagnostics.empty() ? "" : r.diagnostics[0].to_string());
+  EXPECT_EQ(r.scenario->dtypes, (std::vector<std::string>{"float16", "int32"}));
+  EXPECT_EQ(dh::Scenario::from_json(r.scenario->to_json()).dtypes, r.scenario->dtypes);
+  const auto variants = dh::expand_variants(*r.scenario, 0);
+  ASSERT_EQ(variants.size(), 10u);  // (3 + 2) x 2 dtypes
+  EXPECT_EQ(variants[0].id, "core/acc:gloo-ws1-even-cpu-float16");
+  EXPECT_EQ(variants[1].id, "core/acc:gloo-ws1-even-cpu-int32");
+  EXPECT_EQ(variants[1].short_id(), "gloo-ws1-even-cpu-int32");
+  EXPECT_EQ(variants[1].to_json().at("dtype"), "int32");
+
+  text.replace(text.find("\"float16\""), 9, "\"flaot16\"");
+  const auto bad = dh::load_scenario_text(text, "scenarios/core/acc.toml", "core/acc");
+  ASSERT_EQ(bad.diagnostics.size(), 1u);
+  EXPECT_EQ(bad.diagnostics[0].field, "variants.dtypes[0]");
+  EXPECT_NE(bad.diagnostics[0].message.find("did you mean one of 'float16', 'bfloat16'?"), std::string::npos) << bad.diagnostics[0].message;
+}
+
 TEST(Scenario, FindsFilesAndNamesThemFromTheScenariosFolder) {
   const fs::path root = fs::temp_directory_path() / ("dm_engine_find_" + std::to_string(::getpid()));
   fs::create_directories(root / "scenarios" / "core");

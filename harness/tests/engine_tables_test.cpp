@@ -9,6 +9,9 @@
 #include <string>
 #include <vector>
 
+#include <ATen/ATen.h>
+
+#include "distmetrics/harness/input_dtype.h"
 #include "distmetrics/harness/placement.h"
 #include "distmetrics/harness/property.h"
 #include "distmetrics/harness/shard.h"
@@ -73,6 +76,22 @@ std::set<std::string> table_names(const Table& table) {
 
 TEST(TablesTest, DocsListExactlyTheProperties) {
   EXPECT_EQ(doc_table_names("properties.md", "property"), table_names(property_table()));
+}
+
+TEST(TablesTest, DocsListExactlyTheInputDtypes) {
+  EXPECT_EQ(doc_table_names("scenarios.md", "dtype"), table_names(input_dtypes()));
+  for (const auto& d : input_dtypes()) {
+    SCOPED_TRACE(d.name);
+    EXPECT_GE(d.rtol, 0);
+    EXPECT_EQ(d.floating, at::isFloatingType(d.type));
+  }
+  // Tolerances only widen: float64 keeps the scenario's 1e-6, float16 gets its own 1e-3.
+  Scenario s;
+  s.tolerance.rtol = 1e-6;
+  EXPECT_EQ(judged_for_input_dtype(s, "float64").tolerance.rtol, 1e-6);
+  EXPECT_EQ(judged_for_input_dtype(s, "float16").tolerance.rtol, 1e-3);
+  s.tolerance.rtol = 0.1;
+  EXPECT_EQ(judged_for_input_dtype(s, "float16").tolerance.rtol, 0.1);
 }
 
 TEST(TablesTest, DocsListExactlyTheShardPoliciesPlacementsAndBackends) {

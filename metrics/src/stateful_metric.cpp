@@ -350,7 +350,7 @@ void StatefulMetric::load_state(const std::string& saved) {
   }
 }
 
-bool StatefulMetric::merge_state(const std::vector<std::string>& others_saved) {
+void StatefulMetric::merge_state(const std::vector<std::string>& others_saved) {
   std::vector<std::map<std::string, at::Tensor>> others;
   for (const auto& saved : others_saved) others.push_back(checked_states(name_, saved, states()));
   for (State& s : states_) {
@@ -367,7 +367,6 @@ bool StatefulMetric::merge_state(const std::vector<std::string>& others_saved) {
       }
     }
   }
-  return true;
 }
 
 }  // namespace distmetrics::metrics

@@ -107,6 +107,26 @@ std::string PythonMetric::state_digest() const {
   }
 }
 
+std::optional<std::string> PythonMetric::save_state() const {
+  gil_scoped_acquire gil;
+  try {
+    py::object saved = impl_->metric.attr("save_state")();
+    if (saved.is_none()) return std::nullopt;
+    return saved.cast<std::string>();
+  } catch (py::error_already_set& e) {
+    rethrow(e, comm_, "state_dict()");
+  }
+}
+
+void PythonMetric::load_state(const std::string& saved) {
+  gil_scoped_acquire gil;
+  try {
+    impl_->metric.attr("load_state")(py::bytes(saved));
+  } catch (py::error_already_set& e) {
+    rethrow(e, comm_, "load_state_dict()");
+  }
+}
+
 void PythonMetric::to(c10::Device device) {
   device_ = device;
   gil_scoped_acquire gil;

@@ -8,6 +8,7 @@ import functools
 import importlib
 import importlib.util
 import inspect
+import io
 import json
 import os
 import sys
@@ -143,6 +144,20 @@ class HostedMetric:
     def digest(self):
         named = self.adapter.state_tensors()
         return "" if named is None else adapters.digest(named)
+
+    def save_state(self):
+        """The metric's state_dict(), torch.save'd, for the state_roundtrip property; None when the
+        metric has no state_dict and load_state_dict (a plain callable has neither)."""
+        metric = self.adapter.metric
+        if not (self.adapter.required and callable(getattr(metric, "state_dict", None))
+                and callable(getattr(metric, "load_state_dict", None))):
+            return None
+        buffer = io.BytesIO()
+        torch.save(metric.state_dict(), buffer)
+        return buffer.getvalue()
+
+    def load_state(self, saved):
+        self.adapter.metric.load_state_dict(torch.load(io.BytesIO(saved), map_location=self.device))
 
 
 def normalize(value):

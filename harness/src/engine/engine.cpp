@@ -13,6 +13,7 @@
 
 #include "distmetrics/runtime/child_call.h"
 
+#include "distmetrics/harness/input_dtype.h"
 #include "distmetrics/harness/placement.h"
 #include "distmetrics/harness/root_cause.h"
 #include "distmetrics/harness/scenario_python.h"
@@ -211,7 +212,7 @@ runtime::Job make_variant_request(const Scenario& scenario, const Variant& varia
   runtime::Job request;
   request.id = variant.id;
   request.task = kScenarioTask;
-  request.params = {{"scenario", scenario.to_json()}, {"shard", variant.shard}, {"placement", variant.placement}};
+  request.params = {{"scenario", scenario.to_json()}, {"shard", variant.shard}, {"placement", variant.placement}, {"dtype", variant.dtype}};
   request.backend = variant.backend;
   request.comm_device = comm_device_for(variant.placement, variant.backend);
   request.deadline = ms(deadline_seconds);
@@ -257,7 +258,7 @@ Verdict Engine::run(const Scenario& scenario, const Variant& variant, runtime::J
   std::unique_ptr<runtime::ChildCall> reference;
   if (!options_.single_process) {
     try {
-      const Dataset& data = data_for(scenario);
+      const Dataset data = rounded_through_input_dtype(data_for(scenario), variant.dtype);
       const VariantPlan plan = plan_variant(scenario, data, variant.shard, variant.world_size);
       reference = std::make_unique<runtime::ChildCall>(
           [&] { return reference_to_json(build_reference(scenario, data, plan.shards, plan.script)); });
@@ -286,8 +287,10 @@ Verdict Engine::judge(const Scenario& scenario, const Variant& variant, const ru
   return judge(scenario, variant, run, nullptr, Clock::now());
 }
 
-Verdict Engine::judge(const Scenario& scenario, const Variant& variant, const runtime::JobResult& run,
+Verdict Engine::judge(const Scenario& given, const Variant& variant, const runtime::JobResult& run,
                       runtime::ChildCall* started_reference, Clock::time_point started) {
+  // An input dtype's variant is judged with its tolerance, against its rounded values.
+  const Scenario scenario = judged_for_input_dtype(given, variant.dtype);
   const double deadline = options_.deadline_seconds.value_or(scenario.deadline_seconds);
   Verdict v;
   v.variant = variant;
@@ -375,7 +378,7 @@ Verdict Engine::judge(const Scenario& scenario, const Variant& variant, const ru
   }
 
   // The same shard plan and script the ranks used, and the single-process reference.
-  const Dataset& data = data_for(scenario);
+  const Dataset data = rounded_through_input_dtype(data_for(scenario), variant.dtype);
   const VariantPlan plan = plan_variant(scenario, data, variant.shard, variant.world_size);
   const ShardPlan& shards = plan.shards;
   const ScriptPlan& script = plan.script;

@@ -285,6 +285,7 @@ json Scenario::to_json() const {
             {"backends", backends},
             {"shards", shards},
             {"placements", placements},
+            {"dtypes", dtypes},
             {"script", script_json},
             {"single_process", single_process},
             {"properties", properties},
@@ -311,6 +312,7 @@ Scenario Scenario::from_json(const json& j) {
   s.backends = j.at("backends").get<std::vector<std::string>>();
   s.shards = j.at("shards").get<std::vector<std::string>>();
   s.placements = j.at("placements").get<std::vector<std::string>>();
+  if (j.contains("dtypes")) s.dtypes = j.at("dtypes").get<std::vector<std::string>>();
   for (const auto& text : j.at("script")) s.script.push_back(parse_step(text.get<std::string>()));
   s.single_process = j.at("single_process");
   s.properties = j.at("properties").get<std::vector<std::string>>();

@@ -14,7 +14,7 @@ const std::map<std::string, std::vector<std::string>>& known_fields() {
       {"metric", {"name", "params"}},
       {"data", {"generator", "file", "python", "params", "seed", "num_samples", "batch_size", "dtype"}},
       {"reference", {"python", "kwargs"}},
-      {"variants", {"world_sizes", "backends", "shards", "placements"}},
+      {"variants", {"world_sizes", "backends", "shards", "placements", "dtypes"}},
       {"tolerance", {"rtol", "atol", "exact"}},
       {"golden", {"value", "rtol", "atol"}},
       {"expect", {"error", "compute", "fail", "reason"}},

@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "distmetrics/harness/engine.h"
+#include "distmetrics/harness/input_dtype.h"
 #include "distmetrics/runtime/errors.h"
 #include "distmetrics/harness/metric_catalog.h"
 #include "distmetrics/harness/observation.h"
@@ -81,8 +82,7 @@ ComputeResult merged_result(const metrics::Metric& metric, runtime::Communicator
   auto merged = make();
   try {
     merged->load_state(states.front());
-    if (!merged->merge_state(std::vector<std::string>(states.begin() + 1, states.end())))
-      return raised_result("NotSupported", "merge_state() returned false after save_state() gave a state");
+    merged->merge_state(std::vector<std::string>(states.begin() + 1, states.end()));
   } catch (const std::exception& e) {
     return raised_result(runtime::exception_type_name(e), "merging the ranks' states: " + runtime::first_line(e.what()));
   }
@@ -102,6 +102,7 @@ nlohmann::json run_scenario_variant_task(runtime::TaskContext& ctx) {
   const Scenario scenario = Scenario::from_json(ctx.params.at("scenario"));
   const std::string shard = ctx.params.at("shard");
   const std::string placement = ctx.params.at("placement");
+  const std::string dtype = ctx.params.value("dtype", "");
 
   RankObservation obs;
   obs.rank = ctx.rank;
@@ -110,7 +111,7 @@ nlohmann::json run_scenario_variant_task(runtime::TaskContext& ctx) {
   std::string op = "setup";
   std::vector<std::uint64_t> step_starts;  // collectives issued before each step began
   try {
-    const Dataset data = generate_data(scenario.data);
+    const Dataset data = cast_to_input_dtype(generate_data(scenario.data), dtype);
     const VariantPlan planned = plan_variant(scenario, data, shard, ctx.world_size);
     const ShardPlan& plan = planned.shards;
     const ScriptPlan& script = planned.script;
@@ -133,7 +134,9 @@ nlohmann::json run_scenario_variant_task(runtime::TaskContext& ctx) {
     const bool merging = scenario.checks("merge_state");
     std::unique_ptr<metrics::Metric> twin;
     bool roundtrip_done = false;
-    if (merging && !metric->save_state())
+    if (merging && !metric->can_merge_state())
+      obs.merge_skipped = metric->name() + " cannot merge saved states (Metric::can_merge_state is false)";
+    else if (merging && !metric->save_state())
       obs.merge_skipped = metric->name() + " cannot save its state (Metric::save_state gives nothing)";
 
     const auto& mine = plan.ranks[ctx.rank];
@@ -144,6 +147,69 @@ nlohmann::json run_scenario_variant_task(runtime::TaskContext& ctx) {
       // What a crash report names: the step, its text and the method.
       const std::string where = "script step " + std::to_string(s + 1) + " ('" + scenario.script.at(s).text + "'): ";
       ctx.comm.set_issuer(step, action.compute);  // a desync is then named by compute
+      // compute() number k on every rank: value (or error), digests, collectives; false when it
+      // raised (the script stops there).
+      auto compute_at = [&](int k) -> bool {
+        ctx.comm.set_issuer(step, k);
+        op = "compute";
+        if (roundtrip && !roundtrip_done) {
+          roundtrip_done = true;
+          runtime::set_task_context(where + "save_state() and load_state() into a fresh instance");
+          try {
+            if (const auto saved = metric->save_state()) {
+              twin = make();
+              twin->load_state(*saved);
+              twin->set_communicator(&ctx.comm);
+            } else {
+              obs.roundtrip_skipped = metric->name() + " cannot save its state (Metric::save_state gives nothing)";
+            }
+          } catch (const std::exception& e) {
+            if (runtime::is_allocation_failure(e)) throw;
+            twin.reset();
+            obs.roundtrip_error = "saving the state and loading it into a fresh instance raised " +
+                                  runtime::exception_type_name(e) + ": " + runtime::first_line(e.what());
+          }
+        }
+        runtime::set_task_context(where + "compute() " + std::to_string(k + 1));
+        ComputeRecord record;
+        record.index = k;
+        record.step = step;
+        record.digest_before = metric->state_digest();
+        const auto issued = ctx.comm.collectives_issued();
+        const auto t0 = Clock::now();
+        StepError raised;
+        try {
+          record.result.value = metric->compute().to_json();
+        } catch (const runtime::CollectiveError&) {
+          throw;
+        } catch (const std::exception& e) {
+          if (runtime::is_allocation_failure(e)) throw;  // the rank's memory limit: its outcome says so
+          raised = step_error(step, op, e);
+          record.result.error_type = raised.type;
+          record.result.error = raised.message;
+        }
+        record.seconds = since(t0);
+        record.collectives = ctx.comm.collectives_issued() - issued;
+        record.digest_after = metric->state_digest();
+        if (!record.result.raised()) {
+          // Both after the original's compute, on every rank alike, so the collectives pair up.
+          if (twin) {
+            runtime::set_task_context(where + "compute() of the restored instance");
+            record.restored = computed(*twin, step);
+          }
+          if (merging && obs.merge_skipped.empty()) {
+            runtime::set_task_context(where + "merge_state() of every rank's state");
+            record.merged = merged_result(*metric, ctx.comm, make, step);
+          }
+        }
+        obs.computes.push_back(record);
+        if (record.result.raised()) {
+          // Peers may be waiting in a collective this rank will never enter: stop here.
+          obs.error = raised;
+          return false;
+        }
+        return true;
+      };
       switch (action.op) {
         case Step::Op::Update:
         case Step::Op::Replay: {
@@ -154,12 +220,23 @@ nlohmann::json run_scenario_variant_task(runtime::TaskContext& ctx) {
             metric->update(on_device(data.rows({}), devices.input));
             if (twin) twin->update(on_device(data.rows({}), devices.input));
           }
-          for (std::size_t b = from; b < to; ++b) {
+          auto feed = [&](std::size_t b) {
             runtime::set_task_context(where + "update() of batch " + std::to_string(b + 1) + " (" +
                                       std::to_string(mine[b].size()) + " samples)");
             const auto batch = on_device(data.rows(mine[b]), devices.input);
             metric->update(batch);
             if (twin) twin->update(batch);
+          };
+          if (action.round_computes.empty()) {
+            for (std::size_t b = from; b < to; ++b) feed(b);
+            break;
+          }
+          // After 'compute every': round t feeds this rank's t-th batch of the step, if it has
+          // one, then every rank computes.
+          for (std::size_t t = 0; t < action.round_computes.size() && step != -2; ++t) {
+            op = "update";
+            if (from + t < to) feed(from + t);
+            if (!compute_at(action.round_computes[t])) step = -2;
           }
           break;
         }
@@ -169,66 +246,11 @@ nlohmann::json run_scenario_variant_task(runtime::TaskContext& ctx) {
           metric->reset();
           if (twin) twin->reset();
           break;
-        case Step::Op::Compute: {
-          op = "compute";
-          if (roundtrip && !roundtrip_done) {
-            roundtrip_done = true;
-            runtime::set_task_context(where + "save_state() and load_state() into a fresh instance");
-            try {
-              if (const auto saved = metric->save_state()) {
-                twin = make();
-                twin->load_state(*saved);
-                twin->set_communicator(&ctx.comm);
-              } else {
-                obs.roundtrip_skipped = metric->name() + " cannot save its state (Metric::save_state gives nothing)";
-              }
-            } catch (const std::exception& e) {
-              if (runtime::is_allocation_failure(e)) throw;
-              twin.reset();
-              obs.roundtrip_error = "saving the state and loading it into a fresh instance raised " +
-                                    runtime::exception_type_name(e) + ": " + runtime::first_line(e.what());
-            }
-          }
-          runtime::set_task_context(where + "compute() " + std::to_string(action.compute + 1));
-          ComputeRecord record;
-          record.index = action.compute;
-          record.step = step;
-          record.digest_before = metric->state_digest();
-          const auto issued = ctx.comm.collectives_issued();
-          const auto t0 = Clock::now();
-          StepError raised;
-          try {
-            record.result.value = metric->compute().to_json();
-          } catch (const runtime::CollectiveError&) {
-            throw;
-          } catch (const std::exception& e) {
-            if (runtime::is_allocation_failure(e)) throw;  // the rank's memory limit: its outcome says so
-            raised = step_error(step, op, e);
-            record.result.error_type = raised.type;
-            record.result.error = raised.message;
-          }
-          record.seconds = since(t0);
-          record.collectives = ctx.comm.collectives_issued() - issued;
-          record.digest_after = metric->state_digest();
-          if (!record.result.raised()) {
-            // Both after the original's compute, on every rank alike, so the collectives pair up.
-            if (twin) {
-              runtime::set_task_context(where + "compute() of the restored instance");
-              record.restored = computed(*twin, step);
-            }
-            if (merging && obs.merge_skipped.empty()) {
-              runtime::set_task_context(where + "merge_state() of every rank's state");
-              record.merged = merged_result(*metric, ctx.comm, make, step);
-            }
-          }
-          obs.computes.push_back(record);
-          if (record.result.raised()) {
-            // Peers may be waiting in a collective this rank will never enter: stop here.
-            obs.error = raised;
-            step = -2;
-          }
+        case Step::Op::Compute:
+          if (!compute_at(action.compute)) step = -2;
           break;
-        }
+        case Step::Op::ComputeEvery:
+          break;  // the update steps after it carry their computes (action.round_computes)
       }
       if (step == -2) break;
     }

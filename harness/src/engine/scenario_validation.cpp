@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <sstream>
 
+#include "distmetrics/harness/input_dtype.h"
 #include "distmetrics/harness/data.h"
 #include "distmetrics/harness/data_files.h"
 #include "distmetrics/harness/scenario_python.h"
@@ -313,6 +314,7 @@ void validate_variants(ScenarioReader& L, Scenario& s, const toml::table* varian
   names_list("backends", runtime::backend_names(), "backend", s.backends);
   names_list("shards", shard_policy_names(), "shard policy", s.shards);
   names_list("placements", placement_names(), "placement", s.placements);
+  names_list("dtypes", input_dtype_names(), "input dtype", s.dtypes);
 }
 
 void validate_expectations(ScenarioReader& L, Scenario& s, const toml::table& root, const toml::table* expect,

@@ -10,7 +10,7 @@ namespace {
 
 const char* kSyntax =
     "a step is one of: 'update', 'update N', 'update P%', 'update rest', 'update empty' (each optionally followed by "
-    "'ranks=0,2'), 'compute', 'reset', 'replay'";
+    "'ranks=0,2'), 'compute', 'compute every', 'reset', 'replay'";
 
 std::vector<std::string> words(const std::string& text) {
   std::istringstream in(text);
@@ -62,6 +62,10 @@ Step parse_step(const std::string& text) {
     if (w.front() != "update") throw std::invalid_argument("step '" + text + "': only 'update' takes ranks=");
   }
   const std::string& op = w.front();
+  if (op == "compute" && w.size() == 2 && w[1] == "every") {
+    step.op = Step::Op::ComputeEvery;
+    return step;
+  }
   if (op == "compute" || op == "reset" || op == "replay") {
     if (w.size() != 1) throw std::invalid_argument("step '" + text + "': '" + op + "' takes no argument; " + kSyntax);
     step.op = op == "compute" ? Step::Op::Compute : op == "reset" ? Step::Op::Reset : Step::Op::Replay;
@@ -99,6 +103,40 @@ ScriptPlan simulate_script(const std::vector<Step>& script, const std::vector<st
   int epoch = 0;
   int first_compute_of_epoch = -1;
   bool last_was_compute = false;
+  bool every = false;
+  // A compute after the batches fed so far: its role by where it sits (script.h).
+  auto add_compute = [&](std::size_t s) {
+    ComputePoint point;
+    point.index = static_cast<int>(plan.computes.size());
+    point.step = static_cast<int>(s);
+    point.fed = fed;
+    point.all_data = true;
+    for (std::size_t r = 0; r < ws; ++r) point.all_data = point.all_data && fed[r] == batches_per_rank[r];
+    if (last_was_compute) {
+      point.role = ComputeRole::Repeat;
+      point.previous = point.index - 1;
+    } else if (first_compute_of_epoch >= 0) {
+      point.role = ComputeRole::AfterUpdate;
+    } else if (epoch > 0) {
+      point.role = ComputeRole::AfterReset;
+      // Only the first compute of an epoch shows what the data alone gives: a later one
+      // also shows what earlier computes did to the state (an in-place sync), which is not
+      // reset()'s fault.
+      for (int k = point.index - 1; k >= 0; --k) {
+        const auto role = plan.computes[k].role;
+        if (plan.computes[k].fed == fed && (role == ComputeRole::Fresh || role == ComputeRole::AfterReset)) {
+          point.replay_of = k;
+          break;
+        }
+      }
+    } else {
+      point.role = ComputeRole::Fresh;
+    }
+    if (first_compute_of_epoch < 0) first_compute_of_epoch = point.index;
+    plan.computes.push_back(point);
+    last_was_compute = true;
+    return point.index;
+  };
   for (std::size_t s = 0; s < script.size(); ++s) {
     const Step& step = script[s];
     StepAction action;
@@ -137,39 +175,25 @@ ScriptPlan simulate_script(const std::vector<Step>& script, const std::vector<st
         first_compute_of_epoch = -1;
         last_was_compute = false;
         break;
-      case Step::Op::Compute: {
-        ComputePoint point;
-        point.index = static_cast<int>(plan.computes.size());
-        point.step = static_cast<int>(s);
-        point.fed = fed;
-        point.all_data = true;
-        for (std::size_t r = 0; r < ws; ++r) point.all_data = point.all_data && fed[r] == batches_per_rank[r];
-        if (last_was_compute) {
-          point.role = ComputeRole::Repeat;
-          point.previous = point.index - 1;
-        } else if (first_compute_of_epoch >= 0) {
-          point.role = ComputeRole::AfterUpdate;
-        } else if (epoch > 0) {
-          point.role = ComputeRole::AfterReset;
-          // Only the first compute of an epoch shows what the data alone gives: a later one
-          // also shows what earlier computes did to the state (an in-place sync), which is not
-          // reset()'s fault.
-          for (int k = point.index - 1; k >= 0; --k) {
-            const auto role = plan.computes[k].role;
-            if (plan.computes[k].fed == fed && (role == ComputeRole::Fresh || role == ComputeRole::AfterReset)) {
-              point.replay_of = k;
-              break;
-            }
-          }
-        } else {
-          point.role = ComputeRole::Fresh;
-        }
-        if (first_compute_of_epoch < 0) first_compute_of_epoch = point.index;
-        action.compute = point.index;
-        plan.computes.push_back(point);
-        last_was_compute = true;
+      case Step::Op::Compute:
+        action.compute = add_compute(s);
         break;
+      case Step::Op::ComputeEvery:
+        every = true;
+        break;
+    }
+    if (every && (step.op == Step::Op::Update || step.op == Step::Op::Replay)) {
+      // One compute after each round of batches; the step's feed stays as planned.
+      std::size_t rounds = 0;
+      for (const auto& [from, to] : action.feed) rounds = std::max(rounds, to - from);
+      if (rounds == 0 && !action.empty_update.empty()) rounds = 1;  // 'update empty' computes once too
+      const auto after = fed;
+      for (std::size_t t = 0; t < rounds; ++t) {
+        for (std::size_t r = 0; r < ws; ++r) fed[r] = std::min(action.feed[r].first + t + 1, action.feed[r].second);
+        last_was_compute = false;  // a round feeds before it computes
+        action.round_computes.push_back(add_compute(s));
       }
+      fed = after;
     }
     plan.steps.push_back(action);
   }
@@ -181,7 +205,7 @@ std::vector<std::pair<int, std::string>> check_script(const std::vector<Step>& s
   bool reset_seen = false, compute_seen = false;
   for (std::size_t s = 0; s < script.size(); ++s) {
     if (script[s].op == Step::Op::Reset) reset_seen = true;
-    if (script[s].op == Step::Op::Compute) compute_seen = true;
+    if (script[s].op == Step::Op::Compute || script[s].op == Step::Op::ComputeEvery) compute_seen = true;
     if (script[s].op == Step::Op::Replay && !reset_seen)
       problems.emplace_back(static_cast<int>(s), "'replay' feeds again what was fed before a reset: put a 'reset' before it");
   }
@@ -191,7 +215,8 @@ std::vector<std::pair<int, std::string>> check_script(const std::vector<Step>& s
 
 std::vector<ComputeRole> roles_in(const std::vector<Step>& script) {
   std::vector<ComputeRole> roles;
-  for (const auto& point : simulate_script(script, {1}).computes) roles.push_back(point.role);
+  // Two batches, so that 'compute every' shows its computes after further updates too.
+  for (const auto& point : simulate_script(script, {2}).computes) roles.push_back(point.role);
   return roles;
 }
 

@@ -17,6 +17,7 @@ list(APPEND DISTMETRICS_HARNESS_SOURCES
   src/engine/properties.cpp
   src/engine/root_cause.cpp
   src/engine/variant.cpp
+  src/engine/input_dtype.cpp
   src/engine/verdict.cpp
   src/engine/report.cpp
   src/engine/reference.cpp

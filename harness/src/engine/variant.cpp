@@ -11,12 +11,13 @@
 namespace distmetrics::harness {
 
 std::string variant_id(const std::string& scenario, const std::string& backend, int world_size,
-                       const std::string& shard, const std::string& placement) {
-  return scenario + ":" + backend + "-ws" + std::to_string(world_size) + "-" + shard + "-" + placement;
+                       const std::string& shard, const std::string& placement, const std::string& dtype) {
+  return scenario + ":" + backend + "-ws" + std::to_string(world_size) + "-" + shard + "-" + placement +
+         (dtype.empty() ? "" : "-" + dtype);
 }
 
 std::string Variant::short_id() const {
-  return backend + "-ws" + std::to_string(world_size) + "-" + shard + "-" + placement;
+  return backend + "-ws" + std::to_string(world_size) + "-" + shard + "-" + placement + (dtype.empty() ? "" : "-" + dtype);
 }
 
 std::string Variant::reproduce() const {
@@ -32,6 +33,7 @@ nlohmann::json Variant::to_json() const {
           {"world_size", world_size},
           {"shard", shard},
           {"placement", placement},
+          {"dtype", dtype},
           {"deadline", deadline_seconds},
           {"markers", markers},
           {"skip", skip ? nlohmann::json(*skip) : nlohmann::json(nullptr)}};
@@ -59,8 +61,10 @@ std::vector<Variant> expand_variants(const Scenario& scenario, int gpus_availabl
         for (const auto& placement : scenario.placements) {
           const auto* where = find_placement(placement);
           if (where && ws < where->min_world_size) continue;
+          for (const auto& dtype : scenario.dtypes.empty() ? std::vector<std::string>{""} : scenario.dtypes) {
           Variant v;
-          v.id = variant_id(scenario.name, backend, ws, shard, placement);
+          v.id = variant_id(scenario.name, backend, ws, shard, placement, dtype);
+          v.dtype = dtype;
           v.scenario = scenario.name;
           v.file = scenario.file;
           v.backend = backend;
@@ -79,6 +83,7 @@ std::vector<Variant> expand_variants(const Scenario& scenario, int gpus_availabl
             v.reproduce_command = "distmetrics run --allow-python " + runtime::shell_quote(v.file) + " --filter " +
                                   runtime::shell_quote(v.id, true);
           out.push_back(std::move(v));
+          }
         }
       }
     }

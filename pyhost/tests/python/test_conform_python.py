@@ -195,3 +195,38 @@ def test_the_pytest_option_runs_a_python_metric_on_the_scenarios(tmp_path):
     assert "1 failed, 1 skipped" in done.stdout, done.stdout
     assert "provides no metric for this scenario" in done.stdout
     assert "equal_to_single" in done.stdout
+
+
+STATE_SCENARIO = Path(__file__).resolve().parents[1] / "scenarios" / "python_state_roundtrip.toml"
+
+
+@pytest.mark.parametrize("forget_total", [False, True])
+def test_state_roundtrip_through_state_dict_and_load_state_dict(tmp_path, monkeypatch, forget_total):
+    monkeypatch.setenv("DISTMETRICS_TEST_FORGET_TOTAL", "1" if forget_total else "0")
+    run, data = conform(tmp_path, SOURCES / "state_dict_mae.py", STATE_SCENARIO)
+    (v,) = data["variants"]
+    trip, merge = prop(v, "state_roundtrip"), prop(v, "merge_state")
+    # A Python metric's merge is not checked: a fresh instance's compute() would sync.
+    assert merge["outcome"] == "skip"
+    assert "cannot merge saved states" in merge["message"]
+    assert prop(v, "equal_to_single")["outcome"] == "pass"
+    if not forget_total:
+        assert run.returncode == 0, run.stdout + run.stderr
+        assert trip["outcome"] == "pass", trip["message"]
+        assert "held at compute 1, 2, 3, 4 on all 2 rank(s)" in trip["message"]
+    else:
+        assert run.returncode == 1, run.stdout + run.stderr
+        assert trip["outcome"] == "fail", trip["message"]
+        # The restored count starts from zero: at compute 1 nothing was fed since the save, so
+        # the restored instance divides by zero (inf) where the original gives the MAE.
+        assert "state_roundtrip failed at compute 1 of 4" in trip["message"]
+        assert trip["ranks"][0] == float("inf") or trip["ranks"][0] is None or "inf" in trip["message"]
+
+
+def test_a_python_metric_without_load_state_dict_skips_state_roundtrip_with_the_reason(tmp_path):
+    run, data = conform(tmp_path, EXAMPLES / "correct_torcheval.py", STATE_SCENARIO)
+    assert run.returncode == 0, run.stdout + run.stderr
+    (v,) = data["variants"]
+    trip = prop(v, "state_roundtrip")
+    assert trip["outcome"] == "skip"
+    assert trip["message"] == "state_roundtrip: not judged: MeanAbsoluteError cannot save its state (Metric::save_state gives nothing)"

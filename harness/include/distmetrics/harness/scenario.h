@@ -77,6 +77,7 @@ struct Scenario {
   std::vector<std::string> backends;
   std::vector<std::string> shards;
   std::vector<std::string> placements;
+  std::vector<std::string> dtypes;  // input dtypes (input_dtype.h); empty: the data as generated
 
   std::vector<Step> script;
   std::string single_process = "global";  // "global" or "per_step"

@@ -9,6 +9,10 @@
 //   compute           compute() on every rank
 //   reset             reset() on every rank; the next updates start again from its first batch
 //   replay            feed again every batch fed before the last reset
+//   compute every     from here on, every update or replay step computes after each batch it feeds
+//                     (torchmetrics' dist_sync_on_step, Ignite's per-iteration compute): its t-th
+//                     round feeds every rank's t-th batch of the step (a rank out of batches feeds
+//                     nothing), then computes on every rank
 //
 // Simulating a script over a shard plan tells, for every compute, which batches each rank has
 // fed since the last reset: the task uses it to feed, the supervisor to build the
@@ -23,7 +27,7 @@
 namespace distmetrics::harness {
 
 struct Step {
-  enum class Op { Update, Compute, Reset, Replay };
+  enum class Op { Update, Compute, Reset, Replay, ComputeEvery };
   enum class Amount { Batches, Percent, Rest, Empty };
   Op op = Op::Compute;
   Amount amount = Amount::Batches;
@@ -64,6 +68,9 @@ struct StepAction {
   // no rank does.
   std::vector<bool> empty_update;
   int compute = -1;  // Compute: its index among the computes
+  // Update/Replay after 'compute every': per round, the compute that follows it (its index among
+  // the computes); round t feeds batch feed[r].first + t of every rank r that has it.
+  std::vector<int> round_computes;
 };
 
 struct ScriptPlan {

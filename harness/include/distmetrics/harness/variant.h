@@ -1,5 +1,6 @@
 // Variants: a scenario expanded over backend x world size x shard policy x placement, each with
-// an id made only of [A-Za-z0-9_./:-]:  <scenario>:<backend>-ws<N>-<shard>-<placement>.
+// an id made only of [A-Za-z0-9_./:-]:  <scenario>:<backend>-ws<N>-<shard>-<placement>, and
+// -<dtype> when the scenario lists input dtypes.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -21,6 +22,7 @@ struct Variant {
   int world_size = 1;
   std::string shard;
   std::string placement;
+  std::string dtype;  // the input dtype (input_dtype.h); empty: the data as generated
   std::uint64_t seed = 0;
   double deadline_seconds = 0;       // the scenario's deadline for one variant
   std::vector<std::string> markers;  // backend, "gpu", "regression", "slow"
@@ -37,7 +39,7 @@ struct Variant {
 };
 
 std::string variant_id(const std::string& scenario, const std::string& backend, int world_size,
-                       const std::string& shard, const std::string& placement);
+                       const std::string& shard, const std::string& placement, const std::string& dtype = "");
 
 // What the command line selected; empty lists select everything.
 struct Selection {

@@ -58,12 +58,13 @@ class Metric {
     (void)saved;
     throw std::logic_error(name() + ": load_state: this metric cannot load a saved state");
   }
-  // Optional (torcheval's merge_state): combines the local states that other instances saved
-  // into this one's, as compute()'s sync would combine them across ranks. Returns false (the
-  // default) when the metric cannot, having changed nothing.
-  virtual bool merge_state(const std::vector<std::string>& others_saved) {
+  // Optional (torcheval's merge_state): whether merge_state() works (false by default), and
+  // merge_state(): combines the local states that other instances saved into this one's, as
+  // compute()'s sync would combine them across ranks. The default throws std::logic_error.
+  virtual bool can_merge_state() const { return false; }
+  virtual void merge_state(const std::vector<std::string>& others_saved) {
     (void)others_saved;
-    return false;
+    throw std::logic_error(name() + ": merge_state: this metric cannot merge saved states");
   }
 };
 

@@ -78,7 +78,8 @@ class StatefulMetric : public Metric {
   // and names what differs; merge_state() combines each state with its reduction, as the sync does.
   std::optional<std::string> save_state() const override;
   void load_state(const std::string& saved) override;
-  bool merge_state(const std::vector<std::string>& others_saved) override;
+  bool can_merge_state() const override { return true; }
+  void merge_state(const std::vector<std::string>& others_saved) override;
 
   // Synced copies of every state. Collective: every rank must call it, in the same order of
   // compute() calls. Leaves local state untouched.

@@ -39,6 +39,11 @@ class PythonMetric final : public metrics::Metric {
   c10::Device device() const override { return device_; }
   // From the metric's metric_state / state_dict() / named tensors; empty when it has none.
   std::string state_digest() const override;
+  // The metric's state_dict(), torch.save'd; nullopt when it has no state_dict/load_state_dict.
+  // load_state: load_state_dict(torch.load(...)). No merge_state: a fresh Python instance's
+  // compute() would sync through torch.distributed (can_merge_state stays false).
+  std::optional<std::string> save_state() const override;
+  void load_state(const std::string& saved) override;
 
  private:
   struct Impl;
