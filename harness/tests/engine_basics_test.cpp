@@ -350,8 +350,8 @@ TEST(Script, ComputeEveryComputesAfterEachRoundOfBatches) {
   EXPECT_TRUE(plan.computes[2].all_data);
   for (const auto& point : plan.computes) EXPECT_EQ(point.step, point.index < 3 ? 2 : 3);
   // What it lets a scenario list: update_after_compute, from the rounds after the first.
-  EXPECT_EQ(dh::roles_in({dh::parse_step("compute every"), dh::parse_step("update rest")}),
-            (std::vector<dh::ComputeRole>{dh::ComputeRole::Fresh, dh::ComputeRole::AfterUpdate}));
+  EXPECT_EQ(dh::roles_in({dh::parse_step("update 1"), dh::parse_step("compute every"), dh::parse_step("update rest")}),
+            (std::vector<dh::ComputeRole>{dh::ComputeRole::Fresh, dh::ComputeRole::AfterUpdate, dh::ComputeRole::AfterUpdate}));
 }
 
 TEST(Script, UpdateEmptyCallsUpdateWithNoRowsOnTheSelectedRanks) {

@@ -373,6 +373,34 @@ TEST(EngineRun, CountsKeptInTheInputsDtypeAreCaughtInFloat16AndBfloat16) {
   EXPECT_NEAR(first.ranks.at(0).get<double>() / first.single.get<double>(), 1500.0 / 256.0, 1e-9) << first.message;
 }
 
+TEST(EngineRun, ComputeEveryJudgesTheValueAfterEveryRoundOfBatches) {
+  const auto v = run("compute_every").at(0);
+  EXPECT_EQ(v.outcome, dh::Outcome::Pass) << explain(v);
+  // Shards of 6 and 4 batches; after 'update 1', 'update rest' has 5 rounds (rank 1 runs out
+  // after 3): computes 1 to 5, then the plain compute 6.
+  ASSERT_EQ(v.shards.at(0).at("batches").get<int>(), 6) << explain(v);
+  ASSERT_EQ(v.shards.at(1).at("batches").get<int>(), 4) << explain(v);
+  EXPECT_EQ(property(v, "equal_to_single").message.rfind("equal_to_single held at compute 1 on all 2", 0), 0u)
+      << explain(v);
+  EXPECT_EQ(property(v, "update_after_compute").message.rfind("update_after_compute held at compute 2, 3, 4, 5 on all 2", 0), 0u)
+      << explain(v);
+  EXPECT_EQ(property(v, "idempotent").message.rfind("idempotent held at compute 6 on all 2", 0), 0u) << explain(v);
+  for (const char* name : {"ranks_agree", "state_roundtrip", "merge_state"})
+    EXPECT_EQ(property(v, name).message.rfind(std::string(name) + " held at compute 1, 2, 3, 4, 5, 6 on all 2", 0), 0u)
+        << explain(v);
+}
+
+TEST(EngineRun, ComputeEveryCatchesASyncThatOverwritesTheStateAtTheSecondRound) {
+  const auto v = run("compute_every_overwrite").at(0);
+  EXPECT_EQ(v.outcome, dh::Outcome::Fail) << explain(v);
+  EXPECT_EQ(property(v, "equal_to_single").outcome, dh::Outcome::Pass) << explain(v);
+  const auto& p = property(v, "update_after_compute");
+  ASSERT_EQ(p.outcome, dh::Outcome::Fail) << explain(v);
+  EXPECT_NE(p.message.find("update_after_compute failed at compute 2 of 6 (script step 3: 'update rest')"),
+            std::string::npos)
+      << p.message;
+}
+
 // The GoogleTest scenario fixture reports a failing variant as a test failure with the property
 // messages and the reproduce command, and a variant that cannot run as a skip.
 TEST(ScenarioFixture, ReportsFailuresAndSkips) {

@@ -215,8 +215,9 @@ std::vector<std::pair<int, std::string>> check_script(const std::vector<Step>& s
 
 std::vector<ComputeRole> roles_in(const std::vector<Step>& script) {
   std::vector<ComputeRole> roles;
-  // Two batches, so that 'compute every' shows its computes after further updates too.
-  for (const auto& point : simulate_script(script, {2}).computes) roles.push_back(point.role);
+  // Roles depend on the data only through 'compute every' (a compute per round of batches): 4
+  // batches give every role such a script can have.
+  for (const auto& point : simulate_script(script, {4}).computes) roles.push_back(point.role);
   return roles;
 }
 
