@@ -299,6 +299,7 @@ TEST(EngineRun, AStateThatSaveStateLeavesOutIsCaughtByStateRoundtrip) {
   // The merge cannot load the incomplete state either: a consequence of the same cause.
   EXPECT_EQ(failed(v), (std::vector<std::string>{"state_roundtrip", "merge_state"})) << explain(v);
   EXPECT_EQ(property(v, "merge_state").consequence_of, "state_roundtrip") << explain(v);
+  EXPECT_EQ(v.reason, "root cause: the saved state does not restore the metric: an instance loaded from it gives other results");
   const auto& p = property(v, "state_roundtrip");
   EXPECT_NE(p.message.find("state_roundtrip failed at compute 1 of 4"), std::string::npos) << p.message;
   // The restored count starts from zero, with nothing fed since the save: every restored
@@ -318,6 +319,7 @@ TEST(EngineRun, AMergeThatForgetsItsOwnStateIsCaughtByMergeState) {
   ASSERT_EQ(verdicts.size(), 2u);
   for (const auto& v : verdicts) {
     EXPECT_EQ(failed(v), (std::vector<std::string>{"merge_state"})) << explain(v);
+    EXPECT_EQ(v.reason, "root cause: merging the ranks' states gives another result than the distributed compute");
     EXPECT_NE(property(v, "merge_state").message.find("merge_state failed at compute 1 of 4"), std::string::npos)
         << explain(v);
   }

@@ -154,6 +154,17 @@ std::optional<RootCause> find_root_cause(const CheckContext& ctx, const std::vec
                      number(*find(results, "batch_invariant")->difference / magnitude(find(results, "batch_invariant")->single));
     cause.hint = "accumulate in float64 (the formula itself does not depend on the batch size), or widen the "
                  "scenario's tolerance for float32 data";
+  } else if (failed(results, "state_roundtrip")) {
+    cause.property = "state_roundtrip";
+    cause.headline = "the saved state does not restore the metric: an instance loaded from it gives other results";
+    cause.evidence = "state_roundtrip failed";
+    cause.hint = "save every state, gathered rows included (torchmetrics: a state not declared persistent is left out "
+                 "of state_dict()), and load each one back";
+  } else if (failed(results, "merge_state")) {
+    cause.property = "merge_state";
+    cause.headline = "merging the ranks' states gives another result than the distributed compute";
+    cause.evidence = "merge_state failed";
+    cause.hint = "merge_state must keep its own state and combine each state with the reduction its sync uses";
   } else {
     cause.property = all_failed.front();
     const auto* p = find(results, cause.property);
