@@ -327,7 +327,14 @@ TEST(Script, DefaultScriptGivesEveryRole) {
                                                  dh::parse_step("replay"), dh::parse_step("compute")},
                                                 {2, 2});
   EXPECT_EQ(replay_twice.computes[1].replay_of, 0);  // the first compute of its epoch on the same batches
-  EXPECT_EQ(plan.steps[6].feed[0], (std::pair<std::size_t, std::size_t>{0, 5}));
+  EXPECT_EQ(plan.steps[8].feed[0], (std::pair<std::size_t, std::size_t>{0, 5}));  // the replay
+  // An empty batch on rank 0 alone, then on every rank, before the compute after more updates.
+  EXPECT_EQ(plan.steps[3].empty_update, (std::vector<bool>{true, false, false}));
+  EXPECT_EQ(plan.steps[5].empty_update, (std::vector<bool>{true, true, true}));
+  EXPECT_EQ(plan.computes[2].step, 6);
+  // per_step: no empty updates (the reference would take one step fewer).
+  EXPECT_EQ(dh::default_script_text("per_step"),
+            (std::vector<std::string>{"update 50%", "compute", "compute", "update rest", "compute", "reset", "replay", "compute"}));
 }
 
 TEST(Script, ComputeEveryComputesAfterEachRoundOfBatches) {

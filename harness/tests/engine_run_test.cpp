@@ -194,7 +194,7 @@ TEST(EngineRun, ARankThatDiesIsACrashNamingIt) {
 TEST(EngineRun, ARankThatSkipsAComputesCollectivesIsNamedByCompute) {
   const auto v = run("rank_local_cache").at(0);
   ASSERT_EQ(v.outcome, dh::Outcome::Hang) << explain(v);
-  EXPECT_EQ(v.reason.rfind("rank 1 to blame: rank 1 issued its collectives of compute 3 (script step 5) while rank 0 "
+  EXPECT_EQ(v.reason.rfind("rank 1 to blame: rank 1 issued its collectives of compute 3 (script step 7) while rank 0 "
                            "waited in those of compute 2 (script step 3)",
                            0),
             0u)

@@ -48,7 +48,9 @@ TEST(Scenario, LoadsWithDefaults) {
   EXPECT_EQ(s.metric_params.at("top_k"), 1);  // filled in by the registry
   EXPECT_EQ(s.data.params.at("separation"), 1.5);
   EXPECT_EQ(s.data.dtype, "float32");
-  EXPECT_EQ(s.script.size(), 8u);
+  EXPECT_EQ(s.script.size(), 10u);  // the default script, with its empty updates
+  EXPECT_EQ(s.script[3].text, "update empty ranks=0");
+  EXPECT_EQ(s.script[5].text, "update empty");
   EXPECT_EQ(s.single_process, "global");
   // The property table's defaults, in table order (the order they are checked and reported in).
   EXPECT_EQ(s.properties, (std::vector<std::string>{"equal_to_single", "ranks_agree", "idempotent",

@@ -66,7 +66,7 @@ void read_top_level(ScenarioReader& L, const toml::table& root, Scenario& s) {
 
 // The script, step by step, then its structure. Returns whether every step parsed.
 bool read_script(ScenarioReader& L, const toml::table& root, Scenario& s) {
-  std::vector<std::string> script_text = default_script_text();
+  std::vector<std::string> script_text = default_script_text(s.single_process);
   if (auto list = L.string_list(root, "script", "script", nullptr, "step", false)) script_text = *list;
   const auto* script_node = root.get("script");
   const auto* script_array = script_node ? script_node->as_array() : nullptr;

@@ -92,8 +92,13 @@ Step parse_step(const std::string& text) {
   return step;
 }
 
-std::vector<std::string> default_script_text() {
-  return {"update 50%", "compute", "compute", "update rest", "compute", "reset", "replay", "compute"};
+std::vector<std::string> default_script_text(const std::string& single_process) {
+  // per_step: an empty update is a step the reference does not take (step-synchronous metrics
+  // such as RunningAverage would then differ for a reason that is not theirs).
+  if (single_process == "per_step")
+    return {"update 50%", "compute", "compute", "update rest", "compute", "reset", "replay", "compute"};
+  return {"update 50%", "compute", "compute", "update empty ranks=0", "update rest", "update empty",
+          "compute",    "reset",   "replay",  "compute"};
 }
 
 ScriptPlan simulate_script(const std::vector<Step>& script, const std::vector<std::size_t>& batches_per_rank) {

@@ -38,8 +38,9 @@ struct Step {
 
 // Throws std::invalid_argument with a message that says what a step may look like.
 Step parse_step(const std::string& text);
-// update 50%, compute, compute, update rest, compute, reset, replay, compute
-std::vector<std::string> default_script_text();
+// update 50%, compute, compute, update empty ranks=0, update rest, update empty, compute, reset,
+// replay, compute: an empty batch on one rank and on all (per_step: without the empty updates)
+std::vector<std::string> default_script_text(const std::string& single_process = "global");
 
 // Which property judges a compute, by where it sits in the script.
 enum class ComputeRole {
