@@ -26,17 +26,18 @@ std::string Variant::reproduce() const {
 }
 
 nlohmann::json Variant::to_json() const {
-  return {{"id", id},
-          {"scenario", scenario},
-          {"file", file},
-          {"backend", backend},
-          {"world_size", world_size},
-          {"shard", shard},
-          {"placement", placement},
-          {"dtype", dtype},
-          {"deadline", deadline_seconds},
-          {"markers", markers},
-          {"skip", skip ? nlohmann::json(*skip) : nlohmann::json(nullptr)}};
+  nlohmann::json j = {{"id", id},
+                      {"scenario", scenario},
+                      {"file", file},
+                      {"backend", backend},
+                      {"world_size", world_size},
+                      {"shard", shard},
+                      {"placement", placement},
+                      {"deadline", deadline_seconds},
+                      {"markers", markers},
+                      {"skip", skip ? nlohmann::json(*skip) : nlohmann::json(nullptr)}};
+  if (!dtype.empty()) j["dtype"] = dtype;  // only on variants of a scenario that lists input dtypes
+  return j;
 }
 
 bool Selection::matches(const Variant& v) const {
