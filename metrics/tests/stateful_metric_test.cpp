@@ -161,6 +161,51 @@ TEST(StatefulMetricTest, DigestCoversNamesDtypesShapesAndBytes) {
   EXPECT_EQ(a.state_digest().size(), 16u);
 }
 
+// save_state/load_state/merge_state (the state_roundtrip and merge_state properties): a fresh
+// instance that loads a state equals the one that saved it, and merging other instances' states
+// combines every state with its reduction, as the sync does across ranks.
+TEST(StatefulMetricTest, SavedStatesLoadIntoAFreshInstanceAndMergeWithTheirReductions) {
+  Probe a, b, c, whole;
+  a.update(values({1.0, 2.0}));
+  b.update(values({}));
+  b.update(values({-4.0, 0.5}));
+  c.update(values({3.0}));
+  for (const auto& v : std::vector<std::vector<double>>{{1.0, 2.0}, {}, {-4.0, 0.5}, {3.0}}) whole.update(values(v));
+
+  Probe restored;
+  restored.load_state(*a.save_state());
+  EXPECT_EQ(restored.state_digest(), a.state_digest());
+  EXPECT_EQ(restored.compute().to_json(), a.compute().to_json());
+  ASSERT_TRUE(restored.can_merge_state());
+  restored.merge_state({*b.save_state(), *c.save_state()});
+  // Sum, max, min (of batch sizes: b's empty batch), prod, and the gathers in order.
+  EXPECT_EQ(restored.compute().to_json(), whole.compute().to_json());
+  restored.update(values({7.0}));  // and it goes on like any instance
+  whole.update(values({7.0}));
+  EXPECT_EQ(restored.state_digest(), whole.state_digest());
+
+  // The saved form is a dict of name to tensor (torch.load reads it), gathers as their rows.
+  const auto saved = unpack_states(*a.save_state());
+  ASSERT_EQ(saved.size(), 7u);
+  EXPECT_EQ(saved.at("values").sizes(), at::IntArrayRef({2}));
+  EXPECT_EQ(saved.at("sizes").sizes(), at::IntArrayRef({1, 2}));
+  auto message_of = [](Probe& p, const std::map<std::string, at::Tensor>& states) {
+    try {
+      p.load_state(pack_states(states));
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  auto missing = saved;
+  missing.erase("sum");
+  EXPECT_EQ(message_of(restored, missing), "Probe: load_state: the saved state has no \"sum\"");
+  auto wrong = saved;
+  wrong["sum"] = at::zeros({}, at::kFloat);
+  EXPECT_EQ(message_of(restored, wrong), "Probe: load_state: state \"sum\" is float32 [], declared float64");
+  EXPECT_THROW(restored.load_state("not a pickle"), std::invalid_argument);
+}
+
 TEST(StatefulMetricTest, StatesAreListedWithTheirReductions) {
   Probe probe;
   const auto states = probe.states();
