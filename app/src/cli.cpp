@@ -470,6 +470,9 @@ void add_selection_options(CLI::App& command, std::vector<std::string>& paths, h
   one_value(cmd->add_option("--shard", selection.shards, "shard policies to run (comma-separated)")->delimiter(','));
   one_value(cmd->add_option("--placement", selection.placements, "placements to run (comma-separated)")
                 ->delimiter(','));
+  one_value(cmd->add_option("--dtype", selection.dtypes,
+                            "input dtypes to run (comma-separated; only scenarios that list [variants] dtypes have them)")
+                ->delimiter(','));
   one_value(cmd->add_option("--filter", selection.filters, "glob on variant ids; repeat to OR several"));
 }
 

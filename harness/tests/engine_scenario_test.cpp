@@ -107,6 +107,13 @@ TEST(Scenario, InputDtypesAreAVariantAxisCheckedByName) {
   EXPECT_EQ(variants[1].id, "core/acc:gloo-ws1-even-cpu-int32");
   EXPECT_EQ(variants[1].short_id(), "gloo-ws1-even-cpu-int32");
   EXPECT_EQ(variants[1].to_json().at("dtype"), "int32");
+  dh::Selection sel;  // --dtype int32
+  sel.dtypes = {"int32"};
+  int n = 0;
+  for (const auto& v : variants) n += sel.matches(v);
+  EXPECT_EQ(n, 5);
+  dh::Variant plain;  // a scenario without input dtypes has no variant of one
+  EXPECT_FALSE(sel.matches(plain));
 
   text.replace(text.find("\"float16\""), 9, "\"flaot16\"");
   const auto bad = dh::load_scenario_text(text, "scenarios/core/acc.toml", "core/acc");

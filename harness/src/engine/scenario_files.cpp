@@ -8,6 +8,7 @@
 
 #include "distmetrics/harness/placement.h"
 #include "distmetrics/harness/shard.h"
+#include "distmetrics/harness/input_dtype.h"
 #include "distmetrics/runtime/backends.h"
 #include "distmetrics/runtime/text.h"
 
@@ -119,6 +120,7 @@ bool check_selection(const Selection& s, std::ostream& err) {
   check(s.backends, runtime::backend_names(), "--backend");
   check(s.shards, shard_policy_names(), "--shard");
   check(s.placements, placement_names(), "--placement");
+  check(s.dtypes, input_dtype_names(), "--dtype");
   for (int ws : s.world_sizes) {
     if (ws < 1 || ws > 64) {
       err << "distmetrics: --world-sizes: " << ws << " is not a world size (1 to 64)\n";

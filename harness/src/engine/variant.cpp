@@ -44,7 +44,8 @@ bool Selection::matches(const Variant& v) const {
   auto in = [](const auto& list, const auto& item) {
     return list.empty() || std::find(list.begin(), list.end(), item) != list.end();
   };
-  if (!in(backends, v.backend) || !in(world_sizes, v.world_size) || !in(shards, v.shard) || !in(placements, v.placement))
+  if (!in(backends, v.backend) || !in(world_sizes, v.world_size) || !in(shards, v.shard) || !in(placements, v.placement) ||
+      !in(dtypes, v.dtype))
     return false;
   if (filters.empty()) return true;
   return std::any_of(filters.begin(), filters.end(),

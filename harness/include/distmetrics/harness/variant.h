@@ -47,6 +47,7 @@ struct Selection {
   std::vector<int> world_sizes;
   std::vector<std::string> shards;
   std::vector<std::string> placements;
+  std::vector<std::string> dtypes;   // input dtypes; a variant without one matches only an empty list
   std::vector<std::string> filters;  // globs on variant ids, OR-ed
 
   bool matches(const Variant& variant) const;
