@@ -54,10 +54,11 @@ void EpochMetric::update_state(const Batch& batch) {
   require_dim(m, "input", batch.input, 1, "scores shaped [N]");
   require_labels_dtype(m, "target", batch.target);
   require_same_shape(m, "target", batch.target, "input", batch.input);
-  require_no_nan(m, "input", batch.input);
-  require_in_range(m, "target", batch.target, 0, 2);
-  append("scores", batch.input.to(at::kDouble));
-  append("targets", batch.target.to(at::kLong));
+  // Checked while copied (one pass each); both checked before either is kept.
+  at::Tensor scores = float64_copy_without_nan(m, "input", batch.input);
+  at::Tensor targets = int64_copy_in_range(m, "target", batch.target, 0, 2);
+  append("scores", std::move(scores));
+  append("targets", std::move(targets));
 }
 
 Value EpochMetric::compute_from(const StateValues& synced) const {

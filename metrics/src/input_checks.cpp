@@ -109,6 +109,58 @@ void require_in_range(const std::string& metric, const std::string& argument, co
   }
 }
 
+namespace {
+
+template <typename From>
+bool copy_to_float64_finding_nan(const at::Tensor& from, at::Tensor& to) {
+  const From* in = from.data_ptr<From>();
+  double* out = to.data_ptr<double>();
+  bool nan = false;
+  const std::int64_t n = from.numel();
+  for (std::int64_t i = 0; i < n; ++i) {
+    const double v = static_cast<double>(in[i]);
+    out[i] = v;
+    nan |= v != v;
+  }
+  return nan;
+}
+
+}  // namespace
+
+at::Tensor float64_copy_without_nan(const std::string& metric, const std::string& argument, const at::Tensor& t) {
+  const at::ScalarType type = t.scalar_type();
+  if (t.device().is_cpu() && t.is_contiguous() && (type == at::kFloat || type == at::kDouble)) {
+    at::Tensor copy = at::empty(t.sizes(), t.options().dtype(at::kDouble));
+    const bool nan = type == at::kFloat ? copy_to_float64_finding_nan<float>(t, copy)
+                                        : copy_to_float64_finding_nan<double>(t, copy);
+    if (nan) require_no_nan(metric, argument, t);  // throws, naming the first NaN's position
+    return copy;
+  }
+  require_no_nan(metric, argument, t);
+  return t.to(at::kDouble, /*non_blocking=*/false, /*copy=*/true);
+}
+
+at::Tensor int64_copy_in_range(const std::string& metric, const std::string& argument, const at::Tensor& t,
+                               std::int64_t low, std::int64_t high) {
+  if (t.device().is_cpu() && t.is_contiguous() && t.scalar_type() == at::kLong) {
+    at::Tensor copy = at::empty(t.sizes(), t.options());
+    const std::int64_t* in = t.data_ptr<std::int64_t>();
+    std::int64_t* out = copy.data_ptr<std::int64_t>();
+    const std::int64_t n = t.numel();
+    std::int64_t smallest = low, largest = low;  // an empty tensor passes
+    for (std::int64_t i = 0; i < n; ++i) {
+      const std::int64_t v = in[i];
+      out[i] = v;
+      smallest = v < smallest ? v : smallest;
+      largest = v > largest ? v : largest;
+    }
+    if (smallest < low || largest >= high) require_in_range(metric, argument, t, low, high);  // throws, naming the first
+    return copy;
+  }
+  require_in_range(metric, argument, t, low, high);
+  return t.to(at::kLong, /*non_blocking=*/false, /*copy=*/true);
+}
+
 void require_at_least(const std::string& metric, const std::string& argument, const at::Tensor& t,
                       double low, bool strict) {
   if (t.numel() == 0) return;

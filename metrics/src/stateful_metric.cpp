@@ -160,10 +160,12 @@ void StatefulMetric::reset() {
 }
 
 void StatefulMetric::update(const Batch& batch) {
+  // A tensor already on the metric's device is passed as it is (not even a dispatched no-op `to`).
+  auto on_device = [this](const at::Tensor& t) { return !t.defined() || t.device() == device_ ? t : t.to(device_); };
   Batch local;
-  if (batch.input.defined()) local.input = batch.input.to(device_);
-  if (batch.target.defined()) local.target = batch.target.to(device_);
-  if (batch.weight.defined()) local.weight = batch.weight.to(device_);
+  local.input = on_device(batch.input);
+  local.target = on_device(batch.target);
+  local.weight = on_device(batch.weight);
   update_state(local);
 }
 
@@ -217,7 +219,9 @@ StateValues StatefulMetric::sync_states(const std::vector<std::string>& names) c
   for (const std::string& name : names) {
     if (find(name).reduction != Reduction::Gather) continue;
     gathered.push_back(name);
-    local.push_back(gathered_locally(name));
+    const State& s = find(name);
+    // The communicator only reads what it is given: one chunk goes as it is, without a concatenation.
+    local.push_back(comm_ != nullptr && s.chunks.size() == 1 ? s.chunks.front() : gathered_locally(name));
   }
   if (!gathered.empty()) {
     if (comm_ == nullptr) {
@@ -225,6 +229,8 @@ StateValues StatefulMetric::sync_states(const std::vector<std::string>& names) c
     } else {
       const auto per_rank = comm_->all_gather(local);
       for (std::size_t i = 0; i < gathered.size(); ++i) {
+        // The parts are views of the communicator's receive buffer: the concatenation is the one
+        // copy, and the synced value owns its memory.
         std::vector<at::Tensor> parts;
         for (const at::Tensor& part : per_rank[i]) parts.push_back(part.to(device_));
         out.set(gathered[i], at::cat(parts, 0));
@@ -253,7 +259,9 @@ std::vector<std::string> StatefulMetric::sync_plan() const {
       if (s.reduction == Reduction::Gather) gather_dtypes.insert(s.initial.scalar_type());
     }
     if (!gather_dtypes.empty()) plan.push_back("all_gather(shapes) int64");
-    for (at::ScalarType dtype : gather_dtypes) plan.push_back("all_gather " + checks::dtype_name(dtype));
+    // One gather of every gather state's bytes: named by its dtype when they share one.
+    if (gather_dtypes.size() == 1) plan.push_back("all_gather " + checks::dtype_name(*gather_dtypes.begin()));
+    if (gather_dtypes.size() > 1) plan.push_back("all_gather uint8");
   }
   return plan;
 }

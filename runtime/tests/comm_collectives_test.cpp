@@ -113,11 +113,11 @@ DISTMETRICS_RANK_TEST(Collectives, AllGatherUnevenLengthsIncludingEmpty, DISTMET
     EXPECT_TRUE(at::equal(gathered[1][q], longs_of(q))) << "int64 of rank " << q;
     EXPECT_TRUE(at::equal(gathered[2][q], flags_of(q))) << "flags of rank " << q;
   }
-  // the shapes, then one gather per dtype (int64, bool, float64); at N = 1 nobody holds a
-  // float64 row, so that gather is skipped
+  // the shapes, then one gather of all three tensors' bytes (float64, int64 and bool together)
   auto counts = count_ops(ctx.comm);
   EXPECT_EQ(counts["all_gather(shapes)"], 1);
-  EXPECT_EQ(counts["all_gather"], N == 1 ? 2 : 3);
+  EXPECT_EQ(counts["all_gather"], 1);
+  EXPECT_EQ(ctx.comm.trace().back().dtype, "uint8");
 
   // One tensor: the convenience overload.
   auto single = ctx.comm.all_gather(at::full({r + 1}, double(r)));

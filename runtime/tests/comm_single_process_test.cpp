@@ -39,7 +39,7 @@ TEST(SingleProcessComm, AllGatherReturnsTheInputExactlyIncludingEmpty) {
   ASSERT_EQ(out[0].size(), 1u);
   EXPECT_TRUE(at::equal(out[0][0], at::arange(6, at::kLong).view({3, 2})));
   EXPECT_EQ(out[1][0].sizes().vec(), (std::vector<int64_t>{0, 4}));
-  // shapes, then int64 data; the all-empty float64 group needs no collective
+  // shapes, then one gather of both tensors' bytes (the empty float64 one adds none)
   ASSERT_EQ(comm->trace().size(), 2u);
   EXPECT_EQ(comm->trace()[0].op, "all_gather(shapes)");
   EXPECT_EQ(comm->trace()[1].op, "all_gather");

@@ -281,49 +281,69 @@ std::vector<std::vector<at::Tensor>> Communicator::all_gather(const std::vector<
     }
   }
 
-  // 2. One padded gather per dtype.
+  // 2. One gather of every tensor's bytes, whatever its dtype (every backend moves bytes): each
+  //    rank's tensors one after the other (each aligned for its dtype), padded to the longest
+  //    rank. Skipped when no rank holds any element. The parts come back as views of the receive
+  //    buffer (no copy per part: a caller that concatenates them makes the one copy it needs).
+  auto shape_of = [&](int r, int i) {
+    std::vector<std::int64_t> s;
+    for (int d = 0; d < entry(r, i, 1); ++d) s.push_back(entry(r, i, 2 + d));
+    return s;
+  };
+  auto bytes_of = [&](int r, int i) {
+    std::int64_t n = static_cast<std::int64_t>(c10::elementSize(static_cast<at::ScalarType>(entry(r, i, 0))));
+    for (int d = 0; d < entry(r, i, 1); ++d) n *= entry(r, i, 2 + d);
+    return n;
+  };
+  // Every part starts at a multiple of the widest element size, so that its view keeps its
+  // dtype's alignment (no padding at all when the tensors share one dtype).
+  std::int64_t align = 1;
+  for (const at::Tensor& t : tensors) align = std::max<std::int64_t>(align, static_cast<std::int64_t>(t.element_size()));
+  auto aligned = [align](std::int64_t n) { return (n + align - 1) / align * align; };
+  std::int64_t longest = 0;
+  for (int r = 0; r < ws; ++r) {
+    std::int64_t total = 0;
+    for (int i = 0; i < k; ++i) total += aligned(bytes_of(r, i));
+    longest = std::max(longest, total);
+  }
   std::vector<std::vector<at::Tensor>> result(k, std::vector<at::Tensor>(ws));
-  std::map<at::ScalarType, std::vector<int>> by_dtype;
-  for (int i = 0; i < k; ++i) by_dtype[tensors[i].scalar_type()].push_back(i);
-  for (const auto& [dtype, indices] : by_dtype) {
-    auto numel_of = [&](int r, int i) {
-      std::int64_t n = 1;
-      for (int d = 0; d < entry(r, i, 1); ++d) n *= entry(r, i, 2 + d);
-      return n;
-    };
-    std::int64_t longest = 0;
-    for (int r = 0; r < ws; ++r) {
-      std::int64_t total = 0;
-      for (int i : indices) total += numel_of(r, i);
-      longest = std::max(longest, total);
-    }
-    auto shape_of = [&](int r, int i) {
-      std::vector<std::int64_t> s;
-      for (int d = 0; d < entry(r, i, 1); ++d) s.push_back(entry(r, i, 2 + d));
-      return s;
-    };
-    if (longest == 0) {  // every rank holds nothing of this dtype: no collective needed, all agree
-      for (int i : indices)
-        for (int r = 0; r < ws; ++r) result[i][r] = at::empty(shape_of(r, i), tensors[i].options());
-      continue;
-    }
-    at::Tensor send = at::zeros({longest}, at::TensorOptions().dtype(dtype).device(device_));
+  if (longest == 0) {  // every rank holds nothing: no collective needed, all agree
+    for (int i = 0; i < k; ++i)
+      for (int r = 0; r < ws; ++r) result[i][r] = at::empty(shape_of(r, i), tensors[i].options());
+    return result;
+  }
+  const auto bytes_options = at::TensorOptions().dtype(at::kByte).device(device_);
+  at::Tensor send;
+  const at::Tensor& only = tensors[0];
+  if (k == 1 && only.device() == device_ && only.is_contiguous() && only.numel() * only.element_size() == longest) {
+    send = only.view({-1}).view(at::kByte);  // this rank's tensor is the send buffer as it is
+  } else {
+    send = at::empty({longest}, bytes_options);
     std::int64_t offset = 0;
-    for (int i : indices) {
-      const std::int64_t n = tensors[i].numel();
-      if (n > 0) send.narrow(0, offset, n).copy_(tensors[i].reshape(-1));
-      offset += n;
+    for (int i = 0; i < k; ++i) {
+      const std::int64_t n = bytes_of(rank_, i);
+      if (n > 0) send.narrow(0, offset, n).copy_(tensors[i].to(device_).contiguous().view({-1}).view(at::kByte));
+      if (aligned(n) > n) send.narrow(0, offset + n, aligned(n) - n).zero_();
+      offset += aligned(n);
     }
-    at::Tensor recv = at::empty({ws * longest}, send.options());
-    CollectiveScope scope(*this, "all_gather", &send);
-    scope.run([&](const Deadline& deadline) { all_gather_flat(send, recv, deadline); });
-    for (int r = 0; r < ws; ++r) {
-      std::int64_t off = r * longest;
-      for (int i : indices) {
-        const std::int64_t n = numel_of(r, i);
-        result[i][r] = recv.narrow(0, off, n).view(shape_of(r, i)).to(tensors[i].device()).clone();
-        off += n;
-      }
+    if (offset < longest) send.narrow(0, offset, longest - offset).zero_();  // no stray bytes on the wire
+  }
+  // The trace names the dtype when all tensors share one (counted in its elements), else bytes.
+  bool one_dtype = true;
+  for (int i = 1; i < k; ++i) one_dtype = one_dtype && tensors[i].scalar_type() == tensors[0].scalar_type();
+  const at::Tensor described =
+      one_dtype ? at::empty({longest / static_cast<std::int64_t>(tensors[0].element_size())},
+                            at::TensorOptions().dtype(tensors[0].scalar_type()).device(at::kMeta))
+                : at::empty({longest}, at::TensorOptions().dtype(at::kByte).device(at::kMeta));
+  at::Tensor recv = at::empty({ws * longest}, bytes_options);
+  CollectiveScope scope(*this, "all_gather", &described);
+  scope.run([&](const Deadline& deadline) { all_gather_flat(send, recv, deadline); });
+  for (int r = 0; r < ws; ++r) {
+    std::int64_t off = r * longest;
+    for (int i = 0; i < k; ++i) {
+      const std::int64_t n = bytes_of(r, i);
+      result[i][r] = recv.narrow(0, off, n).view(tensors[i].scalar_type()).view(shape_of(r, i)).to(tensors[i].device());
+      off += aligned(n);
     }
   }
   return result;

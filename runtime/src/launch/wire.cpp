@@ -40,7 +40,10 @@ LineChannel::~LineChannel() {
 }
 
 void LineChannel::send(const nlohmann::json& message, const Deadline& deadline) {
-  const std::string line = message.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  send_lines(message.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n", deadline);
+}
+
+void LineChannel::send_lines(const std::string& line, const Deadline& deadline) {
   size_t sent = 0;
   while (sent < line.size()) {
     const ssize_t n = ::send(fd_, line.data() + sent, line.size() - sent, MSG_NOSIGNAL);

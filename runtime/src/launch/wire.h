@@ -34,6 +34,8 @@ class LineChannel {
   bool at_eof() const { return eof_; }
 
   void send(const nlohmann::json& message, const Deadline& deadline);
+  // Sends text that already holds whole messages, each ending with '\n' (a batch in one write).
+  void send_lines(const std::string& lines, const Deadline& deadline);
   // Reads what the socket holds without blocking; returns false once the peer has closed.
   bool read_available();
   // The next complete message already read, if any. Throws ChannelError on a malformed line.

@@ -35,6 +35,13 @@ void require_no_nan(const std::string& metric, const std::string& argument, cons
 // Every value in [low, high) (integer or bool tensors).
 void require_in_range(const std::string& metric, const std::string& argument, const at::Tensor& t,
                       std::int64_t low, std::int64_t high);
+// Checks and copies in one pass, for metrics that keep their own copy of every batch (epoch
+// metrics): the same checks and errors as require_no_nan / require_in_range, then a float64 (or
+// int64) tensor that nothing else holds. CPU tensors of the common dtypes (float32/float64 scores,
+// int64 labels) are read once; others take the checks, then the conversion.
+at::Tensor float64_copy_without_nan(const std::string& metric, const std::string& argument, const at::Tensor& t);
+at::Tensor int64_copy_in_range(const std::string& metric, const std::string& argument, const at::Tensor& t,
+                               std::int64_t low, std::int64_t high);
 // Every value in [low, high] (NaN passes: callers that reject NaN check it first).
 void require_between(const std::string& metric, const std::string& argument, const at::Tensor& t,
                      double low, double high);

@@ -8,7 +8,7 @@
 //   sample once.
 // - All states sharing a reduction travel in ONE runtime::Communicator::all_reduce call, which coalesces
 //   them per dtype: a compute issues one collective per (reduction, dtype) group, plus, when the
-//   metric has gather states, one shape exchange and one all_gather per dtype for all of them.
+//   metric has gather states, one shape exchange and one all_gather of all of their bytes.
 // - Gather states hold any number of rows on each rank, zero included.
 // - Without a communicator the metric is single process: sync() returns plain copies, the same
 //   values a world-size-1 communicator returns.
@@ -86,8 +86,9 @@ class StatefulMetric : public Metric {
   StateValues sync() const;
 
   // The collectives one sync() issues, in order, as "op dtype" strings matching the
-  // communicator's trace ("all_reduce(sum) int64", "all_gather(shapes) int64", "all_gather float64").
-  // A gather dtype that no rank holds any element of is skipped by the communicator.
+  // communicator's trace ("all_reduce(sum) int64", "all_gather(shapes) int64", "all_gather float64";
+  // "all_gather uint8" when the gather states have several dtypes: it moves their bytes).
+  // The communicator skips the gather of data when no rank holds any row.
   std::vector<std::string> sync_plan() const;
 
   std::vector<StateInfo> states() const;

@@ -76,9 +76,10 @@ class Communicator {
 
   // Every rank contributes a tensor of shape [n_r, rest...] (n_r may differ, 0 included; rest and
   // dtype must agree). Returns the world_size tensors in rank order, exactly, on the input's device.
+  // On the communicator's device they are views of one receive buffer (written by nothing else).
   std::vector<at::Tensor> all_gather(const at::Tensor& tensor);
-  // Coalesced: one shape exchange for all tensors, then one collective per dtype.
-  // result[i][r] is tensor i of rank r.
+  // Coalesced: one shape exchange for all tensors, then one collective for all their bytes,
+  // whatever their dtypes (none when no rank holds any element). result[i][r] is tensor i of rank r.
   std::vector<std::vector<at::Tensor>> all_gather(const std::vector<at::Tensor>& tensors);
 
   // Replaces `tensor` on every rank with root's (shape and dtype must agree).
