@@ -178,6 +178,18 @@ TEST(EpochTest, BadInput) {
             "RocAuc: target: expected values in [0, 2), got 2 at [1]");
   EXPECT_EQ(error_of([&] { auc.update(batch(at::zeros({2, 2}, at::kDouble), longs({0, 1}))); }),
             "RocAuc: input: expected scores shaped [N], got float64 [2, 2]");
+  // The one-pass check-and-copy of float32 scores, negative labels, and labels that take the
+  // general path (int32): the same errors.
+  EXPECT_EQ(error_of([&] { auc.update(batch(at::tensor({0.5f, 0.25f, NAN}), longs({0, 1, 1}))); }),
+            "RocAuc: input: expected no NaN, got NaN at [2]");
+  EXPECT_EQ(error_of([&] { auc.update(batch(doubles({0.1, 0.2}), longs({-1, 1}))); }),
+            "RocAuc: target: expected values in [0, 2), got -1 at [0]");
+  EXPECT_EQ(error_of([&] { auc.update(batch(doubles({0.1, 0.2}), longs({0, 3}).to(at::kInt))); }),
+            "RocAuc: target: expected values in [0, 2), got 3 at [1]");
+  // A rejected batch changed nothing; infinities are not NaN.
+  EXPECT_EQ(auc.state_digest(), RocAuc().state_digest());
+  auc.update(batch(doubles({-INFINITY, INFINITY, 0.5}), longs({0, 1, 1}).to(at::kInt)));
+  EXPECT_DOUBLE_EQ(auc.compute().scalar(), 1.0);
 }
 
 TEST(ImageTest, PsnrIsTheMeanOfPerImagePsnr) {
