@@ -54,11 +54,15 @@ void EpochMetric::update_state(const Batch& batch) {
   require_dim(m, "input", batch.input, 1, "scores shaped [N]");
   require_labels_dtype(m, "target", batch.target);
   require_same_shape(m, "target", batch.target, "input", batch.input);
-  // Checked while copied (one pass each); both checked before either is kept.
-  at::Tensor scores = float64_copy_without_nan(m, "input", batch.input);
-  at::Tensor targets = int64_copy_in_range(m, "target", batch.target, 0, 2);
-  append("scores", std::move(scores));
-  append("targets", std::move(targets));
+  // Checked while copied (one pass each) into room the states keep across epochs; committed only
+  // once both passed.
+  const std::int64_t n = batch.input.size(0);
+  const at::Tensor scores = reserve_rows("scores", n);
+  copy_float64_without_nan(m, "input", batch.input, scores);
+  const at::Tensor targets = reserve_rows("targets", n);
+  copy_int64_in_range(m, "target", batch.target, 0, 2, targets);
+  commit_rows("scores", scores);
+  commit_rows("targets", targets);
 }
 
 Value EpochMetric::compute_from(const StateValues& synced) const {

@@ -127,38 +127,52 @@ bool copy_to_float64_finding_nan(const at::Tensor& from, at::Tensor& to) {
 
 }  // namespace
 
-at::Tensor float64_copy_without_nan(const std::string& metric, const std::string& argument, const at::Tensor& t) {
+void copy_float64_without_nan(const std::string& metric, const std::string& argument, const at::Tensor& t,
+                              const at::Tensor& out) {
   const at::ScalarType type = t.scalar_type();
-  if (t.device().is_cpu() && t.is_contiguous() && (type == at::kFloat || type == at::kDouble)) {
-    at::Tensor copy = at::empty(t.sizes(), t.options().dtype(at::kDouble));
+  if (t.device().is_cpu() && out.device().is_cpu() && t.is_contiguous() && out.is_contiguous() &&
+      out.scalar_type() == at::kDouble && out.numel() == t.numel() && (type == at::kFloat || type == at::kDouble)) {
+    at::Tensor copy = out;
     const bool nan = type == at::kFloat ? copy_to_float64_finding_nan<float>(t, copy)
                                         : copy_to_float64_finding_nan<double>(t, copy);
     if (nan) require_no_nan(metric, argument, t);  // throws, naming the first NaN's position
-    return copy;
+    return;
   }
   require_no_nan(metric, argument, t);
-  return t.to(at::kDouble, /*non_blocking=*/false, /*copy=*/true);
+  out.copy_(t.view(out.sizes()));
 }
 
-at::Tensor int64_copy_in_range(const std::string& metric, const std::string& argument, const at::Tensor& t,
-                               std::int64_t low, std::int64_t high) {
-  if (t.device().is_cpu() && t.is_contiguous() && t.scalar_type() == at::kLong) {
-    at::Tensor copy = at::empty(t.sizes(), t.options());
+void copy_int64_in_range(const std::string& metric, const std::string& argument, const at::Tensor& t,
+                         std::int64_t low, std::int64_t high, const at::Tensor& out) {
+  if (t.device().is_cpu() && out.device().is_cpu() && t.is_contiguous() && out.is_contiguous() &&
+      t.scalar_type() == at::kLong && out.scalar_type() == at::kLong && out.numel() == t.numel()) {
     const std::int64_t* in = t.data_ptr<std::int64_t>();
-    std::int64_t* out = copy.data_ptr<std::int64_t>();
+    std::int64_t* to = out.data_ptr<std::int64_t>();
     const std::int64_t n = t.numel();
+    if (low == 0) {
+      // The bitwise or of all values: >= 0 and < high proves every value in [0, high) (each is
+      // between 0 and the or), and it vectorizes where a 64-bit min/max does not (SSE2).
+      // Otherwise (a negative value, or values whose bits reach past high) the exact check decides.
+      std::int64_t bits = 0;
+      for (std::int64_t i = 0; i < n; ++i) {
+        to[i] = in[i];
+        bits |= in[i];
+      }
+      if (bits < 0 || bits >= high) require_in_range(metric, argument, t, low, high);  // throws, naming the first
+      return;
+    }
     std::int64_t smallest = low, largest = low;  // an empty tensor passes
     for (std::int64_t i = 0; i < n; ++i) {
       const std::int64_t v = in[i];
-      out[i] = v;
+      to[i] = v;
       smallest = v < smallest ? v : smallest;
       largest = v > largest ? v : largest;
     }
     if (smallest < low || largest >= high) require_in_range(metric, argument, t, low, high);  // throws, naming the first
-    return copy;
+    return;
   }
   require_in_range(metric, argument, t, low, high);
-  return t.to(at::kLong, /*non_blocking=*/false, /*copy=*/true);
+  out.copy_(t.view(out.sizes()));
 }
 
 void require_at_least(const std::string& metric, const std::string& argument, const at::Tensor& t,

@@ -143,6 +143,42 @@ void StatefulMetric::append(const std::string& name, at::Tensor&& rows) {
   if (rows.size(0) > 0) find(name).chunks.push_back(std::move(rows));
 }
 
+at::Tensor StatefulMetric::reserve_rows(const std::string& name, std::int64_t n) {
+  State& s = find(name);
+  if (s.reduction != Reduction::Gather) {
+    throw std::logic_error(name_ + ": state \"" + name + "\" is not a gather state");
+  }
+  if (n < 0) throw std::logic_error(name_ + ": reserve_rows(\"" + name + "\", " + std::to_string(n) + ")");
+  // Rows never straddle two blocks: a batch that does not fit the current block goes to the next
+  // one that holds it (the next epoch finds the same blocks, so its batches fit as before).
+  while (s.block < s.blocks.size() && s.blocks[s.block].size(0) - s.filled < n) {
+    ++s.block;
+    s.filled = 0;
+  }
+  if (s.block == s.blocks.size()) {
+    std::int64_t capacity = 0;
+    for (const at::Tensor& b : s.blocks) capacity += b.size(0);
+    std::vector<std::int64_t> shape = s.initial.sizes().vec();
+    shape[0] = std::max<std::int64_t>({n, capacity, 1024});  // doubles the capacity
+    s.blocks.push_back(at::empty(shape, s.initial.options()));
+    s.filled = 0;
+  }
+  return s.blocks[s.block].narrow(0, s.filled, n);
+}
+
+void StatefulMetric::commit_rows(const std::string& name, const at::Tensor& reserved) {
+  State& s = find(name);
+  if (reserved.defined() && reserved.dim() >= 1 && reserved.size(0) == 0) return;  // nothing to append (no data pointer to check)
+  const bool last_reserved = s.block < s.blocks.size() && reserved.defined() && reserved.dim() >= 1 &&
+                             reserved.data_ptr() == static_cast<char*>(s.blocks[s.block].data_ptr()) +
+                                                        s.filled * s.blocks[s.block].stride(0) * reserved.element_size();
+  if (!last_reserved) {
+    throw std::logic_error(name_ + ": commit_rows(\"" + name + "\") takes the rows reserve_rows() handed out last");
+  }
+  s.chunks.push_back(reserved);
+  s.filled += reserved.size(0);
+}
+
 at::Tensor StatefulMetric::gathered_locally(const std::string& name) const {
   const State& s = find(name);
   if (s.reduction != Reduction::Gather) {
@@ -155,7 +191,9 @@ at::Tensor StatefulMetric::gathered_locally(const std::string& name) const {
 void StatefulMetric::reset() {
   for (State& s : states_) {
     s.value = s.initial.clone();
-    s.chunks.clear();
+    s.chunks.clear();  // the blocks stay: the next epoch's rows go where this one's were
+    s.block = 0;
+    s.filled = 0;
   }
 }
 
@@ -177,6 +215,12 @@ void StatefulMetric::to(c10::Device device) {
     s.initial = s.initial.to(device);
     s.value = s.value.to(device);
     for (at::Tensor& chunk : s.chunks) chunk = chunk.to(device);
+    if (!s.blocks.empty()) {
+      for (at::Tensor& chunk : s.chunks) chunk = chunk.clone();  // no longer views of the old device's blocks
+      s.blocks.clear();
+      s.block = 0;
+      s.filled = 0;
+    }
   }
 }
 
@@ -220,8 +264,17 @@ StateValues StatefulMetric::sync_states(const std::vector<std::string>& names) c
     if (find(name).reduction != Reduction::Gather) continue;
     gathered.push_back(name);
     const State& s = find(name);
-    // The communicator only reads what it is given: one chunk goes as it is, without a concatenation.
-    local.push_back(comm_ != nullptr && s.chunks.size() == 1 ? s.chunks.front() : gathered_locally(name));
+    // The communicator only reads what it is given: rows that lie in order in the first block (or
+    // one chunk) go as they are, without a concatenation.
+    std::int64_t rows = 0;
+    for (const at::Tensor& chunk : s.chunks) rows += chunk.size(0);
+    if (comm_ != nullptr && !s.chunks.empty() && s.block == 0 && rows == s.filled) {
+      local.push_back(s.blocks.front().narrow(0, 0, s.filled));
+    } else if (comm_ != nullptr && s.chunks.size() == 1) {
+      local.push_back(s.chunks.front());
+    } else {
+      local.push_back(gathered_locally(name));
+    }
   }
   if (!gathered.empty()) {
     if (comm_ == nullptr) {

@@ -192,6 +192,26 @@ TEST(EpochTest, BadInput) {
   EXPECT_DOUBLE_EQ(auc.compute().scalar(), 1.0);
 }
 
+TEST(EpochTest, ANewEpochReusesTheRowsOfTheLastWithTheSameResults) {
+  // Epoch 1 fills the states' storage with big batches; after reset() epoch 2 writes other
+  // batch sizes (one bigger than any block so far) into the same storage: the result is a fresh
+  // metric's on the same data, and the digest too.
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(7);
+  RocAuc reused;
+  for (int i = 0; i < 3; ++i) reused.update(batch(at::rand({700}, gen, at::kDouble), at::randint(2, {700}, gen, at::kLong)));
+  reused.compute();
+  reused.reset();
+  RocAuc fresh;
+  for (std::int64_t n : {5, 0, 900, 3000, 1}) {
+    const at::Tensor scores = at::rand({n}, gen, at::kFloat);
+    const at::Tensor labels = at::randint(2, {n}, gen, at::kLong);
+    reused.update(batch(scores, labels));
+    fresh.update(batch(scores, labels));
+  }
+  EXPECT_EQ(reused.compute().scalar(), fresh.compute().scalar());
+  EXPECT_EQ(reused.state_digest(), fresh.state_digest());
+}
+
 TEST(ImageTest, PsnrIsTheMeanOfPerImagePsnr) {
   PSNR psnr(1.0);
   // Image 0: MSE 0.01 -> 20 dB; image 1: MSE 0.0001 -> 40 dB. The pooled MSE would give 23.0 dB.

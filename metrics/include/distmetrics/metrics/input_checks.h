@@ -36,12 +36,14 @@ void require_no_nan(const std::string& metric, const std::string& argument, cons
 void require_in_range(const std::string& metric, const std::string& argument, const at::Tensor& t,
                       std::int64_t low, std::int64_t high);
 // Checks and copies in one pass, for metrics that keep their own copy of every batch (epoch
-// metrics): the same checks and errors as require_no_nan / require_in_range, then a float64 (or
-// int64) tensor that nothing else holds. CPU tensors of the common dtypes (float32/float64 scores,
-// int64 labels) are read once; others take the checks, then the conversion.
-at::Tensor float64_copy_without_nan(const std::string& metric, const std::string& argument, const at::Tensor& t);
-at::Tensor int64_copy_in_range(const std::string& metric, const std::string& argument, const at::Tensor& t,
-                               std::int64_t low, std::int64_t high);
+// metrics): the same checks and errors as require_no_nan / require_in_range, writing `t` into
+// `out` (float64, or int64; its shape; e.g. rows from StatefulMetric::reserve_rows). CPU tensors
+// of the common dtypes (float32/float64 scores, int64 labels) are read once; others take the
+// checks, then the copy. When a check throws, `out` may hold part of the batch.
+void copy_float64_without_nan(const std::string& metric, const std::string& argument, const at::Tensor& t,
+                              const at::Tensor& out);
+void copy_int64_in_range(const std::string& metric, const std::string& argument, const at::Tensor& t,
+                         std::int64_t low, std::int64_t high, const at::Tensor& out);
 // Every value in [low, high] (NaN passes: callers that reject NaN check it first).
 void require_between(const std::string& metric, const std::string& argument, const at::Tensor& t,
                      double low, double high);

@@ -117,6 +117,13 @@ class StatefulMetric : public Metric {
   // The same for a tensor handed over (e.g. a fresh conversion): when nothing else holds it or its
   // storage it is kept as it is, without the copy.
   void append(const std::string& name, at::Tensor&& rows);
+  // Appending without an allocation per batch: reserve_rows() hands out room for n rows of a
+  // gather state ([n, row...], on device(), contiguous) in storage the state keeps across
+  // reset() (its capacity grows by doubling and is reused by the next epoch); update_state()
+  // writes the rows there, and commit_rows() appends them. Rows reserved and never committed
+  // (a batch rejected after its rows were written) leave the state as it was.
+  at::Tensor reserve_rows(const std::string& name, std::int64_t n);
+  void commit_rows(const std::string& name, const at::Tensor& reserved);
   // The local rows of a gather state, concatenated.
   at::Tensor gathered_locally(const std::string& name) const;
 
@@ -141,6 +148,11 @@ class StatefulMetric : public Metric {
     at::Tensor initial;
     at::Tensor value;                // non-gather states
     std::vector<at::Tensor> chunks;  // gather states: rows appended by update_state()
+    // Gather states: storage reserve_rows() hands out, kept across reset(): blocks[0..block]
+    // are in use, `block` filled up to `filled` rows.
+    std::vector<at::Tensor> blocks;
+    std::size_t block = 0;
+    std::int64_t filled = 0;
   };
   State& find(const std::string& name);
   const State& find(const std::string& name) const;
