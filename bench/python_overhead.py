@@ -42,6 +42,7 @@ def main():
     parser.add_argument("--bin", default=str(ROOT / "build" / "bin" / "distmetrics"))
     parser.add_argument("--plugin", default=str(ROOT / "build" / "plugin" / "tests" / "libexample_regression_metrics.so"))
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--json", help="also write the medians and the ratio to this file (ci/bench.sh's table)")
     args = parser.parse_args()
     cpp_variant, cpp_wall = run(args.bin, "--plugin", args.plugin, args.repeat)
     py_variant, py_wall = run(args.bin, "--python", PYTHON_SOURCE, args.repeat)
@@ -49,6 +50,11 @@ def main():
     print(f"Python     : {py_variant * 1000:8.1f} ms per variant (median), {py_wall:6.2f} s per conform run")
     print(f"ratio Python / C++: {py_variant / cpp_variant:.2f} per variant, {py_wall / cpp_wall:.2f} per run "
           f"(the run includes starting each pool's interpreters once)")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"cpp_ms": cpp_variant * 1000, "python_ms": py_variant * 1000,
+                                               "cpp_run_s": cpp_wall, "python_run_s": py_wall,
+                                               "variants": "examples/python/scenarios/mean_absolute_error.toml",
+                                               "repeat": args.repeat}))
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Turns one run of distmetrics_bench (Google Benchmark JSON) into the table of ratios.
 
-Usage: report.py RAW.json [--json OUT.json] [--quick]
+Usage: report.py RAW.json [--json OUT.json] [--quick] [--python-json FILE] [--pytest-json FILE]
+(the last two: from bench/python_overhead.py --json and tools/bench_pytest_vs_cli.py --json)
 Every ratio compares two things measured side by side in the same run. Exit 1 when a benchmark
 failed to run (never because of a speed: bars are printed, not enforced).
 """
@@ -112,6 +113,27 @@ def main(argv):
         late = (stall["ms"] - d) / 1e3
         row("hang verdict, one rank of 2 stalls silently vs the deadline",
             fmt_ms(stall["ms"]), fmt_ms(d), late, f"deadline {late:+.2f} s", "<= deadline + 1 s", late <= 1.0)
+
+    python_json = argv[argv.index("--python-json") + 1] if "--python-json" in argv else None
+    if python_json:
+        with open(python_json) as f:
+            p = json.load(f)
+        r = p["python_ms"] / p["cpp_ms"]
+        row("Python metric per-variant cost (conform --python, torchmetrics-style MAE) vs a C++ plugin, same scenario",
+            fmt_ms(p["python_ms"]), fmt_ms(p["cpp_ms"]), r, f"{r:.2f}x", "<= 1.5x", r <= 1.5)
+    pytest_json = argv[argv.index("--pytest-json") + 1] if "--pytest-json" in argv else None
+    if pytest_json:
+        with open(pytest_json) as f:
+            p = json.load(f)
+        t, where = p["seconds"], f"{' '.join(p['paths'])}, {p['variants']} variants ({' '.join(p['selection'])})"
+        for name in ("pytest -n 0", "pytest -n 2"):
+            if name in t:
+                r = t[name] / t["cli"]
+                row(f"{name} on {where} vs the CLI (`distmetrics run`), exec to exit",
+                    f"{t[name]:.1f} s", f"{t['cli']:.1f} s", r, f"{r:.2f}x", "<= 1.3x", r <= 1.3)
+        bad = {k: c for k, c in p.get("exit_codes", {}).items() if c not in (0, 1)}
+        if bad:
+            errors.append(f"pytest vs CLI: runs that did not finish normally: {bad}")
 
     library = get("cli/library")
     if library:

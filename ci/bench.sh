@@ -31,6 +31,10 @@ done
 
 if [ "$build" = 1 ]; then
   dm_build "$build_dir" distmetrics_bench -DDISTMETRICS_BUILD_BENCHMARKS=ON >&2 || exit "$DM_EXIT_SETUP"
+  # The C++ plugin the Python-metric row compares with (no-op when the build has no pyhost).
+  if grep -q '^DISTMETRICS_PYTHON:' "$build_dir/CMakeCache.txt" 2>/dev/null; then
+    dm_run cmake --build "$build_dir" -j "${JOBS:-$(nproc)}" --target example_regression_metrics >&2 || exit "$DM_EXIT_SETUP"
+  fi
 fi
 bench=$build_dir/bench/distmetrics_bench
 [ -x "$bench" ] || { dm_fail "$bench is not built (configure with -DDISTMETRICS_BUILD_BENCHMARKS=ON)"; exit "$DM_EXIT_SETUP"; }
@@ -54,4 +58,28 @@ if ! "$bench" "${flags[@]}" "${extra[@]}" >"$log" 2>&1; then
   tail -n 40 "$log" >&2
   exit 1
 fi
+# The Python-side rows (they run the CLI): a Python metric against the C++ plugin per variant, and
+# pytest against the CLI on the scenario library (in --quick mode one repetition on one scenario
+# file). Each writes a JSON file report.py reads; one that cannot run says why and is left out.
+plugin=$build_dir/plugin/tests/libexample_regression_metrics.so
+python_json=$build_dir/bench/python_overhead.json pytest_json=$build_dir/bench/pytest_vs_cli.json
+rm -f "$python_json" "$pytest_json"
+if [ -f "$plugin" ]; then
+  repeat=5; [ "$quick" = 1 ] && repeat=1
+  if ! "$python" "$DM_ROOT/bench/python_overhead.py" --bin "$build_dir/bin/distmetrics" --plugin "$plugin" \
+       --repeat "$repeat" --json "$python_json" >>"$log" 2>&1; then
+    dm_fail "bench/python_overhead.py failed; its output:"; tail -n 20 "$log" >&2; exit 1
+  fi
+  report_flags+=(--python-json "$python_json")
+else
+  echo "(no Python-metric row: $plugin is not built, or the build has no pyhost)" >&2
+fi
+pytest_paths=(scenarios); pytest_ws=1,2
+[ "$quick" = 1 ] && pytest_paths=(scenarios/core/mean_absolute_error.toml) && pytest_ws=2
+if ! "$python" "$DM_ROOT/tools/bench_pytest_vs_cli.py" --bin "$build_dir/bin/distmetrics" --world-sizes "$pytest_ws" \
+     --json "$pytest_json" "${pytest_paths[@]}" >>"$log" 2>&1; then
+  dm_fail "tools/bench_pytest_vs_cli.py failed; its output:"; tail -n 20 "$log" >&2; exit 1
+fi
+report_flags+=(--pytest-json "$pytest_json")
+
 "$python" "$DM_ROOT/bench/report.py" "$raw" "${report_flags[@]}"

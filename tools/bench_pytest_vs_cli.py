@@ -10,6 +10,7 @@ Run it from the repository root (its conftest.py loads the plugin). The target o
 pytest <= 1.3 x the CLI, and -n 2 no slower than without."""
 
 import argparse
+import json
 import re
 import subprocess
 import sys
@@ -35,6 +36,7 @@ def main():
                                          "runs the same ids")
     parser.add_argument("--isolate", action="store_true",
                         help="also time --distmetrics-isolate (a runner per item)")
+    parser.add_argument("--json", help="also write the times and ratios to this file (ci/bench.sh's table)")
     args = parser.parse_args()
 
     selection = ["--backend", args.backend, "--world-sizes", args.world_sizes]
@@ -60,11 +62,12 @@ def main():
     if args.isolate:
         runs.append(("pytest isolate", [*pytest_command, "-p", "no:xdist",
                                         "--distmetrics-isolate"]))
-    times = {}
+    times, codes = {}, {}
     for name, command in runs:
         seconds, done = timed(command)
         last = (done.stdout.strip().splitlines() or ["(no output)"])[-1]
         times[name] = seconds
+        codes[name] = done.returncode
         print(f"{name:15s} {seconds:7.1f} s  exit {done.returncode}  {last}")
         if name.startswith("pytest"):
             counted = re.search(r"(\d+) passed", done.stdout)
@@ -75,6 +78,9 @@ def main():
         if name != "cli":
             print(f"ratio {name} / cli: {seconds / cli:.2f}")
     print(f"ratio pytest -n 2 / pytest -n 0: {times['pytest -n 2'] / times['pytest -n 0']:.2f}")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"variants": len(ids), "paths": args.paths, "selection": selection,
+                                               "seconds": times, "exit_codes": codes}))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,10 @@
 #include "distmetrics/pyhost/python_metric.h"
 
+#ifndef USE_C10D_GLOO
+#define USE_C10D_GLOO  // the c10d Gloo header is empty without it
+#endif
 #include <torch/csrc/autograd/python_variable.h>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 
 #include "distmetrics/runtime/errors.h"
 #include "distmetrics/metrics/errors.h"
@@ -17,6 +21,39 @@ struct __attribute__((visibility("hidden"))) PythonMetric::Impl {
 };
 
 namespace {
+
+// A pybind11 holder laid out as the one torch 1.13 registers its process groups with (a single
+// c10::intrusive_ptr; out-of-tree c10d backends do the same), so that the variant's C++ Gloo group
+// reaches torch.distributed as torch's own ProcessGroupGloo, holding a reference of its own.
+template <typename T>
+class GroupHolder {
+ public:
+  GroupHolder() = default;
+  explicit GroupHolder(T* raw) : group_(c10::intrusive_ptr<T>::unsafe_steal_from_new(raw)) {}
+  explicit GroupHolder(c10::intrusive_ptr<T> group) : group_(std::move(group)) {}
+  T* get() const noexcept { return group_.get(); }
+
+ private:
+  c10::intrusive_ptr<T> group_;
+};
+
+}  // namespace
+}  // namespace distmetrics::pyhost
+
+PYBIND11_DECLARE_HOLDER_TYPE(T, distmetrics::pyhost::GroupHolder<T>, true);
+
+namespace distmetrics::pyhost {
+namespace {
+
+// The variant's own Gloo group as a torch.distributed ProcessGroupGloo (None for other backends:
+// they get a group of their own).
+py::object shared_gloo_group(const runtime::Communicator& comm) {
+  auto erased = comm.process_group();
+  auto* gloo = dynamic_cast<c10d::ProcessGroupGloo*>(erased.get());
+  if (gloo == nullptr) return py::none();
+  py::module_::import("torch.distributed");  // registers torch's c10d types with pybind11
+  return py::cast(GroupHolder<c10d::ProcessGroupGloo>(c10::intrusive_ptr<c10d::ProcessGroupGloo>::reclaim_copy(gloo)));
+}
 
 py::object wrap(const at::Tensor& t) {
   if (!t.defined()) return py::none();
@@ -66,7 +103,14 @@ PythonMetric::PythonMetric(std::string name, const nlohmann::json& params)
 PythonMetric::~PythonMetric() {
   gil_scoped_acquire gil;
   auto& state = detail::host_state();
-  if (comm_ && state.comm == comm_) state.comm = nullptr;  // the communicator goes with the variant
+  if (comm_ && state.comm == comm_) {
+    state.comm = nullptr;  // the communicator goes with the variant
+    try {
+      detail::host_module().attr("end_shared_group")();  // torch.distributed lets go of the variant's C++ group now
+    } catch (py::error_already_set&) {
+      // a group that cannot be destroyed is replaced by the next variant's begin_group
+    }
+  }
   impl_.reset();
 }
 
@@ -160,7 +204,8 @@ void PythonMetric::set_communicator(runtime::Communicator* comm) {
   const std::string prefix = "python/" + std::to_string(state.groups_on_store++) + "/";
   try {
     detail::host_module().attr("begin_group")(comm->backend(), comm->rank(), comm->world_size(),
-                                              static_cast<std::int64_t>(comm->op_timeout().count()), prefix);
+                                              static_cast<std::int64_t>(comm->op_timeout().count()), prefix,
+                                              shared_gloo_group(*comm));
     impl_->metric.attr("setup")();
   } catch (py::error_already_set& e) {
     auto [type, text] = detail::describe_python_error(e);

@@ -245,16 +245,33 @@ class _VariantStore(dist.Store):
 
 
 _group_refs = None  # the stores behind the current group (the C++ side holds no Python reference)
+_group_is_shared = False  # the default group is the variant's C++ group (see begin_group)
 
 
-def begin_group(backend, rank, world_size, timeout_ms, prefix):
-    """A fresh default process group for this variant, under `prefix` on the variant's store."""
+def begin_group(backend, rank, world_size, timeout_ms, prefix, shared=None):
+    """A fresh default process group for this variant. `shared`: the variant's own C++ Gloo group
+    (fresh per variant, already connected), which becomes the default group as it is; otherwise a
+    new group is made under `prefix` on the variant's store. Either way the default group's store
+    (the one new_group() uses) is the variant's, under `prefix`."""
     end_group()
     global _group_refs
     variant_store = _VariantStore()
     store = dist.PrefixStore(prefix, variant_store)
     _group_refs = (variant_store, store)
     c10d = dist.distributed_c10d
+    if shared is not None:
+        # What init_process_group records for a group it made, without making one (no second
+        # rendezvous, no barrier, no teardown of a second group at the variant's end).
+        c10d._pg_map[shared] = (dist.Backend.GLOO, store)
+        c10d._pg_names[shared] = str(c10d._group_count)  # the name init_process_group gives it
+        c10d._group_count += 1
+        c10d._pg_group_ranks[shared] = {i: i for i in range(world_size)}
+        c10d._backend = dist.Backend.GLOO
+        c10d._default_pg_init_method = None
+        c10d._update_default_pg(shared)
+        global _group_is_shared
+        _group_is_shared = True
+        return
     polling = getattr(c10d, "_store_based_barrier", None)
     if polling is not None:  # torch 1.13 polls every 10 ms after making a group: wait on a key instead
         c10d._store_based_barrier = _waiting_barrier
@@ -276,10 +293,19 @@ def _waiting_barrier(rank, store, timeout):
 
 
 def end_group():
-    global _group_refs
+    global _group_refs, _group_is_shared
     if dist.is_initialized():
         dist.destroy_process_group()
     _group_refs = None
+    _group_is_shared = False
+
+
+def end_shared_group():
+    """At the end of a variant's metric: lets go of the variant's C++ group (which lives on in the
+    communicator until every rank is done). A group of its own (other backends) stays until the
+    next variant begins, so that a rank that finished early cannot break its peers' collectives."""
+    if _group_is_shared:
+        end_group()
 
 
 def backend_available(backend):
