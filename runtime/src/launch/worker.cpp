@@ -9,6 +9,7 @@
 #include <execinfo.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -169,7 +170,15 @@ void disarm_dying_report() { dying_report_fd = -1; }
 // exit()) writes it before its dying report (write_queued_progress), so its trace stays whole.
 class ProgressReporter final : public CollectiveObserver {
  public:
-  explicit ProgressReporter(LineChannel& channel) : channel_(channel), flusher_([this] { flush_loop(); }) {
+  explicit ProgressReporter(LineChannel& channel) : channel_(channel) {
+    // A small stack: the flusher only writes what is queued, and a rank under a tight memory
+    // limit (--rank-memory) must not fail here, before its communicator can say what is short.
+    // Without the thread (it could not start), every message is written at once, as before.
+    pthread_attr_t attributes;
+    pthread_attr_init(&attributes);
+    pthread_attr_setstacksize(&attributes, 256 * 1024);
+    has_flusher_ = pthread_create(&flusher_, &attributes, &ProgressReporter::run_flusher, this) == 0;
+    pthread_attr_destroy(&attributes);
     live_reporter = this;
   }
   ~ProgressReporter() override {
@@ -179,13 +188,16 @@ class ProgressReporter final : public CollectiveObserver {
       stop_ = true;
     }
     wake_.notify_all();
-    flusher_.join();
+    if (has_flusher_) pthread_join(flusher_, nullptr);
   }
 
-  void on_enter(const CollectiveRecord& record) override { queue(record, "enter", nullptr); }
+  void on_enter(const CollectiveRecord& record) override {
+    queue(record, "enter", nullptr);
+    if (!has_flusher_) send_queued_then("");
+  }
   void on_exit(const CollectiveRecord& record, bool ok) override {
     queue(record, "exit", ok ? "true" : "false");
-    if (!ok) send_queued_then("");
+    if (!ok || !has_flusher_) send_queued_then("");
   }
   void send(const nlohmann::json& message) {
     send_queued_then(message.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
@@ -267,6 +279,11 @@ class ProgressReporter final : public CollectiveObserver {
     queued_.clear();
   }
 
+  static void* run_flusher(void* self) {
+    static_cast<ProgressReporter*>(self)->flush_loop();
+    return nullptr;
+  }
+
   void flush_loop() {
     std::unique_lock<std::mutex> lock(mutex_);
     while (!stop_) {
@@ -286,7 +303,8 @@ class ProgressReporter final : public CollectiveObserver {
   std::string queued_;  // whole lines, not yet written
   std::chrono::steady_clock::time_point oldest_;
   bool stop_ = false;
-  std::thread flusher_;  // last: starts once the members above exist
+  pthread_t flusher_{};
+  bool has_flusher_ = false;
 };
 
 void write_queued_progress(int fd) {
