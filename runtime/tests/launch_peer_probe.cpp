@@ -8,7 +8,13 @@
 // exits 0 (a non-zero exit would make mpirun kill the ranks that have not printed yet).
 #include <ATen/ATen.h>
 
+#include <dirent.h>
+#include <unistd.h>
+
+#include <fstream>
 #include <iostream>
+#include <set>
+#include <sstream>
 
 #include "distmetrics/runtime/errors.h"
 #include "distmetrics/runtime/peer_runner.h"
@@ -29,6 +35,35 @@ DISTMETRICS_TASK(peer_skip_second_collective) {
   ctx.comm.all_reduce_copy(at::ones({4}, at::kDouble), dr::ReduceOp::Sum);
   if (ctx.rank != 1) ctx.comm.all_reduce_copy(at::ones({4}, at::kDouble), dr::ReduceOp::Sum);
   return nlohmann::json::object();
+}
+
+// The TCP sockets this process listens on (state 0A in /proc/net/tcp and tcp6, whose inode is
+// one of this process's descriptors), as "local-address:port" in the kernel's hex.
+std::vector<std::string> tcp_listeners_of_this_process() {
+  std::set<std::string> inodes;
+  if (DIR* fds = ::opendir("/proc/self/fd")) {
+    while (dirent* entry = ::readdir(fds)) {
+      char target[256] = {0};
+      const std::string link = std::string("/proc/self/fd/") + entry->d_name;
+      if (::readlink(link.c_str(), target, sizeof(target) - 1) > 0 && std::string(target).rfind("socket:[", 0) == 0) {
+        inodes.insert(std::string(target).substr(8, std::string(target).size() - 9));
+      }
+    }
+    ::closedir(fds);
+  }
+  std::vector<std::string> listeners;
+  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    std::ifstream in(table);
+    std::string line;
+    std::getline(in, line);  // the header
+    while (std::getline(in, line)) {
+      std::istringstream words(line);
+      std::string slot, local, remote, state, queues, timer, retransmits, uid, timeout, inode;
+      words >> slot >> local >> remote >> state >> queues >> timer >> retransmits >> uid >> timeout >> inode;
+      if (state == "0A" && inodes.count(inode)) listeners.push_back(local);
+    }
+  }
+  return listeners;
 }
 
 DISTMETRICS_TASK(fault_inject) { return dr::fault_test::run_fault(ctx); }
@@ -86,6 +121,11 @@ int main(int argc, char** argv) {
       if (runner.is_reporter()) std::cout << "VARIANT " << result.to_json().dump() << std::endl;
     };
     run("peer_sum_of_ranks", 10s);
+    // With the rendezvous up and a variant done: which TCP ports this rank listens on.
+    for (const auto& listener : tcp_listeners_of_this_process()) {
+      std::cout << "RANK " << runner.rank() << " TCP_LISTEN " << listener << std::endl;
+    }
+    std::cout << "RANK " << runner.rank() << " LISTENERS_CHECKED" << std::endl;
     run("peer_every_rank_raises", 10s);
     run("peer_sum_of_ranks", 10s);  // an error does not stop the run
     run("peer_skip_second_collective", 3s);

@@ -15,6 +15,7 @@
 #include <map>
 #include <sstream>
 
+#include "../src/launch/pool_store.h"
 #include "../src/launch/process.h"
 #include "../src/launch/wire.h"
 #include "distmetrics/build_config.h"
@@ -29,6 +30,8 @@ struct ProbeOutput {
   std::vector<nlohmann::json> variants;        // rank 0's reports, in order
   std::map<int, std::vector<std::string>> saw;  // per rank: "<status> <blamed>" per variant
   std::map<int, bool> stopped;                  // per rank: refused to run after the hang
+  std::map<int, std::vector<std::string>> tcp_listening;  // per rank: TCP ports it listened on
+  std::map<int, bool> listeners_checked;                  // per rank: it looked
   std::string text;
 };
 
@@ -53,6 +56,12 @@ ProbeOutput parse(const std::string& text) {
         out.saw[rank].push_back(status + " " + blamed);
       } else if (what == "STOPPED:") {
         out.stopped[rank] = true;
+      } else if (what == "TCP_LISTEN") {
+        std::string address;
+        words >> address;
+        out.tcp_listening[rank].push_back(address);
+      } else if (what == "LISTENERS_CHECKED") {
+        out.listeners_checked[rank] = true;
       }
     }
   }
@@ -99,6 +108,17 @@ void expect_the_probe_story(const ProbeOutput& out, int world_size) {
   }
 }
 
+// Every rank on this host: the rendezvous is the private Unix-socket store, so no rank listens on
+// a TCP port (the gloo tasks' own sockets are in the tasks' child processes, bound to 127.0.0.1),
+// and rank 0 gives no warning about a store on every interface.
+void expect_no_tcp_rendezvous(const ProbeOutput& out, int world_size) {
+  for (int r = 0; r < world_size; ++r) {
+    EXPECT_TRUE(out.listeners_checked.count(r)) << "rank " << r << " did not look\n" << out.text;
+    EXPECT_EQ(out.tcp_listening.count(r) ? out.tcp_listening.at(r) : std::vector<std::string>{}, std::vector<std::string>{})
+        << "rank " << r << " listens on TCP\n" << out.text;
+  }
+  EXPECT_EQ(out.text.find("every network interface"), std::string::npos) << out.text;
+}
 
 #if DISTMETRICS_HAVE_GLOO
 TEST(PeerLaunchEnv, TorchrunStyleVariablesOnTwoProcesses) {
@@ -120,6 +140,10 @@ TEST(PeerLaunchEnv, TorchrunStyleVariablesOnTwoProcesses) {
   const std::string text = out0.tail(1 << 20) + out1.tail(1 << 20);
   for (int status : statuses) EXPECT_EQ(detail::describe_wait_status(status), "exit status 0") << text;
   expect_the_probe_story(parse(text), 2);
+  expect_no_tcp_rendezvous(parse(text), 2);
+  // The private folder (derived from MASTER_PORT) went with rank 0's runner.
+  struct stat info {};
+  EXPECT_NE(::lstat(detail::env_launch_store_folder(std::stoi(port)).c_str(), &info), 0);
 }
 
 #endif
@@ -147,6 +171,7 @@ TEST_P(PeerLaunch, MpirunWithTwoAndFourRanks) {
     if (GetParam() == "mpi") EXPECT_NE(detail::describe_wait_status(statuses[0]), "exit status 0") << text;
     else EXPECT_EQ(detail::describe_wait_status(statuses[0]), "exit status 0") << text;
     expect_the_probe_story(parse(text), np);
+    expect_no_tcp_rendezvous(parse(text), np);
   }
 }
 

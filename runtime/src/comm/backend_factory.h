@@ -60,9 +60,18 @@ void abort_job(int exit_code);
 // Before MPI_Init under mpirun: Open MPI's shared-memory segments go into mpirun's session
 // folder (removed when mpirun exits, whatever happened to the ranks) instead of /dev/shm.
 void keep_shared_memory_in_session_dir();
+// Before MPI_Init under mpirun with every rank on this node (OMPI_COMM_WORLD_LOCAL_SIZE ==
+// OMPI_COMM_WORLD_SIZE): Open MPI's network transports are left out (OMPI_MCA_btl=^tcp,ofi unless
+// OMPI_MCA_btl is set): tcp listens on every interface and libfabric's on the host's address,
+// while shared memory (vader) carries every message on one node anyway.
+void keep_one_node_off_the_network();
 // Rank `root`'s text (up to 1023 bytes) reaches every rank of MPI_COMM_WORLD, by the deadline
 // (BackendTimeout after it).
 std::string broadcast_text(const std::string& text, int root, const Deadline& deadline);
+// How many ranks of MPI_COMM_WORLD share this rank's node (MPI_Comm_split_type with
+// MPI_COMM_TYPE_SHARED): the world size when every rank is on this host. A collective with no
+// deadline of its own: call it right after MPI_Init, where mpirun has started every rank.
+int ranks_on_this_node();
 }  // namespace mpi_runtime
 
 // The message of an exception without LibTorch's C++ backtrace (text.h; the short name the

@@ -153,7 +153,9 @@ int world_size() { return 1; }
 void finalize() {}
 void abort_job(int) {}
 void keep_shared_memory_in_session_dir() {}
+void keep_one_node_off_the_network() {}
 std::string broadcast_text(const std::string&, int, const Deadline&) { throw ConfigError("mpi: this build has no Open MPI"); }
+int ranks_on_this_node() { return 1; }
 }  // namespace mpi_runtime
 #endif
 

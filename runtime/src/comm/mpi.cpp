@@ -34,6 +34,7 @@ void ensure_initialized() {
   std::lock_guard<std::mutex> lock(init_mutex);
   if (initialized()) return;
   keep_shared_memory_in_session_dir();
+  keep_one_node_off_the_network();
   int provided = 0;
   const int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
   if (rc != MPI_SUCCESS) throw ConfigError("mpi: MPI_Init_thread failed (was this process started by mpirun?)");
@@ -85,6 +86,13 @@ void keep_shared_memory_in_session_dir() {
   }
 }
 
+void keep_one_node_off_the_network() {
+  const char* local_size = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  const char* size = std::getenv("OMPI_COMM_WORLD_SIZE");
+  if (local_size != nullptr && size != nullptr && std::string(local_size) == size && std::getenv("OMPI_MCA_btl") == nullptr) {
+    ::setenv("OMPI_MCA_btl", "^tcp,ofi", 0);
+  }
+}
 }  // namespace mpi_runtime
 
 namespace {
@@ -209,6 +217,16 @@ std::string broadcast_text(const std::string& text, int root, const Deadline& de
   check(MPI_Ibcast(buffer.data(), static_cast<int>(buffer.size()), MPI_CHAR, root, MPI_COMM_WORLD, &request), "MPI_Ibcast");
   wait_for(request, deadline, "MPI_Ibcast");
   return std::string(buffer.data());
+}
+
+int ranks_on_this_node() {
+  ensure_initialized();
+  MPI_Comm node = MPI_COMM_NULL;
+  check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node), "MPI_Comm_split_type");
+  int size = 0;
+  MPI_Comm_size(node, &size);
+  MPI_Comm_free(&node);
+  return size;
 }
 }  // namespace mpi_runtime
 

@@ -25,6 +25,7 @@
 
 #include "../comm/backend_factory.h"
 #include "diagnosis.h"
+#include "pool_store.h"
 #include "distmetrics/runtime/backends.h"
 #include "distmetrics/runtime/errors.h"
 #include "process.h"
@@ -73,6 +74,10 @@ std::string host_name() {
   char name[256] = {0};
   ::gethostname(name, sizeof(name) - 1);
   return name;
+}
+
+bool is_loopback(const std::string& host) {
+  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
 }
 
 // Polls the store until every key exists or the deadline passes.
@@ -177,46 +182,21 @@ class PeerRunner::Impl {
     // Tasks run in child processes of this rank (task_runs_in_child): whatever they fork comes
     // back to this process to be reaped when they die.
     ::prctl(PR_SET_CHILD_SUBREAPER, 1);
-    const bool one_host = local_world_size_ == world_size_ || host == "127.0.0.1" || host == "localhost";
-    gloo_address_ = one_host ? "127.0.0.1" : "";  // several hosts: GLOO_SOCKET_IFNAME, or this host's name
+    // Every rank on this host: the rendezvous is a private Unix-socket store (pool_store.h), and no
+    // port is opened. Each launcher says it the same way on every rank, so that all agree.
+    bool one_host = false;
+    if (options_.launcher == "mpi") {
+      one_host = detail::mpi_runtime::ranks_on_this_node() == world_size_;
+    } else {
+      one_host = is_loopback(host) || (host == host_name() && env("LOCAL_WORLD_SIZE") && local_world_size_ == world_size_);
+    }
+    gloo_address_ = one_host || local_world_size_ == world_size_ ? "127.0.0.1" : "";  // several hosts: GLOO_SOCKET_IFNAME, or this host's name
 
     const Deadline deadline = Deadline::after(options_.connect_deadline);
-    c10d::TCPStoreOptions store_options;
-    store_options.isServer = rank_ == 0;
-    store_options.waitWorkers = false;
-    store_options.timeout = options_.connect_deadline;
-    if (port < 0) {
-      // mpi without MASTER_ADDR/PORT: rank 0 hosts the store on a free port and tells the others.
-      std::string address;
-      if (rank_ == 0) {
-        store_options.port = 0;
-        store_ = c10::make_intrusive<c10d::TCPStore>("127.0.0.1", store_options);
-        address = (one_host ? std::string("127.0.0.1") : host_name()) + ":" + std::to_string(store_->getPort());
-      }
-      address = detail::mpi_runtime::broadcast_text(address, 0, deadline);
-      const auto colon = address.rfind(':');
-      host = address.substr(0, colon);
-      port = std::stoi(address.substr(colon + 1));
-    }
-    store_host_ = host;
-    store_port_ = port;
-    if (!store_) {
-      store_options.port = static_cast<std::uint16_t>(port);
-      try {
-        store_ = c10::make_intrusive<c10d::TCPStore>(host, store_options);
-      } catch (const std::exception& e) {
-        throw ConfigError(options_.launcher + " launcher: rank " + std::to_string(rank_) + " could not " +
-                          (rank_ == 0 ? "host" : "reach") + " the store at " + host + ":" + std::to_string(port) +
-                          ": " + detail::short_what(e));
-      }
-    }
-    if (rank_ == 0) {
-      // LibTorch's TCPStore cannot be bound to one address: say so rather than listen silently.
-      std::cerr << "distmetrics: " << options_.launcher << " launcher: rank 0's rendezvous store listens on port "
-                << store_->getPort() << " of every network interface of " << host_name()
-                << " while the run lasts (LibTorch's TCPStore cannot bind one address); any process that can "
-                   "reach this host can connect to it: run on a trusted network or behind a firewall "
-                   "(docs/runtime.md, \"Peer launchers and the network\")\n";
+    if (one_host) {
+      connect_privately(port, deadline);
+    } else {
+      connect_over_tcp(host, port, deadline);
     }
     // Every rank checks in; rank 0 waits for all of them, so a wrong WORLD_SIZE is caught here.
     store_->set("joined/" + std::to_string(rank_), bytes_of(std::to_string(world_size_)));
@@ -228,6 +208,95 @@ class PeerRunner::Impl {
                           " ranks joined within " + std::to_string(options_.connect_deadline.count()) + " ms");
       }
     }
+  }
+
+  // Several hosts: rank 0's TCPStore (LibTorch 1.13's cannot bind one address: it listens on
+  // every interface, and rank 0 says so).
+  void connect_over_tcp(std::string host, int port, const Deadline& deadline) {
+    c10d::TCPStoreOptions store_options;
+    store_options.isServer = rank_ == 0;
+    store_options.waitWorkers = false;
+    store_options.timeout = options_.connect_deadline;
+    c10::intrusive_ptr<c10d::TCPStore> tcp;
+    if (port < 0) {
+      // mpi without MASTER_ADDR/PORT: rank 0 hosts the store on a free port and tells the others.
+      std::string address;
+      if (rank_ == 0) {
+        store_options.port = 0;
+        tcp = c10::make_intrusive<c10d::TCPStore>("127.0.0.1", store_options);
+        address = host_name() + ":" + std::to_string(tcp->getPort());
+      }
+      address = detail::mpi_runtime::broadcast_text(address, 0, deadline);
+      const auto colon = address.rfind(':');
+      host = address.substr(0, colon);
+      port = std::stoi(address.substr(colon + 1));
+    }
+    store_host_ = host;
+    store_port_ = port;
+    if (!tcp) {
+      store_options.port = static_cast<std::uint16_t>(port);
+      try {
+        tcp = c10::make_intrusive<c10d::TCPStore>(host, store_options);
+      } catch (const std::exception& e) {
+        throw ConfigError(options_.launcher + " launcher: rank " + std::to_string(rank_) + " could not " +
+                          (rank_ == 0 ? "host" : "reach") + " the store at " + host + ":" + std::to_string(port) +
+                          ": " + detail::short_what(e));
+      }
+    }
+    if (rank_ == 0) {
+      // LibTorch's TCPStore cannot be bound to one address: say so rather than listen silently.
+      std::cerr << "distmetrics: " << options_.launcher << " launcher: rank 0's rendezvous store listens on port "
+                << tcp->getPort() << " of every network interface of " << host_name()
+                << " while the run lasts (LibTorch's TCPStore cannot bind one address); any process that can "
+                   "reach this host can connect to it: run on a trusted network or behind a firewall "
+                   "(docs/runtime.md, \"Peer launchers and the network\")\n";
+    }
+    store_ = tcp;
+  }
+
+  // Every rank on this host: rank 0 serves the store at a Unix socket in a private 0700 folder
+  // (checked by peer credentials); mpi sends its path to the others with MPI, env derives it
+  // from MASTER_PORT on every rank. Nothing listens on a network port.
+  void connect_privately(int port, const Deadline& deadline) {
+    std::string path;
+    if (options_.launcher == "mpi") {
+      std::string announced;
+      if (rank_ == 0) {
+        try {
+          private_host_ = std::make_unique<detail::PoolStoreHost>();
+          announced = private_host_->socket_path();
+        } catch (const std::exception& e) {
+          announced = "!" + detail::short_what(e);  // the others fail with rank 0's reason, not a timeout
+        }
+      }
+      announced = detail::mpi_runtime::broadcast_text(announced, 0, deadline);
+      if (!announced.empty() && announced[0] == '!') {
+        throw ConfigError("mpi launcher: rank 0 could not start the private rendezvous: " + announced.substr(1));
+      }
+      path = announced;
+    } else {
+      const std::string folder = detail::env_launch_store_folder(port);
+      if (rank_ == 0) private_host_ = std::make_unique<detail::PoolStoreHost>(folder);
+      path = folder + "/store.sock";
+    }
+    try {
+      store_ = detail::connect_to_private_store(path, deadline, options_.connect_deadline);
+    } catch (const ConfigError& e) {
+      throw ConfigError(options_.launcher + " launcher: rank " + std::to_string(rank_) + ": " + e.what());
+    }
+    store_socket_ = path;
+  }
+
+  // The store for a task's child process: its own connection, bounded by the variant's deadline.
+  c10::intrusive_ptr<c10d::Store> connect_child_store(const Deadline& deadline) {
+    const auto timeout = std::max<std::chrono::milliseconds>(deadline.remaining(), 1ms);
+    if (!store_socket_.empty()) return detail::connect_to_private_store(store_socket_, deadline, timeout);
+    c10d::TCPStoreOptions options;
+    options.isServer = false;
+    options.waitWorkers = false;
+    options.port = static_cast<std::uint16_t>(store_port_);
+    options.timeout = timeout;
+    return c10::make_intrusive<c10d::TCPStore>(store_host_, options);
   }
 
   void finish(int exit_code) {
@@ -266,6 +335,7 @@ class PeerRunner::Impl {
     } catch (const std::exception&) {
     }
     store_.reset();
+    private_host_.reset();  // after every rank has left (above): stops serving, removes the folder
     if (options_.launcher == "mpi") detail::mpi_runtime::finalize();
   }
 
@@ -456,12 +526,7 @@ class PeerRunner::Impl {
     int code = 0;
     try {
       at::set_num_threads(1);  // the ranks share the machine's cores, as pool workers do
-      c10d::TCPStoreOptions options;
-      options.isServer = false;
-      options.waitWorkers = false;
-      options.port = static_cast<std::uint16_t>(store_port_);
-      options.timeout = std::max<std::chrono::milliseconds>(deadline.remaining(), 1ms);
-      auto own = c10::make_intrusive<c10d::TCPStore>(store_host_, options);
+      auto own = connect_child_store(deadline);
       auto store = c10::make_intrusive<c10d::PrefixStore>(prefix, own);
       auto group_store = c10::make_intrusive<c10d::PrefixStore>("group/", store);
       detail::TaskHooks hooks;
@@ -592,7 +657,9 @@ class PeerRunner::Impl {
   bool stopped_in_process_ = false;
   RunStatus stop_status_ = RunStatus::Completed;
   bool left_ = false;
-  c10::intrusive_ptr<c10d::TCPStore> store_;
+  c10::intrusive_ptr<c10d::Store> store_;
+  std::unique_ptr<detail::PoolStoreHost> private_host_;  // rank 0 of a run on one host
+  std::string store_socket_;                             // the private store's socket, if any
   std::uint64_t variant_count_ = 0;
   bool stopped_ = false;
   std::string stop_reason_;

@@ -1,7 +1,19 @@
 #include "pool_store.h"
 
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <stdexcept>
+
+#include "distmetrics/runtime/errors.h"
 
 namespace distmetrics::runtime::detail {
 
@@ -198,6 +210,146 @@ void PoolStoreClient::wait(const std::vector<std::string>& keys) { wait(keys, ti
 
 void PoolStoreClient::wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) {
   request({{"op", "wait"}, {"keys", keys}}, timeout);
+}
+
+// --- A private store for a peer launch on one host --------------------------------------------------
+
+namespace {
+
+// $TMPDIR, or /tmp when the socket's path would be too long for a Unix socket (107 bytes).
+std::string temp_base(size_t room) {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string base = tmp && *tmp ? tmp : "/tmp";
+  if (base.size() + room >= sizeof(sockaddr_un{}.sun_path)) base = "/tmp";
+  return base;
+}
+
+constexpr size_t kFolderRoom = 64;  // "/distmetrics-peer-<uid>-<port>/store.sock" and the like
+
+// Whether `folder` is a directory (not a link) of this user that nobody else may enter.
+// nullopt: it does not exist; otherwise the reason it cannot be trusted, or "" when it can.
+std::optional<std::string> distrust_of_folder(const std::string& folder) {
+  struct stat info {};
+  if (::lstat(folder.c_str(), &info) != 0) {
+    if (errno == ENOENT) return std::nullopt;
+    return std::string(std::strerror(errno));
+  }
+  if (!S_ISDIR(info.st_mode)) return std::string("it is not a directory");
+  if (info.st_uid != ::geteuid()) return "it belongs to uid " + std::to_string(info.st_uid) + ", not to this user";
+  if ((info.st_mode & 077) != 0) return std::string("others may enter it (its mode is not 0700)");
+  return std::string();
+}
+
+}  // namespace
+
+std::string env_launch_store_folder(int master_port) {
+  return temp_base(kFolderRoom) + "/distmetrics-peer-" + std::to_string(::geteuid()) + "-" + std::to_string(master_port);
+}
+
+PoolStoreHost::PoolStoreHost(const std::string& folder) {
+  if (folder.empty()) {
+    std::string pattern = temp_base(kFolderRoom) + "/distmetrics-peer-XXXXXX";
+    if (::mkdtemp(pattern.data()) == nullptr) {  // 0700: ours alone
+      throw ConfigError("cannot create the peer launch's private folder " + pattern + ": " + std::strerror(errno) +
+                        " (set TMPDIR to a writable folder)");
+    }
+    folder_ = pattern;
+  } else {
+    if (::mkdir(folder.c_str(), 0700) != 0) {
+      if (errno != EEXIST) {
+        throw ConfigError("cannot create the peer launch's private folder " + folder + ": " + std::strerror(errno) +
+                          " (set TMPDIR to a writable folder)");
+      }
+      // Left by an earlier run that ended without cleaning up, or in use by a run on the same port.
+      if (auto distrust = distrust_of_folder(folder); distrust && !distrust->empty()) {
+        throw ConfigError("the peer launch's private folder " + folder + " exists and cannot be used: " + *distrust +
+                          " (remove it, or use another MASTER_PORT)");
+      }
+      const std::string stale_socket = folder + "/store.sock";
+      if (::access(stale_socket.c_str(), F_OK) == 0) {
+        try {
+          ::close(connect_to_unix_path(stale_socket, Deadline::after(std::chrono::milliseconds(0))));
+          throw ConfigError("another run already serves its rendezvous at " + stale_socket +
+                            " (MASTER_PORT in use on this host): use another MASTER_PORT");
+        } catch (const ChannelError&) {
+          ::unlink(stale_socket.c_str());  // nobody answers: an earlier run's leftover
+        }
+      }
+    }
+    folder_ = folder;
+  }
+  try {
+    listen_fd_ = listen_on_unix_path(socket_path());
+    if (::pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0) throw ChannelError(std::string("pipe: ") + std::strerror(errno));
+  } catch (const ChannelError& e) {
+    if (listen_fd_ >= 0) ::close(listen_fd_);
+    std::error_code ignored;
+    std::filesystem::remove_all(folder_, ignored);
+    throw ConfigError("cannot serve the peer launch's rendezvous in " + folder_ + ": " + e.what());
+  }
+  thread_ = std::thread([this] { serve_loop(); });
+}
+
+PoolStoreHost::~PoolStoreHost() {
+  if (thread_.joinable()) {
+    const char byte = 0;
+    while (::write(wake_[1], &byte, 1) < 0 && errno == EINTR) {
+    }
+    thread_.join();
+  }
+  for (int fd : {listen_fd_, wake_[0], wake_[1]}) if (fd >= 0) ::close(fd);
+  std::error_code ignored;
+  std::filesystem::remove_all(folder_, ignored);
+}
+
+void PoolStoreHost::serve_loop() {
+  int next_client = 0;
+  while (true) {
+    std::vector<pollfd> fds{{wake_[0], POLLIN, 0}, {listen_fd_, POLLIN, 0}};
+    for (int fd : server_.fds()) fds.push_back({fd, POLLIN, 0});
+    ::poll(fds.data(), fds.size(), 200);
+    if (fds[0].revents != 0) return;
+    while (true) {
+      const int fd = accept_connection(listen_fd_, Deadline::after(std::chrono::milliseconds(0)));
+      if (fd < 0) break;
+      const PeerCredentials peer = peer_credentials(fd);
+      if (peer.uid != ::geteuid() || peer.pid <= 0) {
+        ::close(fd);
+        ++rejected_;
+        continue;
+      }
+      server_.add_client(next_client++, std::make_unique<LineChannel>(fd));
+    }
+    server_.serve();
+  }
+}
+
+c10::intrusive_ptr<PoolStoreClient> connect_to_private_store(const std::string& socket_path, const Deadline& deadline,
+                                                             std::chrono::milliseconds timeout) {
+  const std::string folder = socket_path.substr(0, socket_path.rfind('/'));
+  auto pause = std::chrono::milliseconds(5);
+  while (true) {
+    const auto distrust = distrust_of_folder(folder);
+    if (distrust && !distrust->empty()) {
+      throw ConfigError("the rendezvous folder " + folder + " cannot be trusted: " + *distrust);
+    }
+    if (distrust) break;  // exists and is ours alone
+    if (deadline.expired()) {
+      throw ConfigError("the rendezvous folder " + folder + " did not appear within " +
+                        std::to_string(deadline.budget().count()) + " ms (did rank 0 start?)");
+    }
+    std::this_thread::sleep_for(std::min<std::chrono::milliseconds>(pause, deadline.remaining()));
+    pause = std::min(pause * 2, std::chrono::milliseconds(100));
+  }
+  int fd = -1;
+  try {
+    fd = connect_to_unix_path(socket_path, deadline);
+  } catch (const ChannelError& e) {
+    throw ConfigError(std::string("cannot reach the rendezvous: ") + e.what() + " (did rank 0 start?)");
+  }
+  auto client = c10::make_intrusive<PoolStoreClient>(std::make_unique<LineChannel>(fd));
+  client->setTimeout(timeout);
+  return client;
 }
 
 }  // namespace distmetrics::runtime::detail

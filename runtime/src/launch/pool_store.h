@@ -7,11 +7,13 @@
 
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "wire.h"
@@ -73,6 +75,45 @@ class PoolStoreClient final : public c10d::Store {
   std::unique_ptr<LineChannel> channel_;
   std::uint64_t next_id_ = 1;
 };
+
+// A PoolStoreServer served from its own thread at a Unix socket in a private 0700 folder: the
+// rendezvous of a peer launch (mpirun, env) whose ranks are all on this host, in place of a
+// TCPStore that would listen on every interface. Only this user can reach the folder, and every
+// connection's peer credentials (SO_PEERCRED) are checked; nothing listens on a network port.
+class PoolStoreHost {
+ public:
+  // folder "": a fresh folder from mkdtemp in $TMPDIR (or /tmp). Otherwise that folder, created
+  // 0700 here; a stale one of this user that nobody serves any more is replaced, one in use or of
+  // another user is a ConfigError.
+  explicit PoolStoreHost(const std::string& folder = "");
+  ~PoolStoreHost();  // stops serving, removes the folder
+  PoolStoreHost(const PoolStoreHost&) = delete;
+  PoolStoreHost& operator=(const PoolStoreHost&) = delete;
+
+  std::string socket_path() const { return folder_ + "/store.sock"; }
+  // Connections refused: another user's process (cannot happen through a 0700 folder unless root).
+  int rejected() const { return rejected_.load(); }
+
+ private:
+  void serve_loop();
+
+  std::string folder_;
+  int listen_fd_ = -1;
+  int wake_[2] = {-1, -1};
+  std::atomic<int> rejected_{0};
+  PoolStoreServer server_;  // touched by the serving thread only
+  std::thread thread_;
+};
+
+// A client of a PoolStoreHost, once the socket's folder is known to be this user's and closed to
+// everyone else (so nobody else can have put a socket there); waits for the folder and the
+// socket until the deadline (the host may start later). Every call is bounded by `timeout`.
+c10::intrusive_ptr<PoolStoreClient> connect_to_private_store(const std::string& socket_path, const Deadline& deadline,
+                                                             std::chrono::milliseconds timeout);
+
+// The private folder of a peer launch with the env launcher on one host, the same on every rank:
+// derived from the user and MASTER_PORT (which no two runs on a host can share).
+std::string env_launch_store_folder(int master_port);
 
 std::string hex_of(const std::vector<std::uint8_t>& bytes);
 std::vector<std::uint8_t> bytes_of_hex(const std::string& hex);
