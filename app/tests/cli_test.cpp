@@ -10,6 +10,7 @@
 
 #include "distmetrics/app/cli.h"
 #include "distmetrics/harness/report_model.h"
+#include "distmetrics/runtime/rank_pool.h"
 #include "engine_broken_metrics.h"
 
 namespace dh = distmetrics::harness;
@@ -91,6 +92,42 @@ TEST(Cli, ExitCodesAndReports) {
   EXPECT_EQ(cli({"validate", kDir}, out, err), 0) << out;
   EXPECT_NE(out.find("distmetrics: 23 scenario file(s): 23 valid, 0 with errors (0 error(s))"), std::string::npos) << out;
   fs::remove_all(tmp);
+}
+
+// A world size past what a local pool starts on this machine is valid in a scenario (it may be
+// meant for `mpirun -np N` across hosts, which runs only the variants of its own size, and a
+// validation must not depend on the machine it runs on); a local run says the limit per variant.
+TEST(Cli, AWorldSizePastTheLocalLimitValidatesAndALocalRunNamesTheLimit) {
+  const int most = distmetrics::runtime::max_local_world_size();
+  const fs::path file = fs::temp_directory_path() / ("dm_big_world_" + std::to_string(::getpid()) + ".toml");
+  {
+    std::ifstream in(kDir + "/correct_mean.toml");
+    std::stringstream text;
+    text << in.rdbuf();
+    std::string toml = text.str();
+    const std::string old_sizes = "world_sizes = [1, 2, 3]";
+    ASSERT_NE(toml.find(old_sizes), std::string::npos);
+    toml.replace(toml.find(old_sizes), old_sizes.size(), "world_sizes = [2, " + std::to_string(most + 1) + "]");
+    std::ofstream(file) << toml;
+  }
+  std::string out, err;
+  if (most + 1 > 64) {  // a machine whose local limit is the scenario's own (64): past it is invalid
+    EXPECT_EQ(cli({"validate", file.string()}, out, err), 2) << out << err;
+    EXPECT_NE((out + err).find("variants.world_sizes"), std::string::npos) << out << err;
+    fs::remove(file);
+    return;
+  }
+  EXPECT_EQ(cli({"validate", file.string()}, out, err), 0) << out << err;
+  EXPECT_EQ(cli({"run", file.string(), "--world-sizes", std::to_string(most + 1), "--backend", "gloo", "--shard", "even"},
+                out, err),
+            1)
+      << out << err;
+  EXPECT_NE(out.find("ERROR  "), std::string::npos) << out;
+  EXPECT_NE(out.find("world size " + std::to_string(most + 1) + " is more ranks than a local pool starts on this machine (at most " +
+                     std::to_string(most)),
+            std::string::npos)
+      << out;
+  fs::remove(file);
 }
 
 TEST(Cli, SelectionOptionsTakeOneValueSoPathsMayFollow) {

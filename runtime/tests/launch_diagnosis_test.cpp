@@ -170,6 +170,34 @@ TEST(Diagnosis, EveryRankInsideTheSameCollectiveIsABackendStall) {
             "stalled, or the deadline is too short for this work.");
 }
 
+// A collective outside the communicator (a raw c10d call) on ranks 0 and 2 paired with rank 1's
+// all_reduce #1: every trace entered #1, rank 1 completed it and finished, the others wait in it.
+TEST(Diagnosis, ACollectiveTheTraceCannotSeeIsBlamedFromEachRanksLastPosition) {
+  const auto run = diagnosed({rank(0, RankState::TimedOut, reduces(2), true), rank(1, RankState::Finished, reduces(2)),
+                              rank(2, RankState::TimedOut, reduces(2), true)},
+                             {"script step 2 (compute)", "", "script step 2 (compute)"});
+  EXPECT_EQ(run.status, RunStatus::Hang);
+  EXPECT_EQ(run.blamed_rank, 1);
+  EXPECT_EQ(run.diagnosis,
+            "rank 1 completed all_reduce(sum) #1 (float64 [4]) that ranks 0, 2 were still waiting in: it paired with a "
+            "collective the communicator's trace does not show (the task's own c10d call, such as a raw Gloo "
+            "collective waited without a timeout, issued on some ranks and not on others). Blamed from each rank's "
+            "last known position: rank 0 at script step 2 (compute), inside all_reduce(sum) #1 (float64 [4]); rank 1, "
+            "last entered all_reduce(sum) #1 (float64 [4]) (finished); rank 2 at script step 2 (compute), inside "
+            "all_reduce(sum) #1 (float64 [4]); on the fewer side, rank 1 (skipped a collective the others issued). "
+            "Every rank must issue the same collectives in the same order (a rank that returns early, raises alone "
+            "or skips a collective leaves its peers waiting).");
+  // Two ranks, one on each side: the rank that went on is blamed, as for a skipped collective.
+  const auto tie = diagnosed({rank(0, RankState::TimedOut, reduces(2), true), rank(1, RankState::Finished, reduces(2))});
+  EXPECT_EQ(tie.blamed_rank, 1);
+  EXPECT_NE(tie.diagnosis.find("as many on each side: the ranks that went on are blamed"), std::string::npos) << tie.diagnosis;
+  // One rank waiting while two went on: the waiting one issued a collective the others did not.
+  const auto extra = diagnosed({rank(0, RankState::Finished, reduces(2)), rank(1, RankState::Finished, reduces(2)),
+                                rank(2, RankState::TimedOut, reduces(2), true)});
+  EXPECT_EQ(extra.blamed_rank, 2);
+  EXPECT_NE(extra.diagnosis.find("rank 2 (issued a collective the others did not)"), std::string::npos) << extra.diagnosis;
+}
+
 TEST(Diagnosis, ACrashNamesTheRankHowItDiedAndWhereThePeersWaited) {
   auto dead = rank(1, RankState::Crashed, reduces(1));
   dead.how_died = "killed by signal 11 (SIGSEGV)";

@@ -16,9 +16,13 @@
 //   shape_mismatch   all_reduce #1 of 5 elements where the others have 4 -> not completed
 //   dtype_mismatch   all_reduce #1 of float32 where the others have float64 -> not completed
 //   close_fds        closes every descriptor above 2, then all_reduce #1 -> not completed
+//   raw_gloo_skip    gloo only: every other rank issues its own allreduce on the variant's
+//                    c10d::ProcessGroupGloo (no timeout, unseen by the trace) before all_reduce #1;
+//                    the rank skips it                                -> hang, blamed on the rank
 #pragma once
 
 #include <ATen/ATen.h>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 
 #include <signal.h>
 #include <unistd.h>
@@ -40,6 +44,13 @@ inline nlohmann::json run_fault(TaskContext& ctx) {
   const std::string fault = ctx.params.value("fault", "none");
   const bool me = ctx.rank == ctx.params.value("rank", 1);
   ctx.comm.all_reduce_copy(four(), ReduceOp::Sum);
+  if (!me && fault == "raw_gloo_skip") {
+    // The task's own c10d call: the communicator neither sees nor bounds it.
+    auto group = c10::static_intrusive_pointer_cast<c10d::ProcessGroup>(ctx.comm.process_group());
+    if (!group) throw std::runtime_error("raw_gloo_skip needs a backend with a c10d process group (gloo)");
+    std::vector<at::Tensor> tensors{four()};
+    group->allreduce(tensors)->wait();
+  }
   if (me) {
     if (fault == "skip_collective") return {{"skipped", true}};
     if (fault == "segfault") ::raise(SIGSEGV);

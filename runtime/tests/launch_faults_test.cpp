@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <fstream>
 
+#include "distmetrics/build_config.h"
 #include "distmetrics/runtime/backends.h"
 #include "distmetrics/runtime/rank_pool.h"
 #include "launch_faults.h"
@@ -141,6 +142,43 @@ TEST_P(FaultInjection, MismatchesAndClosedDescriptorsAreNotAPass) {
     EXPECT_EQ(next.status, RunStatus::Completed) << "after " << fault << ": " << next.diagnosis;
   }
 }
+
+#if DISTMETRICS_HAVE_GLOO
+// A raw Gloo collective (the task's own c10d call, no timeout) that one rank skips: the others'
+// raw call pairs with the skipper's all_reduce #1, so every trace says "entered #1" and only the
+// skipper completed it. Blamed from each rank's last known position, on the fewer side (with 2
+// ranks, a tie: the rank that went on), and the diagnosis says how it was decided.
+TEST(RawGlooFault, ACollectiveOutsideTheCommunicatorSkippedByOneRankIsBlamedOnIt) {
+  for (int world_size : {3, 2}) {
+    SCOPED_TRACE("world size " + std::to_string(world_size));
+    PoolOptions options;
+    options.world_size = world_size;
+    options.term_grace = 500ms;
+    RankPool pool(options);
+    Job job;
+    job.task = "fault_inject";
+    job.backend = "gloo";
+    job.deadline = kDeadline;
+    for (int rank : {1, 0}) {
+      SCOPED_TRACE("skipped by rank " + std::to_string(rank));
+      job.id = "faults/raw_gloo_skip/rank" + std::to_string(rank);
+      job.params = {{"fault", "raw_gloo_skip"}, {"rank", rank}};
+      const auto started = std::chrono::steady_clock::now();
+      const JobResult run = pool.run(job);
+      EXPECT_LT(std::chrono::steady_clock::now() - started, kVerdictBound);
+      EXPECT_EQ(to_string(run.status), std::string("hang")) << run.diagnosis;
+      EXPECT_EQ(run.blamed_rank, rank) << run.diagnosis;
+      EXPECT_NE(run.diagnosis.find("Blamed from each rank's last known position"), std::string::npos) << run.diagnosis;
+      EXPECT_NE(run.diagnosis.find("a collective the communicator's trace does not show"), std::string::npos) << run.diagnosis;
+      EXPECT_EQ(run.ranks.at(rank).state, RankState::Finished) << run.diagnosis;
+      job.id = "faults/none";
+      job.params = {{"fault", "none"}, {"rank", 1}};
+      const JobResult next = pool.run(job);
+      EXPECT_EQ(next.status, RunStatus::Completed) << "after raw_gloo_skip: " << next.diagnosis;
+    }
+  }
+}
+#endif
 
 std::vector<PoolKind> pool_kinds() {
   std::vector<PoolKind> kinds;

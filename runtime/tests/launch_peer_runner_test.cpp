@@ -262,6 +262,7 @@ TEST(PeerLaunchFaults, FaultsUnderMpirunAreReportedWithTheRunnersExitCode) {
       {"gloo", "sigstop", 1, "hang", 3, "stopped by SIGSTOP"},
       {"gloo", "skip_collective", 0, "hang", 3, ""},
       {"gloo", "throw", 1, "hang", 3, ""},
+      {"gloo", "raw_gloo_skip", 1, "hang", 3, ""},
   };
   if (std::find(compiled_backends().begin(), compiled_backends().end(), "mpi") != compiled_backends().end()) {
     // The mpi backend runs the task in the rank itself: after a hang the job is aborted with the

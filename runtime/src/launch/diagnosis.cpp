@@ -261,6 +261,42 @@ void diagnose_hang(JobResult& run, const std::vector<std::string>& phases, std::
       run.diagnosis = out.str();
       return;
     }
+    // Every rank entered it, yet some completed it (and went on) while others still wait in it:
+    // on the waiting side it paired with a collective the communicator never saw (the task's own
+    // c10d call, waited without a timeout). The trace cannot say who skipped or added that call:
+    // the blame comes from each rank's last known position, on the fewer side (a tie blames the
+    // ranks that went on, as for a skipped collective).
+    std::vector<int> went_on;
+    for (const auto& r : run.ranks) {
+      if (std::find(waiting.begin(), waiting.end(), r.rank) == waiting.end()) went_on.push_back(r.rank);
+    }
+    if (!went_on.empty() && !waiting.empty()) {
+      const bool blame_waiting = waiting.size() < went_on.size();
+      const std::vector<int>& blamed = blame_waiting ? waiting : went_on;
+      run.blamed_rank = blamed.front();
+      out << describe_ranks(went_on) << " completed " << waited->describe() << " that " << describe_ranks(waiting)
+          << (waiting.size() == 1 ? " was" : " were") << " still waiting in: it paired with a collective the "
+          << "communicator's trace does not show (the task's own c10d call, such as a raw Gloo collective "
+          << "waited without a timeout, issued on some ranks and not on others). Blamed from each rank's last "
+          << "known position:";
+      for (const auto& r : run.ranks) {
+        out << " rank " << r.rank;
+        const std::string phase = phase_of(r.rank);
+        if (!phase.empty()) out << " at " << phase;
+        if (r.blocked_in) out << ", inside " << r.blocked_in->describe();
+        else if (!r.trace.empty()) out << ", last entered " << r.trace.back().describe() << " (" << to_string(r.state) << ")";
+        else out << ", no collective entered (" << to_string(r.state) << ")";
+        out << ";";
+      }
+      out << " on the fewer side, " << describe_ranks(blamed) << " ("
+          << (blame_waiting ? "issued a collective the others did not"
+                            : waiting.size() == went_on.size() ? "as many on each side: the ranks that went on are blamed, "
+                                                                 "as for a skipped collective"
+                                                               : "skipped a collective the others issued")
+          << "). " << kSameOrder;
+      run.diagnosis = out.str();
+      return;
+    }
     out << "every rank entered " << waited->describe() << " but it did not complete within "
         << deadline.count() << " ms: the backend stalled, or the deadline is too short for this work.";
     run.diagnosis = out.str();
