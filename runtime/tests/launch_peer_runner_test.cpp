@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 
 #include <map>
@@ -193,11 +194,20 @@ TEST_P(PeerLaunch, MpirunWithTwoAndFourRanks) {
     detail::SpawnSpec spec;
     spec.argv = {DISTMETRICS_MPIEXEC, "-np", std::to_string(np), "--oversubscribe", "--bind-to", "none",
                  "--tag-output", DISTMETRICS_PEER_PROBE, "mpi", GetParam()};
+    // Its own temporary folder: the private rendezvous (in mpirun's session folder beneath it)
+    // must be gone afterwards, even after the mpi backend's MPI_Abort.
+    char scratch[] = "/tmp/dm_peer_XXXXXX";
+    ASSERT_NE(::mkdtemp(scratch), nullptr);
     spec.extra_env = {{"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"},
-                      {"OMPI_MCA_btl_vader_single_copy_mechanism", "none"}};
+                      {"OMPI_MCA_btl_vader_single_copy_mechanism", "none"}, {"TMPDIR", scratch},
+                      {"OMPI_MCA_orte_tmpdir_base", scratch}};
     spec.output_fd = out.fd();
     const auto statuses = run_to_end({spec}, 120s);
     ASSERT_EQ(statuses.size(), 1u);
+    std::vector<std::string> left;
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(scratch)) left.push_back(entry.path().string());
+    EXPECT_EQ(left, std::vector<std::string>{}) << "left behind in the run's temporary folder";
+    std::filesystem::remove_all(scratch);
     const std::string tagged = out.tail(1 << 20);
     std::string text;  // each rank's lines, whole (mpirun interleaves their chunks)
     for (int r = 0; r < np; ++r) text += detail::mpirun_rank_output(tagged, r, r == np - 1);

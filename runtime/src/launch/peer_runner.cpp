@@ -263,7 +263,9 @@ class PeerRunner::Impl {
       std::string announced;
       if (rank_ == 0) {
         try {
-          private_host_ = std::make_unique<detail::PoolStoreHost>();
+          // In mpirun's session folder when there is one: mpirun removes it whatever happens to
+          // rank 0 (a crash, MPI_Abort), as it does Open MPI's shared memory.
+          private_host_ = std::make_unique<detail::PoolStoreHost>("", env("OMPI_MCA_orte_jobfam_session_dir").value_or(""));
           announced = private_host_->socket_path();
         } catch (const std::exception& e) {
           announced = "!" + detail::short_what(e);  // the others fail with rank 0's reason, not a timeout
@@ -304,7 +306,9 @@ class PeerRunner::Impl {
       std::cout.flush();
       std::cerr.flush();
       std::fflush(nullptr);
-      if (rank_ != 0) {
+      if (rank_ == 0) {
+        private_host_.reset();  // the reports are written: nobody needs the store any more
+      } else {
         // Rank 0 aborts the job once its reports are written; a rank 0 that is itself stuck or
         // gone never does, so the wait is bounded.
         std::this_thread::sleep_for(std::max<std::chrono::milliseconds>(4 * options_.report_grace, 10s));

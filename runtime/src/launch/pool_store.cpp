@@ -246,9 +246,10 @@ std::string env_launch_store_folder(int master_port) {
   return temp_base(kFolderRoom) + "/distmetrics-peer-" + std::to_string(::geteuid()) + "-" + std::to_string(master_port);
 }
 
-PoolStoreHost::PoolStoreHost(const std::string& folder) {
+PoolStoreHost::PoolStoreHost(const std::string& folder, const std::string& base) {
   if (folder.empty()) {
-    std::string pattern = temp_base(kFolderRoom) + "/distmetrics-peer-XXXXXX";
+    const bool base_fits = !base.empty() && base.size() + kFolderRoom < sizeof(sockaddr_un{}.sun_path);
+    std::string pattern = (base_fits ? base : temp_base(kFolderRoom)) + "/distmetrics-peer-XXXXXX";
     if (::mkdtemp(pattern.data()) == nullptr) {  // 0700: ours alone
       throw ConfigError("cannot create the peer launch's private folder " + pattern + ": " + std::strerror(errno) +
                         " (set TMPDIR to a writable folder)");

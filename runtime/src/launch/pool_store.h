@@ -82,10 +82,11 @@ class PoolStoreClient final : public c10d::Store {
 // connection's peer credentials (SO_PEERCRED) are checked; nothing listens on a network port.
 class PoolStoreHost {
  public:
-  // folder "": a fresh folder from mkdtemp in $TMPDIR (or /tmp). Otherwise that folder, created
-  // 0700 here; a stale one of this user that nobody serves any more is replaced, one in use or of
-  // another user is a ConfigError.
-  explicit PoolStoreHost(const std::string& folder = "");
+  // folder "": a fresh folder from mkdtemp in `base` (when given and short enough for a socket's
+  // path), else in $TMPDIR (or /tmp). Otherwise that folder, created 0700 here; a stale one of
+  // this user that nobody serves any more is replaced, one in use or of another user is a
+  // ConfigError.
+  explicit PoolStoreHost(const std::string& folder = "", const std::string& base = "");
   ~PoolStoreHost();  // stops serving, removes the folder
   PoolStoreHost(const PoolStoreHost&) = delete;
   PoolStoreHost& operator=(const PoolStoreHost&) = delete;
