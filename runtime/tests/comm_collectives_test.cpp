@@ -54,7 +54,7 @@ DISTMETRICS_RANK_TEST(Collectives, AllReduceSumIsExactForEveryDtype, DISTMETRICS
   ASSERT_EQ(ctx.comm.collectives_issued(), 8u);
   for (const auto& record : ctx.comm.trace()) {
     EXPECT_EQ(record.op, "all_reduce(sum)");
-    if (record.dtype == "float64") EXPECT_EQ(record.shape, std::vector<std::int64_t>{6});
+    if (record.dtype == "float64") { EXPECT_EQ(record.shape, std::vector<std::int64_t>{6}); }
   }
 }
 

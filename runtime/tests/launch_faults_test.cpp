@@ -109,7 +109,7 @@ TEST_P(FaultInjection, EveryFaultIsReportedAndBlamedInTimeAndThePoolRecovers) {
       EXPECT_EQ(run.blamed_rank, rank) << run.diagnosis;
       EXPECT_LT(took, kVerdictBound) << "the verdict took longer than the deadline plus a generous margin";
       ASSERT_EQ(run.ranks.size(), 3u);
-      if (!fault.how_died.empty()) EXPECT_EQ(run.ranks[rank].how_died, fault.how_died) << run.diagnosis;
+      if (!fault.how_died.empty()) { EXPECT_EQ(run.ranks[rank].how_died, fault.how_died) << run.diagnosis; }
       EXPECT_NE(run.diagnosis.find("rank " + std::to_string(rank)), std::string::npos) << run.diagnosis;
       for (long pid : workers) EXPECT_TRUE(process_is_gone(pid)) << "worker " << pid << " is still there";
       if (fault.name == "fork_crash") {

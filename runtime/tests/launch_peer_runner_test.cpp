@@ -307,7 +307,7 @@ TEST(PeerLaunchFaults, FaultsUnderMpirunAreReportedWithTheRunnersExitCode) {
     const auto& report = probe.variants[0];
     EXPECT_EQ(report["status"], f.status) << report.dump(1);
     EXPECT_EQ(report["blamed_rank"], f.rank) << report.dump(1);
-    if (!f.how_died.empty()) EXPECT_EQ(report["ranks"][f.rank]["how_died"], f.how_died) << report.dump(1);
+    if (!f.how_died.empty()) { EXPECT_EQ(report["ranks"][f.rank]["how_died"], f.how_died) << report.dump(1); }
     EXPECT_TRUE(processes_with(pid_file).empty()) << "processes of the run are left";
     EXPECT_EQ(files_under(session), 0u) << "mpirun's session folder is not empty";
     ::rmdir(session.c_str());
