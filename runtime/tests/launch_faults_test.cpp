@@ -14,6 +14,7 @@
 #include "distmetrics/build_config.h"
 #include "distmetrics/runtime/backends.h"
 #include "distmetrics/runtime/rank_pool.h"
+#include "local_pool_kinds.h"
 #include "launch_faults.h"
 
 namespace distmetrics::runtime {
@@ -58,11 +59,7 @@ std::vector<Fault> faults() {
   };
 }
 
-struct PoolKind {
-  std::string backend;
-  std::string launch;
-};
-void PrintTo(const PoolKind& kind, std::ostream* out) { *out << kind.backend << " (" << kind.launch << ")"; }
+using testing_support::PoolKind;
 
 class FaultInjection : public testing::TestWithParam<PoolKind> {
  protected:
@@ -180,16 +177,7 @@ TEST(RawGlooFault, ACollectiveOutsideTheCommunicatorSkippedByOneRankIsBlamedOnIt
 }
 #endif
 
-std::vector<PoolKind> pool_kinds() {
-  std::vector<PoolKind> kinds;
-  for (const auto& backend : compiled_backends()) {
-    if (backend == "gloo") kinds.push_back({"gloo", "direct"});
-    if (backend == "mpi") kinds.push_back({"mpi", "mpirun"});
-  }
-  return kinds;
-}
-
-INSTANTIATE_TEST_SUITE_P(Backends, FaultInjection, testing::ValuesIn(pool_kinds()),
+INSTANTIATE_TEST_SUITE_P(Backends, FaultInjection, testing::ValuesIn(testing_support::local_pool_kinds()),
                          [](const testing::TestParamInfo<PoolKind>& info) { return info.param.backend; });
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include "distmetrics/runtime/backends.h"
 #include "distmetrics/runtime/errors.h"
 #include "distmetrics/runtime/rank_pool.h"
+#include "local_pool_kinds.h"
 #include "distmetrics/runtime/task.h"
 
 namespace distmetrics::runtime {
@@ -106,11 +107,7 @@ size_t entries_in(const char* dir) {
   return n;
 }
 
-struct PoolKind {
-  std::string backend;
-  std::string launch;
-};
-void PrintTo(const PoolKind& kind, std::ostream* out) { *out << kind.backend << " (" << kind.launch << ")"; }
+using testing_support::PoolKind;
 
 class RankPoolTest : public testing::TestWithParam<PoolKind> {
  protected:
@@ -310,16 +307,7 @@ TEST_P(RankPoolTest, DestroyingThePoolEndsEveryWorker) {
   expect_gone(pids);
 }
 
-std::vector<PoolKind> pool_kinds() {
-  std::vector<PoolKind> kinds;
-  for (const auto& backend : compiled_backends()) {
-    if (backend == "gloo") kinds.push_back({"gloo", "direct"});
-    if (backend == "mpi") kinds.push_back({"mpi", "mpirun"});
-  }
-  return kinds;
-}
-
-INSTANTIATE_TEST_SUITE_P(Backends, RankPoolTest, testing::ValuesIn(pool_kinds()),
+INSTANTIATE_TEST_SUITE_P(Backends, RankPoolTest, testing::ValuesIn(testing_support::local_pool_kinds()),
                          [](const testing::TestParamInfo<PoolKind>& info) { return info.param.backend; });
 
 TEST(RankPool, AWorldSizeBeyondTheMachinesLimitIsRefused) {

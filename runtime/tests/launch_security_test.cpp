@@ -24,6 +24,7 @@
 
 #include "distmetrics/runtime/backends.h"
 #include "distmetrics/runtime/rank_pool.h"
+#include "local_pool_kinds.h"
 #include "distmetrics/runtime/task.h"
 
 extern char** environ;
@@ -300,11 +301,7 @@ TEST(RankPoolSecurity, ARankPastItsMemoryLimitIsReportedAsSuchAndThePoolGoesOn) 
 
 // --- Faults that leave something behind ------------------------------------------------------------
 
-struct PoolKind {
-  std::string backend;
-  std::string launch;
-};
-void PrintTo(const PoolKind& kind, std::ostream* out) { *out << kind.backend << " (" << kind.launch << ")"; }
+using testing_support::PoolKind;
 
 class RankPoolHygiene : public testing::TestWithParam<PoolKind> {
  protected:
@@ -375,16 +372,7 @@ TEST_P(RankPoolHygiene, ARankThatStopsItselfIsAHangBlamedOnItAndIsEnded) {
   expect_no_child_left();
 }
 
-std::vector<PoolKind> pool_kinds() {
-  std::vector<PoolKind> kinds;
-  for (const auto& backend : compiled_backends()) {
-    if (backend == "gloo") kinds.push_back({"gloo", "direct"});
-    if (backend == "mpi") kinds.push_back({"mpi", "mpirun"});
-  }
-  return kinds;
-}
-
-INSTANTIATE_TEST_SUITE_P(Backends, RankPoolHygiene, testing::ValuesIn(pool_kinds()),
+INSTANTIATE_TEST_SUITE_P(Backends, RankPoolHygiene, testing::ValuesIn(testing_support::local_pool_kinds()),
                          [](const testing::TestParamInfo<PoolKind>& info) { return info.param.backend; });
 
 }  // namespace
