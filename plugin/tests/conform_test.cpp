@@ -46,34 +46,47 @@ TEST(Conform, TheCorrectExamplePassesEveryPropertyWithReports) {
   EXPECT_EQ(run.rc, 0) << run.output;
   ASSERT_TRUE(run.report.is_object()) << run.output;
   const auto& summary = run.report.at("summary");
-  EXPECT_EQ(summary.at("total"), 10);  // 2 scenarios x (ws1: even, uneven; ws2: even, uneven, empty_rank)
-  EXPECT_EQ(summary.at("pass"), 10) << run.output;
+  // 2 scenarios x (ws1: even, uneven; ws2: even, uneven, empty_rank), and the state scenario's one variant
+  EXPECT_EQ(summary.at("total"), 11);
+  EXPECT_EQ(summary.at("pass"), 11) << run.output;
   EXPECT_EQ(run.report.at("plugin").at("name"), "example_regression_metrics");
   EXPECT_EQ(run.report.at("plugin").at("torch_version"), TORCH_VERSION);
   // Every property of docs/design.md the default script judges, and agreement with the reference.
   const std::vector<std::string> properties = run.report.at("properties");
   for (const char* p : {"no_hang", "equal_to_single", "ranks_agree", "idempotent", "update_after_compute",
-                        "reset_replay", "batch_invariant", "agrees_with_reference"})
+                        "reset_replay", "batch_invariant", "agrees_with_reference", "state_roundtrip", "merge_state"})
     EXPECT_NE(std::find(properties.begin(), properties.end(), p), properties.end()) << p;
-  ASSERT_EQ(run.report.at("matrix").size(), 10u);
+  ASSERT_EQ(run.report.at("matrix").size(), 11u);
   for (const auto& row : run.report.at("matrix")) {
     EXPECT_EQ(row.at("outcome"), "pass");
-    for (const auto& p : properties) EXPECT_EQ(row.at("properties").at(p), "pass") << row.at("variant") << " " << p;
+    // The state scenario lists its properties; the others judge every default one (and no state one).
+    const bool state = row.at("scenario") == "mean_absolute_error_state";
+    for (const auto& p : properties) {
+      const bool listed = state ? (p == "no_hang" || p == "equal_to_single" || p == "ranks_agree" ||
+                                   p == "update_after_compute" || p == "agrees_with_reference" ||
+                                   p == "state_roundtrip" || p == "merge_state")
+                                : (p != "state_roundtrip" && p != "merge_state");
+      if (listed) {
+        EXPECT_EQ(row.at("properties").at(p), "pass") << row.at("variant") << " " << p;
+      } else {
+        EXPECT_TRUE(row.at("properties").at(p).is_null()) << row.at("variant") << " " << p;
+      }
+    }
   }
   const auto* mae = variant(run.report, "mean_absolute_error:gloo-ws2-empty_rank-cpu");
   ASSERT_TRUE(mae);
   EXPECT_EQ(mae->at("metric"), "MeanAbsoluteError");
   // The console: a matrix metric x property, and the last line.
-  EXPECT_TRUE(std::regex_search(run.output, std::regex("\nMeanAbsoluteError +(\\. +){8}5/5 passed\n"))) << run.output;
-  EXPECT_NE(run.output.find("distmetrics conform: example_regression_metrics: 10 passed, 0 failed, 0 hang, 0 crash, "
+  EXPECT_TRUE(std::regex_search(run.output, std::regex("\nMeanAbsoluteError +(\\. +){10}6/6 passed\n"))) << run.output;
+  EXPECT_NE(run.output.find("distmetrics conform: example_regression_metrics: 11 passed, 0 failed, 0 hang, 0 crash, "
                             "0 error, 0 skipped in "),
             std::string::npos)
       << run.output;
   const std::string md = read_file(markdown);
-  EXPECT_NE(md.find("## distmetrics conform: example_regression_metrics 1.0.0\n\n**✅ PASSED: all 10 variants passed**"),
+  EXPECT_NE(md.find("## distmetrics conform: example_regression_metrics 1.0.0\n\n**✅ PASSED: all 11 variants passed**"),
             std::string::npos)
       << md;
-  EXPECT_NE(md.find("| `MeanAbsoluteError` | ✅ 5/5 pass | ✅ 5/5 pass |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| `MeanAbsoluteError` | ✅ 6/6 pass | ✅ 6/6 pass |"), std::string::npos) << md;
   EXPECT_EQ(md.find("Not passed"), std::string::npos) << md;
   // The HTML's header: the plugin and what it was compared with.
   const std::string page = read_file(html);
@@ -104,8 +117,12 @@ TEST(Conform, ExpectedFailuresMeanTheSameInRunAndConform) {
     const std::string id = v->at("id");
     EXPECT_EQ(v->at("outcome"), "pass") << id;
     for (const auto& p : v->at("properties")) {
-      if (p.at("name") == "equal_to_single") EXPECT_TRUE(p.at("expected_failure").get<bool>()) << id;
-      if (p.at("name") == "agrees_with_reference") EXPECT_EQ(p.at("outcome"), "pass") << p.at("message");
+      if (p.at("name") == "equal_to_single") {
+        EXPECT_TRUE(p.at("expected_failure").get<bool>()) << id;
+      }
+      if (p.at("name") == "agrees_with_reference") {
+        EXPECT_EQ(p.at("outcome"), "pass") << p.at("message");
+      }
     }
   }
 }
@@ -255,7 +272,7 @@ TEST(Conform, RefusesWhatItCannotLoadWithExitCode2) {
       {"not a shared library", text_file, "is not a shared library (it does not start with the ELF magic number)"},
       {"not a plugin", PLUGIN_NOT_A_PLUGIN, "is a shared library but not a distmetrics plugin"},
       {"missing entry point", PLUGIN_HANDMADE_NO_ENTRY, "exports no `distmetrics_plugin_entry` function"},
-      {"wrong interface", PLUGIN_HANDMADE_WRONG_INTERFACE, "expected interface 1, found 99"},
+      {"wrong interface", PLUGIN_HANDMADE_WRONG_INTERFACE, "expected interface 2, found 99"},
       {"wrong LibTorch", PLUGIN_HANDMADE_WRONG_TORCH, "expected LibTorch " TORCH_VERSION ", found 0.0.1"},
       {"wrong C++ ABI", PLUGIN_HANDMADE_WRONG_CXX11_ABI, "found 7"},
       {"failed registration", PLUGIN_HANDMADE_REGISTRATION_FAILS, "the handmade plugin refuses to register anything"},

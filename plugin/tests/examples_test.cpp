@@ -1,8 +1,9 @@
 // The example plugins as a user gets them: built outside this tree against the installed
 // package (fixture plugin_examples_install_and_build), checked by the INSTALLED
 // `distmetrics conform` on examples/plugins/scenarios (world sizes 1, 2 and 4 on gloo; even,
-// uneven and empty_rank shards). The correct one passes everything; each broken one is flagged
-// with the property its bug class breaks.
+// uneven and empty_rank shards; and one ws2 variant that checks MeanAbsoluteError's saved
+// state). The correct one passes everything; each broken one is flagged with the property its
+// bug class breaks.
 #include <gtest/gtest.h>
 
 #include <set>
@@ -42,15 +43,19 @@ TEST(InstalledExamples, TheCorrectPluginPassesEverything) {
   const auto run = conform_example("example_regression_metrics");
   EXPECT_EQ(run.rc, 0) << run.output;
   ASSERT_TRUE(run.report.is_object()) << run.output;
-  EXPECT_EQ(run.report.at("summary").at("total"), 16);
-  EXPECT_EQ(run.report.at("summary").at("pass"), 16) << run.output;
+  EXPECT_EQ(run.report.at("summary").at("total"), 17);
+  EXPECT_EQ(run.report.at("summary").at("pass"), 17) << run.output;
+  const auto* state = variant(run.report, "mean_absolute_error_state:gloo-ws2-uneven-cpu");
+  ASSERT_TRUE(state) << run.output;
+  for (const auto& p : state->at("properties"))
+    EXPECT_EQ(p.at("outcome"), "pass") << p.at("name") << ": " << p.dump();  // none skipped: it saves and merges
 }
 
 TEST(InstalledExamples, NoSyncFailsEqualToSingleAndRanksAgree) {
   const auto run = conform_example("example_no_sync");
   EXPECT_EQ(run.rc, 1) << run.output;
   ASSERT_TRUE(run.report.is_object()) << run.output;
-  EXPECT_EQ(run.report.at("summary").at("total"), 8);
+  EXPECT_EQ(run.report.at("summary").at("total"), 9);
   for (const auto& r : rows(run.report)) {
     if (r.world_size == 1) {
       EXPECT_EQ(r.outcome, "pass") << r.id;  // nothing to sync on one rank
@@ -70,7 +75,7 @@ TEST(InstalledExamples, OverwritingSyncFailsUpdateAfterCompute) {
   const auto run = conform_example("example_overwrite_state");
   EXPECT_EQ(run.rc, 1) << run.output;
   ASSERT_TRUE(run.report.is_object()) << run.output;
-  EXPECT_EQ(run.report.at("summary").at("total"), 8);
+  EXPECT_EQ(run.report.at("summary").at("total"), 9);
   for (const auto& r : rows(run.report)) {
     if (r.world_size == 1) {
       EXPECT_EQ(r.outcome, "pass") << r.id;
@@ -87,7 +92,7 @@ TEST(InstalledExamples, SumForMaxFailsEqualToSingle) {
   const auto run = conform_example("example_sum_for_max");
   EXPECT_EQ(run.rc, 1) << run.output;
   ASSERT_TRUE(run.report.is_object()) << run.output;
-  EXPECT_EQ(run.report.at("summary").at("total"), 8);
+  EXPECT_EQ(run.report.at("summary").at("total"), 8);  // MaximumAbsoluteError only
   for (const auto& r : rows(run.report)) {
     if (r.world_size == 1) {
       EXPECT_EQ(r.outcome, "pass") << r.id;
@@ -104,7 +109,7 @@ TEST(InstalledExamples, RaisingAloneIsAHangBlamedOnTheEmptyRank) {
   const auto run = conform_example("example_raises_alone");
   EXPECT_EQ(run.rc, 3) << run.output;
   ASSERT_TRUE(run.report.is_object()) << run.output;
-  EXPECT_EQ(run.report.at("summary").at("total"), 8);
+  EXPECT_EQ(run.report.at("summary").at("total"), 9);
   EXPECT_EQ(run.report.at("summary").at("hang"), 2);
   for (const auto& r : rows(run.report)) {
     if (r.shard != "empty_rank") {
@@ -117,6 +122,21 @@ TEST(InstalledExamples, RaisingAloneIsAHangBlamedOnTheEmptyRank) {
     const auto* v = variant(run.report, r.id);
     EXPECT_NE(v->at("diagnosis").get<std::string>().find("A rank must never raise alone"), std::string::npos);
     EXPECT_EQ(v->at("reproduce").get<std::string>().rfind("distmetrics conform --plugin ", 0), 0u);
+  }
+}
+
+TEST(InstalledExamples, AStateLeftOutOfTheSavedStateFailsStateRoundtripAndMergeState) {
+  const auto run = conform_example("example_state_not_saved");
+  EXPECT_EQ(run.rc, 1) << run.output;
+  ASSERT_TRUE(run.report.is_object()) << run.output;
+  EXPECT_EQ(run.report.at("summary").at("total"), 9);
+  for (const auto& r : rows(run.report)) {
+    if (r.id != "mean_absolute_error_state:gloo-ws2-uneven-cpu") {
+      EXPECT_EQ(r.outcome, "pass") << r.id;  // its compute and sync are right
+      continue;
+    }
+    EXPECT_EQ(r.outcome, "fail") << r.id;
+    EXPECT_EQ(r.failed, (std::set<std::string>{"state_roundtrip", "merge_state"})) << r.id;
   }
 }
 

@@ -1,7 +1,7 @@
 // A plugin written by hand against abi.h alone (no LibTorch code): each build of this file, with
 // one of the defines below, is a plugin that distmetrics must refuse, with its own message.
 //   HANDMADE_INTERFACE=N        the interface in the build record and the info struct
-//   HANDMADE_STRUCT_INTERFACE=N the interface in the info struct only (the record says 1)
+//   HANDMADE_STRUCT_INTERFACE=N the interface in the info struct only (the record says the current one)
 //   HANDMADE_TORCH="x.y.z"      the LibTorch in the build record (default: the real one)
 //   HANDMADE_CXX11_ABI="0"      the C++ ABI in the build record
 //   HANDMADE_NO_ENTRY           a build record, but no exported entry point

@@ -4,7 +4,7 @@
  * returns a pointer to a static `distmetrics_plugin_info`. It also carries, as one string
  * literal somewhere in its read-only data, its BUILD RECORD:
  *
- *   "distmetrics-plugin-build;interface=1;torch=1.13.0;cxx11_abi=1;distmetrics=0.1.0;compiler=GCC 12.2.0;"
+ *   "distmetrics-plugin-build;interface=2;torch=1.13.0;cxx11_abi=1;distmetrics=0.1.0;compiler=GCC 12.2.0;"
  *
  * distmetrics reads the build record from the file BEFORE loading it, so a plugin built for
  * another plugin interface or another LibTorch is refused with a message, never loaded (loading
@@ -18,7 +18,10 @@
  *
  * DISTMETRICS_PLUGIN_INTERFACE_VERSION changes whenever a header a plugin compiles against
  * changes incompatibly: plugin/plugin.h, metrics/metric.h, value.h, batch.h, registry.h
- * (MetricSpec, ParamSpec), errors.h, harness/comm.h, or the fields after build_record below.
+ * (MetricSpec, ParamSpec), errors.h, stateful_metric.h (pack_states), runtime/comm.h, or the fields after build_record below.
+ *   1: the first interface.
+ *   2: metrics::Metric gained save_state/load_state/can_merge_state/merge_state (virtual, so its
+ *      vtable changed): a plugin built for 1 would be called through the wrong slots.
  */
 #ifndef DISTMETRICS_PLUGIN_ABI_H
 #define DISTMETRICS_PLUGIN_ABI_H
@@ -26,7 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define DISTMETRICS_PLUGIN_INTERFACE_VERSION 1
+#define DISTMETRICS_PLUGIN_INTERFACE_VERSION 2
 #define DISTMETRICS_PLUGIN_ENTRY_SYMBOL "distmetrics_plugin_entry"
 #define DISTMETRICS_PLUGIN_MAGIC 0x4c504d44u /* "DMPL" */
 #define DISTMETRICS_PLUGIN_BUILD_RECORD_PREFIX "distmetrics-plugin-build;"
@@ -48,7 +51,7 @@ typedef struct distmetrics_plugin_info {
   uint32_t info_size;         /* sizeof(distmetrics_plugin_info) as the plugin saw it */
   uint32_t reserved;          /* 0 */
   const char* build_record;   /* the build record (see above), NUL-terminated */
-  /* --- interface 1 --- */
+  /* --- interface 1 and later --- */
   const char* name;           /* the plugin's name, e.g. "acme_metrics" */
   const char* version;        /* the plugin's own version, e.g. "1.2.0" */
   /* Adds the plugin's metrics to `registry`, a distmetrics::metrics::MetricRegistry*. Returns 0,

@@ -71,7 +71,7 @@ struct Plugin {
   metrics::MetricRegistry registry;  // the plugin's metrics, under their own names
 
   std::vector<std::string> metric_names() const { return registry.names(); }
-  // "acme_metrics 1.0.0 (interface 1, LibTorch 1.13.0, GCC 12.2.0)"
+  // "acme_metrics 1.0.0 (interface 2, LibTorch 1.13.0, GCC 12.2.0)"
   std::string describe() const;
 };
 

@@ -13,8 +13,11 @@
 // A metric gets the communicator the harness built for its variant through set_communicator()
 // (nullptr: single process) and syncs however it likes: through the communicator's collectives,
 // or with its own c10d calls on the process group behind it (process_group.h). The harness
-// judges behaviour only (docs/plugins.md). Build it with find_package(distmetrics) and
-// distmetrics_add_plugin(), check it with `distmetrics conform --plugin lib<name>.so`.
+// judges behaviour only (docs/plugins.md). A metric may also override save_state/load_state
+// (and can_merge_state/merge_state) to be checked by state_roundtrip and merge_state; the
+// saved bytes are best metrics::pack_states() of its state tensors, as the reference metrics do.
+// Build it with find_package(distmetrics) and distmetrics_add_plugin(), check it with
+// `distmetrics conform --plugin lib<name>.so`.
 #pragma once
 
 #include <torch/version.h>  // TORCH_VERSION of the LibTorch this plugin is compiled against
@@ -29,6 +32,7 @@
 #include "distmetrics/metrics/errors.h"
 #include "distmetrics/metrics/metric.h"
 #include "distmetrics/metrics/registry.h"
+#include "distmetrics/metrics/stateful_metric.h"  // pack_states/unpack_states: the form save_state() gives
 #include "distmetrics/metrics/value.h"
 #include "distmetrics/plugin/abi.h"
 
