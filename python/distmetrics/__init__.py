@@ -9,6 +9,7 @@ Importing ``distmetrics`` imports neither pytest nor torch: the registration API
 torch) loads on first use.
 """
 
+# The one place the version is written: CMake (project VERSION) and pyproject.toml read this line.
 __version__ = "0.1.0"
 __all__ = ["ADAPTERS", "Registration", "metric", "register", "registered"]
 
