@@ -146,6 +146,14 @@ int run_conform(const ConformOptions& o, std::ostream& out, std::ostream& err) {
   if (launcher.empty() || launcher == "local") return conform_with(o, nullptr, out, err);
   // Peer launchers (mpi, env): every process is a rank and runs the same variants in lockstep;
   // rank 0 judges, prints and writes the reports, the others only take part (as `run` does).
+  // Loaded before the runner starts: under mpirun it forks its MPI agent (where mpi-backend
+  // tasks run) and the agent knows only what was loaded by then. A failure is conform_with's to
+  // report.
+  try {
+    if (o.python.empty()) load_plugin(o.plugin);
+    else python_source()->load(o.python, o.metrics);
+  } catch (const std::exception&) {
+  }
   std::unique_ptr<runtime::PeerRunner> peers;
   try {
     runtime::PeerOptions options;

@@ -39,6 +39,20 @@ if command -v mpirun > /dev/null; then
       || { cat "$tmp/rmse_segfaults_on_rank1.out"; fail "mpirun: the crash is not blamed on rank 1 with its signal"; }
     grep -q 'rank 0 to blame' "$tmp/r2_hangs_on_rank0.out" \
       || { cat "$tmp/r2_hangs_on_rank0.out"; fail "mpirun: the hang is not blamed on rank 0"; }
+    # The same segfault on the mpi backend (the task runs in the rank's MPI agent), when built.
+    mkdir "$tmp/mpi_backend"
+    sed 's/^backends = .*/backends = ["mpi"]/' "$misbehaving_scenarios/rmse_segfaults_on_rank1.toml" \
+      > "$tmp/mpi_backend/rmse_segfaults_on_rank1.toml"
+    if "$bin" list "$tmp/mpi_backend" --world-sizes 2 | grep -q ':mpi-ws2'; then
+      rc=0
+      timeout 120 mpirun --oversubscribe -np 2 "$bin" conform --plugin "$misbehaving" --metric RootMeanSquaredError \
+        "$tmp/mpi_backend/rmse_segfaults_on_rank1.toml" --json "$tmp/mpi_crash.json" > "$tmp/mpi_crash.out" 2>&1 || rc=$?
+      [ "$rc" = 4 ] || { cat "$tmp/mpi_crash.out"; fail "mpirun, mpi backend segfault: exit $rc, expected the runner's 4"; }
+      [ "$(summary "$tmp/mpi_crash.json" crash)" = 1 ] || { cat "$tmp/mpi_crash.out"; fail "mpirun, mpi backend: no crash in the report"; }
+      grep -q 'rank 1 to blame: rank 1 crashed (killed by signal 11 (SIGSEGV))' "$tmp/mpi_crash.out" \
+        || { cat "$tmp/mpi_crash.out"; fail "mpirun, mpi backend: the crash is not blamed on rank 1 with its signal"; }
+      echo "mpi launcher, mpi backend crash: ok"
+    fi
     echo "mpi launcher, faults: ok"
   fi
 fi

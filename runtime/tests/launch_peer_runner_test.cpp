@@ -275,9 +275,15 @@ TEST(PeerLaunchFaults, FaultsUnderMpirunAreReportedWithTheRunnersExitCode) {
       {"gloo", "raw_gloo_skip", 1, "hang", 3, ""},
   };
   if (std::find(compiled_backends().begin(), compiled_backends().end(), "mpi") != compiled_backends().end()) {
-    // The mpi backend runs the task in the rank itself: after a hang the job is aborted with the
-    // runner's code instead of waiting in MPI_Finalize for the stuck rank.
+    // The mpi backend runs the task in each rank's MPI agent (forked before MPI_Init): a crash
+    // there takes only the agent, so rank 0 still reports it; after a hang or a crash the job is
+    // ended with the runner's code instead of waiting in MPI_Finalize for the stuck rank.
+    faults.push_back({"mpi", "segfault", 1, "crash", 4, "killed by signal 11 (SIGSEGV)"});
+    faults.push_back({"mpi", "abort", 0, "crash", 4, "killed by signal 6 (SIGABRT)"});
+    faults.push_back({"mpi", "exit3", 1, "crash", 4, "exit status 3 (the task's process exited inside the task)"});
+    faults.push_back({"mpi", "fork_crash", 1, "crash", 4, "killed by signal 11 (SIGSEGV)"});
     faults.push_back({"mpi", "loop", 1, "hang", 3, ""});
+    faults.push_back({"mpi", "sigstop", 1, "hang", 3, "stopped by SIGSTOP"});
     faults.push_back({"mpi", "skip_collective", 1, "hang", 3, ""});
   }
   const std::string scratch = ::testing::TempDir() + "peer_faults_" + std::to_string(::getpid());

@@ -122,6 +122,30 @@ class StoreProgress final : public CollectiveObserver {
 // the report. The mpi backend needs the MPI process itself, and CUDA does not survive a fork.
 bool task_runs_in_child(const Job& request) { return request.backend == "gloo" && request.comm_device == "cpu"; }
 
+// Under mpirun the rank's MPI lives in its MPI agent, a child forked before MPI_Init (see
+// start_agent): the mpi backend's tasks run there, so a crash in one takes only the agent.
+bool task_runs_in_agent(const std::string& launcher, const Job& request) { return launcher == "mpi" && request.backend == "mpi"; }
+
+// One JSON message per line between a rank and its MPI agent (dump() escapes newlines).
+bool send_line(int fd, const nlohmann::json& message);
+
+// The agent's side: blocks for the next line; nullopt when the rank closed its end.
+std::optional<std::string> read_line(int fd, std::string& buffer) {
+  while (true) {
+    const auto end = buffer.find('\n');
+    if (end != std::string::npos) {
+      std::string line = buffer.substr(0, end);
+      buffer.erase(0, end + 1);
+      return line;
+    }
+    char chunk[4096];
+    const ssize_t n = ::read(fd, chunk, sizeof(chunk));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return std::nullopt;
+    buffer.append(chunk, static_cast<size_t>(n));
+  }
+}
+
 void write_all(int fd, const std::string& text) {
   size_t done = 0;
   while (done < text.size()) {
@@ -130,6 +154,18 @@ void write_all(int fd, const std::string& text) {
     if (n <= 0) return;
     done += static_cast<size_t>(n);
   }
+}
+
+bool send_line(int fd, const nlohmann::json& message) {
+  const std::string text = message.dump() + "\n";
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
 }
 
 // Reads what is there without blocking; false at end of file.
@@ -150,13 +186,23 @@ bool drain(int fd, std::string& into) {
 class PeerRunner::Impl {
  public:
   explicit Impl(PeerOptions options) : options_(std::move(options)) {
+    try {
+      start();
+    } catch (...) {
+      end_agent();  // no MPI agent outlives a runner that did not start
+      throw;
+    }
+  }
+
+  void start() {
     std::string host;
     int port = -1;
     if (options_.launcher == "mpi") {
       if (!detail::mpi_runtime::compiled()) throw ConfigError("mpi launcher: this build has no Open MPI");
-      detail::mpi_runtime::ensure_initialized();
-      rank_ = detail::mpi_runtime::world_rank();
-      world_size_ = detail::mpi_runtime::world_size();
+      const nlohmann::json hello = start_agent(Deadline::after(options_.connect_deadline));
+      rank_ = hello.at("rank").get<int>();
+      world_size_ = hello.at("size").get<int>();
+      ranks_on_node_ = hello.at("on_node").get<int>();
       local_rank_ = env_int("mpi", "OMPI_COMM_WORLD_LOCAL_RANK", 0);
       local_world_size_ = env_int("mpi", "OMPI_COMM_WORLD_LOCAL_SIZE", world_size_);
       if (env("MASTER_ADDR") && env("MASTER_PORT")) {
@@ -186,7 +232,7 @@ class PeerRunner::Impl {
     // port is opened. Each launcher says it the same way on every rank, so that all agree.
     bool one_host = false;
     if (options_.launcher == "mpi") {
-      one_host = detail::mpi_runtime::ranks_on_this_node() == world_size_;
+      one_host = ranks_on_node_ == world_size_;
     } else {
       one_host = is_loopback(host) || (host == host_name() && env("LOCAL_WORLD_SIZE") && local_world_size_ == world_size_);
     }
@@ -226,7 +272,7 @@ class PeerRunner::Impl {
         tcp = c10::make_intrusive<c10d::TCPStore>("127.0.0.1", store_options);
         address = host_name() + ":" + std::to_string(tcp->getPort());
       }
-      address = detail::mpi_runtime::broadcast_text(address, 0, deadline);
+      address = agent_broadcast(address, deadline);
       const auto colon = address.rfind(':');
       host = address.substr(0, colon);
       port = std::stoi(address.substr(colon + 1));
@@ -271,7 +317,7 @@ class PeerRunner::Impl {
           announced = "!" + detail::short_what(e);  // the others fail with rank 0's reason, not a timeout
         }
       }
-      announced = detail::mpi_runtime::broadcast_text(announced, 0, deadline);
+      announced = agent_broadcast(announced, deadline);
       if (!announced.empty() && announced[0] == '!') {
         throw ConfigError("mpi launcher: rank 0 could not start the private rendezvous: " + announced.substr(1));
       }
@@ -301,19 +347,300 @@ class PeerRunner::Impl {
     return c10::make_intrusive<c10d::TCPStore>(store_host_, options);
   }
 
+  // ---- The MPI agent (launcher mpi) ----
+  // mpirun starts this process; before MPI_Init it forks the agent, which becomes the MPI rank
+  // (it inherits Open MPI's environment and registers with mpirun itself), while this process
+  // never touches MPI. The agent serves MPI for this process: the rendezvous broadcast and the
+  // mpi backend's tasks. A task that crashes or exits takes only the agent: this process sees
+  // its wait status, reports it as its rank's outcome through the store and stays up, so rank 0
+  // reports, and mpirun (which only watches the processes it started) keeps the job until
+  // finish() ends it with the runner's exit code. See docs/design.md, "Crashes under mpirun".
+  nlohmann::json start_agent(const Deadline& deadline) {
+    int to_agent[2] = {-1, -1};
+    int from_agent[2] = {-1, -1};
+    if (::pipe2(to_agent, O_CLOEXEC) != 0 || ::pipe2(from_agent, O_CLOEXEC) != 0) {
+      throw ConfigError(std::string("mpi launcher: cannot make a pipe for the MPI agent: ") + std::strerror(errno));
+    }
+    const pid_t parent = ::getpid();
+    const pid_t pid = ::fork();
+    if (pid < 0) throw ConfigError(std::string("mpi launcher: cannot fork the MPI agent: ") + std::strerror(errno));
+    if (pid == 0) {
+      ::close(to_agent[1]);
+      ::close(from_agent[0]);
+      agent_main(parent, to_agent[0], from_agent[1]);
+    }
+    ::close(to_agent[0]);
+    ::close(from_agent[1]);
+    ::setpgid(pid, pid);  // its own group: what a task forks there is ended with it
+    agent_pid_ = pid;
+    agent_in_ = to_agent[1];
+    agent_out_ = from_agent[0];
+    ::fcntl(agent_out_, F_SETFL, O_NONBLOCK);
+    AgentReply hello = await_agent(deadline);
+    if (!hello.message) {
+      end_agent();
+      throw ConfigError("mpi launcher: the MPI agent of this process " +
+                        (hello.status ? "ended (" + detail::describe_wait_status(*hello.status) + ")" : std::string("did not answer")) +
+                        " before MPI_Init finished (was this process started by mpirun?)");
+    }
+    if (hello.message->contains("error")) {
+      end_agent();
+      throw ConfigError("mpi launcher: " + hello.message->at("error").get<std::string>());
+    }
+    return *hello.message;
+  }
+
+  struct AgentReply {
+    std::optional<nlohmann::json> message;
+    std::optional<int> status;  // it ended (reaped)
+    int stop_signal = 0;        // it stopped itself
+  };
+
+  // The agent's next message, or how it ended or stopped, by `deadline`.
+  AgentReply await_agent(const Deadline& deadline) {
+    AgentReply reply;
+    while (agent_pid_ > 0) {
+      const auto end = agent_buffer_.find('\n');
+      if (end != std::string::npos) {
+        try {
+          reply.message = nlohmann::json::parse(agent_buffer_.substr(0, end));
+        } catch (const std::exception&) {
+          reply.message = nlohmann::json{{"error", "the MPI agent sent an unreadable message"}};
+        }
+        agent_buffer_.erase(0, end + 1);
+        return reply;
+      }
+      int raw = 0;
+      const pid_t done = ::waitpid(agent_pid_, &raw, WNOHANG | WUNTRACED);
+      if (done == agent_pid_ && WIFSTOPPED(raw)) {
+        reply.stop_signal = WSTOPSIG(raw);
+      } else if (done == agent_pid_) {
+        drain(agent_out_, agent_buffer_);
+        if (agent_buffer_.find('\n') != std::string::npos) {
+          agent_status_ = raw;  // it said something first: take that, remember how it ended
+          agent_pid_ = -agent_pid_;
+          continue;
+        }
+        reply.status = raw;
+        agent_pid_ = -agent_pid_;  // reaped; its group may live on (end_agent ends it)
+        return reply;
+      }
+      if (deadline.expired()) return reply;
+      pollfd watch{agent_out_, POLLIN, 0};
+      ::poll(&watch, 1, static_cast<int>(std::min<std::chrono::milliseconds>(deadline.remaining(), 20ms).count()));
+      drain(agent_out_, agent_buffer_);
+    }
+    // Already reaped: a message it left, or its end.
+    const auto end = agent_buffer_.find('\n');
+    if (end != std::string::npos) {
+      try {
+        reply.message = nlohmann::json::parse(agent_buffer_.substr(0, end));
+      } catch (const std::exception&) {
+      }
+      agent_buffer_.erase(0, end + 1);
+    }
+    if (!reply.message) reply.status = agent_status_.value_or(0);
+    return reply;
+  }
+
+  bool agent_alive() const { return agent_pid_ > 0; }
+
+  // Broadcasts rank 0's text to every rank through the agents' MPI.
+  std::string agent_broadcast(const std::string& text, const Deadline& deadline) {
+    if (!agent_alive() || !send_line(agent_in_, {{"op", "broadcast"}, {"text", text}, {"ms", deadline.remaining().count()}})) {
+      throw ConfigError("mpi launcher: rank " + std::to_string(rank_) + ": the MPI agent is gone");
+    }
+    const AgentReply reply = await_agent(Deadline::after(deadline.remaining() + 1s));
+    if (!reply.message) {
+      throw ConfigError("mpi launcher: rank " + std::to_string(rank_) + ": the MPI broadcast of the rendezvous " +
+                        (reply.status ? "ended the MPI agent (" + detail::describe_wait_status(*reply.status) + ")"
+                                      : std::string("did not finish in time (did every rank start?)")));
+    }
+    if (reply.message->contains("error")) throw ConfigError(reply.message->at("error").get<std::string>());
+    return reply.message->at("text").get<std::string>();
+  }
+
+  // Ends the agent's process group (it, and whatever its tasks forked) and reaps it.
+  void end_agent() {
+    if (agent_in_ >= 0) ::close(agent_in_);
+    agent_in_ = -1;
+    const pid_t group = agent_pid_ > 0 ? agent_pid_ : -agent_pid_;
+    if (group > 0) {
+      ::kill(-group, SIGKILL);
+      const Deadline reaped = Deadline::after(2s);
+      while (!reaped.expired()) {
+        const pid_t done = ::waitpid(-group, nullptr, WNOHANG);
+        if (done < 0 && errno != EINTR) break;  // none left
+        if (done == 0) std::this_thread::sleep_for(2ms);
+      }
+    }
+    if (agent_out_ >= 0) ::close(agent_out_);
+    agent_out_ = -1;
+    agent_pid_ = 0;
+  }
+
+  // The agent finalises MPI and leaves; bounded, then it is ended.
+  void stop_agent() {
+    if (agent_pid_ == 0) return;
+    if (agent_alive() && send_line(agent_in_, {{"op", "finalize"}})) {
+      const Deadline deadline = Deadline::after(options_.report_grace);
+      while (agent_alive() && !deadline.expired()) {
+        const AgentReply reply = await_agent(deadline);
+        if (reply.status) break;
+      }
+    }
+    end_agent();
+  }
+
+  [[noreturn]] void agent_main(pid_t parent, int in_fd, int out_fd) {
+    // Dies with its rank (mpirun ends the processes it started, not this one).
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(1);
+    ::setpgid(0, 0);
+    nlohmann::json hello;
+    try {
+      detail::mpi_runtime::ensure_initialized();
+      hello = {{"rank", detail::mpi_runtime::world_rank()},
+               {"size", detail::mpi_runtime::world_size()},
+               {"on_node", detail::mpi_runtime::ranks_on_this_node()}};
+    } catch (const std::exception& e) {
+      hello = {{"error", e.what()}};
+    }
+    // Open MPI's fatal-signal handlers would print and may talk to mpirun: the agent dies of
+    // its signal, and its rank reports it.
+    for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM}) ::signal(sig, SIG_DFL);
+    send_line(out_fd, hello);
+    if (hello.contains("error")) ::_exit(1);
+    rank_ = hello["rank"].get<int>();
+    at::set_num_threads(1);  // the ranks share the machine's cores, as pool workers do
+    struct Held {  // the last variant's communicator and store, until every rank has the report
+      c10::intrusive_ptr<c10d::Store> store;
+      detail::LocalRun local;
+    };
+    std::unique_ptr<Held> held;
+    std::string buffer;
+    while (auto line = read_line(in_fd, buffer)) {
+      nlohmann::json request;
+      try {
+        request = nlohmann::json::parse(*line);
+      } catch (const std::exception&) {
+        break;
+      }
+      const std::string op = request.value("op", "");
+      if (op == "broadcast") {
+        try {
+          const auto deadline = Deadline::after(std::chrono::milliseconds(request.at("ms").get<long>()));
+          send_line(out_fd, {{"text", detail::mpi_runtime::broadcast_text(request.at("text").get<std::string>(), 0, deadline)}});
+        } catch (const std::exception& e) {
+          send_line(out_fd, {{"error", "mpi launcher: rank " + std::to_string(rank_) + ": " + detail::short_what(e)}});
+        }
+      } else if (op == "run") {
+        held.reset();
+        held = std::make_unique<Held>();
+        try {
+          store_socket_ = request.value("socket", "");
+          store_host_ = request.value("host", "");
+          store_port_ = request.value("port", -1);
+          const Job job = detail::request_from_json(request.at("job"));
+          const Deadline deadline = Deadline::after(std::chrono::milliseconds(request.at("ms").get<long>()));
+          detail::CommSpec spec;
+          spec.backend = job.backend;
+          spec.comm_device = job.comm_device;
+          spec.rank = rank_;
+          spec.world_size = request.at("world_size").get<int>();
+          spec.local_rank = request.at("local_rank").get<int>();
+          spec.op_timeout = std::chrono::milliseconds(request.at("op_timeout_ms").get<long>());
+          spec.gloo_address = request.value("gloo_address", "");
+          held->store = c10::make_intrusive<c10d::PrefixStore>(request.at("prefix").get<std::string>(), connect_child_store(deadline));
+          auto group_store = c10::make_intrusive<c10d::PrefixStore>("group/", held->store);
+          detail::TaskHooks hooks;
+          hooks.observer = std::make_shared<StoreProgress>(held->store, rank_);
+          auto store = held->store;
+          hooks.on_phase = [store, this](const std::string& phase) {
+            set_quietly(*store, "phase/" + std::to_string(rank_),
+                        nlohmann::json({{"phase", phase}, {"pid", static_cast<long>(::getpid())}, {"host", host_name()}}));
+          };
+          held->local = detail::run_task_here(job, spec, group_store, deadline, hooks);
+          send_line(out_fd, detail::to_json(held->local.outcome));
+        } catch (const std::exception& e) {
+          RankOutcome failed;
+          failed.rank = rank_;
+          failed.state = RankState::Raised;
+          failed.error_type = "ConfigError";
+          failed.error = "rank " + std::to_string(rank_) + ": the MPI agent could not run the task: " + detail::short_what(e);
+          send_line(out_fd, detail::to_json(failed));
+        }
+      } else if (op == "release") {
+        held.reset();
+      } else if (op == "finalize") {
+        held.reset();
+        detail::mpi_runtime::finalize();
+        ::_exit(0);
+      }
+    }
+    ::_exit(0);  // its rank is gone; no static destructors (MPI_Finalize would wait for peers)
+  }
+
+  // Runs an mpi-backend task in the agent; its outcome, or how the agent ended or stopped.
+  RankOutcome run_in_agent(const Job& request, const detail::CommSpec& spec, const std::string& prefix,
+                           const Deadline& deadline, c10d::Store& store) {
+    RankOutcome outcome;
+    outcome.rank = rank_;
+    outcome.pid = agent_pid_;
+    const nlohmann::json message = {{"op", "run"}, {"job", detail::to_json(request)}, {"prefix", prefix},
+                                    {"ms", deadline.remaining().count()}, {"world_size", spec.world_size},
+                                    {"local_rank", spec.local_rank}, {"op_timeout_ms", spec.op_timeout.count()},
+                                    {"gloo_address", spec.gloo_address}, {"socket", store_socket_},
+                                    {"host", store_host_}, {"port", store_port_}};
+    if (!agent_alive() || !send_line(agent_in_, message)) {
+      outcome.state = RankState::Crashed;
+      outcome.how_died = "the rank's MPI agent is gone";
+      return outcome;
+    }
+    // A rank that timed out in a collective at the deadline says so within moments.
+    const AgentReply reply =
+        await_agent(Deadline::after(deadline.remaining() + std::min<std::chrono::milliseconds>(options_.report_grace, 500ms)));
+    if (reply.message) {
+      agent_holds_variant_ = true;
+      try {
+        return detail::outcome_from_json(*reply.message);
+      } catch (const std::exception&) {
+      }
+    }
+    fill_progress(store, rank_, outcome);
+    if (reply.status) {
+      outcome.state = RankState::Crashed;
+      outcome.how_died = detail::describe_wait_status(*reply.status);
+      if (WIFEXITED(*reply.status)) outcome.how_died += " (the task's process exited inside the task)";
+      end_agent();  // what the task forked goes with it
+    } else {
+      outcome.state = RankState::Stuck;
+      if (reply.stop_signal != 0) {
+        const char* name = detail::signal_name(reply.stop_signal);
+        outcome.how_died = "stopped by " + (name ? std::string(name) : "signal " + std::to_string(reply.stop_signal));
+      }
+    }
+    return outcome;
+  }
+
   void finish(int exit_code) {
-    if (options_.launcher == "mpi" && stopped_ && stopped_in_process_) {
+    if (options_.launcher == "mpi" && stopped_ && stopped_in_agent_) {
       std::cout.flush();
       std::cerr.flush();
       std::fflush(nullptr);
+      say_left();  // rank 0: every rank has its last report (bounded)
       if (rank_ == 0) {
         private_host_.reset();  // the reports are written: nobody needs the store any more
       } else {
-        // Rank 0 aborts the job once its reports are written; a rank 0 that is itself stuck or
-        // gone never does, so the wait is bounded.
+        // Rank 0 ends the job once its reports are written (mpirun then ends every process it
+        // started); a rank 0 that is itself gone never does, so the wait is bounded.
         std::this_thread::sleep_for(std::max<std::chrono::milliseconds>(4 * options_.report_grace, 10s));
       }
-      detail::mpi_runtime::abort_job(exit_code);
+      // The agent may be stuck in a collective, or looping in a task: it is ended, not asked.
+      // This process exiting with the code makes mpirun end the job with it (a process it
+      // started returned non-zero), as MPI_Abort would, with no MPI_Finalize to wait in.
+      end_agent();
+      ::_exit(exit_code);
     }
     leave();
   }
@@ -323,8 +650,15 @@ class PeerRunner::Impl {
   void leave() {
     if (left_) return;
     left_ = true;
-    // Rank 0 hosts the store: it keeps it (bounded) until every other rank has left its runner,
-    // so that no rank loses the store while it still reads its last report.
+    say_left();
+    store_.reset();
+    private_host_.reset();  // after every rank has left (above): stops serving, removes the folder
+    if (options_.launcher == "mpi") stop_agent();
+  }
+
+  // Rank 0 hosts the store: it keeps it (bounded) until every other rank has left its runner,
+  // so that no rank loses the store while it still reads its last report.
+  void say_left() {
     try {
       if (rank_ != 0 && store_) {
         store_->add("left", 1);
@@ -338,9 +672,6 @@ class PeerRunner::Impl {
       }
     } catch (const std::exception&) {
     }
-    store_.reset();
-    private_host_.reset();  // after every rank has left (above): stops serving, removes the folder
-    if (options_.launcher == "mpi") detail::mpi_runtime::finalize();
   }
 
   JobResult run(const Job& request) {
@@ -378,7 +709,9 @@ class PeerRunner::Impl {
     };
     detail::LocalRun local;
     ChildTask child;
-    if (task_runs_in_child(request)) {
+    if (task_runs_in_agent(options_.launcher, request)) {
+      local.outcome = run_in_agent(request, spec, prefix, deadline, *store);
+    } else if (task_runs_in_child(request)) {
       local.outcome = run_in_child(request, spec, prefix, deadline, *store, child);
     } else {
       local = detail::run_task_here(request, spec, group_store, deadline, hooks);
@@ -390,9 +723,11 @@ class PeerRunner::Impl {
                                 : await_report(*store, request, local.outcome);
     local.comm.reset();  // only now: peers may have been inside collectives until the report
     end_child(child);
+    if (agent_holds_variant_ && agent_alive()) send_line(agent_in_, {{"op", "release"}});
+    agent_holds_variant_ = false;
     if (run.status == RunStatus::Hang || run.status == RunStatus::Crash) {
       stopped_ = true;
-      stopped_in_process_ = !task_runs_in_child(request);
+      stopped_in_agent_ = task_runs_in_agent(options_.launcher, request);
       stop_status_ = run.status;
       stop_reason_ = std::string("a ") + to_string(run.status) + " in variant " + request.id;
     }
@@ -658,7 +993,16 @@ class PeerRunner::Impl {
   std::string store_host_;
   int store_port_ = -1;
   pid_t child_group_ = 0;  // a reaped child's process group, still to be ended
-  bool stopped_in_process_ = false;
+  bool stopped_in_agent_ = false;  // an mpi-backend task (run in the agent) hung or crashed
+  // The MPI agent (launcher mpi): its pid (negative once reaped, 0 once ended), its pipes, what
+  // it sent that was not read yet, how it ended.
+  pid_t agent_pid_ = 0;
+  int agent_in_ = -1;
+  int agent_out_ = -1;
+  std::string agent_buffer_;
+  std::optional<int> agent_status_;
+  int ranks_on_node_ = 0;
+  bool agent_holds_variant_ = false;  // it keeps the variant's communicator until released
   RunStatus stop_status_ = RunStatus::Completed;
   bool left_ = false;
   c10::intrusive_ptr<c10d::Store> store_;

@@ -14,9 +14,13 @@
 // process group, forked per variant): a task that crashes, exits, stops itself or loops cannot
 // take its rank along. The rank says how its task ended (signal, exit status, stopped, still
 // running at the deadline), ends the child's process group with whatever it forked, and rank 0
-// reports: the launcher's exit code is the runner's, and no rank is left running. The mpi backend
-// runs the task in the rank itself (it needs the MPI process): a crash there ends the job
-// through mpirun, without a report.
+// reports: the launcher's exit code is the runner's, and no rank is left running. Under mpirun
+// the rank forks its MPI agent before MPI_Init (the agent is the MPI rank; this process never
+// calls MPI), and the mpi backend's tasks run in the agent: a crash there takes only the agent,
+// and the rank reports it the same way. NCCL/CUDA tasks run in the rank itself (CUDA does not
+// survive a fork): a crash there ends the job through the launcher, without a report.
+// The agent is forked in the constructor and knows only this process's state of that moment:
+// load what tasks need (plugins, Python sources) before constructing the runner.
 //
 // After a hang or a crash run() returns that report and every later run() throws ConfigError
 // ("the peer run stopped"): the caller reports, calls finish() with its exit code, and the
@@ -60,10 +64,11 @@ class PeerRunner : public JobRunner {
   // Hang or Crash after a stop (what the caller's exit code says); Completed otherwise.
   RunStatus stopped_by() const;
   // Ends the peer run; call it on every rank after the reports are written, with the exit code
-  // the launcher should give. When a task that ran inside a rank (the mpi backend) hung or
-  // crashed, a rank may be stuck where MPI_Finalize would wait for it forever: rank 0 then ends
-  // the MPI job with MPI_Abort(exit_code), and the other ranks wait (bounded) for it, then abort
-  // themselves; this does not return. Otherwise the ranks leave together and MPI is finalised.
+  // the launcher should give. When an mpi-backend task (in the MPI agents) hung or crashed, an
+  // agent may be stuck where MPI_Finalize would wait for it forever: rank 0 then (once every rank
+  // has its last report, bounded) kills its agent and exits with exit_code, which makes mpirun
+  // end the job with it; the other ranks wait (bounded) for that, then do the same; this does
+  // not return. Otherwise the ranks leave together and MPI is finalised.
   void finish(int exit_code);
 
  private:
