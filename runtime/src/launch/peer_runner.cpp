@@ -561,14 +561,14 @@ class PeerRunner::Impl {
                         nlohmann::json({{"phase", phase}, {"pid", static_cast<long>(::getpid())}, {"host", host_name()}}));
           };
           held->local = detail::run_task_here(job, spec, group_store, deadline, hooks);
-          send_line(out_fd, detail::to_json(held->local.outcome));
+          send_line(out_fd, {{"variant", request.at("prefix")}, {"outcome", detail::to_json(held->local.outcome)}});
         } catch (const std::exception& e) {
           RankOutcome failed;
           failed.rank = rank_;
           failed.state = RankState::Raised;
           failed.error_type = "ConfigError";
           failed.error = "rank " + std::to_string(rank_) + ": the MPI agent could not run the task: " + detail::short_what(e);
-          send_line(out_fd, detail::to_json(failed));
+          send_line(out_fd, {{"variant", request.value("prefix", "")}, {"outcome", detail::to_json(failed)}});
         }
       } else if (op == "release") {
         held.reset();
@@ -598,12 +598,15 @@ class PeerRunner::Impl {
       return outcome;
     }
     // A rank that timed out in a collective at the deadline says so within moments.
-    const AgentReply reply =
-        await_agent(Deadline::after(deadline.remaining() + std::min<std::chrono::milliseconds>(options_.report_grace, 500ms)));
+    const Deadline wait_deadline =
+        Deadline::after(deadline.remaining() + std::min<std::chrono::milliseconds>(options_.report_grace, 500ms));
+    AgentReply reply = await_agent(wait_deadline);
+    // An earlier variant's outcome that came after its wait is not this one's.
+    while (reply.message && reply.message->value("variant", "") != prefix) reply = await_agent(wait_deadline);
     if (reply.message) {
       agent_holds_variant_ = true;
       try {
-        return detail::outcome_from_json(*reply.message);
+        return detail::outcome_from_json(reply.message->at("outcome"));
       } catch (const std::exception&) {
       }
     }
