@@ -11,6 +11,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -126,10 +127,45 @@ bool task_runs_in_child(const Job& request) { return request.backend == "gloo" &
 // start_agent): the mpi backend's tasks run there, so a crash in one takes only the agent.
 bool task_runs_in_agent(const std::string& launcher, const Job& request) { return launcher == "mpi" && request.backend == "mpi"; }
 
-// One JSON message per line between a rank and its MPI agent (dump() escapes newlines).
-bool send_line(int fd, const nlohmann::json& message);
 
-// The agent's side: blocks for the next line; nullopt when the rank closed its end.
+void write_all(int fd, const std::string& text) {
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    done += static_cast<size_t>(n);
+  }
+}
+
+// Reads what is there without blocking; false at end of file.
+bool drain(int fd, std::string& into) {
+  char buffer[65536];
+  while (true) {
+    const ssize_t n = ::read(fd, buffer, sizeof(buffer));
+    if (n > 0) {
+      into.append(buffer, static_cast<size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    return n < 0;  // EAGAIN: open, nothing more now; 0: end of file
+  }
+}
+// One JSON message per line between a rank and its MPI agent, over a socket pair (dump()
+// escapes newlines). MSG_NOSIGNAL: an agent that died is an error to report, not a SIGPIPE.
+bool send_line(int fd, const nlohmann::json& message) {
+  const std::string text = message.dump() + "\n";
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::send(fd, text.data() + done, text.size() - done, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// The agent's side: blocks for the next line; nullopt when its rank is gone.
 std::optional<std::string> read_line(int fd, std::string& buffer) {
   while (true) {
     const auto end = buffer.find('\n');
@@ -146,39 +182,17 @@ std::optional<std::string> read_line(int fd, std::string& buffer) {
   }
 }
 
-void write_all(int fd, const std::string& text) {
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    done += static_cast<size_t>(n);
-  }
-}
-
-bool send_line(int fd, const nlohmann::json& message) {
-  const std::string text = message.dump() + "\n";
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    done += static_cast<size_t>(n);
-  }
-  return true;
-}
-
-// Reads what is there without blocking; false at end of file.
-bool drain(int fd, std::string& into) {
-  char buffer[65536];
+// The rank's side: what the agent sent, without blocking.
+void receive_available(int fd, std::string& into) {
+  char chunk[65536];
   while (true) {
-    const ssize_t n = ::read(fd, buffer, sizeof(buffer));
+    const ssize_t n = ::recv(fd, chunk, sizeof(chunk), MSG_DONTWAIT);
     if (n > 0) {
-      into.append(buffer, static_cast<size_t>(n));
+      into.append(chunk, static_cast<size_t>(n));
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
-    return n < 0;  // EAGAIN: open, nothing more now; 0: end of file
+    return;
   }
 }
 }  // namespace
@@ -356,26 +370,25 @@ class PeerRunner::Impl {
   // reports, and mpirun (which only watches the processes it started) keeps the job until
   // finish() ends it with the runner's exit code. See docs/design.md, "Crashes under mpirun".
   nlohmann::json start_agent(const Deadline& deadline) {
-    int to_agent[2] = {-1, -1};
-    int from_agent[2] = {-1, -1};
-    if (::pipe2(to_agent, O_CLOEXEC) != 0 || ::pipe2(from_agent, O_CLOEXEC) != 0) {
-      throw ConfigError(std::string("mpi launcher: cannot make a pipe for the MPI agent: ") + std::strerror(errno));
+    int pair[2] = {-1, -1};
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
+      throw ConfigError(std::string("mpi launcher: cannot make a socket pair for the MPI agent: ") + std::strerror(errno));
     }
     const pid_t parent = ::getpid();
     const pid_t pid = ::fork();
-    if (pid < 0) throw ConfigError(std::string("mpi launcher: cannot fork the MPI agent: ") + std::strerror(errno));
-    if (pid == 0) {
-      ::close(to_agent[1]);
-      ::close(from_agent[0]);
-      agent_main(parent, to_agent[0], from_agent[1]);
+    if (pid < 0) {
+      ::close(pair[0]);
+      ::close(pair[1]);
+      throw ConfigError(std::string("mpi launcher: cannot fork the MPI agent: ") + std::strerror(errno));
     }
-    ::close(to_agent[0]);
-    ::close(from_agent[1]);
+    if (pid == 0) {
+      ::close(pair[0]);
+      agent_main(parent, pair[1]);
+    }
+    ::close(pair[1]);
     ::setpgid(pid, pid);  // its own group: what a task forks there is ended with it
     agent_pid_ = pid;
-    agent_in_ = to_agent[1];
-    agent_out_ = from_agent[0];
-    ::fcntl(agent_out_, F_SETFL, O_NONBLOCK);
+    agent_fd_ = pair[0];
     AgentReply hello = await_agent(deadline);
     if (!hello.message) {
       end_agent();
@@ -415,7 +428,7 @@ class PeerRunner::Impl {
       if (done == agent_pid_ && WIFSTOPPED(raw)) {
         reply.stop_signal = WSTOPSIG(raw);
       } else if (done == agent_pid_) {
-        drain(agent_out_, agent_buffer_);
+        receive_available(agent_fd_, agent_buffer_);
         if (agent_buffer_.find('\n') != std::string::npos) {
           agent_status_ = raw;  // it said something first: take that, remember how it ended
           agent_pid_ = -agent_pid_;
@@ -426,9 +439,9 @@ class PeerRunner::Impl {
         return reply;
       }
       if (deadline.expired()) return reply;
-      pollfd watch{agent_out_, POLLIN, 0};
+      pollfd watch{agent_fd_, POLLIN, 0};
       ::poll(&watch, 1, static_cast<int>(std::min<std::chrono::milliseconds>(deadline.remaining(), 20ms).count()));
-      drain(agent_out_, agent_buffer_);
+      receive_available(agent_fd_, agent_buffer_);
     }
     // Already reaped: a message it left, or its end.
     const auto end = agent_buffer_.find('\n');
@@ -447,7 +460,7 @@ class PeerRunner::Impl {
 
   // Broadcasts rank 0's text to every rank through the agents' MPI.
   std::string agent_broadcast(const std::string& text, const Deadline& deadline) {
-    if (!agent_alive() || !send_line(agent_in_, {{"op", "broadcast"}, {"text", text}, {"ms", deadline.remaining().count()}})) {
+    if (!agent_alive() || !send_line(agent_fd_, {{"op", "broadcast"}, {"text", text}, {"ms", deadline.remaining().count()}})) {
       throw ConfigError("mpi launcher: rank " + std::to_string(rank_) + ": the MPI agent is gone");
     }
     const AgentReply reply = await_agent(Deadline::after(deadline.remaining() + 1s));
@@ -462,8 +475,6 @@ class PeerRunner::Impl {
 
   // Ends the agent's process group (it, and whatever its tasks forked) and reaps it.
   void end_agent() {
-    if (agent_in_ >= 0) ::close(agent_in_);
-    agent_in_ = -1;
     const pid_t group = agent_pid_ > 0 ? agent_pid_ : -agent_pid_;
     if (group > 0) {
       ::kill(-group, SIGKILL);
@@ -474,15 +485,15 @@ class PeerRunner::Impl {
         if (done == 0) std::this_thread::sleep_for(2ms);
       }
     }
-    if (agent_out_ >= 0) ::close(agent_out_);
-    agent_out_ = -1;
+    if (agent_fd_ >= 0) ::close(agent_fd_);
+    agent_fd_ = -1;
     agent_pid_ = 0;
   }
 
   // The agent finalises MPI and leaves; bounded, then it is ended.
   void stop_agent() {
     if (agent_pid_ == 0) return;
-    if (agent_alive() && send_line(agent_in_, {{"op", "finalize"}})) {
+    if (agent_alive() && send_line(agent_fd_, {{"op", "finalize"}})) {
       const Deadline deadline = Deadline::after(options_.report_grace);
       while (agent_alive() && !deadline.expired()) {
         const AgentReply reply = await_agent(deadline);
@@ -492,7 +503,7 @@ class PeerRunner::Impl {
     end_agent();
   }
 
-  [[noreturn]] void agent_main(pid_t parent, int in_fd, int out_fd) {
+  [[noreturn]] void agent_main(pid_t parent, int fd) {
     // Dies with its rank (mpirun ends the processes it started, not this one).
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(1);
@@ -509,7 +520,7 @@ class PeerRunner::Impl {
     // Open MPI's fatal-signal handlers would print and may talk to mpirun: the agent dies of
     // its signal, and its rank reports it.
     for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM}) ::signal(sig, SIG_DFL);
-    send_line(out_fd, hello);
+    send_line(fd, hello);
     if (hello.contains("error")) ::_exit(1);
     rank_ = hello["rank"].get<int>();
     at::set_num_threads(1);  // the ranks share the machine's cores, as pool workers do
@@ -519,7 +530,7 @@ class PeerRunner::Impl {
     };
     std::unique_ptr<Held> held;
     std::string buffer;
-    while (auto line = read_line(in_fd, buffer)) {
+    while (auto line = read_line(fd, buffer)) {
       nlohmann::json request;
       try {
         request = nlohmann::json::parse(*line);
@@ -530,9 +541,9 @@ class PeerRunner::Impl {
       if (op == "broadcast") {
         try {
           const auto deadline = Deadline::after(std::chrono::milliseconds(request.at("ms").get<long>()));
-          send_line(out_fd, {{"text", detail::mpi_runtime::broadcast_text(request.at("text").get<std::string>(), 0, deadline)}});
+          send_line(fd, {{"text", detail::mpi_runtime::broadcast_text(request.at("text").get<std::string>(), 0, deadline)}});
         } catch (const std::exception& e) {
-          send_line(out_fd, {{"error", "mpi launcher: rank " + std::to_string(rank_) + ": " + detail::short_what(e)}});
+          send_line(fd, {{"error", "mpi launcher: rank " + std::to_string(rank_) + ": " + detail::short_what(e)}});
         }
       } else if (op == "run") {
         held.reset();
@@ -561,14 +572,14 @@ class PeerRunner::Impl {
                         nlohmann::json({{"phase", phase}, {"pid", static_cast<long>(::getpid())}, {"host", host_name()}}));
           };
           held->local = detail::run_task_here(job, spec, group_store, deadline, hooks);
-          send_line(out_fd, {{"variant", request.at("prefix")}, {"outcome", detail::to_json(held->local.outcome)}});
+          send_line(fd, {{"variant", request.at("prefix")}, {"outcome", detail::to_json(held->local.outcome)}});
         } catch (const std::exception& e) {
           RankOutcome failed;
           failed.rank = rank_;
           failed.state = RankState::Raised;
           failed.error_type = "ConfigError";
           failed.error = "rank " + std::to_string(rank_) + ": the MPI agent could not run the task: " + detail::short_what(e);
-          send_line(out_fd, {{"variant", request.value("prefix", "")}, {"outcome", detail::to_json(failed)}});
+          send_line(fd, {{"variant", request.value("prefix", "")}, {"outcome", detail::to_json(failed)}});
         }
       } else if (op == "release") {
         held.reset();
@@ -592,7 +603,7 @@ class PeerRunner::Impl {
                                     {"local_rank", spec.local_rank}, {"op_timeout_ms", spec.op_timeout.count()},
                                     {"gloo_address", spec.gloo_address}, {"socket", store_socket_},
                                     {"host", store_host_}, {"port", store_port_}};
-    if (!agent_alive() || !send_line(agent_in_, message)) {
+    if (!agent_alive() || !send_line(agent_fd_, message)) {
       outcome.state = RankState::Crashed;
       outcome.how_died = "the rank's MPI agent is gone";
       return outcome;
@@ -726,7 +737,7 @@ class PeerRunner::Impl {
                                 : await_report(*store, request, local.outcome);
     local.comm.reset();  // only now: peers may have been inside collectives until the report
     end_child(child);
-    if (agent_holds_variant_ && agent_alive()) send_line(agent_in_, {{"op", "release"}});
+    if (agent_holds_variant_ && agent_alive()) send_line(agent_fd_, {{"op", "release"}});
     agent_holds_variant_ = false;
     if (run.status == RunStatus::Hang || run.status == RunStatus::Crash) {
       stopped_ = true;
@@ -997,11 +1008,10 @@ class PeerRunner::Impl {
   int store_port_ = -1;
   pid_t child_group_ = 0;  // a reaped child's process group, still to be ended
   bool stopped_in_agent_ = false;  // an mpi-backend task (run in the agent) hung or crashed
-  // The MPI agent (launcher mpi): its pid (negative once reaped, 0 once ended), its pipes, what
+  // The MPI agent (launcher mpi): its pid (negative once reaped, 0 once ended), its socket, what
   // it sent that was not read yet, how it ended.
   pid_t agent_pid_ = 0;
-  int agent_in_ = -1;
-  int agent_out_ = -1;
+  int agent_fd_ = -1;
   std::string agent_buffer_;
   std::optional<int> agent_status_;
   int ranks_on_node_ = 0;
