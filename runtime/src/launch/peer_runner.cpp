@@ -1,5 +1,6 @@
 // Variants on ranks started by mpirun or by a torchrun-style launcher: every rank runs the task
-// itself, rank 0 gathers the outcomes through the store and publishes the report.
+// (in a child per variant on gloo, in its MPI agent on mpi, else itself), rank 0 gathers the
+// outcomes through the store and publishes the report.
 #include "distmetrics/runtime/peer_runner.h"
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
@@ -120,7 +121,8 @@ class StoreProgress final : public CollectiveObserver {
 // Whether a variant's task runs in a child process of the rank (forked per variant) rather than
 // in the rank itself. A child can crash, exit, stop or loop without taking the rank with it: the
 // rank reports how it ended, ends its process group (with whatever it forked) and goes on to
-// the report. The mpi backend needs the MPI process itself, and CUDA does not survive a fork.
+// the report. The mpi backend's tasks run in the MPI agent instead (task_runs_in_agent: MPI
+// cannot be used in a child forked after MPI_Init), and CUDA does not survive a fork.
 bool task_runs_in_child(const Job& request) { return request.backend == "gloo" && request.comm_device == "cpu"; }
 
 // Under mpirun the rank's MPI lives in its MPI agent, a child forked before MPI_Init (see
