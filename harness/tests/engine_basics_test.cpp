@@ -11,6 +11,7 @@
 #include "distmetrics/runtime/backends.h"
 #include "distmetrics/harness/compare.h"
 #include "distmetrics/harness/data.h"
+#include "distmetrics/metrics/value.h"
 #include "distmetrics/runtime/text.h"
 #include "distmetrics/harness/placement.h"
 #include "distmetrics/harness/script.h"
@@ -406,4 +407,51 @@ TEST(Compare, NumbersTensorsAndNamedValues) {
   EXPECT_NE(c.detail.find("count"), std::string::npos);
   EXPECT_FALSE(dh::compare_values(named, json{{"mean", 0.25}}, tol).equal);
   EXPECT_FALSE(dh::compare_values(0.5, floats, tol).equal);
+}
+
+// A Python metric's nested result: compared leaf by leaf, the first difference named by its path
+// (keys joined by '.', list indices in brackets); a leaf no comparison understands is a clean
+// "cannot compare" difference at its path.
+TEST(EngineCompare, NestedDictsAndListsAreComparedLeafByLeafNamingThePath) {
+  const dh::Tolerance tol{1e-6, 1e-9, {}};
+  const json per_class = {{"map", 0.5}, {"map_per_class", json::array({0.25, 0.5, 0.75, 1.0})},
+                          {"per_class", json::array({json{{"tp", 3}, {"fp", 1}}, json{{"tp", 2}, {"fp", 0}}})}};
+  EXPECT_TRUE(dh::compare_values(per_class, per_class, tol).equal);
+  json near = per_class;
+  near["map_per_class"][2] = 0.75 + 1e-8;  // within rtol
+  EXPECT_TRUE(dh::compare_values(per_class, near, tol).equal);
+
+  json off = per_class;
+  off["map_per_class"][3] = 0.9;
+  auto c = dh::compare_values(per_class, off, tol);
+  EXPECT_FALSE(c.equal);
+  EXPECT_EQ(c.detail, "map_per_class[3]: 0.9 vs expected 1");
+  EXPECT_NEAR(c.difference, 0.1, 1e-12);
+
+  off = per_class;
+  off["per_class"][1]["fp"] = 2;
+  c = dh::compare_values(per_class, off, tol);
+  EXPECT_EQ(c.detail, "per_class[1].fp: 2 vs expected 0");
+
+  off = per_class;
+  off["per_class"].erase(1);
+  EXPECT_EQ(dh::compare_values(per_class, off, tol).detail, "per_class: a list of 1 items vs expected 2");
+  off = per_class;
+  off["per_class"][0].erase("tp");
+  EXPECT_EQ(dh::compare_values(per_class, off, tol).detail, "entry 'per_class[0].tp' is missing");
+
+  json text = {{"wer", 0.25}, {"counts", {{"summary", {{"uncomparable", "str"}, {"text", "'3 errors'"}}}}}};
+  c = dh::compare_values(text, text, tol);
+  EXPECT_FALSE(c.equal);
+  EXPECT_EQ(c.detail, "cannot compare a str at counts.summary ('3 errors'): a result is compared as numbers, tensors, "
+                      "and dicts, lists and tuples of them");
+  EXPECT_TRUE(dh::compare_values(json(nullptr), json(nullptr), tol).equal);
+
+  // Value keeps lists and uncomparable leaves through its JSON form (what ranks send back).
+  const auto value = distmetrics::metrics::Value::from_json(per_class);
+  EXPECT_EQ(value.at("per_class").items().size(), 2u);
+  EXPECT_EQ(value.to_json(), per_class);
+  const auto leaf = distmetrics::metrics::Value::from_json(text.at("counts").at("summary"));
+  EXPECT_EQ(leaf.uncomparable_type(), "str");
+  EXPECT_EQ(leaf.to_json(), text.at("counts").at("summary"));
 }

@@ -60,6 +60,31 @@ Value Value::named(Entries entries) {
   return v;
 }
 
+Value Value::list(std::vector<Value> items) {
+  Value v;
+  v.kind_ = Kind::List;
+  v.items_ = std::move(items);
+  return v;
+}
+
+Value Value::uncomparable(std::string type, std::string text) {
+  Value v;
+  v.kind_ = Kind::Uncomparable;
+  v.type_ = std::move(type);
+  v.text_ = std::move(text);
+  return v;
+}
+
+const std::vector<Value>& Value::items() const {
+  if (kind_ != Kind::List) throw std::logic_error("Value: not a list: " + to_string());
+  return items_;
+}
+
+const std::string& Value::uncomparable_type() const {
+  if (kind_ != Kind::Uncomparable) throw std::logic_error("Value: not an uncomparable leaf: " + to_string());
+  return type_;
+}
+
 double Value::scalar() const {
   if (kind_ != Kind::Scalar) throw std::logic_error("Value: not a scalar: " + to_string());
   return scalar_;
@@ -106,6 +131,12 @@ nlohmann::json Value::to_json() const {
       for (const auto& [key, value] : entries_) out[key] = value.to_json();
       return out;
     }
+    case Kind::List: {
+      nlohmann::json out = nlohmann::json::array();
+      for (const auto& item : items_) out.push_back(item.to_json());
+      return out;
+    }
+    case Kind::Uncomparable: return {{"uncomparable", type_}, {"text", text_}};
   }
   return nullptr;
 }
@@ -129,6 +160,14 @@ Value Value::from_json(const nlohmann::json& j) {
     }
     return Value(flat.view(shape));
   }
+  if (j.is_array()) {
+    std::vector<Value> items;
+    for (const auto& item : j) items.push_back(from_json(item));
+    return list(std::move(items));
+  }
+  if (j.is_object() && j.size() == 2 && j.contains("uncomparable") && j.contains("text") && j.at("uncomparable").is_string() &&
+      j.at("text").is_string())
+    return uncomparable(j.at("uncomparable").get<std::string>(), j.at("text").get<std::string>());
   if (j.is_object()) {
     Entries entries;
     for (const auto& [key, value] : j.items()) entries.emplace_back(key, from_json(value));

@@ -146,6 +146,18 @@ std::vector<std::string> expected_collectives(std::vector<std::string> plan, boo
       }
       return ::testing::AssertionSuccess();
     }
+    case Value::Kind::List: {
+      if (actual.items().size() != expected.items().size()) {
+        return ::testing::AssertionFailure() << "got " << actual.to_string() << ", expected " << expected.to_string();
+      }
+      for (std::size_t i = 0; i < expected.items().size(); ++i) {
+        auto result = values_close(actual.items()[i], expected.items()[i], rtol, atol);
+        if (!result) return ::testing::AssertionFailure() << "[" << i << "]: " << result.message();
+      }
+      return ::testing::AssertionSuccess();
+    }
+    case Value::Kind::Uncomparable:
+      return ::testing::AssertionFailure() << "cannot compare a " << expected.uncomparable_type();
   }
   return ::testing::AssertionFailure() << "unknown kind";
 }

@@ -60,15 +60,28 @@ py::object wrap(const at::Tensor& t) {
   return py::reinterpret_steal<py::object>(THPVariable_Wrap(t));
 }
 
+// What distmetrics._host.normalize made of a value: a float, a CPU tensor, a dict, a list, or
+// ("uncomparable", type, text) for a leaf no comparison understands.
 metrics::Value to_value(const py::handle& v) {
   if (py::isinstance<py::float_>(v)) return metrics::Value(v.cast<double>());
+  if (v.is_none()) return metrics::Value();
   if (THPVariable_Check(v.ptr())) return metrics::Value(THPVariable_Unpack(v.ptr()));
   if (py::isinstance<py::dict>(v)) {
     metrics::Value::Entries entries;
     for (auto item : v.cast<py::dict>()) entries.emplace_back(item.first.cast<std::string>(), to_value(item.second));
     return metrics::Value::named(std::move(entries));
   }
-  throw std::runtime_error("a Python metric's value must be a number, a tensor or a dict of these");
+  if (py::isinstance<py::list>(v)) {
+    std::vector<metrics::Value> items;
+    for (auto item : v.cast<py::list>()) items.push_back(to_value(item));
+    return metrics::Value::list(std::move(items));
+  }
+  if (py::isinstance<py::tuple>(v)) {
+    const auto leaf = v.cast<py::tuple>();
+    if (leaf.size() == 3 && leaf[0].cast<std::string>() == "uncomparable")
+      return metrics::Value::uncomparable(leaf[1].cast<std::string>(), leaf[2].cast<std::string>());
+  }
+  throw std::runtime_error("a Python metric's value must be a number, a tensor, or a dict or list of these");
 }
 
 // Turns the Python error being handled into the C++ error the harness reads: a CollectiveError
@@ -126,7 +139,7 @@ void PythonMetric::reset() {
 void PythonMetric::update(const metrics::Batch& batch) {
   gil_scoped_acquire gil;
   try {
-    impl_->metric.attr("update")(wrap(batch.input), wrap(batch.target), wrap(batch.weight));
+    impl_->metric.attr("update")(wrap(batch.input), wrap(batch.target), wrap(batch.weight), batch.structured_file);
   } catch (py::error_already_set& e) {
     rethrow(e, comm_, "update()");
   }

@@ -41,15 +41,20 @@ void install_scenario_python_hooks() {
       throw python_error(e);
     }
   };
-  hooks.generate = [](const std::string& spec, std::uint64_t seed, const nlohmann::json& params) {
+  hooks.generate = [](const std::string& spec, std::uint64_t seed, const nlohmann::json& params,
+                      const std::string& structured_path, std::int64_t num_samples) {
     detail::ensure_interpreter();
     py::gil_scoped_acquire gil;
-    harness::TensorMap out;
+    harness::ScenarioPython::Generated out;
     try {
-      py::dict tensors = code_module().attr("generate")(spec, seed, params.dump());
-      for (auto item : tensors) {
+      py::object made = code_module().attr("generate")(spec, seed, params.dump(), structured_path, num_samples);
+      if (py::isinstance<py::int_>(made)) {  // structured samples, saved to structured_path
+        out.structured_rows = made.cast<std::int64_t>();
+        return out;
+      }
+      for (auto item : made.cast<py::dict>()) {
         if (!THPVariable_Check(item.second.ptr())) throw std::runtime_error("a generated value is not a tensor");
-        out[item.first.cast<std::string>()] = THPVariable_Unpack(item.second.ptr());
+        out.tensors[item.first.cast<std::string>()] = THPVariable_Unpack(item.second.ptr());
       }
     } catch (py::error_already_set& e) {
       throw python_error(e);
@@ -61,7 +66,9 @@ void install_scenario_python_hooks() {
     py::gil_scoped_acquire gil;
     try {
       const std::string value =
-          code_module().attr("reference")(spec, kwargs.dump(), wrap(all.target), wrap(all.input), wrap(all.weight)).cast<std::string>();
+          code_module()
+              .attr("reference")(spec, kwargs.dump(), wrap(all.target), wrap(all.input), wrap(all.weight), all.structured_file)
+              .cast<std::string>();
       return nlohmann::json::parse(value);
     } catch (py::error_already_set& e) {
       throw python_error(e);

@@ -132,7 +132,10 @@ class HostedMetric:
     def setup(self):
         self.adapter.setup()
 
-    def update(self, input, target, weight):
+    def update(self, input, target, weight, structured_file=""):
+        if structured_file:  # `input` holds the indices of this batch's structured samples
+            input, target = structured_batch(structured_file, input)
+            weight = None
         self.adapter.update(input, target, weight)
 
     def compute(self):
@@ -161,20 +164,83 @@ class HostedMetric:
 
 
 def normalize(value):
-    """A metric's value as the host reads it: float, a CPU tensor (not 0-d), or a dict of these."""
+    """A metric's value as the host reads it: float, a CPU tensor (not 0-d), None, or a dict or list
+    of these (a list or tuple of numbers becomes a float64 tensor, one of tensors of one shape and
+    dtype their stack); a leaf of any other kind
+    becomes ("uncomparable", type name, short text), which a property reports as "cannot compare
+    a <type> at <path>"."""
     if isinstance(value, torch.Tensor):
         value = value.detach().to("cpu")
         return float(value.item()) if value.dim() == 0 else value.contiguous()
+    if value is None:
+        return None
     if isinstance(value, bool) or isinstance(value, (int, float)):
         return float(value)
     if isinstance(value, dict):
         return {str(k): normalize(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)) and all(isinstance(v, (int, float)) for v in value):
-        return torch.tensor(value, dtype=torch.float64)
-    if hasattr(value, "item") and callable(value.item):  # numpy scalars
-        return float(value.item())
-    raise TypeError(f"compute() returned {type(value).__name__}: a metric's value must be a number, a tensor, "
-                    f"or a dict of these")
+    if isinstance(value, (list, tuple)):
+        items = [normalize(v) for v in value]
+        if all(isinstance(v, float) for v in items):
+            return torch.tensor(items, dtype=torch.float64)
+        if (all(isinstance(v, torch.Tensor) for v in items) and len({(tuple(v.shape), v.dtype) for v in items}) == 1):
+            return torch.stack(items)  # a list of rows is a tensor, as a reference's array is
+        return items
+    if type(value).__module__ == "numpy":
+        if getattr(value, "ndim", 0) == 0 and callable(getattr(value, "item", None)):  # numpy scalars
+            item = value.item()
+            if isinstance(item, (bool, int, float)):
+                return float(item)
+        elif getattr(value, "dtype", None) is not None and value.dtype.kind in "fiub":
+            return normalize(torch.from_numpy(value.copy()))
+    text = repr(value)
+    return ("uncomparable", type(value).__name__, text if len(text) <= 80 else text[:77] + "...")
+
+
+# --- Structured samples (docs/scenarios.md, "Structured data") ---------------------------------------
+
+_structured = {}  # path -> ((size, mtime), {"input": [...], "target": [...] or None})
+
+
+def structured_samples(path):
+    """The samples a Python generator gave, as distmetrics._scenario_code saved them; read once per
+    process (again when the file changes)."""
+    st = os.stat(path)
+    stamp = (st.st_size, st.st_mtime_ns)
+    cached = _structured.get(path)
+    if cached is None or cached[0] != stamp:
+        cached = (stamp, torch.load(path))
+        _structured[path] = cached
+    return cached[1]
+
+
+def on_device(sample, device):
+    """A sample with every tensor inside it on `device` (containers are new, so that a metric that
+    changes what it is given cannot change the data of later variants)."""
+    if isinstance(sample, torch.Tensor):
+        return sample if sample.device == device else sample.to(device)
+    if isinstance(sample, dict):
+        return {k: on_device(v, device) for k, v in sample.items()}
+    if isinstance(sample, list):
+        return [on_device(v, device) for v in sample]
+    if isinstance(sample, tuple):
+        moved = [on_device(v, device) for v in sample]
+        return type(sample)(*moved) if hasattr(sample, "_fields") else tuple(moved)
+    return sample
+
+
+def structured_batch(path, indices):
+    """(inputs, targets) of a batch of structured samples: lists of the samples at `indices` (a
+    tensor of sample numbers, on the batch's device), their tensors moved to that device;
+    targets is None when the data have none."""
+    data = structured_samples(path)
+    rows = indices.tolist()
+    device = indices.device
+
+    def pick(key):
+        samples = data.get(key)
+        return None if samples is None else [on_device(samples[i], device) for i in rows]
+
+    return pick("input"), pick("target")
 
 
 def describe(etype, value, tb, frames=4, with_type=True):

@@ -47,9 +47,7 @@ class Adapter:
     def compute(self):
         if not self._seen:
             return self.metric(None, None)
-        inputs = torch.cat([i for i, _ in self._seen])
-        targets = None if self._seen[0][1] is None else torch.cat([t for _, t in self._seen])
-        return self.metric(inputs, targets)
+        return self.metric(_joined([i for i, _ in self._seen]), _joined([t for _, t in self._seen]))
 
     def reset(self):
         self._seen = []
@@ -57,7 +55,10 @@ class Adapter:
     def state_tensors(self):
         """The metric's local state as named tensors, or None when it cannot be read."""
         if not self.required:
-            return {f"batch{i}": t for i, (x, y) in enumerate(self._seen) for t in (x, y) if t is not None}
+            out = {}
+            for i, (x, y) in enumerate(self._seen):
+                _tensors_in([x, y], f"batch{i}", out)
+            return out
         return named_state(self.metric)
 
     def to(self, device):
@@ -66,6 +67,15 @@ class Adapter:
             result = mover(device)
             if result is not None:
                 self.metric = result
+
+
+def _joined(batches):
+    """The batches fed so far as one: tensors concatenated, lists of structured samples joined."""
+    if batches[0] is None:
+        return None
+    if isinstance(batches[0], list):
+        return [sample for batch in batches for sample in batch]
+    return torch.cat(batches)
 
 
 def _check_positional(method, count, style, call):

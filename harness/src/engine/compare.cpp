@@ -74,9 +74,23 @@ void mismatch(Comparison& result, const std::string& what) {
   }
 }
 
+bool is_uncomparable(const json& v) {
+  return v.is_object() && v.size() == 2 && v.contains("uncomparable") && v.contains("text") && v.at("uncomparable").is_string();
+}
+
+// `where` is the path of the value inside the result: "" at the top, then "map_per_class[3]",
+// "per_class.recall" (dict keys joined with '.', list indices and tensor elements in brackets).
 void compare_into(const json& expected, const json& actual, const Tolerance& tol, bool exact, const std::string& where,
                   Comparison& result) {
   const std::string prefix = where.empty() ? "" : where + ": ";
+  if (is_uncomparable(expected) || is_uncomparable(actual)) {
+    const json& leaf = is_uncomparable(actual) ? actual : expected;
+    mismatch(result, "cannot compare a " + leaf.at("uncomparable").get<std::string>() + " at " +
+                         (where.empty() ? "the top level" : where) + " (" + leaf.value("text", "") +
+                         "): a result is compared as numbers, tensors, and dicts, lists and tuples of them");
+    return;
+  }
+  if (expected.is_null() && actual.is_null()) return;  // None in both
   if (is_number_like(expected) && is_number_like(actual)) {
     compare_numbers(number(expected), number(actual), exact, tol, where, result);
     return;
@@ -94,7 +108,7 @@ void compare_into(const json& expected, const json& actual, const Tolerance& tol
         // Booleans (bool tensors) compare as 0/1.
         const double ev = e[i].is_boolean() ? e[i].get<bool>() : is_number_like(e[i]) ? number(e[i]) : NAN;
         const double av = a[i].is_boolean() ? a[i].get<bool>() : is_number_like(a[i]) ? number(a[i]) : NAN;
-        compare_numbers(ev, av, true, tol, prefix + "[" + std::to_string(i) + "]", result);
+        compare_numbers(ev, av, true, tol, where + "[" + std::to_string(i) + "]", result);
         continue;
       }
       compare_numbers(number(e[i]), number(a[i]), exact || both_integral, tol,
@@ -103,11 +117,21 @@ void compare_into(const json& expected, const json& actual, const Tolerance& tol
     if (e.size() != a.size()) mismatch(result, prefix + "different number of elements");
     return;
   }
+  if (expected.is_array() && actual.is_array()) {  // a list or tuple (of a Python metric's result)
+    if (expected.size() != actual.size()) {
+      mismatch(result, prefix + "a list of " + std::to_string(actual.size()) + " items vs expected " +
+                           std::to_string(expected.size()));
+      return;
+    }
+    for (std::size_t i = 0; i < expected.size(); ++i)
+      compare_into(expected[i], actual[i], tol, exact, where + "[" + std::to_string(i) + "]", result);
+    return;
+  }
   if (expected.is_object() && actual.is_object() && !is_tensor(expected) && !is_tensor(actual)) {
     for (const auto& [key, value] : expected.items()) {
-      const std::string entry = where.empty() ? "entry '" + key + "'" : where + "." + key;
+      const std::string entry = where.empty() ? key : where + "." + key;
       if (!actual.contains(key)) {
-        mismatch(result, entry + " is missing");
+        mismatch(result, "entry '" + entry + "' is missing");
         continue;
       }
       const bool entry_exact =
@@ -115,7 +139,7 @@ void compare_into(const json& expected, const json& actual, const Tolerance& tol
       compare_into(value, actual.at(key), tol, entry_exact, entry, result);
     }
     for (const auto& [key, value] : actual.items())
-      if (!expected.contains(key)) mismatch(result, "unexpected entry '" + key + "'");
+      if (!expected.contains(key)) mismatch(result, "unexpected entry '" + (where.empty() ? key : where + "." + key) + "'");
     return;
   }
   mismatch(result, prefix + "a different kind of value: " + value_text(actual) + " vs expected " + value_text(expected));
@@ -142,7 +166,7 @@ std::string value_text(const json& value) {
     out << "]";
     return out.str();
   }
-  if (value.is_object()) {
+  if (value.is_object() && !is_uncomparable(value)) {
     std::ostringstream out;
     out << "{";
     bool first = true;
@@ -154,6 +178,16 @@ std::string value_text(const json& value) {
     return out.str();
   }
   if (value.is_null()) return "none";
+  if (is_uncomparable(value)) return value.value("text", "") + " (" + value.at("uncomparable").get<std::string>() + ")";
+  if (value.is_array()) {
+    std::ostringstream out;
+    out << "[";
+    const std::size_t shown = std::min<std::size_t>(value.size(), 8);
+    for (std::size_t i = 0; i < shown; ++i) out << (i ? ", " : "") << value_text(value[i]);
+    if (value.size() > shown) out << ", ... (" << value.size() << " items)";
+    out << "]";
+    return out.str();
+  }
   return value.dump();
 }
 

@@ -441,7 +441,7 @@ json resolve_generator_params(const std::string& generator, const json& params) 
 
 json DataSpec::to_json() const {
   return {{"generator", generator}, {"params", params}, {"seed", seed}, {"num_samples", num_samples},
-          {"dtype", dtype},         {"file", file},     {"python", python}};
+          {"dtype", dtype},         {"file", file},     {"python", python}, {"structured", structured}};
 }
 
 std::string DataSpec::source_text() const {
@@ -459,10 +459,21 @@ DataSpec DataSpec::from_json(const json& j) {
   d.dtype = j.at("dtype");
   d.file = j.value("file", "");
   d.python = j.value("python", "");
+  d.structured = j.value("structured", false);
   return d;
 }
 
 Dataset generate_data(const DataSpec& spec) {
+  if (spec.structured) {  // the Python side reads the samples; here each is its index
+    if (spec.file.empty() || spec.num_samples < 0)
+      throw std::invalid_argument("the structured data of " + spec.source_text() + " were not made before the variant ran");
+    Dataset out;
+    out.input = at::arange(spec.num_samples, at::TensorOptions().dtype(at::kLong));
+    out.sort_key.resize(static_cast<std::size_t>(spec.num_samples));
+    for (std::size_t i = 0; i < out.sort_key.size(); ++i) out.sort_key[i] = static_cast<double>(i);
+    out.structured_file = spec.file;
+    return out;
+  }
   if (!spec.file.empty()) return load_data_file(spec);
   if (!spec.python.empty())  // the supervisor writes a Python generator's data to a file before any rank runs
     throw std::invalid_argument("the data of " + spec.source_text() + " were not made before the variant ran");
@@ -482,6 +493,7 @@ metrics::Batch Dataset::rows(const std::vector<std::int64_t>& indices) const {
   batch.input = input.index_select(0, index);
   if (target.defined()) batch.target = target.index_select(0, index);
   if (weight.defined()) batch.weight = weight.index_select(0, index);
+  batch.structured_file = structured_file;
   return batch;
 }
 

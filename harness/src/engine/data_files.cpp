@@ -396,34 +396,49 @@ void materialize_python_data(DataSpec& spec) {
   if (const std::string why = scenario_python_unavailable(); !why.empty()) throw DataFileError(why);
   // Called once per process for the same generator, seed, parameters and sizes.
   auto& mutex = generated_mutex();
-  static std::map<std::string, std::pair<std::string, std::int64_t>> made;  // -> file, samples
+  struct Made {
+    std::string file;
+    std::int64_t samples;
+    bool structured;
+  };
+  static std::map<std::string, Made> made;
   const std::string key = spec.to_json().dump();
   {
     std::lock_guard<std::mutex> lock(mutex);
     if (const auto it = made.find(key); it != made.end()) {
-      spec.file = it->second.first;
-      spec.num_samples = it->second.second;
+      spec.file = it->second.file;
+      spec.num_samples = it->second.samples;
+      spec.structured = it->second.structured;
       return;
     }
   }
-  TensorMap tensors;
+  std::string path;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto& folder = generated_folder(true);
+    path = folder.path + "/" + std::to_string(folder.files.size()) + ".pt";
+    folder.files.push_back(path);  // removed with the folder, whatever the generator left there
+  }
+  ScenarioPython::Generated generated;
   try {
-    tensors = scenario_python().generate(spec.python, spec.seed, spec.params);
+    generated = scenario_python().generate(spec.python, spec.seed, spec.params, path, spec.num_samples);
   } catch (const std::exception& e) {
     throw DataFileError(spec.python + ": " + runtime::error_message(e));
   }
-  const Dataset data = dataset_from_tensors(tensors, spec.dtype, spec.num_samples, "what " + spec.python + " returned");
+  std::int64_t rows = generated.structured_rows;
+  if (rows < 0) {
+    const Dataset data = dataset_from_tensors(generated.tensors, spec.dtype, spec.num_samples, "what " + spec.python + " returned");
+    TensorMap kept = {{"input", data.input}};
+    if (data.target.defined()) kept["target"] = data.target;
+    if (data.weight.defined()) kept["weight"] = data.weight;
+    write_tensor_file(path, kept);
+    rows = data.size();
+  }
   std::lock_guard<std::mutex> lock(mutex);
-  auto& folder = generated_folder(true);
-  const std::string path = folder.path + "/" + std::to_string(folder.files.size()) + ".pt";
-  TensorMap kept = {{"input", data.input}};
-  if (data.target.defined()) kept["target"] = data.target;
-  if (data.weight.defined()) kept["weight"] = data.weight;
-  write_tensor_file(path, kept);
-  folder.files.push_back(path);
-  made[key] = {path, data.size()};
+  made[key] = {path, rows, generated.structured_rows >= 0};
   spec.file = path;
-  spec.num_samples = data.size();
+  spec.structured = generated.structured_rows >= 0;
+  spec.num_samples = rows;
 }
 
 }  // namespace distmetrics::harness

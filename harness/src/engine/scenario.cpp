@@ -97,6 +97,7 @@ bool read_metric_and_data(ScenarioReader& L, const toml::table& root, Scenario& 
   detail::validate_metric(L, root, s, metric_table, metric_ok);
   detail::validate_data(L, s, data_table, data_ok);
   if (!metric_ok || !data_ok) return false;
+  if (!detail::check_structured_data_for_metric(L, s, data_table)) return false;
   const auto before = L.diagnostics().size();
   detail::dry_run(L, s, metric_table);
   return L.diagnostics().size() == before;

@@ -68,6 +68,7 @@ nlohmann::json python_reference_value(const Scenario& scenario, const Dataset& d
       all.input = data.input;
       all.target = data.target;
       all.weight = data.weight;
+      all.structured_file = data.structured_file;
       answer.value = scenario_python().reference(scenario.reference->python, scenario.reference->kwargs, all);
     } catch (const std::exception& e) {
       answer.error = e.what();

@@ -232,6 +232,20 @@ void validate_data(ScenarioReader& L, Scenario& s, const toml::table* data, bool
   data_ok = true;
 }
 
+bool check_structured_data_for_metric(ScenarioReader& L, const Scenario& s, const toml::table* data) {
+  if (!s.data.structured) return true;
+  const auto* registry = MetricCatalog::instance().registry_for(s.metric);
+  const auto* spec = registry ? registry->find(s.metric) : nullptr;
+  if (spec && spec->family == "python") return true;
+  const std::string field = data && data->contains("file") ? "file" : "python";
+  L.error_at(L.line_of(data, field), "data." + field,
+             s.data.source_text() + " gives structured samples (sequences of objects, not tensors), which only a Python "
+             "metric takes, and metric '" + s.metric + "' is a C++ metric that takes tensors: return tensors or NumPy "
+             "arrays (rows are samples), or check a Python metric with `distmetrics conform --python SOURCE` "
+             "(docs/scenarios.md, \"Structured data for Python metrics\")");
+  return false;
+}
+
 void dry_run(ScenarioReader& L, const Scenario& s, const toml::table* metric_table) {
   if (s.data.num_samples == 0) return;
   DataSpec small = s.data;
@@ -315,6 +329,18 @@ void validate_variants(ScenarioReader& L, Scenario& s, const toml::table* varian
   names_list("shards", shard_policy_names(), "shard policy", s.shards);
   names_list("placements", placement_names(), "placement", s.placements);
   names_list("dtypes", input_dtype_names(), "input dtype", s.dtypes);
+  if (s.data.structured) {
+    // Structured samples reach the C++ side as their indices only: it cannot order them by label
+    // nor cast the tensors inside them.
+    if (std::find(s.shards.begin(), s.shards.end(), "skewed") != s.shards.end())
+      L.error_at(L.line_of(variants, "shards"), "variants.shards",
+                 "shard 'skewed' orders samples by their label, which structured samples (" + s.data.source_text() +
+                     ") do not expose: use the other shard policies");
+    if (!s.dtypes.empty())
+      L.error_at(L.line_of(variants, "dtypes"), "variants.dtypes",
+                 "input dtypes cast the tensors of the data, and the data of " + s.data.source_text() +
+                     " are structured samples: leave 'variants.dtypes' out, or make the dtypes in the generator");
+  }
 }
 
 void validate_expectations(ScenarioReader& L, Scenario& s, const toml::table& root, const toml::table* expect,

@@ -25,6 +25,9 @@ void validate_metric(ScenarioReader& L, const toml::table& root, Scenario& s, co
 // [data]: a generator (with its parameters and seed), a file (read here) or a Python generator
 // (called here, when allowed), sizes, dtype; `data_ok` when all are good.
 void validate_data(ScenarioReader& L, Scenario& s, const toml::table* data, bool& data_ok);
+// Structured samples (data.python returned lists of dicts, strings) only for Python metrics:
+// false (with an error on the data's field) when the metric is a C++ one.
+bool check_structured_data_for_metric(ScenarioReader& L, const Scenario& s, const toml::table* data);
 // Feeds a few samples to the metric once, so that data it rejects is reported at load time.
 void dry_run(ScenarioReader& L, const Scenario& s, const toml::table* metric_table);
 // [reference]: the Python callable and its keyword arguments; called once on the whole data

@@ -110,8 +110,38 @@ def test_values_are_numbers_tensors_or_dicts():
     t = _host.normalize(torch.arange(4.0).reshape(2, 2).t())
     assert t.is_contiguous() and t.tolist() == [[0.0, 2.0], [1.0, 3.0]]
     assert _host.normalize({1: 2}) == {"1": 2.0}
-    with pytest.raises(TypeError, match="compute\\(\\) returned str"):
-        _host.normalize("x")
+    # Nested dicts and lists; a list of numbers (or of tensors of one shape) is a tensor; a leaf of
+    # any other kind is kept as its type and text for the "cannot compare" verdict.
+    nested = _host.normalize({"per_class": [{"tp": 3, "p": torch.tensor(0.5)}, {"tp": 1, "p": None}], "t": (1, 2.5)})
+    assert nested["per_class"] == [{"tp": 3.0, "p": 0.5}, {"tp": 1.0, "p": None}]
+    assert nested["t"].dtype == torch.float64 and nested["t"].tolist() == [1.0, 2.5]
+    assert _host.normalize([torch.ones(2), torch.zeros(2)]).tolist() == [[1.0, 1.0], [0.0, 0.0]]
+    assert _host.normalize({"note": "x"}) == {"note": ("uncomparable", "str", "'x'")}
+
+
+def test_a_reference_value_is_read_by_the_metric_value_rules():
+    import numpy as np
+
+    from distmetrics import _scenario_code
+
+    value = {"per_class": [{"tp": np.int64(3)}, {"tp": 1}], "rows": np.array([[1, 2], [3, 4]]), "note": "x"}
+    assert _scenario_code._value_json("ref", value) == {
+        "per_class": [{"tp": 3.0}, {"tp": 1.0}],
+        "rows": {"dtype": "int64", "shape": [2, 2], "values": [1, 2, 3, 4]},
+        "note": {"uncomparable": "str", "text": "'x'"}}
+    assert _scenario_code._value_json("ref", [[1, 2], [3, 4]]) == {
+        "dtype": "float64", "shape": [2, 2], "values": [1.0, 2.0, 3.0, 4.0]}
+
+
+def test_structured_batches_pick_their_samples_in_order(tmp_path):
+    samples = {"input": [{"boxes": torch.ones(1, 4)}, {"boxes": torch.zeros(2, 4)}, {"boxes": torch.ones(0, 4)}],
+               "target": ["a", "b", "c"]}
+    torch.save(samples, tmp_path / "s.pt")
+    inputs, targets = _host.structured_batch(str(tmp_path / "s.pt"), torch.tensor([2, 0]))
+    assert targets == ["c", "a"]
+    assert [tuple(x["boxes"].shape) for x in inputs] == [(0, 4), (1, 4)]
+    inputs[1]["boxes"] = None  # a metric that changes what it is given leaves the data as they were
+    assert _host.structured_batch(str(tmp_path / "s.pt"), torch.tensor([0]))[0][0]["boxes"].shape == (1, 4)
 
 
 def test_the_variant_group_is_fresh_and_its_collectives_are_traced():

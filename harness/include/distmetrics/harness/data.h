@@ -41,6 +41,10 @@ struct DataSpec {
   // "module:attr" of a Python generator, whose data the supervisor writes to `file`.
   std::string file;
   std::string python;
+  // The samples are not tensors (data.python returned lists of dicts, strings: docs/scenarios.md,
+  // "Structured data"): `file` holds them as torch.save wrote them, which only the Python side
+  // reads; the C++ side sees each sample as its index (metrics::Batch::structured_file).
+  bool structured = false;
 
   // "generator 'multiclass'", "file '/abs/x.pt'", "Python generator 'pkg.gen:make'".
   std::string source_text() const;
@@ -57,6 +61,9 @@ struct Dataset {
   // One number per sample that orders samples by label (or target value): used by the
   // label-skewed shard policy.
   std::vector<double> sort_key;
+  // Structured samples (DataSpec::structured): `input` is each sample's index (int64 [N]) into
+  // this file, target and weight are undefined; rows() passes the file on with the indices.
+  std::string structured_file;
 
   std::int64_t size() const { return static_cast<std::int64_t>(sort_key.size()); }
   // The given rows, in the given order, as a metric batch (CPU tensors).

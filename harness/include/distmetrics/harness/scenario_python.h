@@ -21,10 +21,20 @@ struct ScenarioPython {
   // Imports the module and checks that the attribute is a callable; throws std::runtime_error
   // saying what is wrong.
   std::function<void(const std::string& spec)> check;
-  // make(seed, params) -> {"input": ..., "target": ..., "weight": ...} (tensors or NumPy arrays).
-  std::function<TensorMap(const std::string& spec, std::uint64_t seed, const nlohmann::json& params)> generate;
+  // make(seed, params) -> {"input": ..., "target": ..., "weight": ...}: tensors or NumPy arrays
+  // (returned as `tensors`), or sequences of samples of any structure, which the Python side
+  // saves to `structured_path` (the first `num_samples` of them when it is >= 0) and counts.
+  struct Generated {
+    TensorMap tensors;
+    std::int64_t structured_rows = -1;  // >= 0: structured samples, saved to structured_path
+  };
+  std::function<Generated(const std::string& spec, std::uint64_t seed, const nlohmann::json& params,
+                          const std::string& structured_path, std::int64_t num_samples)>
+      generate;
   // fn(y_true, y_pred, sample_weight=..., **kwargs) on NumPy arrays of the whole data: target,
   // input, weight (passed only when the data have weights); without a target, fn(input, ...).
+  // Structured data (all.structured_file set): the samples of that file, as the generator gave
+  // them (lists), in the same order.
   // Returns Value JSON (a number, a tensor, named values); throws std::runtime_error with the
   // Python error's type, message and last frames.
   std::function<nlohmann::json(const std::string& spec, const nlohmann::json& kwargs, const metrics::Batch& all)> reference;
