@@ -149,7 +149,7 @@ metrics::Value PythonMetric::compute() {
   gil_scoped_acquire gil;
   detail::host_state().failed.reset();
   try {
-    return to_value(impl_->metric.attr("compute")());
+    return to_value(impl_->metric.attr("compute")(comm_ == nullptr));
   } catch (py::error_already_set& e) {
     rethrow(e, comm_, "compute()");
   }
@@ -181,6 +181,26 @@ void PythonMetric::load_state(const std::string& saved) {
     impl_->metric.attr("load_state")(py::bytes(saved));
   } catch (py::error_already_set& e) {
     rethrow(e, comm_, "load_state_dict()");
+  }
+}
+
+bool PythonMetric::can_merge_state() const {
+  gil_scoped_acquire gil;
+  try {
+    return impl_->metric.attr("can_merge")().cast<bool>();
+  } catch (py::error_already_set&) {
+    return false;
+  }
+}
+
+void PythonMetric::merge_state(const std::vector<std::string>& others_saved) {
+  gil_scoped_acquire gil;
+  try {
+    py::list saved;
+    for (const auto& bytes : others_saved) saved.append(py::bytes(bytes));
+    impl_->metric.attr("merge_saved")(saved);
+  } catch (py::error_already_set& e) {
+    rethrow(e, comm_, "merge_state()");
   }
 }
 

@@ -125,7 +125,9 @@ class HostedMetric:
     """What the C++ PythonMetric holds: an adapter, with values and state in the host's forms."""
 
     def __init__(self, name, params_json, device):
-        self.adapter = _build(name, json.loads(params_json))
+        self.name = name
+        self.params = json.loads(params_json)
+        self.adapter = _build(name, self.params)
         self.device = torch.device(device)
         self.adapter.to(self.device)
 
@@ -138,7 +140,12 @@ class HostedMetric:
             weight = None
         self.adapter.update(input, target, weight)
 
-    def compute(self):
+    def compute(self, alone=False):
+        """alone: this instance has no communicator (a merging instance in a rank): it computes as a
+        single process would, whatever group the process holds."""
+        if alone and dist.is_initialized():
+            with detached():
+                return normalize(self.adapter.compute())
         return normalize(self.adapter.compute())
 
     def reset(self):
@@ -161,6 +168,42 @@ class HostedMetric:
 
     def load_state(self, saved):
         self.adapter.metric.load_state_dict(torch.load(io.BytesIO(saved), map_location=self.device))
+
+    def can_merge(self):
+        """torcheval's merge_state(metrics), with a state to save and load (each rank's state
+        reaches the merging instance as its state_dict())."""
+        metric = self.adapter.metric
+        return self.adapter.required != () and all(
+            callable(getattr(metric, m, None)) for m in ("merge_state", "state_dict", "load_state_dict"))
+
+    def merge_saved(self, saved_states):
+        """merge_state() of fresh instances that loaded the other ranks' saved states."""
+        others = []
+        for saved in saved_states:
+            other = _build(self.name, self.params)
+            other.to(self.device)
+            other.metric.load_state_dict(torch.load(io.BytesIO(saved), map_location=self.device))
+            others.append(other.metric)
+        merged = self.adapter.metric.merge_state(others)
+        if merged is not None and merged is not self.adapter.metric and hasattr(merged, "compute"):
+            self.adapter.metric = merged  # torcheval returns self; one that returns a new metric is read as it
+
+
+class detached:
+    """torch.distributed as a single process sees it, for a metric that has no communicator in a
+    process whose variant group exists (the merge_state property's merging instance): its
+    compute() must not sync with the ranks' instances."""
+
+    def __enter__(self):
+        c10d = dist.distributed_c10d
+        self._saved = (c10d.GroupMember.WORLD, getattr(c10d.group, "WORLD", None))
+        c10d.GroupMember.WORLD = None
+        c10d.group.WORLD = None
+
+    def __exit__(self, *exc):
+        c10d = dist.distributed_c10d
+        c10d.GroupMember.WORLD, c10d.group.WORLD = self._saved
+        return False
 
 
 def normalize(value):

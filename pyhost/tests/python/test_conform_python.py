@@ -206,7 +206,7 @@ def test_state_roundtrip_through_state_dict_and_load_state_dict(tmp_path, monkey
     run, data = conform(tmp_path, SOURCES / "state_dict_mae.py", STATE_SCENARIO)
     (v,) = data["variants"]
     trip, merge = prop(v, "state_roundtrip"), prop(v, "merge_state")
-    # A Python metric's merge is not checked: a fresh instance's compute() would sync.
+    # Without merge_state(metrics) a Python metric's merge is skipped, with the reason.
     assert merge["outcome"] == "skip"
     assert "cannot merge saved states" in merge["message"]
     assert prop(v, "equal_to_single")["outcome"] == "pass"
@@ -222,6 +222,30 @@ def test_state_roundtrip_through_state_dict_and_load_state_dict(tmp_path, monkey
         assert "state_roundtrip failed at compute 1 of 4" in trip["message"]
         for rank in (0, 1):
             assert f"rank {rank}: inf   (the original: " in trip["message"], trip["message"]
+
+
+@pytest.mark.parametrize("forgets_own", [False, True])
+def test_merge_state_of_a_torcheval_style_metric_merges_fresh_instances_and_computes_alone(tmp_path, monkeypatch,
+                                                                                         forgets_own):
+    monkeypatch.setenv("DISTMETRICS_TEST_MERGE_FORGETS_OWN", "1" if forgets_own else "0")
+    scenario = tmp_path / "totals.toml"  # sums and counts: a merge that synced again would double them
+    scenario.write_text(STATE_SCENARIO.read_text().replace('"MeanAbsoluteError"', '"AbsoluteErrorTotals"'))
+    run, data = conform(tmp_path, SOURCES / "merge_state_mae.py", scenario)
+    (v,) = data["variants"]
+    merge = prop(v, "merge_state")
+    assert prop(v, "state_roundtrip")["outcome"] == "pass", prop(v, "state_roundtrip")["message"]
+    if not forgets_own:
+        # The merging instance's compute() did not sync with the ranks' (that would double the sum
+        # and the count): it equals the distributed result at every compute.
+        assert run.returncode == 0, run.stdout + run.stderr
+        assert merge["outcome"] == "pass", merge["message"]
+        assert "held at compute 1, 2, 3, 4 on all 2 rank(s)" in merge["message"]
+    else:
+        assert run.returncode == 1, run.stdout + run.stderr
+        assert merge["outcome"] == "fail", merge["message"]
+        assert prop(v, "equal_to_single")["outcome"] == "pass"
+        # Rank 0's state is lost: the merged value is the other rank's alone.
+        assert "merge_state failed at compute 1 of 4" in merge["message"], merge["message"]
 
 
 def test_a_python_metric_without_load_state_dict_skips_state_roundtrip_with_the_reason(tmp_path):

@@ -19,6 +19,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "distmetrics/metrics/metric.h"
 
@@ -40,10 +41,15 @@ class PythonMetric final : public metrics::Metric {
   // From the metric's metric_state / state_dict() / named tensors; empty when it has none.
   std::string state_digest() const override;
   // The metric's state_dict(), torch.save'd; nullopt when it has no state_dict/load_state_dict.
-  // load_state: load_state_dict(torch.load(...)). No merge_state: a fresh Python instance's
-  // compute() would sync through torch.distributed (can_merge_state stays false).
+  // load_state: load_state_dict(torch.load(...)).
   std::optional<std::string> save_state() const override;
   void load_state(const std::string& saved) override;
+  // torcheval's merge_state(metrics), when the metric has it (and state_dict/load_state_dict):
+  // each saved state goes into a fresh instance, and this one merges them. An instance without a
+  // communicator computes alone: torch.distributed looks uninitialised to its compute(), so the
+  // merging instance in a rank does not sync with the ranks' own.
+  bool can_merge_state() const override;
+  void merge_state(const std::vector<std::string>& others_saved) override;
 
  private:
   struct Impl;
