@@ -61,6 +61,15 @@ void install_scenario_python_hooks() {
     }
     return out;
   };
+  hooks.structured_rows = [](const std::string& path) {
+    detail::ensure_interpreter();
+    py::gil_scoped_acquire gil;
+    try {
+      return code_module().attr("structured_rows")(path).cast<std::int64_t>();
+    } catch (py::error_already_set& e) {
+      throw python_error(e);
+    }
+  };
   hooks.reference = [](const std::string& spec, const nlohmann::json& kwargs, const metrics::Batch& all) {
     detail::ensure_interpreter();
     py::gil_scoped_acquire gil;

@@ -107,6 +107,40 @@ def _save_structured(out, path, num_samples):
     return rows
 
 
+def structured_rows(path):
+    """data.file with data.structured = true: the file's samples counted, after checking that it
+    holds {"input": [...], "target": [...]} as a generator's structured samples are saved."""
+    from ._host import structured_samples
+
+    try:
+        data = structured_samples(path)
+    except FileNotFoundError:
+        raise SourceError(f"no such file: {path}") from None
+    except Exception as e:  # noqa: BLE001 - not a torch.save file, or an object whose class is gone
+        raise SourceError(f"{path} is not readable with torch.load: {type(e).__name__}: {e}") from None
+    if not isinstance(data, dict):
+        raise SourceError(f"{path} holds a {type(data).__name__}, not a dict: save "
+                          "{'input': [samples], 'target': [samples]} with torch.save")
+    for key in data:
+        if key not in ("input", "target"):
+            raise SourceError(f"{path} has '{key}', which is not a key of structured data (known: 'input', 'target'; "
+                              "put each sample's weight inside the sample)")
+    if "input" not in data:
+        raise SourceError(f"{path} has no 'input': give 'input' (one sample per element)")
+    lengths = {}
+    for key in ("input", "target"):
+        samples = data.get(key)
+        if samples is None:
+            continue
+        if isinstance(samples, (dict, str, bytes)) or not hasattr(samples, "__len__") or not hasattr(samples, "__getitem__"):
+            raise SourceError(f"{path}: '{key}' is a {type(samples).__name__}; give a list with one sample per element")
+        lengths[key] = len(samples)
+    if len(set(lengths.values())) > 1:
+        raise SourceError(f"{path} has {lengths['input']} input samples and {lengths['target']} target samples: "
+                          "give one target per input sample")
+    return lengths["input"]
+
+
 def generate(spec, seed, params_json, structured_path="", num_samples=-1):
     """Calls the generator once: its dict's values as CPU tensors (the host checks keys and shapes),
     or, when 'input' or 'target' holds structured samples, the number of samples it saved to

@@ -12,7 +12,7 @@ const std::map<std::string, std::vector<std::string>>& known_fields() {
       {"", {"description", "tags", "deadline", "single_process", "script", "properties", "metric", "data",
             "variants", "tolerance", "golden", "reference", "expect", "batch_invariant"}},
       {"metric", {"name", "params"}},
-      {"data", {"generator", "file", "python", "params", "seed", "num_samples", "batch_size", "dtype"}},
+      {"data", {"generator", "file", "python", "params", "seed", "num_samples", "batch_size", "dtype", "structured"}},
       {"reference", {"python", "kwargs"}},
       {"variants", {"world_sizes", "backends", "shards", "placements", "dtypes"}},
       {"tolerance", {"rtol", "atol", "exact"}},

@@ -130,6 +130,15 @@ bool read_data_file(ScenarioReader& L, Scenario& s, const toml::table* data, con
     std::filesystem::path path(file);
     if (path.is_relative()) path = std::filesystem::path(s.file).parent_path() / path;
     s.data.file = std::filesystem::absolute(path).lexically_normal().string();
+    if (s.data.structured) {
+      if (const auto why = scenario_python_unavailable(); !why.empty()) throw std::runtime_error(why);
+      const std::int64_t rows = scenario_python().structured_rows(s.data.file);
+      if (s.data.num_samples > rows)
+        throw DataFileError("file '" + s.data.file + "' has " + std::to_string(rows) + " samples, fewer than data.num_samples = " +
+                            std::to_string(s.data.num_samples) + " (leave num_samples out to use them all)");
+      if (s.data.num_samples < 0) s.data.num_samples = rows;
+      return true;
+    }
     s.data.num_samples = load_data_file(s.data).size();
   } catch (const std::exception& e) {
     L.error_at(L.line_of(data, "file"), "data.file", e.what());
@@ -186,6 +195,19 @@ void validate_data(ScenarioReader& L, Scenario& s, const toml::table* data, bool
                    runtime::did_you_mean(*dtype, {"float32", "float64"}));
     ok = false;
   }
+  // data.structured: the file holds samples of any structure, read by Python (docs/scenarios.md).
+  bool structured = false;
+  if (const auto* node = data->get("structured")) {
+    if (!node->is_boolean()) {
+      L.error(node, "data.structured", std::string("'data.structured' must be true or false, got ") + detail::toml_type_name(*node));
+      ok = false;
+    } else if ((structured = node->as_boolean()->get()) && !file) {
+      L.error(node, "data.structured",
+              "'data.structured' says how to read data.file; a Python generator's samples are structured when it "
+              "returns lists of them (and a built-in generator's never are)");
+      ok = false;
+    }
+  }
   const bool params_refused = file && params;  // said, and the file is still read (every error in one run)
   if (params_refused)
     L.error_at(L.line_of(data, "params"), "data.params", "'data.params' are a generator's parameters; a data file takes none");
@@ -196,6 +218,7 @@ void validate_data(ScenarioReader& L, Scenario& s, const toml::table* data, bool
     s.batch_size = *batch;
   }
   if (file) {
+    s.data.structured = structured;
     data_ok = ok && read_data_file(L, s, data, *file) && !params_refused;
     return;
   }

@@ -220,3 +220,43 @@ def test_the_structured_example_passes(tmp_path):
     assert data["summary"]["pass"] == data["summary"]["total"] == 5
     for v in data["variants"]:
         assert prop(v, "agrees_with_reference")["outcome"] == "pass", v["id"]
+
+
+def test_structured_samples_from_a_file_need_data_structured_and_allow_python(tmp_path):
+    import torch
+
+    made = structured_data.detections(3, {"n": 24})
+    torch.save({"input": made["input"], "target": made["target"]}, tmp_path / "detections.pt")
+    body = DETECTIONS.format(shards='["even", "uneven"]').replace(
+        'python = "structured_data:detections"', 'file = "detections.pt"\n    structured = true').replace(
+        "    params = { n = 24 }\n", "")
+    path = scenario(tmp_path / "detections.toml", body)
+    run, data = run_cli(tmp_path, "conform", "--python", SOURCES / "detection_precision.py", "--allow-python", path)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert data["summary"]["pass"] == data["summary"]["total"] == 4
+    expected = structured_data.detection_precision_reference(made["target"], made["input"])
+    for v in data["variants"]:
+        single = prop(v, "agrees_with_reference")["single"]
+        assert [(c["tp"], c["fp"]) for c in single["per_class"]] == [(c["tp"], c["fp"]) for c in expected["per_class"]]
+
+    # torch.load can run code: without --allow-python the file is not read.
+    run, _ = run_cli(tmp_path, "conform", "--python", SOURCES / "detection_precision.py", path)
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert "detections.toml:6: data.file: a scenario file cannot make distmetrics run code" in run.stderr, run.stderr
+
+    torch.save({"input": made["input"], "weight": torch.ones(24)}, tmp_path / "weighted.pt")
+    run, _ = run_cli(tmp_path, "conform", "--python", SOURCES / "detection_precision.py", "--allow-python",
+                     scenario(tmp_path / "weighted.toml", body.replace("detections.pt", "weighted.pt")))
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert "data.file: " in run.stderr and "has 'weight', which is not a key of structured data" in run.stderr, run.stderr
+
+    code, out = validate(tmp_path, """\
+        description = "structured says how to read a file"
+        [metric]
+        name = "MeanAbsoluteError"
+        [data]
+        python = "structured_data:sentences"
+        structured = true
+        batch_size = 4
+        """)
+    assert code == 2 and "s.toml:6:14: data.structured: 'data.structured' says how to read data.file" in out, out

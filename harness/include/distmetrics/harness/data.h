@@ -41,9 +41,10 @@ struct DataSpec {
   // "module:attr" of a Python generator, whose data the supervisor writes to `file`.
   std::string file;
   std::string python;
-  // The samples are not tensors (data.python returned lists of dicts, strings: docs/scenarios.md,
-  // "Structured data"): `file` holds them as torch.save wrote them, which only the Python side
-  // reads; the C++ side sees each sample as its index (metrics::Batch::structured_file).
+  // The samples are not tensors (data.python returned lists of dicts, strings, or data.structured
+  // named such a file: docs/scenarios.md, "Structured data"): `file` holds them as torch.save
+  // wrote them, which only the Python side reads; the C++ side sees each sample as its index
+  // (metrics::Batch::structured_file).
   bool structured = false;
 
   // "generator 'multiclass'", "file '/abs/x.pt'", "Python generator 'pkg.gen:make'".

@@ -31,6 +31,10 @@ struct ScenarioPython {
   std::function<Generated(const std::string& spec, std::uint64_t seed, const nlohmann::json& params,
                           const std::string& structured_path, std::int64_t num_samples)>
       generate;
+  // data.file with data.structured = true: loads the file (torch.load, which can run code: only
+  // with --allow-python), checks it holds {"input": [samples], "target": [samples]} and returns
+  // how many samples it holds.
+  std::function<std::int64_t(const std::string& path)> structured_rows;
   // fn(y_true, y_pred, sample_weight=..., **kwargs) on NumPy arrays of the whole data: target,
   // input, weight (passed only when the data have weights); without a target, fn(input, ...).
   // Structured data (all.structured_file set): the samples of that file, as the generator gave
