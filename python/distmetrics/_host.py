@@ -145,8 +145,8 @@ class HostedMetric:
         single process would, whatever group the process holds."""
         if alone and dist.is_initialized():
             with detached():
-                return normalize(self.adapter.compute())
-        return normalize(self.adapter.compute())
+                return result(self.adapter.compute())
+        return result(self.adapter.compute())
 
     def reset(self):
         self.adapter.reset()
@@ -204,6 +204,15 @@ class detached:
         c10d = dist.distributed_c10d
         c10d.GroupMember.WORLD, c10d.group.WORLD = self._saved
         return False
+
+
+def result(value):
+    """A compute()'s value as the host reads it; None at the top is an error (a compute() that
+    forgot its return would otherwise equal every other), None inside a result is a value."""
+    if value is None:
+        raise TypeError("compute() returned None: a metric's value must be a number, a tensor, or dicts and lists "
+                        "of these")
+    return normalize(value)
 
 
 def normalize(value):

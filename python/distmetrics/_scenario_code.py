@@ -169,6 +169,8 @@ def _value_json(spec, value):
     {"uncomparable": type, "text": ...} for a leaf no comparison understands."""
     from ._host import normalize
 
+    if value is None:
+        raise SourceError(f"{spec} returned None: a reference returns a number, an array, or dicts and lists of these")
     return _json_of(normalize(value))
 
 

@@ -176,6 +176,8 @@ def _tensors_in(value, prefix, out):
         out[prefix] = value
     elif isinstance(value, (int, float, bool)):
         out[prefix] = torch.tensor(value)
+    elif isinstance(value, str):  # a text metric's state: its bytes
+        out[prefix] = torch.tensor(list(value.encode()), dtype=torch.uint8)
     elif isinstance(value, dict):
         for k in sorted(value, key=str):
             _tensors_in(value[k], f"{prefix}.{k}" if prefix else str(k), out)

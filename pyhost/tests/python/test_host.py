@@ -117,6 +117,8 @@ def test_values_are_numbers_tensors_or_dicts():
     assert nested["t"].dtype == torch.float64 and nested["t"].tolist() == [1.0, 2.5]
     assert _host.normalize([torch.ones(2), torch.zeros(2)]).tolist() == [[1.0, 1.0], [0.0, 0.0]]
     assert _host.normalize({"note": "x"}) == {"note": ("uncomparable", "str", "'x'")}
+    with pytest.raises(TypeError, match="compute\\(\\) returned None"):  # a forgotten return is not a value
+        _host.result(None)
 
 
 def test_a_reference_value_is_read_by_the_metric_value_rules():
@@ -142,6 +144,22 @@ def test_structured_batches_pick_their_samples_in_order(tmp_path):
     assert [tuple(x["boxes"].shape) for x in inputs] == [(0, 4), (1, 4)]
     inputs[1]["boxes"] = None  # a metric that changes what it is given leaves the data as they were
     assert _host.structured_batch(str(tmp_path / "s.pt"), torch.tensor([0]))[0][0]["boxes"].shape == (1, 4)
+
+
+def test_a_plain_callable_sees_the_structured_samples_fed_so_far_as_one_list(tmp_path):
+    torch.save({"input": ["a b", "c", "d e f"], "target": ["a b", "x", "d e f"]}, tmp_path / "s.pt")
+    matches = adapters.Adapter(lambda preds, target: float(sum(p == t for p, t in zip(preds, target))) / len(target))
+    hosted = object.__new__(_host.HostedMetric)
+    hosted.adapter = matches
+    hosted.update(torch.tensor([0, 1]), None, None, str(tmp_path / "s.pt"))
+    hosted.update(torch.tensor([], dtype=torch.int64), None, None, str(tmp_path / "s.pt"))  # an empty batch
+    hosted.update(torch.tensor([2]), None, None, str(tmp_path / "s.pt"))
+    assert hosted.compute() == 2 / 3
+    # The samples fed are its state; strings enter the digest by their bytes.
+    assert matches.state_tensors()["batch2[0][0]"].tolist() == list(b"d e f")
+    before = hosted.digest()
+    hosted.update(torch.tensor([1]), None, None, str(tmp_path / "s.pt"))
+    assert hosted.digest() != before
 
 
 def test_the_variant_group_is_fresh_and_its_collectives_are_traced():
