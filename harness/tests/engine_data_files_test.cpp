@@ -164,7 +164,7 @@ TEST(ScenarioPython, AReferenceNeedsPythonHooksAndTheCommandLinesPermission) {
   dh::install_scenario_python(hooks);
   EXPECT_EQ(only_error(dh::load_scenario_text(with_reference, path, "mae")),
             path + ":8: reference.python: a scenario file cannot make distmetrics run code: give --allow-python to let "
-                   "scenario files call the Python they name (data.python, reference.python)");
+                   "scenario files call the Python they name (data.python, data.structured, reference.python)");
 
   dh::allow_scenario_python(true);
   auto r = dh::load_scenario_text(with_reference, path, "mae");

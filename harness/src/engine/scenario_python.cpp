@@ -39,7 +39,7 @@ std::string scenario_python_unavailable() {
            "cannot call the Python a scenario names";
   if (!installed().allowed)
     return "a scenario file cannot make distmetrics run code: give --allow-python to let scenario files call the "
-           "Python they name (data.python, reference.python)";
+           "Python they name (data.python, data.structured, reference.python)";
   return "";
 }
 

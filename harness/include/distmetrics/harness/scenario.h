@@ -91,7 +91,8 @@ struct Scenario {
 
   bool checks(const std::string& property) const;
   bool expects_failure_of(const std::string& property) const;
-  // Whether it names Python code (data.python, reference.python): running it needs --allow-python.
+  // Whether it names Python code (data.python, reference.python; data.structured is checked where
+  // its file is read): running it needs --allow-python.
   bool names_python() const { return !data.python.empty() || reference.has_value(); }
 
   // The form sent to every rank (and read back there).

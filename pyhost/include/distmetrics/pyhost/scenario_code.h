@@ -1,4 +1,4 @@
-// The Python a scenario file names (data.python, reference.python) through the embedded
+// The Python a scenario file names (data.python, data.structured, reference.python) through the embedded
 // interpreter: installs the harness's hooks (harness/scenario_python.h). Whether scenario files
 // may use them is still the command line's decision (--allow-python).
 #pragma once
