@@ -53,8 +53,8 @@ struct Options {
   bool allow_python = false;  // scenario files may call the Python they name
 };
 
-// --allow-python: without it, a scenario that names Python (data.python, data.structured, reference.python) is an
-// error on that field, as a plugin a scenario names without --plugin is.
+// --allow-python: without it, a scenario that names Python (data.python, data.structured,
+// reference.python) is an error on that field, as a plugin a scenario names without --plugin is.
 void add_allow_python_flag(CLI::App& command, bool& allow) {
   command.add_flag("--allow-python", allow,
                    "let scenario files call the Python callables they name (data.python, data.structured, reference.python; "

@@ -67,7 +67,7 @@ def pytest_addoption(parser):
                          "provide are skipped")
     group.addoption("--distmetrics-allow-python", action="store_true", default=False,
                     help="let scenario files call the Python they name (data.python, "
-                         "reference.python): the runner gets --allow-python (docs/scenarios.md)")
+                         "data.structured, reference.python): the runner gets --allow-python (docs/scenarios.md)")
     group.addoption("--distmetrics-isolate", action="store_true", default=False,
                     help="run every item with a runner of its own (`distmetrics run`), which also "
                          "checks that it leaves no process behind; default: one long-lived "
