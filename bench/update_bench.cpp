@@ -56,7 +56,7 @@ struct Case {
   std::function<std::vector<at::Tensor>()> init;
 };
 
-metrics::Batch scores_batch(const Data& d, std::size_t i) { return {d.logits[i], d.labels[i], {}}; }
+metrics::Batch scores_batch(const Data& d, std::size_t i) { return {d.logits[i], d.labels[i], {}, {}}; }
 
 const std::vector<Case>& cases() {
   static const std::vector<Case> all = {
@@ -85,7 +85,7 @@ const std::vector<Case>& cases() {
                                         at::zeros({kClasses}, at::kLong)};
        }},
       {"MeanSquaredError", nlohmann::json::object(),
-       [](const Data& d, std::size_t i) { return metrics::Batch{d.values[i], d.truth[i], {}}; },
+       [](const Data& d, std::size_t i) { return metrics::Batch{d.values[i], d.truth[i], {}, {}}; },
        // In float64, as the reference metrics promise (sum_dtype float64): the same arithmetic.
        [](const Data& d, std::size_t i, std::vector<at::Tensor>& acc) {
          acc[0] += (d.values[i].to(at::kDouble) - d.truth[i].to(at::kDouble)).square().sum();
@@ -93,7 +93,7 @@ const std::vector<Case>& cases() {
        },
        [] { return std::vector<at::Tensor>{at::zeros({}, at::kDouble), at::zeros({}, at::kLong)}; }},
       {"RocAuc", nlohmann::json::object(),
-       [](const Data& d, std::size_t i) { return metrics::Batch{d.values[i], d.binary[i], {}}; },
+       [](const Data& d, std::size_t i) { return metrics::Batch{d.values[i], d.binary[i], {}, {}}; },
        // An epoch metric must keep its own copy of every score and target.
        [](const Data& d, std::size_t i, std::vector<at::Tensor>& acc) {
          acc.push_back(d.values[i].to(at::kDouble));

@@ -108,7 +108,9 @@ TEST(TablesTest, EveryPropertyIsCompleteAndHasItsOwnColumn) {
     EXPECT_FALSE(p.holds_when.empty());
     EXPECT_EQ(p.needs_compute.has_value(), !p.needs_compute_text.empty());
     EXPECT_EQ(p.check == nullptr, p.hint == nullptr) << "a checker comes with its hint";
-    if (p.hint) EXPECT_FALSE(p.hint().empty());
+    if (p.hint) {
+      EXPECT_FALSE(p.hint().empty());
+    }
     EXPECT_TRUE(p.listable || p.checked_anyway) << "a property no scenario can list must be checked some other way";
     EXPECT_TRUE(orders.insert(p.column_order).second) << "column order " << p.column_order << " used twice";
     EXPECT_TRUE(columns.insert(p.column).second) << "column '" << p.column << "' used twice";
