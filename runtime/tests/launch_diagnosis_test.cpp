@@ -142,6 +142,35 @@ TEST(Diagnosis, OneCollectiveWithMismatchedContributionsNamesTheOddRankOut) {
             "dist.all_reduce(sum) (int64 [])"));
 }
 
+// MPI raises MPI_ERR_TRUNCATE on some ranks of a mismatched all_reduce while the odd rank finishes
+// (or waits): not an error of the ranks that raised but a desync, a hang blamed on the odd one out,
+// whichever ranks happened to raise.
+TEST(Diagnosis, MismatchedContributionsThatMakeSomeRanksRaiseAreADesyncBlamingTheOddRank) {
+  auto peers = reduces(1);
+  peers.push_back(record(1, "all_reduce(sum)", "float64", {4}));
+  auto odd = reduces(1);
+  odd.push_back(record(1, "all_reduce(sum)", "float64", {5}));
+  auto truncated = [&](int r) {
+    auto out = rank(r, RankState::Raised, peers, true);
+    out.error_type = "CollectiveError";
+    out.error = "rank " + std::to_string(r) + ": all_reduce(sum) #1 (float64 [4]) failed: MPI_ERR_TRUNCATE: message truncated";
+    return out;
+  };
+  const auto run = diagnosed({rank(0, RankState::Finished, odd), truncated(1), truncated(2)});
+  EXPECT_EQ(run.status, RunStatus::Hang);
+  EXPECT_EQ(run.blamed_rank, 0);
+  EXPECT_TRUE(begins_with(run.diagnosis, "ranks disagree at #1: ranks 1, 2 issued all_reduce(sum) (float64 [4]), rank 0 "
+                                         "issued all_reduce(sum) (float64 [5]). Rank 0 is blamed."));
+  EXPECT_NE(run.diagnosis.find(" (then rank 1 raised CollectiveError: rank 1: all_reduce(sum) #1 (float64 [4]) failed: "
+                               "MPI_ERR_TRUNCATE: message truncated)"),
+            std::string::npos)
+      << run.diagnosis;
+  // The same collectives everywhere: a rank that raised is an error, as before.
+  auto raiser = rank(1, RankState::Raised, reduces(2));
+  raiser.error_type = "ValueError";
+  EXPECT_EQ(diagnosed({rank(0, RankState::Finished, reduces(2)), raiser}).status, RunStatus::Error);
+}
+
 TEST(Diagnosis, GathersOfDifferentLengthsAreNotADisagreement) {
   // all_gather shapes differ in dim 0 by design; rank 1 is simply missing from #1
   auto mine = std::vector<CollectiveRecord>{record(0, "all_gather", "float64", {3})};

@@ -13,9 +13,11 @@
 //   sigstop          stops itself (SIGSTOP) before all_reduce #1        -> hang
 //   fork_crash       forks a child that sleeps (its pid written to `pid_file`), then SIGSEGV -> crash
 //   throw            throws before all_reduce #1                        -> hang (raised alone)
-//   shape_mismatch   all_reduce #1 of 5 elements where the others have 4 -> not completed
-//   dtype_mismatch   all_reduce #1 of float32 where the others have float64 -> not completed
-//   close_fds        closes every descriptor above 2, then all_reduce #1 -> not completed
+//   shape_mismatch   all_reduce #1 of 5 elements where the others have 4 -> hang (a desync)
+//   dtype_mismatch   all_reduce #1 of float32 where the others have float64 -> hang; on gloo a
+//                    crash (gloo aborts in the rank)
+//   close_fds        closes every descriptor above 2, then all_reduce #1 -> crash (the rank loses
+//                    its connection to the supervisor and exits)
 //   raw_gloo_skip    gloo only: every other rank issues its own allreduce on the variant's
 //                    c10d::ProcessGroupGloo (no timeout, unseen by the trace) before all_reduce #1;
 //                    the rank skips it                                -> hang, blamed on the rank

@@ -364,6 +364,17 @@ void diagnose(JobResult& run, const std::vector<std::string>& phases, std::chron
   } else if (hung) {
     run.status = RunStatus::Hang;
     diagnose_hang(run, phases, deadline);
+  } else if (raised && find_divergence(run.ranks)) {
+    // Ranks that contributed differently to one collective make some backends raise on some of
+    // them (MPI: MPI_ERR_TRUNCATE) while the others finish or wait: the mismatch is the cause, a
+    // desync like a skipped collective, whichever ranks happened to raise.
+    run.status = RunStatus::Hang;
+    diagnose_hang(run, phases, deadline);
+    for (const auto& r : run.ranks) {
+      if (r.state != RankState::Raised) continue;
+      run.diagnosis += " (then rank " + std::to_string(r.rank) + " raised " + r.error_type + ": " + first_line(r.error) + ")";
+      break;
+    }
   } else if (raised) {
     run.status = RunStatus::Error;
     diagnose_error(run);

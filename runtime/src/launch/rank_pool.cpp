@@ -735,6 +735,9 @@ class RankPool::Impl {
   std::string how_died(WorkerLink& w) {
     if (!w.dying.empty()) return w.dying;
     if (!w.exit_status) w.exit_status = processes_->await_exit(w.rank, Deadline::after(500ms));
+    if (w.exit_status && WIFEXITED(*w.exit_status) && WEXITSTATUS(*w.exit_status) == detail::kWorkerExitSupervisorGone)
+      return detail::describe_wait_status(*w.exit_status) +
+             " (its connection to the supervisor closed under it: did the task close descriptors it does not own?)";
     if (w.exit_status) return detail::describe_wait_status(*w.exit_status);
     if (processes_->under_mpirun()) {
       return "its connection closed without a word (ended by MPI or mpirun, or killed by SIGKILL: see its log tail)";
