@@ -13,7 +13,7 @@ DM_JOB=${DM_JOB:-ci}
 DM_DRY_RUN=${DM_DRY_RUN:-0}
 
 # The runner's exit codes (docs/cli-contract.md) and the ones these scripts add.
-DM_EXIT_OK=0 DM_EXIT_FAIL=1 DM_EXIT_BAD_INPUT=2 DM_EXIT_HANG=3 DM_EXIT_CRASH=4
+DM_EXIT_OK=0 DM_EXIT_FAIL=1 DM_EXIT_BAD_INPUT=2 DM_EXIT_HANG=3 DM_EXIT_CRASH=4 DM_EXIT_MEMORY=6
 DM_EXIT_SETUP=5   # the job could not be set up: no LibTorch, configure or build failed
 DM_EXIT_SKIP=77   # the machine lacks what the job needs (e.g. 2 GPUs); nothing was run
 
@@ -106,17 +106,17 @@ dm_build() {
 # (124, or 137 after its KILL) = a hang; a death by signal or another status = a crash.
 dm_normalize_code() {
   case "$1" in
-    0 | 1 | 2 | 3 | 4) echo "$1" ;;
+    0 | 1 | 2 | 3 | 4 | 6) echo "$1" ;;
     124 | 137) echo "$DM_EXIT_HANG" ;;
     *) echo "$DM_EXIT_CRASH" ;;
   esac
 }
 
-# The exit code of several runs: the highest-priority one, 2 > 4 > 3 > 1 > 0 (as the runner's).
+# The exit code of several runs: the highest-priority one, 2 > 4 > 6 > 3 > 1 > 0 (as the runner's).
 dm_worst_code() {
   local worst=0 code
   for code in "$@"; do
-    for rank in 2 4 3 1; do
+    for rank in 2 4 6 3 1; do
       if [ "$code" = "$rank" ] || [ "$worst" = "$rank" ]; then
         worst=$rank
         break

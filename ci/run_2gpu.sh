@@ -45,8 +45,9 @@ Environment: PYTHON (python3), JOBS (cores), SUITE_TIMEOUT (3000 s per run),
 
 Exit codes: 0 all passed; 1 a property failed (or a metric raised); 2 bad input (scenario files,
   flags, or this script's arguments); 3 a hang; 4 a crash; 5 setup failed (no CUDA LibTorch,
-  configure or build failed); 77 skipped: fewer GPUs than --min-gpus, nothing was run.
-  When several runs end differently, the highest-priority code wins: 2 > 4 > 3 > 1.
+  configure or build failed); 6 a rank went past its memory limit;
+  77 skipped: fewer GPUs than --min-gpus, nothing was run.
+  When several runs end differently, the highest-priority code wins: 2 > 4 > 6 > 3 > 1.
 USAGE
 }
 

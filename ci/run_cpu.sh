@@ -27,7 +27,7 @@ Options:
 Environment: JOBS (cores), SUITE_TIMEOUT (3000 s per run), DM_DRY_RUN=1 (as --dry-run).
 
 Exit codes: 0 all passed; 1 a property failed (or a metric raised); 2 bad input; 3 a hang;
-  4 a crash; 5 setup failed (configure or build).
+  4 a crash; 5 setup failed (configure or build); 6 a rank went past its memory limit.
 USAGE
 }
 

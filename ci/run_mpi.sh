@@ -34,7 +34,7 @@ Options:
 Environment: MPI_SIZES ("2 4"), MPI_LAUNCH (mpirun), MPIRUN (mpirun), JOBS (cores),
   SUITE_TIMEOUT (3000 s per run), DM_DRY_RUN=1 (as --dry-run).
 
-Exit codes: the highest-priority code of the runs (2 > 4 > 3 > 1 > 0, as the CLI's); 5 setup
+Exit codes: the highest-priority code of the runs (2 > 4 > 6 > 3 > 1 > 0, as the CLI's); 5 setup
   failed (configure or build); 77 skipped: no mpirun on this machine, nothing was run.
 USAGE
 }

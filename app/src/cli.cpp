@@ -378,7 +378,7 @@ int cli_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
   add_deadline_option(*run, o.deadline);
   run->add_option("--rank-memory", o.rank_memory_gib,
                   "GiB of address space each rank of the local pool may use (RLIMIT_AS); past it the rank's "
-                  "allocation fails and is reported as RankMemoryExceeded; 0: no limit; default: a third of this "
+                  "allocation fails and the variant's outcome is memory_exceeded, naming the rank; 0: no limit; default: a third of this "
                   "machine's memory, at least 4")
       ->check(CLI::Range(0.0, 4096.0));
   run->add_option("--launcher", o.launcher,

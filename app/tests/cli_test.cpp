@@ -90,7 +90,50 @@ TEST(Cli, ExitCodesAndReports) {
                                        {"markers", {"mpi"}},
                                        {"skip", nullptr}}));
   EXPECT_EQ(cli({"validate", kDir}, out, err), 0) << out;
-  EXPECT_NE(out.find("distmetrics: 23 scenario file(s): 23 valid, 0 with errors (0 error(s))"), std::string::npos) << out;
+  EXPECT_NE(out.find("distmetrics: 24 scenario file(s): 24 valid, 0 with errors (0 error(s))"), std::string::npos) << out;
+  fs::remove_all(tmp);
+}
+
+// A metric that allocates past --rank-memory on rank 1 (on the local pool): the outcome
+// memory_exceeded naming rank 1 and its limit, in the progress, the last line, the JSON report and
+// JUnit, with its own exit code; the variant after it, on the same pool, passes.
+TEST(Cli, ARankPastItsMemoryLimitIsAnOutcomeOfItsOwnNamingTheRank) {
+  const fs::path tmp = fs::temp_directory_path() / ("dm_engine_cli_memory_" + std::to_string(::getpid()));
+  std::string out, err;
+  const int code = cli({"run", kDir + "/memory_exceeded.toml", kDir + "/correct_mean.toml", "--backend", "gloo",
+                        "--world-sizes", "2", "--shard", "even", "--rank-memory", "6", "--verbose", "--json",
+                        (tmp / "r.json").string(), "--junit", (tmp / "r.xml").string()},
+                       out, err);
+  EXPECT_EQ(code, 6) << out << err;
+  EXPECT_NE(out.find("MEMORY_EXCEEDED broken/memory_exceeded:gloo-ws2-even-cpu"), std::string::npos) << out;
+  EXPECT_NE(out.find("PASS  broken/correct_mean:gloo-ws2-even-cpu"), std::string::npos) << out;
+  EXPECT_NE(out.find("\ndistmetrics: 1 passed, 0 failed, 0 hang, 0 crash, 1 memory_exceeded, 0 error, 0 skipped in "),
+            std::string::npos)
+      << out;
+  std::ifstream json_file(tmp / "r.json");
+  const auto report = nlohmann::json::parse(json_file);
+  EXPECT_EQ(report["summary"]["memory_exceeded"], 1);
+  EXPECT_EQ(report["summary"]["pass"], 1);
+  const nlohmann::json* memory = nullptr;
+  for (const auto& v : report["variants"])
+    if (v["id"] == "broken/memory_exceeded:gloo-ws2-even-cpu") memory = &v;
+  ASSERT_TRUE(memory) << report.dump(2);
+  EXPECT_EQ((*memory)["outcome"], "memory_exceeded");
+  const std::string reason = (*memory)["reason"];
+  EXPECT_EQ(reason.rfind("rank 1 to blame: rank 1 went past its memory limit of 6.0 GiB (an allocation failed; raise "
+                         "it with --rank-memory if the metric needs more)",
+                         0),
+            0u)
+      << reason;
+  EXPECT_EQ((*memory)["ranks"][1]["state"], "raised");
+  const std::string diagnosis = (*memory)["diagnosis"];
+  EXPECT_NE(diagnosis.find("The limit is per rank (--rank-memory GIB"), std::string::npos) << diagnosis;
+  std::ifstream xml_file(tmp / "r.xml");
+  std::stringstream xml;
+  xml << xml_file.rdbuf();
+  EXPECT_NE(xml.str().find("<error message=\"rank 1 to blame: rank 1 went past its memory limit of 6.0 GiB"), std::string::npos)
+      << xml.str();
+  EXPECT_NE(xml.str().find("type=\"memory_exceeded\">"), std::string::npos) << xml.str();
   fs::remove_all(tmp);
 }
 

@@ -170,6 +170,26 @@ class AbortOnRank1Mean : public MeanBase {
   }
 };
 
+// Rank 1 asks for 64 GiB in its second update, far past any --rank-memory a test gives: the
+// allocation fails there (untouched, the request costs nothing where it succeeds).
+class AllocatesTooMuchOnRank1Mean : public MeanBase {
+ public:
+  AllocatesTooMuchOnRank1Mean() : MeanBase("AllocatesTooMuchOnRank1Mean") {}
+  void update(const Batch& batch) override {
+    if (rank() == 1 && ++updates_ == 2) scratch_ = at::empty({std::int64_t{64} << 30}, at::kByte);
+    MeanBase::update(batch);
+  }
+  Value compute() override {
+    std::vector<at::Tensor> state = {sum_.clone(), count_.clone()};
+    if (comm_) comm_->all_reduce(state, runtime::ReduceOp::Sum);
+    return mean_of(state[0], state[1]);
+  }
+
+ private:
+  int updates_ = 0;
+  at::Tensor scratch_;
+};
+
 // A rank-local cache on rank 1 only: a compute with no new samples since the last one returns the
 // cached value without syncing, so rank 1 skips compute 2's collectives and its compute 3's are
 // paired with rank 0's compute 2 ones (a desync named by compute).
@@ -339,6 +359,7 @@ metrics::MetricRegistry& registry() {
     reg.add(spec<RejectsWhenDistributedMean>("RejectsWhenDistributedMean", "mean of input; rejects every batch when distributed"));
     reg.add(spec<EndlessWhenAloneMean>("EndlessWhenAloneMean", "mean of input; never finishes without a communicator"));
     reg.add(spec<AbortOnRank1Mean>("AbortOnRank1Mean", "mean of input; rank 1 aborts in compute"));
+    reg.add(spec<AllocatesTooMuchOnRank1Mean>("AllocatesTooMuchOnRank1Mean", "mean of input; rank 1 asks for 64 GiB in its second update"));
     reg.add(spec<RankLocalCacheMean>("RankLocalCacheMean", "mean of input; rank 1 caches computes without new samples"));
     reg.add(spec<SegfaultInUpdateMean>("SegfaultInUpdateMean", "mean of input; rank 1 dies in its second update"));
     reg.add(spec<StatefulMean>("StatefulMean", "mean of input; declared states: saves, loads and merges them"));

@@ -16,6 +16,8 @@ namespace distmetrics::harness::testing {
 //   RaiseAloneMean        raises NotComputableError on a rank with no data before syncing (Ignite #1242)
 //   GatherPerElementMean  gathers its values one all_gather per element (torchmetrics #3336)
 //   AbortOnRank1Mean      rank 1 calls abort() in compute()
+//   AllocatesTooMuchOnRank1Mean  rank 1 asks for 64 GiB in its second update (past --rank-memory)
+//   EndlessWhenAloneMean  without a communicator its second update never finishes
 //   RejectsWhenDistributedMean  every rank raises InputError in update() when world size > 1
 //   StatefulMean          sum and count as StatefulMetric states: saves, loads and merges them
 //   CountNotSavedMean     save_state() leaves the count out (torchmetrics' non-persistent state)

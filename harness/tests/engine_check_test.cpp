@@ -337,7 +337,8 @@ TEST(Reports, ConsoleMatrixFailuresOnceAndTheLastLine) {
   EXPECT_NE(text.find("\nscenario  no_hang  equal\n"
                       "core/a       .       F    1/2 fail\n"
                       "core/b       H       -    1/1 hang, 1 skipped\n"
-                      "(. pass  F fail  H hang  C crash  E error  s skipped  - not checked; equal = equal_to_single)\n"
+                      "(. passed  F failed  H hang  C crash  M memory_exceeded  E error  s skipped  - not checked; "
+                      "equal = equal_to_single)\n"
                       "1 skipped: needs 4 GPUs  (--verbose lists them)\n"),
             std::string::npos)
       << text;
@@ -428,7 +429,8 @@ TEST(Reports, JsonFollowsTheContract) {
                                  "2024-05-01T12:00:00Z", 1.5);
   for (const char* key : {"distmetrics_version", "torch_version", "started", "seconds", "summary", "variants"})
     EXPECT_TRUE(j.contains(key)) << key;
-  EXPECT_EQ(j["summary"], json({{"pass", 1}, {"fail", 1}, {"hang", 0}, {"crash", 0}, {"error", 0}, {"skip", 0}, {"total", 2}}));
+  EXPECT_EQ(j["summary"], json({{"pass", 1}, {"fail", 1}, {"hang", 0}, {"crash", 0}, {"memory_exceeded", 0}, {"error", 0},
+                                {"skip", 0}, {"total", 2}}));
   const auto& v = j["variants"][1];
   for (const char* key : {"id", "scenario", "file", "backend", "world_size", "shard", "placement", "seed", "outcome", "reason",
                           "seconds", "properties", "diagnosis", "reproduce"})
@@ -474,6 +476,48 @@ TEST(Reports, ExitCodesByPriority) {
   EXPECT_EQ(code({O::Fail, O::Hang}), 3);
   EXPECT_EQ(code({O::Hang, O::Crash, O::Fail}), 4);
   EXPECT_EQ(code({O::Crash}, true), 2);
+  EXPECT_EQ(code({O::MemoryExceeded}), 6);
+  EXPECT_EQ(code({O::Hang, O::MemoryExceeded, O::Error}), 6);
+  EXPECT_EQ(code({O::MemoryExceeded, O::Crash}), 4);
+}
+
+// A rank past its memory limit is an outcome of its own in every view: its symbol, the last line
+// (which counts it only when it occurs, so that the line tools grep is otherwise unchanged),
+// JUnit's error type, the JSON summary, the Markdown mark and the HTML's colours.
+TEST(Reports, MemoryExceededIsAnOutcomeOfItsOwnInEveryView) {
+  dh::Verdict memory = verdict(dh::Outcome::MemoryExceeded, "core/b", "uneven");
+  memory.reason = "rank 1 to blame: rank 1 went past its memory limit of 6.0 GiB";
+  memory.diagnosis = "rank 1 went past its memory limit of 6.0 GiB (an allocation failed)";
+  const std::vector<dh::Verdict> verdicts = {verdict(dh::Outcome::Pass, "core/a", "even"), memory};
+  std::ostringstream progress;
+  dh::ConsoleReport console(progress, 2, {});
+  for (const auto& v : verdicts) console.progress(v);
+  console.finish(verdicts, 1.0);
+  const std::string text = progress.str();
+  EXPECT_EQ(text.rfind(".M", 0), 0u) << text;
+  EXPECT_NE(text.find("core/b       M       -    1/1 memory_exceeded\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("\nMEMORY_EXCEEDED  core/b:gloo-ws4-uneven-cpu  (0.41 s)\n    rank 1 to blame: rank 1 went past its memory limit"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("\ndistmetrics: 1 passed, 0 failed, 0 hang, 0 crash, 1 memory_exceeded, 0 error, 0 skipped in 1.0 s\n"),
+            std::string::npos)
+      << text;
+  const auto j = dh::json_report(verdicts, "2024-05-01T12:00:00Z", 1.0);
+  EXPECT_EQ(j["summary"]["memory_exceeded"], 1);
+  EXPECT_EQ(j["variants"][1]["outcome"], "memory_exceeded");
+  const auto xml = dh::junit_report(verdicts, 1.0);
+  EXPECT_NE(xml.find("<testsuite name=\"core/b\" tests=\"1\" failures=\"0\" errors=\"1\" skipped=\"0\""), std::string::npos)
+      << xml;
+  EXPECT_NE(xml.find("<error message=\"rank 1 to blame: rank 1 went past its memory limit of 6.0 GiB\" type=\"memory_exceeded\">"),
+            std::string::npos)
+      << xml;
+  const auto model = dh::report_model(j);
+  EXPECT_EQ(model.worst, "memory_exceeded");
+  EXPECT_EQ(model.verdict(), "FAILED: 1 of 2 variants did not pass (1 memory_exceeded)");
+  EXPECT_NE(dh::render_markdown(model).find("💾"), std::string::npos);
+  const std::string page = dh::render_html(model);
+  EXPECT_NE(page.find(".o-memory_exceeded{--c:#fff;--bg:#0a3069;--solid:#0a3069}"), std::string::npos);
+  EXPECT_NE(page.find("data-kind=\"memory_exceeded\">1 memory_exceeded</span>"), std::string::npos);
 }
 
 // --- Root causes: derived from which properties failed together, and how --------------------

@@ -1,5 +1,6 @@
-// The extension-point tables (properties, shard policies, placements, backends) and the docs
-// that list them: docs/properties.md and docs/scenarios.md must name exactly the table entries.
+// The extension-point tables (properties, shard policies, placements, backends, outcomes) and the
+// docs that list them: docs/properties.md, docs/scenarios.md, docs/cli-contract.md and
+// docs/report.schema.json must name exactly the table entries.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,7 +12,10 @@
 
 #include <ATen/ATen.h>
 
+#include <nlohmann/json.hpp>
+
 #include "distmetrics/harness/input_dtype.h"
+#include "distmetrics/harness/outcome.h"
 #include "distmetrics/harness/placement.h"
 #include "distmetrics/harness/property.h"
 #include "distmetrics/harness/shard.h"
@@ -72,6 +76,68 @@ std::set<std::string> table_names(const Table& table) {
   std::set<std::string> names;
   for (const auto& entry : table) names.insert(entry.name);
   return names;
+}
+
+// Each row of the Markdown table headed `header`: its cells, backticks removed.
+std::vector<std::vector<std::string>> doc_table_rows(const std::string& doc, const std::string& header) {
+  std::istringstream in(read_doc(doc));
+  std::vector<std::vector<std::string>> rows;
+  bool inside = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("|", 0) != 0) {
+      if (inside) break;
+      continue;
+    }
+    auto row = cells(line);
+    if (!inside) {
+      inside = !row.empty() && row.front() == header;
+      continue;
+    }
+    if (row.empty() || row.front().rfind("---", 0) == 0) continue;
+    for (auto& cell : row) cell.erase(std::remove(cell.begin(), cell.end(), '`'), cell.end());
+    rows.push_back(row);
+  }
+  EXPECT_TRUE(inside) << "docs/" << doc << " has no table headed '" << header << "'";
+  return rows;
+}
+
+// The outcome table (outcome.h) and its docs: the contract's table (name, symbol, exit code), and
+// the JSON schema's outcome names and summary counts, in the table's order.
+TEST(TablesTest, DocsAndTheSchemaListExactlyTheOutcomes) {
+  const auto rows = doc_table_rows("cli-contract.md", "outcome");
+  ASSERT_EQ(rows.size(), outcome_kinds().size());
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const auto& kind = outcome_kinds()[i];
+    ASSERT_GE(rows[i].size(), 3u);
+    EXPECT_EQ(rows[i][0], kind.name);
+    EXPECT_EQ(rows[i][1], kind.symbol) << kind.name;
+    EXPECT_EQ(rows[i][2], std::to_string(kind.exit_code)) << kind.name;
+  }
+  const auto schema = nlohmann::json::parse(read_doc("report.schema.json"));
+  std::vector<std::string> names, summary;
+  for (const auto& kind : outcome_kinds()) names.push_back(kind.name);
+  EXPECT_EQ(doc_table_names("properties.md", "outcome"), std::set<std::string>(names.begin(), names.end()));
+  EXPECT_EQ(schema.at("$defs").at("outcome").at("enum").get<std::vector<std::string>>(), names);
+  summary = names;
+  summary.push_back("total");
+  const auto& counts = schema.at("properties").at("summary");
+  EXPECT_EQ(counts.at("required").get<std::vector<std::string>>(), summary);
+  std::vector<std::string> listed;
+  for (const auto& [key, value] : counts.at("properties").items()) listed.push_back(key);
+  std::sort(listed.begin(), listed.end());
+  std::sort(summary.begin(), summary.end());
+  EXPECT_EQ(listed, summary);
+}
+
+TEST(TablesTest, OutcomeNamesAreUniqueAndFindable) {
+  std::set<std::string> names, symbols;
+  for (const auto& kind : outcome_kinds()) {
+    EXPECT_TRUE(names.insert(kind.name).second) << kind.name;
+    EXPECT_TRUE(symbols.insert(kind.symbol).second) << kind.symbol;
+    ASSERT_EQ(find_outcome(kind.name), &kind);
+    EXPECT_EQ(&kind_of(kind.outcome), &kind);
+  }
+  EXPECT_EQ(find_outcome("no_such_outcome"), nullptr);
 }
 
 TEST(TablesTest, DocsListExactlyTheProperties) {

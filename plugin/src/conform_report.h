@@ -32,9 +32,9 @@ struct ConformResult {
 // expected_error and agrees_with_reference.
 std::vector<std::string> matrix_properties(const ConformResult& result);
 
-// A cell: "pass", "fail", "hang", "crash", "error", "skip", or "" when the property was not
-// checked on that variant. A variant that hung, crashed, raised or was skipped has its outcome
-// in every column: none of its properties could be judged.
+// A cell: an outcome name (harness/outcome.h), or "" when the property was not checked on that
+// variant. A variant that did not pass or fail (hung, crashed, went past its memory limit,
+// raised, was skipped) has its outcome in every column: none of its properties could be judged.
 std::string matrix_cell(const harness::Verdict& verdict, const std::string& property);
 
 nlohmann::json json_report(const ConformResult& result);

@@ -4,7 +4,7 @@ the plugin's own tests: the ids, the list JSON, the run report, the exit codes, 
 child processes. What a variant does comes from its scenario file, in a format of its own:
 
     [fake]
-    mode = "pass"            # pass fail error crash skip hang runner-crash leak rendezvous
+    mode = "pass"            # pass fail error crash memory skip hang runner-crash leak rendezvous
     modes = { "gloo-ws2-*" = "fail" }   # per variant (glob on the id without the scenario)
     backends = ["gloo"]      world_sizes = [1, 2]   shards = ["even"]   placements = ["cpu"]
     markers = ["regression"] list_skip = "needs 2 GPUs"
@@ -25,9 +25,10 @@ import time
 import tomllib
 from pathlib import Path
 
-EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT, EXIT_HANG, EXIT_CRASH = 0, 1, 2, 3, 4
-OUTCOME_EXIT = {"fail": EXIT_FAIL, "error": EXIT_FAIL, "hang": EXIT_HANG, "crash": EXIT_CRASH}
-PRIORITY = [EXIT_BAD_INPUT, EXIT_CRASH, EXIT_HANG, EXIT_FAIL]
+EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT, EXIT_HANG, EXIT_CRASH, EXIT_MEMORY = 0, 1, 2, 3, 4, 6
+OUTCOME_EXIT = {"fail": EXIT_FAIL, "error": EXIT_FAIL, "hang": EXIT_HANG, "crash": EXIT_CRASH,
+                "memory_exceeded": EXIT_MEMORY}
+PRIORITY = [EXIT_BAD_INPUT, EXIT_CRASH, EXIT_MEMORY, EXIT_HANG, EXIT_FAIL]
 
 
 class BadInput(Exception):
@@ -171,6 +172,12 @@ def run_variant(variant):
         result.update(outcome="crash", reason=f"rank 0 died: killed by signal {-statuses[0]}",
                       diagnosis=f"rank 0 was killed by signal {-statuses[0]} (SIGSEGV) in "
                                 f"all_reduce #2; the other ranks were ended")
+    elif mode == "memory":
+        run_ranks(variant, "sleep", "0")
+        result.update(outcome="memory_exceeded",
+                      reason="rank 1 to blame: rank 1 went past its memory limit of 6.0 GiB",
+                      diagnosis="rank 1 went past its memory limit of 6.0 GiB (an allocation "
+                                "failed; raise it with --rank-memory if the metric needs more)")
     else:
         run_ranks(variant, "sleep", "0")
     if mode == "fail":
@@ -273,7 +280,7 @@ def main(argv):
         print(f"[{n:3d}/{len(variants)}] {result['outcome'].upper():5s} {variant['id']}  "
               f"({result['seconds']:.2f} s)", flush=True)
     summary = {o: sum(r["outcome"] == o for r in results)
-               for o in ("pass", "fail", "hang", "crash", "error", "skip")}
+               for o in ("pass", "fail", "hang", "crash", "memory_exceeded", "error", "skip")}
     summary["total"] = len(results)
     if isinstance(args.json, str):
         Path(args.json).write_text(json.dumps({

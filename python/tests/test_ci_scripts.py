@@ -287,7 +287,8 @@ def test_skip_build_without_a_runner_is_a_setup_failure(machine):
 
 
 @pytest.mark.parametrize("codes, worst", [
-    ("0 0", 0), ("1 0", 1), ("1 3", 3), ("3 4 1", 4), ("4 2 3", 2), ("", 0)])
+    ("0 0", 0), ("1 0", 1), ("1 3", 3), ("3 4 1", 4), ("4 2 3", 2), ("", 0), ("1 6 3", 6),
+    ("6 4", 4)])
 def test_exit_codes_fold_by_priority(codes, worst):
     done = subprocess.run(["bash", "-c", f"source {REPO_ROOT}/ci/lib.sh; dm_worst_code {codes}"],
                           capture_output=True, text=True, check=True)

@@ -54,7 +54,7 @@ def test_passing_items_leave_no_process_behind(project):
     project.scenario("core/accuracy", world_sizes=[1, 4])
     result = project.run("-v")
     result.assert_outcomes(passed=2)
-    result.stdout.fnmatch_lines(["*distmetrics variants: 2 pass, 0 fail, 0 hang*"])
+    result.stdout.fnmatch_lines(["*distmetrics variants: 2 pass, 0 fail, 0 skip"])
     runs = [p for p in project.processes() if p["role"] == "runner"]
     ranks = [p for p in project.processes() if p["role"] == "rank"]
     assert [r["argv"][0] for r in runs] == ["list", "serve"]  # one runner serves every item
@@ -131,6 +131,19 @@ def test_a_crashed_rank_shows_the_diagnosis(project):
     assert "core/crashy:gloo-ws2-even-cpu: CRASH: rank 0 died: killed by signal 11" in out
     assert "rank 0 was killed by signal 11 (SIGSEGV) in all_reduce #2" in out
     assert re.search(r"runner: `distmetrics serve` \(pid \d+\) answered after", out)
+    project.assert_nothing_left()
+
+
+def test_a_rank_past_its_memory_limit_fails_the_item_naming_the_rank(project):
+    # An outcome the plugin has no name for of its own: it did not pass, and it is counted.
+    project.scenario("core/greedy", world_sizes=[2], mode="memory")
+    project.scenario("core/accuracy", world_sizes=[2])
+    result = project.run()
+    result.assert_outcomes(passed=1, failed=1)
+    out = result.stdout.str()
+    assert ("core/greedy:gloo-ws2-even-cpu: MEMORY_EXCEEDED: rank 1 to blame: rank 1 went past "
+            "its memory limit of 6.0 GiB") in out
+    result.stdout.fnmatch_lines(["*distmetrics variants: 1 pass, 0 fail, 1 memory_exceeded, 0 skip"])
     project.assert_nothing_left()
 
 

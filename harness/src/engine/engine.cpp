@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "distmetrics/runtime/child_call.h"
+#include "distmetrics/runtime/errors.h"
 
 #include "distmetrics/harness/input_dtype.h"
 #include "distmetrics/harness/placement.h"
@@ -317,6 +318,27 @@ Verdict Engine::judge(const Scenario& given, const Variant& variant, const runti
   };
   v.ranks = rank_reports(scenario, run);
   v.tolerance = {{"rtol", scenario.tolerance.rtol}, {"atol", scenario.tolerance.atol}, {"exact", scenario.tolerance.exact}};
+
+  // A rank past its memory limit: its own outcome, whatever its peers did after it left them
+  // waiting (they time out, or raise when its connection closes).
+  std::vector<const runtime::RankOutcome*> past_memory;
+  for (const auto& r : run.ranks)
+    if (r.error_type == runtime::kRankMemoryExceeded) past_memory.push_back(&r);
+  if (!past_memory.empty()) {
+    const runtime::RankOutcome& first = *past_memory.front();
+    v.outcome = Outcome::MemoryExceeded;
+    v.reason = "rank " + std::to_string(first.rank) + " to blame: " + first_line(first.error);
+    std::ostringstream diag;
+    for (const auto* r : past_memory) diag << r->error << "\n";
+    diag << "The limit is per rank (--rank-memory GIB, 0 for none): raise it if the metric needs that much, or "
+            "give the scenario less data or fewer classes.\n";
+    if (!run.diagnosis.empty()) diag << run.diagnosis << "\n";
+    diag << "rank states:\n" << rank_state_lines(run);
+    v.diagnosis = with_shards(diag.str());
+    if (!v.diagnosis.empty() && v.diagnosis.back() == '\n') v.diagnosis.pop_back();
+    v.properties.push_back(no_hang_result(run, deadline));
+    return v;
+  }
 
   if (run.status == runtime::RunStatus::Crash || run.status == runtime::RunStatus::Hang) {
     int blamed = run.blamed_rank;

@@ -43,6 +43,14 @@ std::string xml_escape(const std::string& s) {
   return out;
 }
 
+// How many verdicts JUnit shows as this element ("failure", "error", "skipped").
+int junit_count(const OutcomeCounts& counts, const std::string& element) {
+  int n = 0;
+  for (const auto& kind : outcome_kinds())
+    if (element == kind.junit) n += counts.of(kind.outcome);
+  return n;
+}
+
 // The text that explains a verdict that did not pass: failed properties, diagnosis, reason.
 std::string details(const Verdict& v) {
   std::ostringstream out;
@@ -59,22 +67,9 @@ std::string details(const Verdict& v) {
 
 }  // namespace
 
-void Summary::add(Outcome outcome) {
-  ++total;
-  switch (outcome) {
-    case Outcome::Pass: ++pass; break;
-    case Outcome::Fail: ++fail; break;
-    case Outcome::Hang: ++hang; break;
-    case Outcome::Crash: ++crash; break;
-    case Outcome::Error: ++error; break;
-    case Outcome::Skip: ++skip; break;
-  }
-}
-
 std::string Summary::line() const {
   std::ostringstream out;
-  out << pass << " passed, " << fail << " failed, " << hang << " hang, " << crash << " crash, " << error << " error, "
-      << skip << " skipped in " << seconds_text(seconds, 1) << " s";
+  out << OutcomeCounts::line() << " in " << seconds_text(seconds, 1) << " s";
   return out.str();
 }
 
@@ -90,17 +85,6 @@ ConsoleReport::ConsoleReport(std::ostream& out, int total, ConsoleOptions option
 
 namespace {
 constexpr int kSymbolsPerLine = 50;
-char progress_symbol(Outcome outcome) {
-  switch (outcome) {
-    case Outcome::Pass: return '.';
-    case Outcome::Fail: return 'F';
-    case Outcome::Hang: return 'H';
-    case Outcome::Crash: return 'C';
-    case Outcome::Error: return 'E';
-    case Outcome::Skip: return 's';
-  }
-  return '?';
-}
 }  // namespace
 
 void ConsoleReport::end_progress_line() {
@@ -115,7 +99,7 @@ void ConsoleReport::progress(const Verdict& v) {
   ++done_;
   if (options_.quiet) return;
   if (!options_.verbose) {
-    out_ << progress_symbol(v.outcome);
+    out_ << kind_of(v.outcome).symbol;
     if (++column_ == kSymbolsPerLine) end_progress_line();
     out_.flush();
     return;
@@ -139,15 +123,16 @@ void ConsoleReport::finish(const std::vector<Verdict>& verdicts, double seconds)
 
 nlohmann::json json_report(const std::vector<Verdict>& verdicts, const std::string& started, double seconds) {
   const auto s = summarize(verdicts, seconds);
+  nlohmann::json summary = nlohmann::json::object();
+  for (const auto& kind : outcome_kinds()) summary[kind.name] = s.of(kind.outcome);
+  summary["total"] = s.total;
   nlohmann::json variants = nlohmann::json::array();
   for (const auto& v : verdicts) variants.push_back(v.to_json());
   return {{"distmetrics_version", DISTMETRICS_VERSION},
           {"torch_version", DISTMETRICS_TORCH_VERSION},
           {"started", started},
           {"seconds", seconds},
-          {"summary",
-           {{"pass", s.pass}, {"fail", s.fail}, {"hang", s.hang}, {"crash", s.crash}, {"error", s.error},
-            {"skip", s.skip}, {"total", s.total}}},
+          {"summary", summary},
           {"variants", variants}};
 }
 
@@ -161,9 +146,9 @@ std::string junit_report(const std::vector<Verdict>& verdicts, double seconds) {
   const auto total = summarize(verdicts, seconds);
   std::ostringstream out;
   out << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  out << "<testsuites name=\"distmetrics\" tests=\"" << total.total << "\" failures=\"" << total.fail << "\" errors=\""
-      << total.hang + total.crash + total.error << "\" skipped=\"" << total.skip << "\" time=\"" << seconds_text(seconds, 3)
-      << "\">\n";
+  out << "<testsuites name=\"distmetrics\" tests=\"" << total.total << "\" failures=\"" << junit_count(total, "failure")
+      << "\" errors=\"" << junit_count(total, "error") << "\" skipped=\"" << junit_count(total, "skipped") << "\" time=\""
+      << seconds_text(seconds, 3) << "\">\n";
   for (const auto& name : order) {
     const auto& cases = suites[name];
     Summary s;
@@ -171,26 +156,23 @@ std::string junit_report(const std::vector<Verdict>& verdicts, double seconds) {
       s.add(v->outcome);
       s.seconds += v->seconds;
     }
-    out << "  <testsuite name=\"" << xml_escape(name) << "\" tests=\"" << s.total << "\" failures=\"" << s.fail
-        << "\" errors=\"" << s.hang + s.crash + s.error << "\" skipped=\"" << s.skip << "\" time=\""
-        << seconds_text(s.seconds, 3) << "\">\n";
+    out << "  <testsuite name=\"" << xml_escape(name) << "\" tests=\"" << s.total << "\" failures=\""
+        << junit_count(s, "failure") << "\" errors=\"" << junit_count(s, "error") << "\" skipped=\"" << junit_count(s, "skipped")
+        << "\" time=\"" << seconds_text(s.seconds, 3) << "\">\n";
     for (const auto* v : cases) {
       out << "    <testcase classname=\"" << xml_escape(name) << "\" name=\"" << xml_escape(v->variant.short_id())
           << "\" time=\"" << seconds_text(v->seconds, 3) << "\"";
       const std::string body = details(*v) + "reproduce: " + v->variant.reproduce();
-      switch (v->outcome) {
-        case Outcome::Pass: out << "/>\n"; continue;
-        case Outcome::Skip:
-          out << ">\n      <skipped message=\"" << xml_escape(v->reason) << "\"/>\n";
-          break;
-        case Outcome::Fail:
-          out << ">\n      <failure message=\"" << xml_escape(v->reason) << "\" type=\"fail\">" << xml_escape(body)
-              << "</failure>\n";
-          break;
-        default:
-          out << ">\n      <error message=\"" << xml_escape(v->reason) << "\" type=\"" << to_string(v->outcome) << "\">"
-              << xml_escape(body) << "</error>\n";
+      const std::string element = kind_of(v->outcome).junit;
+      if (element.empty()) {
+        out << "/>\n";
+        continue;
       }
+      if (element == "skipped")
+        out << ">\n      <skipped message=\"" << xml_escape(v->reason) << "\"/>\n";
+      else
+        out << ">\n      <" << element << " message=\"" << xml_escape(v->reason) << "\" type=\"" << to_string(v->outcome)
+            << "\">" << xml_escape(body) << "</" << element << ">\n";
       out << "    </testcase>\n";
     }
     out << "  </testsuite>\n";
@@ -201,13 +183,12 @@ std::string junit_report(const std::vector<Verdict>& verdicts, double seconds) {
 
 int exit_code(const std::vector<Verdict>& verdicts, bool bad_input) {
   if (bad_input) return 2;
-  bool crash = false, hang = false, fail = false;
+  const OutcomeKind* worst = nullptr;
   for (const auto& v : verdicts) {
-    crash = crash || v.outcome == Outcome::Crash;
-    hang = hang || v.outcome == Outcome::Hang;
-    fail = fail || v.outcome == Outcome::Fail || v.outcome == Outcome::Error;
+    const OutcomeKind& kind = kind_of(v.outcome);
+    if (!worst || kind.severity > worst->severity) worst = &kind;
   }
-  return crash ? 4 : hang ? 3 : fail ? 1 : 0;
+  return worst ? worst->exit_code : 0;
 }
 
 std::string now_iso8601() {

@@ -4,18 +4,6 @@
 
 namespace distmetrics::harness {
 
-const char* to_string(Outcome outcome) {
-  switch (outcome) {
-    case Outcome::Pass: return "pass";
-    case Outcome::Fail: return "fail";
-    case Outcome::Hang: return "hang";
-    case Outcome::Crash: return "crash";
-    case Outcome::Error: return "error";
-    case Outcome::Skip: return "skip";
-  }
-  return "?";
-}
-
 nlohmann::json PropertyResult::to_json() const {
   nlohmann::json j = {{"name", name}, {"outcome", to_string(outcome)}, {"message", message},
                       {"single", single}, {"ranks", ranks}, {"expected_failure", expected_failure}};

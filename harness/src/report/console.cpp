@@ -11,13 +11,8 @@ namespace {
 
 const char* symbol(const std::string& outcome) {
   if (outcome.empty()) return "-";
-  if (outcome == "pass") return ".";
-  if (outcome == "fail") return "F";
-  if (outcome == "hang") return "H";
-  if (outcome == "crash") return "C";
-  if (outcome == "error") return "E";
-  if (outcome == "skip") return "s";
-  return "?";
+  const auto* kind = find_outcome(outcome);
+  return kind ? kind->symbol : "?";
 }
 
 std::string fit(const std::string& name, std::size_t width) {
@@ -54,7 +49,9 @@ void print_matrix(const ReportModel& model, std::ostream& out) {
     }
     out << line << "  " << row_tally(row) << "\n";
   }
-  out << "(. pass  F fail  H hang  C crash  E error  s skipped  - not checked";
+  out << "(";
+  for (const auto& kind : outcome_kinds()) out << kind.symbol << " " << kind.counted << "  ";
+  out << "- not checked";
   std::string abbreviations;
   for (const auto& c : model.columns)
     if (property_label(c) != c) abbreviations += (abbreviations.empty() ? "" : ", ") + property_label(c) + " = " + c;
@@ -67,7 +64,7 @@ void render_console(const ReportModel& model, std::ostream& out, const ConsoleOp
   if (!options.quiet && !model.variants.empty()) {
     print_matrix(model, out);
     if (!model.skips.empty() && !options.hide_skips) {
-      out << model.counts.skip << " skipped: ";
+      out << model.counts.of(Outcome::Skip) << " skipped: ";
       for (std::size_t i = 0; i < model.skips.size(); ++i) {
         out << (i ? "; " : "") << model.skips[i].reason;
         if (model.skips.size() > 1) out << " (" << model.skips[i].count << ")";
@@ -84,7 +81,7 @@ void render_console(const ReportModel& model, std::ostream& out, const ConsoleOp
   if (model.counts.total == 0)
     out << model.last_line_prefix << ": no variant matched the selection: nothing ran"
         << (model.last_line_prefix == "distmetrics" ? " (exit code 2)" : "") << "\n";
-  else if (model.counts.skip == model.counts.total)
+  else if (model.counts.of(Outcome::Skip) == model.counts.total)
     out << model.last_line_prefix << ": every variant was skipped: nothing ran\n";
   out << model.last_line_prefix << ": " << model.counts.line() << "\n";
   out.flush();

@@ -24,10 +24,6 @@ h4{font-size:13px;margin:12px 0 4px}
 code,pre,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12.5px}
 .o-pass{--c:#116329;--bg:#dafbe1;--solid:#1f883d}
 .o-skip{--c:#59636e;--bg:#eff2f5;--solid:#818b98}
-.o-fail{--c:#fff;--bg:#cf222e;--solid:#cf222e}
-.o-error{--c:#fff;--bg:#bc4c00;--solid:#bc4c00}
-.o-hang{--c:#fff;--bg:#8250df;--solid:#8250df}
-.o-crash{--c:#fff;--bg:#82071e;--solid:#82071e}
 .verdict{font-size:17px;font-weight:600;margin:6px 0;padding:10px 14px;border-radius:6px;border-left:6px solid var(--solid);background:var(--panel)}
 .chips{margin:8px 0}
 .chip{display:inline-block;padding:1px 9px;margin-right:6px;border-radius:10px;background:var(--bg);color:var(--c);font-weight:600;font-size:12px}
@@ -94,6 +90,16 @@ document.querySelectorAll('button.copy').forEach(function (button) {
 });
 )JS";
 
+// The colours of the outcomes that did not pass, from the outcome table (white text on the
+// outcome's colour); pass and skip have light styles of their own in kStyle.
+std::string outcome_style() {
+  std::string css;
+  for (const auto& kind : outcome_kinds())
+    if (!outcome_passed(kind.name))
+      css += std::string(".o-") + kind.name + "{--c:#fff;--bg:" + kind.colour + ";--solid:" + kind.colour + "}\n";
+  return css;
+}
+
 std::string outcome_class(const std::string& outcome) { return outcome.empty() ? "none" : "o-" + outcome; }
 
 std::string badge(const std::string& outcome) {
@@ -103,13 +109,12 @@ std::string badge(const std::string& outcome) {
 std::string optional_number(const std::optional<std::int64_t>& n) { return n ? std::to_string(*n) : ""; }
 
 void chips(std::ostringstream& h, const ReportCounts& c) {
-  const std::pair<int, const char*> kinds[] = {{c.pass, "pass"}, {c.fail, "fail"},   {c.hang, "hang"},
-                                               {c.crash, "crash"}, {c.error, "error"}, {c.skip, "skip"}};
-  const char* words[] = {"passed", "failed", "hang", "crash", "error", "skipped"};
   h << "<p class=\"chips\">";
-  for (std::size_t i = 0; i < 6; ++i)
-    h << "<span class=\"chip o-" << kinds[i].second << (kinds[i].first ? "" : " zero") << "\" data-kind=\""
-      << kinds[i].second << "\">" << kinds[i].first << " " << words[i] << "</span>";
+  for (const auto& kind : outcome_kinds()) {
+    const int n = c.of(kind.outcome);
+    h << "<span class=\"chip o-" << kind.name << (n ? "" : " zero") << "\" data-kind=\"" << kind.name << "\">" << n << " "
+      << kind.counted << "</span>";
+  }
   h << " in " << text::fixed(c.seconds, 1) << " s</p>\n";
 }
 
@@ -137,11 +142,11 @@ void matrix(std::ostringstream& h, const ReportModel& m) {
   }
   h << "</tbody></table>\n<p class=\"legend\">Each cell: the worst outcome over the row's variants for that property, "
        "and how many did not pass. Click a cell for its variants. ";
-  for (const char* o : {"pass", "fail", "hang", "crash", "error", "skip"})
-    h << "<span class=\"chip " << outcome_class(o) << "\">" << o << "</span>";
+  for (const auto& kind : outcome_kinds())
+    h << "<span class=\"chip " << outcome_class(kind.name) << "\">" << kind.name << "</span>";
   h << "</p>\n";
   if (!m.skips.empty()) {
-    h << "<details class=\"skips\" id=\"skips\"><summary>" << m.counts.skip << " skipped: ";
+    h << "<details class=\"skips\" id=\"skips\"><summary>" << m.counts.of(Outcome::Skip) << " skipped: ";
     for (std::size_t i = 0; i < m.skips.size(); ++i)
       h << (i ? "; " : "") << html_escape(m.skips[i].reason) << (m.skips.size() > 1 ? " (" + std::to_string(m.skips[i].count) + ")" : "");
     h << "</summary><ul>";
@@ -297,7 +302,7 @@ std::string render_html(const ReportModel& m) {
   const std::string overall = m.worst.empty() ? "skip" : m.worst;
   h << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
        "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">\n<title>"
-    << html_escape(m.title + ": " + m.verdict()) << "</title>\n<style>" << kStyle << "</style></head>\n<body>\n<header>\n<h1>"
+    << html_escape(m.title + ": " + m.verdict()) << "</title>\n<style>" << kStyle << outcome_style() << "</style></head>\n<body>\n<header>\n<h1>"
     << html_escape(m.title) << "</h1>\n<p id=\"verdict\" class=\"verdict " << outcome_class(overall) << "\">"
     << html_escape(m.verdict()) << "</p>\n";
   chips(h, m.counts);

@@ -10,13 +10,8 @@ namespace distmetrics::harness {
 namespace {
 
 const char* mark(const std::string& outcome) {
-  if (outcome == "pass") return "✅";
-  if (outcome == "fail") return "❌";
-  if (outcome == "hang") return "⏳";
-  if (outcome == "crash") return "💥";
-  if (outcome == "error") return "⚠️";
-  if (outcome == "skip") return "⏭️";
-  return "";
+  const auto* kind = find_outcome(outcome);
+  return kind ? kind->mark : "";
 }
 
 // Inside a table cell: no pipes, no newlines.
@@ -39,7 +34,7 @@ std::string render_markdown(const ReportModel& model) {
   std::ostringstream md;
   const bool passed = model.worst.empty() || model.worst == "pass";
   md << "## " << model.title << "\n\n";
-  md << "**" << (model.counts.total == 0 || model.counts.skip == model.counts.total ? "⏭️" : passed ? "✅" : "❌") << " "
+  md << "**" << (model.counts.total == 0 || model.counts.of(Outcome::Skip) == model.counts.total ? "⏭️" : passed ? "✅" : "❌") << " "
      << model.verdict() << "**\n\n";
   for (const auto& [label, value] : model.header) md << "- " << label << ": " << value << "\n";
   md << "- " << model.last_line_prefix << ": " << model.counts.line() << "\n";
@@ -61,7 +56,7 @@ std::string render_markdown(const ReportModel& model) {
     }
   }
   if (!model.skips.empty()) {
-    md << "\n<details><summary>" << model.counts.skip << " skipped: ";
+    md << "\n<details><summary>" << model.counts.of(Outcome::Skip) << " skipped: ";
     for (std::size_t i = 0; i < model.skips.size(); ++i)
       md << (i ? "; " : "") << text::html_escape(model.skips[i].reason)
          << (model.skips.size() > 1 ? " (" + std::to_string(model.skips[i].count) + ")" : "");

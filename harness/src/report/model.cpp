@@ -192,15 +192,6 @@ std::optional<Timeline> timeline_of(const json& ranks) {
 
 }  // namespace
 
-int outcome_severity(const std::string& outcome) {
-  if (outcome == "skip") return -1;
-  if (outcome == "fail") return 1;
-  if (outcome == "error") return 2;
-  if (outcome == "hang") return 3;
-  if (outcome == "crash") return 4;
-  return 0;
-}
-
 std::string property_label(const std::string& property) {
   for (const auto& [name, label] : known_properties())
     if (name == property) return label;
@@ -215,8 +206,7 @@ std::string ReportCell::counts() const {
 
 std::string ReportCounts::line() const {
   std::ostringstream out;
-  out << pass << " passed, " << fail << " failed, " << hang << " hang, " << crash << " crash, " << error << " error, "
-      << skip << " skipped in " << std::fixed << std::setprecision(1) << seconds << " s";
+  out << OutcomeCounts::line() << " in " << std::fixed << std::setprecision(1) << seconds << " s";
   return out.str();
 }
 
@@ -228,18 +218,19 @@ std::vector<const ReportVariant*> ReportModel::not_passed() const {
 }
 
 std::string ReportModel::verdict() const {
-  const int ran = counts.total - counts.skip;
-  const int bad = counts.fail + counts.hang + counts.crash + counts.error;
-  const std::string skipped = counts.skip ? "; " + std::to_string(counts.skip) + " skipped" : "";
+  const int skips = counts.of(Outcome::Skip);
+  const int ran = counts.total - skips;
+  const int bad = counts.not_passed();
+  const std::string skipped = skips ? "; " + std::to_string(skips) + " skipped" : "";
   if (counts.total == 0) return "NOTHING RAN: no variant matched the selection";
   if (ran == 0) return "NOTHING RAN: all " + std::to_string(counts.total) + " variants were skipped";
   if (bad == 0) return "PASSED: " + std::string(ran == 1 ? "the variant" : "all " + std::to_string(ran) + " variants") +
                        " passed" + skipped;
-  std::vector<std::pair<int, const char*>> kinds = {
-      {counts.fail, "fail"}, {counts.hang, "hang"}, {counts.crash, "crash"}, {counts.error, "error"}};
   std::string which;
-  for (const auto& [n, name] : kinds)
-    if (n) which += (which.empty() ? "" : ", ") + std::to_string(n) + " " + name;
+  for (const auto& kind : outcome_kinds()) {
+    const int n = counts.of(kind.outcome);
+    if (n && !outcome_passed(kind.name)) which += (which.empty() ? "" : ", ") + std::to_string(n) + " " + kind.name;
+  }
   return "FAILED: " + std::to_string(bad) + " of " + std::to_string(ran) + " variants did not pass (" + which + ")" + skipped;
 }
 
@@ -251,12 +242,7 @@ ReportModel report_model(const json& report) {
   model.started = str(report, "started");
   model.distmetrics_version = str(report, "distmetrics_version");
   model.torch_version = str(report, "torch_version");
-  model.counts.pass = summary.value("pass", 0);
-  model.counts.fail = summary.value("fail", 0);
-  model.counts.hang = summary.value("hang", 0);
-  model.counts.crash = summary.value("crash", 0);
-  model.counts.error = summary.value("error", 0);
-  model.counts.skip = summary.value("skip", 0);
+  for (const auto& kind : outcome_kinds()) model.counts.add(kind.outcome, summary.value(kind.name, 0));
   model.counts.total = summary.value("total", 0);
   model.counts.seconds = report.value("seconds", 0.0);
   const json matrix = report.value("matrix", json::array());
@@ -299,7 +285,7 @@ ReportModel report_model(const json& report) {
       counts.batches = opt_int(r, "batches");
       rv.rank_counts.push_back(counts);
     }
-    if (rv.outcome == "hang" || rv.outcome == "crash" || rv.outcome == "error") rv.timeline = timeline_of(ranks);
+    if (!rv.passed() && rv.outcome != "fail") rv.timeline = timeline_of(ranks);  // hang, crash, memory, error
     rv.details = rv.passed() ? "" : details_of(v, rv.outcome);
     if (!row_variants.count(rv.row)) model.rows.push_back(ReportRow{rv.row, {}, 0, 0, 0, 0, ""});
     row_variants[rv.row].push_back(i);

@@ -20,7 +20,7 @@ except ImportError:  # pragma: no cover - older Pythons use the default deadline
     tomllib = None
 
 from .processes import describe_returncode, run_with_timeout
-from .report import NOT_PASSED, describe_variant, read_variant
+from .report import describe_variant, passed, read_variant
 from .runner import (RunnerError, Selection, Variant, find_runner, list_variants,
                      reproduce_command, run_command, serve_command)
 from .stream import StreamRunner
@@ -294,11 +294,9 @@ class DistmetricsSession:
                 f"{self.leftovers}); they were ended", red=True)
         if not self.outcomes:
             return
-        order = ["pass", "fail", "hang", "crash", "error", "skip"]
-        counts = ", ".join(f"{self.outcomes[o]} {o}" for o in order)
-        extra = sorted(set(self.outcomes) - set(order))
-        if extra:
-            counts += ", " + ", ".join(f"{self.outcomes[o]} {o}" for o in extra)
+        # pass, fail and skip always; every other outcome (hang, crash, ...) when it occurred.
+        others = sorted(o for o in self.outcomes if o not in ("pass", "fail", "skip") and self.outcomes[o])
+        counts = ", ".join(f"{self.outcomes[o]} {o}" for o in ["pass", "fail", *others, "skip"])
         terminalreporter.write_line(f"distmetrics variants: {counts}")
 
 
@@ -417,9 +415,10 @@ class VariantItem(pytest.Item):
             # Placed at the scenario file (as a skip from the listing is), not at this line.
             raise pytest.skip.Exception(entry.get("reason") or "skipped by distmetrics",
                                         _use_item_location=True)
-        if outcome in NOT_PASSED:
-            raise problem("", entry, tail=outcome != "fail")
-        raise problem(f"unknown outcome {outcome!r} in the runner's report", entry)
+        if not entry.get("outcome"):
+            raise problem("the runner's report gives this variant no outcome", entry)
+        # Any other outcome did not pass; all but a failed property show the runner's output.
+        raise problem("", entry, tail=outcome != "fail")
 
     def _run_streamed(self, session: "DistmetricsSession", timeout: float) -> "ItemRun":
         """Asks this process's long-lived runner (`distmetrics serve`) for the variant."""
@@ -437,7 +436,7 @@ class VariantItem(pytest.Item):
         elif answer.entry is not None and answer.entry.get("id") != variant.id:
             run.unreadable = f"it answered for {answer.entry.get('id')!r}"
             run.entry = None
-        if answer.entry is None or answer.entry.get("outcome") in NOT_PASSED:
+        if answer.entry is None or not passed(answer.entry.get("outcome")):
             session.kept_log = True
         state = ("ended" if answer.timed_out or answer.entry is None else "answered")
         run.runner_line = (f"runner: `distmetrics serve` (pid {runner.pid}) {state} after "

@@ -60,7 +60,7 @@ LocalRun run_task_here(const Job& request, const CommSpec& spec, const c10::intr
       text << "rank " << spec.rank << " could not build the " << spec.backend << " communicator within its memory limit of "
            << std::fixed << std::setprecision(1) << static_cast<double>(rank_memory_limit) / (1u << 30)
            << " GiB (raise it with --rank-memory): " << short_what(e);
-      outcome.error_type = "RankMemoryExceeded";
+      outcome.error_type = kRankMemoryExceeded;
       outcome.error = text.str();
     }
     return run;
@@ -87,7 +87,7 @@ LocalRun run_task_here(const Job& request, const CommSpec& spec, const c10::intr
       text << "rank " << spec.rank << " went past its memory limit of " << std::fixed << std::setprecision(1)
            << static_cast<double>(rank_memory_limit) / (1u << 30)
            << " GiB (an allocation failed; raise it with --rank-memory if the metric needs more): " << outcome.error;
-      outcome.error_type = "RankMemoryExceeded";
+      outcome.error_type = kRankMemoryExceeded;
       outcome.error = text.str();
     }
   } catch (...) {

@@ -14,10 +14,9 @@
 
 namespace distmetrics::harness {
 
-struct Summary {
-  int pass = 0, fail = 0, hang = 0, crash = 0, error = 0, skip = 0, total = 0;
+// Each outcome's count (outcome.h) and the run's seconds.
+struct Summary : OutcomeCounts {
   double seconds = 0;
-  void add(Outcome outcome);
   // "118 passed, 1 failed, 0 hang, 0 crash, 0 error, 1 skipped in 52.3 s"
   std::string line() const;
 };
@@ -25,7 +24,8 @@ Summary summarize(const std::vector<Verdict>& verdicts, double seconds);
 
 class ConsoleReport {
  public:
-  // `total` sizes the counter. By default each finished variant prints one symbol (". F H C E s",
+  // `total` sizes the counter. By default each finished variant prints one symbol (outcome.h:
+  // ". F H C M E s",
   // 50 to a line, each line ending in its count); verbose: a line per variant,
   // "[  3/120] PASS  core/accuracy_multiclass:gloo-ws4-uneven-cpu  (0.41 s)"; quiet: nothing.
   ConsoleReport(std::ostream& out, int total, ConsoleOptions options);
@@ -46,8 +46,9 @@ class ConsoleReport {
 nlohmann::json json_report(const std::vector<Verdict>& verdicts, const std::string& started_iso8601, double seconds);
 std::string junit_report(const std::vector<Verdict>& verdicts, double seconds);
 
-// Exit codes: 0 nothing failed; 1 a property failed or an error outcome; 2 bad input; 3 a hang;
-// 4 a crash. The highest priority wins: 2 > 4 > 3 > 1.
+// Exit codes: 2 for bad input, else the exit code of the most severe outcome (outcome.h): 0
+// nothing failed; 1 a property failed or an error outcome; 3 a hang; 4 a crash; 6 a rank past its
+// memory limit. The highest priority wins: 2 > 4 > 6 > 3 > 1.
 int exit_code(const std::vector<Verdict>& verdicts, bool bad_input);
 
 // Writes a report file, creating its folder; false, with a message on `err`, when it cannot.

@@ -19,11 +19,12 @@
 #include <utility>
 #include <vector>
 
+#include "distmetrics/harness/outcome.h"
+
 namespace distmetrics::harness {
 
-// Outcomes from best to worst; a cell shows the worst of its variants'.
-// "pass" < "skip" (nothing ran) is not a ranking: a cell with any run variant shows that one.
-int outcome_severity(const std::string& outcome);  // pass 0, skip -1, fail 1, error 2, hang 3, crash 4
+// A cell shows the worst of its variants' outcomes (outcome_severity, outcome.h). "pass" above
+// "skip" (nothing ran) is not a ranking: a cell with any run variant shows that one.
 // The matrix's short column header for a property ("equal" for equal_to_single).
 std::string property_label(const std::string& property);
 
@@ -95,7 +96,7 @@ struct ReportVariant {
   std::vector<RankValue> rank_counts;  // per rank: samples and batches, when reported
   std::optional<Timeline> timeline;    // hang, crash and error outcomes whose ranks issued collectives
   std::string details;  // the console text: what differed (or happened); no reproduce line
-  bool passed() const { return outcome == "pass" || outcome == "skip"; }
+  bool passed() const { return outcome_passed(outcome); }
 };
 
 // Skips grouped by the gist of their reason ("needs 2 GPUs"), with the full reasons behind it.
@@ -105,8 +106,7 @@ struct SkipGroup {
   std::vector<std::pair<std::string, int>> reasons;  // each full reason and its count
 };
 
-struct ReportCounts {
-  int pass = 0, fail = 0, hang = 0, crash = 0, error = 0, skip = 0, total = 0;
+struct ReportCounts : OutcomeCounts {
   double seconds = 0;
   std::string line() const;  // "118 passed, 1 failed, 0 hang, 0 crash, 0 error, 1 skipped in 52.3 s"
 };

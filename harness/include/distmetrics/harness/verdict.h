@@ -8,16 +8,16 @@
 #include <string>
 #include <vector>
 
+#include "distmetrics/harness/outcome.h"
 #include "distmetrics/harness/variant.h"
 
 namespace distmetrics::harness {
 
-enum class Outcome { Pass, Fail, Hang, Crash, Error, Skip };
-const char* to_string(Outcome outcome);  // "pass", "fail", ...
-
 struct PropertyResult {
   std::string name;
-  Outcome outcome = Outcome::Pass;  // Pass, Fail or Skip
+  // Pass, Fail or Skip; Hang for a check that did not finish within the variant's deadline (it
+  // makes the verdict a hang).
+  Outcome outcome = Outcome::Pass;
   std::string message;              // multi-line, human
   nlohmann::json single;            // the single-process value (Value JSON), or null
   nlohmann::json ranks = nlohmann::json::array();  // each rank's value (Value JSON or null)

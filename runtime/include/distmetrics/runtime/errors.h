@@ -54,5 +54,8 @@ namespace distmetrics::runtime {
 // worker, the rank went past its memory limit. Tasks that catch errors let these through, so that
 // the rank's outcome says so (error type RankMemoryExceeded, naming the rank and its limit).
 bool is_allocation_failure(const std::exception& e);
+// The error type of a rank past its memory limit (RankOutcome::error_type); the harness reports
+// it as the outcome memory_exceeded.
+inline constexpr const char* kRankMemoryExceeded = "RankMemoryExceeded";
 
 }  // namespace distmetrics::runtime
