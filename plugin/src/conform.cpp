@@ -269,7 +269,7 @@ int conform_with(const ConformOptions& o, runtime::PeerRunner* peers, std::ostre
     return remote.build(scenario, variant);
   };
   options.extra_checks.push_back([&by_name](const harness::CheckContext& ctx, const harness::Dataset& data,
-                                            const harness::ShardPlan& shards) {
+                                            const harness::ShardPlan& shards, const runtime::Deadline& until) {
     const auto& reference = by_name.at(ctx.scenario.name)->reference;
     if (ctx.scenario.reference) {  // the scenario's own [reference] judges agrees_with_reference
       harness::PropertyResult p;
@@ -284,7 +284,7 @@ int conform_with(const ConformOptions& o, runtime::PeerRunner* peers, std::ostre
       p.message = "agrees_with_reference skipped: distmetrics has no reference implementation of " + reference.metric;
       return p;
     }
-    return check_agrees_with_reference(ctx, reference, data, shards);
+    return check_agrees_with_reference(ctx, reference, data, shards, until);
   });
   harness::Engine engine(options);
 

@@ -7,9 +7,11 @@
 
 #include <chrono>
 #include <cmath>
+#include <iomanip>
 #include <sstream>
 
 #include "distmetrics/runtime/backends.h"
+#include "distmetrics/runtime/child_call.h"
 #include "distmetrics/harness/engine.h"
 #include "distmetrics/runtime/task.h"
 #include "distmetrics/runtime/text.h"
@@ -139,13 +141,44 @@ SingleProcessReference RemoteReference::build(const harness::Scenario& scenario,
 }
 
 PropertyResult check_agrees_with_reference(const harness::CheckContext& ctx, const harness::Scenario& reference_scenario,
-                                           const harness::Dataset& data, const harness::ShardPlan& shards) {
+                                           const harness::Dataset& data, const harness::ShardPlan& shards,
+                                           const runtime::Deadline& until) {
   PropertyResult p;
   p.name = kAgreesWithReference;
   // Like with like: the reference implementation on the samples the ranks fed, as often as they
-  // fed them, so that a sampler's padding (PyTorch #25162) counts the same in both.
-  const SingleProcessReference reference =
-      harness::build_reference(reference_scenario, data, shards, ctx.plan, harness::ReferenceData::AsFed);
+  // fed them, so that a sampler's padding (PyTorch #25162) counts the same in both. In a child
+  // process, so that one past the variant's deadline is ended, not waited for.
+  const auto started = std::chrono::steady_clock::now();
+  const runtime::ChildCallResult built = runtime::call_in_child(
+      [&] {
+        return harness::reference_to_json(
+            harness::build_reference(reference_scenario, data, shards, ctx.plan, harness::ReferenceData::AsFed));
+      },
+      until);
+  SingleProcessReference reference;
+  switch (built.ended) {
+    case runtime::ChildCallResult::Ended::Returned:
+      try {
+        reference = harness::reference_from_json(built.value);
+      } catch (const std::exception& e) {
+        reference.failure = std::string("its result could not be read back: ") + e.what();
+      }
+      break;
+    case runtime::ChildCallResult::Ended::Threw: reference.failure = built.error; break;
+    case runtime::ChildCallResult::Ended::Died: reference.failure = "it crashed (" + built.how_died + ")"; break;
+    case runtime::ChildCallResult::Ended::TimedOut: {
+      std::ostringstream msg;
+      msg << "agrees_with_reference: the reference implementation of " << reference_scenario.metric
+          << " did not finish within the variant's deadline (ended after " << std::fixed << std::setprecision(2)
+          << std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()
+          << " s, what the ranks and the single-process run left of it)\n"
+          << "It runs in a child process on all the data the ranks fed. Every phase of a variant counts against its "
+             "deadline: raise it (--deadline or the scenario's `deadline`), or use less data.";
+      p.outcome = Outcome::Hang;
+      p.message = msg.str();
+      return p;
+    }
+  }
   if (!reference.failure.empty()) {
     p.outcome = Outcome::Skip;
     p.message = "agrees_with_reference skipped: the reference implementation of " + reference_scenario.metric +

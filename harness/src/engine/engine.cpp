@@ -476,8 +476,10 @@ Verdict Engine::judge(const Scenario& given, const Variant& variant, const runti
 
   const CheckContext ctx{scenario, variant, script, single, observations};
   v.properties = check_properties(ctx);
+  const auto variant_until =
+      runtime::Deadline::after(ms(std::max(0.0, deadline - std::chrono::duration<double>(Clock::now() - started).count())));
   for (const auto& extra : options_.extra_checks) {
-    PropertyResult p = extra(ctx, data, shards);
+    PropertyResult p = extra(ctx, data, shards, variant_until);
     // The scenario's own check of a property comes first (conform's agrees_with_reference
     // gives way to a scenario's [reference]).
     if (std::none_of(v.properties.begin(), v.properties.end(), [&p](const PropertyResult& q) { return q.name == p.name; }))
@@ -485,6 +487,17 @@ Verdict Engine::judge(const Scenario& given, const Variant& variant, const runti
   }
   const double reference_seconds = std::chrono::duration<double>(Clock::now() - reference_started).count();
   v.properties.insert(v.properties.begin(), no_hang_result(run, deadline, reference_seconds));
+  // A check past the variant's deadline (ended there): a hang that names what it waited for.
+  for (const auto& p : v.properties) {
+    if (p.outcome != Outcome::Hang) continue;
+    v.outcome = Outcome::Hang;
+    v.reason = first_line(p.message);
+    v.diagnosis = with_shards(p.message);
+    PropertyResult& no_hang = v.properties.front();
+    no_hang.outcome = Outcome::Fail;
+    no_hang.message = "no_hang failed: " + v.reason;
+    return v;
+  }
 
   for (const auto& obs : observations) {
     if (!obs.error || error_matches_reference(*obs.error, obs, single)) continue;

@@ -22,6 +22,7 @@
 
 #include "distmetrics/harness/check.h"
 #include "distmetrics/harness/data.h"
+#include "distmetrics/runtime/deadline.h"
 #include "distmetrics/runtime/rank_pool.h"
 #include "distmetrics/harness/scenario.h"
 #include "distmetrics/harness/shard.h"
@@ -79,8 +80,11 @@ struct EngineOptions {
                                        const ScriptPlan&)>
       single_process;
   // Properties judged after the scenario's own on a variant whose ranks all finished (e.g.
-  // agrees_with_reference in `distmetrics conform`); a Fail fails the variant.
-  std::vector<std::function<PropertyResult(const CheckContext&, const Dataset&, const ShardPlan&)>> extra_checks;
+  // agrees_with_reference in `distmetrics conform`); a Fail fails the variant. `until` is the
+  // variant's deadline: a check that cannot finish by then returns the outcome Hang, saying what
+  // it was waiting for, and the variant is a hang.
+  std::vector<std::function<PropertyResult(const CheckContext&, const Dataset&, const ShardPlan&, const runtime::Deadline& until)>>
+      extra_checks;
 };
 
 class Engine {

@@ -25,6 +25,7 @@
 
 #include "distmetrics/harness/check.h"
 #include "distmetrics/harness/data.h"
+#include "distmetrics/runtime/deadline.h"
 #include "distmetrics/runtime/rank_pool.h"
 #include "distmetrics/harness/scenario.h"
 #include "distmetrics/harness/shard.h"
@@ -116,8 +117,11 @@ class RemoteReference {
 };
 
 // agrees_with_reference on one variant: `reference` is the scenario as written (the reference
-// implementation's metric), run in this process on the variant's data and shards.
+// implementation's metric), run on the variant's data and shards in a child process of this one
+// (runtime::ChildCall) that is ended at `until`, the variant's deadline: then the property's
+// outcome is Hang, naming the reference implementation.
 harness::PropertyResult check_agrees_with_reference(const harness::CheckContext& ctx, const harness::Scenario& reference,
-                                                    const harness::Dataset& data, const harness::ShardPlan& shards);
+                                                    const harness::Dataset& data, const harness::ShardPlan& shards,
+                                                    const runtime::Deadline& until);
 
 }  // namespace distmetrics::plugin
