@@ -5,6 +5,12 @@ list(APPEND DISTMETRICS_RUNTIME_SOURCES
   src/comm/backends.cpp)
 if(DISTMETRICS_HAVE_GLOO)
   list(APPEND DISTMETRICS_RUNTIME_SOURCES src/comm/gloo.cpp)
+  # gloo.cpp registers a descriptor on gloo's tcp transport directly: Debian's LibTorch links a
+  # shared libgloo, other LibTorch builds carry gloo inside libtorch_cpu.
+  find_library(DISTMETRICS_GLOO_LIBRARY gloo)
+  if(DISTMETRICS_GLOO_LIBRARY)
+    list(APPEND DISTMETRICS_RUNTIME_PRIVATE_LINK "${DISTMETRICS_GLOO_LIBRARY}")
+  endif()
 endif()
 if(DISTMETRICS_HAVE_MPI)
   list(APPEND DISTMETRICS_RUNTIME_SOURCES src/comm/mpi.cpp)

@@ -2,6 +2,7 @@
 
 #include <ATen/Parallel.h>
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -31,12 +32,26 @@ void write_all(int fd, const std::string& text) {
   }
 }
 
+// A fork keeps no thread pool: the child computes on one thread. Where ATen runs on OpenMP,
+// setting OpenMP's count is enough; at::set_num_threads would also build caffe2's pthreadpool
+// afresh in the child, whose new worker spins for ~5 ms of CPU before it sleeps (perf), which
+// every variant's reference paid while the ranks wanted the same two cores.
+void compute_on_one_thread() {
+  if (at::get_num_threads() == 1) return;
+  using SetThreads = void (*)(int);
+  if (auto* omp_set_num_threads = reinterpret_cast<SetThreads>(::dlsym(RTLD_DEFAULT, "omp_set_num_threads"))) {
+    omp_set_num_threads(1);
+    if (at::get_num_threads() == 1) return;  // ATen's backend is OpenMP
+  }
+  at::set_num_threads(1);
+}
+
 [[noreturn]] void child_main(const std::function<nlohmann::json()>& fn, int out_fd) {
   ::setpgid(0, 0);
   for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM}) ::signal(sig, SIG_DFL);
   nlohmann::json answer;
   try {
-    at::set_num_threads(1);  // a fork keeps no thread pool: the child computes on one thread
+    compute_on_one_thread();
     answer = {{"value", fn()}};
   } catch (const std::exception& e) {
     answer = {{"error", current_exception_type_name() + ": " + error_message(e)}};
