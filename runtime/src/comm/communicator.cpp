@@ -207,15 +207,24 @@ void Communicator::all_reduce(std::vector<at::Tensor>& tensors, ReduceOp op) {
     by_dtype[tensors[i].scalar_type()].push_back(i);
   }
   for (const auto& [dtype, indices] : by_dtype) {
-    std::vector<at::Tensor> flat_parts;
-    for (size_t i : indices) flat_parts.push_back(tensors[i].reshape(-1).to(device_));
-    at::Tensor buffer = at::cat(flat_parts).contiguous();
+    // The buffer is this call's own copy (the backend reduces in place; the caller's tensors are
+    // never written to), and the results are views of it: one copy per dtype, not two.
+    at::Tensor buffer;
+    if (indices.size() == 1) {
+      const at::Tensor& only = tensors[indices[0]];
+      at::Tensor flat = only.reshape(-1).to(device_);
+      buffer = flat.is_alias_of(only) ? flat.clone(at::MemoryFormat::Contiguous) : flat.contiguous();
+    } else {
+      std::vector<at::Tensor> flat_parts;
+      for (size_t i : indices) flat_parts.push_back(tensors[i].reshape(-1).to(device_));
+      buffer = at::cat(flat_parts);
+    }
     CollectiveScope scope(*this, std::string("all_reduce(") + to_string(op) + ")", &buffer);
     scope.run([&](const Deadline& deadline) { all_reduce_flat(buffer, op, deadline); });
     std::int64_t offset = 0;
     for (size_t i : indices) {
       const std::int64_t n = tensors[i].numel();
-      tensors[i] = buffer.narrow(0, offset, n).view(tensors[i].sizes()).to(tensors[i].device()).clone();
+      tensors[i] = buffer.narrow(0, offset, n).view(tensors[i].sizes()).to(tensors[i].device());
       offset += n;
     }
   }
