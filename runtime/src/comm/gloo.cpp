@@ -67,6 +67,7 @@ class GlooTransport final : public ::gloo::transport::tcp::Handler {
     tcp->registerDescriptor(timer_fd_, EPOLLIN, this);
   }
   const std::shared_ptr<::gloo::transport::Device>& device() const { return device_; }
+  pid_t owner() const { return owner_; }
 
   // Runs on the loop thread: drains the timer (the tick itself is what the waiting pair needs).
   void handleEvents(int) override {
@@ -89,6 +90,7 @@ class GlooTransport final : public ::gloo::transport::tcp::Handler {
 
  private:
   std::shared_ptr<::gloo::transport::Device> device_;
+  pid_t owner_ = ::getpid();  // the process whose loop thread serves device_
   int timer_fd_ = -1;
   std::mutex mutex_;
   int hurrying_ = 0;
@@ -127,7 +129,10 @@ GlooTransport& transport_for(const CommSpec& spec) {
   }
   std::lock_guard<std::mutex> lock(mutex);
   GlooTransport*& slot = (*transports)[key];
-  if (slot == nullptr) slot = new GlooTransport(new_transport_device(spec));
+  // A process forked after making one (a peer rank's task child) has the object but not its loop
+  // thread: a pair closing there would wait for a tick forever. It makes its own (the inherited
+  // one is left as it is: its thread is not in this process).
+  if (slot == nullptr || slot->owner() != ::getpid()) slot = new GlooTransport(new_transport_device(spec));
   return *slot;
 }
 
