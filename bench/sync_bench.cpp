@@ -22,9 +22,9 @@ using Clock = std::chrono::steady_clock;
 // The local batch each rank feeds before syncing.
 metrics::Batch local_batch(const std::string& kind, std::int64_t n, std::int64_t classes, int rank) {
   auto gen = at::make_generator<at::CPUGeneratorImpl>(100 + rank);
-  if (kind == "scores") return {at::randn({n, classes}, gen, at::kFloat), at::randint(classes, {n}, gen, at::kLong), {}};
-  if (kind == "regression") return {at::randn({n}, gen, at::kFloat), at::randn({n}, gen, at::kFloat), {}};
-  return {at::rand({n}, gen, at::kDouble), at::randint(2, {n}, gen, at::kLong), {}};  // binary scores
+  if (kind == "scores") return {at::randn({n, classes}, gen, at::kFloat), at::randint(classes, {n}, gen, at::kLong), {}, {}};
+  if (kind == "regression") return {at::randn({n}, gen, at::kFloat), at::randn({n}, gen, at::kFloat), {}, {}};
+  return {at::rand({n}, gen, at::kDouble), at::randint(2, {n}, gen, at::kLong), {}, {}};  // binary scores
 }
 
 // The raw c10d work of one sync: per (reduction, dtype) group one all_reduce of the group's
