@@ -76,8 +76,9 @@ else
 fi
 pytest_paths=(scenarios); pytest_ws=1,2
 [ "$quick" = 1 ] && pytest_paths=(scenarios/core/mean_absolute_error.toml) && pytest_ws=2
+pytest_repeat=3; [ "$quick" = 1 ] && pytest_repeat=1
 if ! "$python" "$DM_ROOT/tools/bench_pytest_vs_cli.py" --bin "$build_dir/bin/distmetrics" --world-sizes "$pytest_ws" \
-     --json "$pytest_json" "${pytest_paths[@]}" >>"$log" 2>&1; then
+     --repeat "$pytest_repeat" --json "$pytest_json" "${pytest_paths[@]}" >>"$log" 2>&1; then
   dm_fail "tools/bench_pytest_vs_cli.py failed; its output:"; tail -n 20 "$log" >&2; exit 1
 fi
 report_flags+=(--pytest-json "$pytest_json")

@@ -11,6 +11,7 @@ pytest <= 1.3 x the CLI, and -n 2 no slower than without."""
 
 import argparse
 import json
+import statistics
 import re
 import subprocess
 import sys
@@ -37,6 +38,10 @@ def main():
     parser.add_argument("--isolate", action="store_true",
                         help="also time --distmetrics-isolate (a runner per item)")
     parser.add_argument("--json", help="also write the times and ratios to this file (ci/bench.sh's table)")
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="rounds of every command, interleaved (cli, pytest -n 0, pytest -n 2, ...); "
+                             "each time is the median over the rounds, so that one disturbed run does "
+                             "not decide a ratio (default 3)")
     args = parser.parse_args()
 
     selection = ["--backend", args.backend, "--world-sizes", args.world_sizes]
@@ -62,17 +67,22 @@ def main():
     if args.isolate:
         runs.append(("pytest isolate", [*pytest_command, "-p", "no:xdist",
                                         "--distmetrics-isolate"]))
-    times, codes = {}, {}
-    for name, command in runs:
-        seconds, done = timed(command)
-        last = (done.stdout.strip().splitlines() or ["(no output)"])[-1]
-        times[name] = seconds
-        codes[name] = done.returncode
-        print(f"{name:15s} {seconds:7.1f} s  exit {done.returncode}  {last}")
-        if name.startswith("pytest"):
-            counted = re.search(r"(\d+) passed", done.stdout)
-            if not counted or int(counted.group(1)) + len(re.findall(r"\d+ skipped", done.stdout)) == 0:
-                print(f"    (pytest output: {done.stdout[-400:]})")
+    samples, codes = {name: [] for name, _ in runs}, {}
+    for _ in range(max(1, args.repeat)):
+        for name, command in runs:
+            seconds, done = timed(command)
+            last = (done.stdout.strip().splitlines() or ["(no output)"])[-1]
+            samples[name].append(seconds)
+            if not codes.get(name):  # the first failure is kept
+                codes[name] = done.returncode
+            print(f"{name:15s} {seconds:7.1f} s  exit {done.returncode}  {last}")
+            if name.startswith("pytest"):
+                counted = re.search(r"(\d+) passed", done.stdout)
+                if not counted or int(counted.group(1)) + len(re.findall(r"\d+ skipped", done.stdout)) == 0:
+                    print(f"    (pytest output: {done.stdout[-400:]})")
+    times = {name: statistics.median(values) for name, values in samples.items()}
+    for name, seconds in times.items():
+        print(f"median {name:15s} {seconds:7.2f} s over {len(samples[name])} run(s)")
     cli = times["cli"]
     for name, seconds in times.items():
         if name != "cli":
@@ -80,7 +90,8 @@ def main():
     print(f"ratio pytest -n 2 / pytest -n 0: {times['pytest -n 2'] / times['pytest -n 0']:.2f}")
     if args.json:
         Path(args.json).write_text(json.dumps({"variants": len(ids), "paths": args.paths, "selection": selection,
-                                               "seconds": times, "exit_codes": codes}))
+                                               "seconds": times, "samples": samples,
+                                               "exit_codes": codes}))
 
 
 if __name__ == "__main__":

@@ -50,6 +50,13 @@ def test_markers_come_from_the_listing_and_are_registered(project):
         assert f"@pytest.mark.{name}:" in markers
 
 
+def test_collect_only_starts_no_runner_to_serve_items(project):
+    project.scenario("core/accuracy", world_sizes=[1, 4])
+    result = project.run("--collect-only", "-q")
+    assert len([line for line in result.outlines if "::" in line]) == 2
+    assert [p["argv"][0] for p in project.processes() if p["role"] == "runner"] == ["list"]
+
+
 def test_passing_items_leave_no_process_behind(project):
     project.scenario("core/accuracy", world_sizes=[1, 4])
     result = project.run("-v")
@@ -57,7 +64,8 @@ def test_passing_items_leave_no_process_behind(project):
     result.stdout.fnmatch_lines(["*distmetrics variants: 2 pass, 0 fail, 0 skip"])
     runs = [p for p in project.processes() if p["role"] == "runner"]
     ranks = [p for p in project.processes() if p["role"] == "rank"]
-    assert [r["argv"][0] for r in runs] == ["list", "serve"]  # one runner serves every item
+    # One runner serves every item; it starts while collection lists, so the two may log in either order.
+    assert sorted(r["argv"][0] for r in runs) == ["list", "serve"]
     assert len(ranks) == 1 + 4
     requests = [(p["path"], p["id"]) for p in project.processes() if p["role"] == "request"]
     assert requests == [("scenarios/core/accuracy.toml", f"core/accuracy:gloo-ws{n}-even-cpu")

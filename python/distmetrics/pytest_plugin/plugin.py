@@ -186,6 +186,19 @@ class DistmetricsSession:
                                         log_path=str(self._stream_dir / "runner.log"))
         return self._stream
 
+    def _start_stream_runner_early(self) -> None:
+        """Starts the long-lived runner as collection begins listing, so that loading its binary
+        (about 0.3 s, as long as the listing itself) happens beside the listing and pytest's
+        collection rather than before the first item. Only where items will use it; a runner
+        that cannot start is reported by the listing or the first item, as before."""
+        if (self._stream is not None or self.isolate or self.python is not None
+                or self.config.option.collectonly):
+            return
+        try:
+            self.stream_runner()
+        except (RunnerError, OSError):
+            pass
+
     def drop_stream_runner(self) -> None:
         """Ends the runner (after a hang or when it died); the next item starts a fresh one."""
         if self._stream is not None:
@@ -234,6 +247,7 @@ class DistmetricsSession:
     def _listing(self, paths: Tuple[str, ...]) -> List[Variant]:
         """One `list --json` per folder (not per file: starting the runner costs time)."""
         if paths not in self._listings:
+            self._start_stream_runner_early()
             try:
                 self._listings[paths] = list_variants(self.runner(), paths, self.selection,
                                                       self.rootdir, self.allow_python)

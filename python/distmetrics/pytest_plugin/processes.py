@@ -47,9 +47,18 @@ class ProcessFamily:
     def __init__(self, root_pid: int):
         self.root_pid = root_pid
         self.seen: Set[PidKey] = set()
+        self.sampled_at = float("-inf")  # time.monotonic() of the last refresh()
+
+    def refresh_if_older(self, seconds: float) -> None:
+        """refresh() unless the last sample is younger than `seconds`: a sample reads every
+        process's /proc stat (about a millisecond on a quiet machine), too much to take for each of
+        hundreds of quick answers from a long-lived runner whose family rarely changes."""
+        if time.monotonic() - self.sampled_at >= seconds:
+            self.refresh()
 
     def refresh(self) -> Set[PidKey]:
         """Samples the family now; returns the members alive now (remembered ones included)."""
+        self.sampled_at = time.monotonic()
         table = _process_table()
         members = {pid for pid, (_, pgrp, sid, _, _) in table.items()
                    if sid == self.root_pid or pgrp == self.root_pid}

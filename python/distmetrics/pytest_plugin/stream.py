@@ -73,7 +73,8 @@ class StreamRunner:
                 return answer
             fd = self.proc.stdout.fileno()
             while b"\n" not in self._pending:
-                self.family.refresh()
+                # Sampled at the poll interval, as run_with_timeout samples a one-shot runner.
+                self.family.refresh_if_older(poll)
                 remaining = timeout - (time.monotonic() - start)
                 if remaining <= 0:
                     answer.timed_out = True
