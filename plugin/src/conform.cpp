@@ -14,7 +14,6 @@
 #include "distmetrics/harness/property.h"
 #include "distmetrics/runtime/peer_runner.h"
 #include "distmetrics/runtime/text.h"
-#include "distmetrics/runtime/text.h"
 #include "distmetrics/harness/report.h"
 #include "distmetrics/harness/scenario_files.h"
 #include "distmetrics/plugin/catalog.h"
@@ -113,12 +112,13 @@ bool is_python(const Plugin& plugin) { return plugin.path.rfind("python:", 0) ==
 void register_python_conform_source(ConformSource source) { python_source() = std::move(source); }
 
 std::string conform_reproduce_command(const Plugin& plugin, const std::string& metric, const harness::Variant& variant,
-                                      std::optional<double> deadline) {
+                                      std::optional<double> deadline, std::optional<double> rank_memory_gib) {
   const std::string source = is_python(plugin) ? "--python " + shell_quote(plugin.path.substr(7))
                                                : "--plugin " + shell_quote(plugin.path);
   std::string command = "distmetrics conform " + source + " --metric " + shell_quote(metric) +
                         " " + shell_quote(variant.file) + " --filter " + shell_quote(variant.id, true);
   if (deadline) command += " --deadline " + number_text(*deadline);
+  if (rank_memory_gib) command += " --rank-memory " + number_text(*rank_memory_gib);
   return command;
 }
 
@@ -247,7 +247,7 @@ int conform_with(const ConformOptions& o, runtime::PeerRunner* peers, std::ostre
         ++other_sizes;
         continue;
       }
-      v.reproduce_command = conform_reproduce_command(*plugin, ps.metric, v, o.deadline);
+      v.reproduce_command = conform_reproduce_command(*plugin, ps.metric, v, o.deadline, o.rank_memory_gib);
       if (ps.scenario.names_python()) v.reproduce_command += " --allow-python";
       if (ps.cannot_run && !v.skip) v.skip = *ps.cannot_run;
       if (python && !v.skip) {
@@ -313,7 +313,9 @@ int conform_with(const ConformOptions& o, runtime::PeerRunner* peers, std::ostre
       if (ps.scenario.checks(property.name)) checked.push_back(property.name);
     checked.push_back(kAgreesWithReference);
   }
-  harness::LocalPools pools({}, 1);
+  runtime::PoolOptions pool_options;
+  if (o.rank_memory_gib) pool_options.rank_memory_bytes = static_cast<std::uint64_t>(*o.rank_memory_gib * double(1ull << 30));
+  harness::LocalPools pools(pool_options, 1);
   harness::ConsoleReport console(out, static_cast<int>(items.size()), o.console);
   std::string stopped_at;  // peers: the variant at which the ranks' process group broke
   for (std::size_t i : order) {

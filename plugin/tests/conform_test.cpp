@@ -286,6 +286,29 @@ TEST(Conform, RefusesWhatItCannotLoadWithExitCode2) {
   std::filesystem::remove(text_file);
 }
 
+// --rank-memory reaches conform's rank pools: a limit too small for Gloo's own threads is the
+// outcome memory_exceeded on every variant, blamed on rank 0, and the reproduce line keeps it.
+TEST(Conform, RankMemoryBoundsTheRanksOfItsPools) {
+  const auto run = conform("--plugin " + quote(PLUGIN_EXAMPLE_REGRESSION_METRICS) + " " +
+                               quote(std::string(EXAMPLE_SCENARIOS) + "/mean_absolute_error.toml") +
+                               " --world-sizes 2 --shard even --rank-memory 0.3",
+                           "memory.json");
+  EXPECT_EQ(run.rc, 6) << run.output;
+  ASSERT_TRUE(run.report.is_object()) << run.output;
+  EXPECT_EQ(run.report.at("summary").at("memory_exceeded"), 1) << run.output;
+  const auto* v = variant(run.report, "mean_absolute_error:gloo-ws2-even-cpu");
+  ASSERT_TRUE(v) << run.output;
+  EXPECT_EQ(v->at("outcome"), "memory_exceeded");
+  const std::string reason = v->at("reason");
+  EXPECT_EQ(reason.rfind("rank 0 to blame: rank 0 could not build the gloo communicator within its memory limit of 0.3 GiB", 0), 0u)
+      << reason;
+  const std::string reproduce = v->at("reproduce");
+  EXPECT_NE(reproduce.find(" --rank-memory 0.3"), std::string::npos) << reproduce;
+  const auto refused = conform("--plugin " + quote(PLUGIN_EXAMPLE_REGRESSION_METRICS) + " --rank-memory -1 " + quote(EXAMPLE_SCENARIOS));
+  EXPECT_EQ(refused.rc, 2) << refused.output;
+  EXPECT_NE(refused.output.find("--rank-memory"), std::string::npos) << refused.output;
+}
+
 TEST(Conform, RefusesBadRequestsWithExitCode2) {
   const std::string plugin = quote(PLUGIN_EXAMPLE_REGRESSION_METRICS);
   auto run = conform("--plugin " + plugin + " --metric MeanAbsolutError " + quote(EXAMPLE_SCENARIOS));

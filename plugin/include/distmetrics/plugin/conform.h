@@ -49,6 +49,7 @@ struct ConformOptions {
   std::vector<std::string> paths;    // scenario files or folders (empty: the default scenarios)
   harness::Selection selection;
   std::optional<double> deadline;    // seconds per variant, overriding the scenarios'
+  std::optional<double> rank_memory_gib;  // --rank-memory: each local rank's RLIMIT_AS (default: the pool's)
   std::string launcher;              // local, mpi or env; empty: the one that started this process
   std::string json_file, junit_file, markdown_file, html_file;
   harness::ConsoleOptions console;   // --quiet, --verbose, --hide-skips
@@ -87,10 +88,11 @@ struct PluginScenario {
 };
 PluginScenario adapt_scenario(const harness::Scenario& scenario, const Plugin& plugin);
 
-// `distmetrics conform --plugin P --metric M <file> --filter '<id>'` (and --deadline if given);
-// `--python SOURCE` for a Python source (a Plugin whose path starts with "python:").
+// `distmetrics conform --plugin P --metric M <file> --filter '<id>'` (and --deadline and
+// --rank-memory if given: both can decide the outcome); `--python SOURCE` for a Python source
+// (a Plugin whose path starts with "python:").
 std::string conform_reproduce_command(const Plugin& plugin, const std::string& metric, const harness::Variant& variant,
-                                      std::optional<double> deadline);
+                                      std::optional<double> deadline, std::optional<double> rank_memory_gib = std::nullopt);
 
 // The single-process reference as JSON (it travels from the helper worker) and back.
 nlohmann::json reference_to_json(const harness::SingleProcessReference& reference);
