@@ -198,6 +198,8 @@ int run_peers(const Options& o, const std::string& launcher, std::ostream& out, 
   try {
     runtime::PeerOptions options;
     options.launcher = launcher;
+    options.rank_memory_bytes = o.rank_memory_gib ? static_cast<std::uint64_t>(*o.rank_memory_gib * double(1ull << 30))
+                                                  : runtime::default_rank_memory_bytes();
     runner = std::make_unique<runtime::PeerRunner>(options);
   } catch (const std::exception& e) {
     err << "distmetrics: --launcher " << launcher << ": " << e.what() << "\n";

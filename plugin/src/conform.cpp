@@ -13,6 +13,7 @@
 #include "distmetrics/harness/metric_catalog.h"
 #include "distmetrics/harness/property.h"
 #include "distmetrics/runtime/peer_runner.h"
+#include "distmetrics/runtime/rank_pool.h"
 #include "distmetrics/runtime/text.h"
 #include "distmetrics/harness/report.h"
 #include "distmetrics/harness/scenario_files.h"
@@ -158,6 +159,8 @@ int run_conform(const ConformOptions& o, std::ostream& out, std::ostream& err) {
   try {
     runtime::PeerOptions options;
     options.launcher = launcher;
+    options.rank_memory_bytes = o.rank_memory_gib ? static_cast<std::uint64_t>(*o.rank_memory_gib * double(1ull << 30))
+                                                  : runtime::default_rank_memory_bytes();
     peers = std::make_unique<runtime::PeerRunner>(options);
   } catch (const std::exception& e) {
     err << "distmetrics conform: --launcher " << launcher << ": " << e.what() << "\n";

@@ -53,6 +53,23 @@ if command -v mpirun > /dev/null; then
         || { cat "$tmp/mpi_crash.out"; fail "mpirun, mpi backend: the crash is not blamed on rank 1 with its signal"; }
       echo "mpi launcher, mpi backend crash: ok"
     fi
+    # A rank past its --rank-memory (rank 1 asks for 64 GiB): memory_exceeded blamed on rank 1,
+    # exit 6, in the gloo task's process and, when built, in the MPI agent.
+    mkdir "$tmp/memory"
+    sed -e 's/^name = .*/name = "PearsonCorrelation"/' "$misbehaving_scenarios/rmse_segfaults_on_rank1.toml" \
+      > "$tmp/memory/allocates_on_rank1.toml"
+    sed -e 's/^backends = .*/backends = ["mpi"]/' "$tmp/memory/allocates_on_rank1.toml" > "$tmp/memory/allocates_on_rank1_mpi.toml"
+    for file in allocates_on_rank1 allocates_on_rank1_mpi; do
+      "$bin" list "$tmp/memory/$file.toml" --world-sizes 2 | grep -q ':.*-ws2' || continue
+      rc=0
+      timeout 120 mpirun --oversubscribe -np 2 "$bin" conform --plugin "$misbehaving" --metric PearsonCorrelation \
+        "$tmp/memory/$file.toml" --rank-memory 2 --json "$tmp/$file.json" > "$tmp/$file.out" 2>&1 || rc=$?
+      [ "$rc" = 6 ] || { cat "$tmp/$file.out"; fail "mpirun, $file: exit $rc, expected 6 (memory_exceeded)"; }
+      [ "$(summary "$tmp/$file.json" memory_exceeded)" = 1 ] || { cat "$tmp/$file.out"; fail "mpirun, $file: no memory_exceeded"; }
+      grep -q 'rank 1 to blame: rank 1 went past its memory limit of 2.0 GiB' "$tmp/$file.out" \
+        || { cat "$tmp/$file.out"; fail "mpirun, $file: the memory limit is not blamed on rank 1"; }
+      echo "mpi launcher, $file: ok"
+    done
     echo "mpi launcher, faults: ok"
   fi
 fi

@@ -8,6 +8,8 @@
 //   RootMeanSquaredError  rank 1 dies of SIGSEGV in compute()                        -> crash
 //   MaximumAbsoluteError  returns a tensor where the reference returns a number      -> fail
 //   R2Score               rank 0 never returns from compute()                         -> hang
+//   PearsonCorrelation    rank 1 asks for 64 GiB in its second update (a mean of |e|), far past
+//                         any --rank-memory a test gives                              -> memory_exceeded
 // Every one is otherwise right (a correctly synced mean of |e| or e^2), so nothing else fails.
 #include <ATen/ATen.h>
 
@@ -27,7 +29,7 @@ using distmetrics::runtime::Communicator;
 using distmetrics::runtime::ReduceOp;
 using namespace distmetrics::metrics;
 
-enum class Fault { ThrowInUpdate, NeedsCommunicator, SegfaultInCompute, WrongType, HangInCompute };
+enum class Fault { ThrowInUpdate, NeedsCommunicator, SegfaultInCompute, WrongType, HangInCompute, AllocatesTooMuch };
 
 class Misbehaving final : public Metric {
  public:
@@ -42,6 +44,8 @@ class Misbehaving final : public Metric {
   void update(const Batch& batch) override {
     if (fault_ == Fault::ThrowInUpdate && comm_ && comm_->rank() == 1)
       throw std::runtime_error("misbehaving plugin: update() gave up on rank 1");
+    if (fault_ == Fault::AllocatesTooMuch && comm_ && comm_->rank() == 1 && ++updates_ == 2)
+      scratch_ = at::empty({std::int64_t{64} << 30}, at::kByte);  // untouched: costs nothing where it succeeds
     const at::Tensor e = batch.input.to(at::kCPU, at::kDouble) - batch.target.to(at::kCPU, at::kDouble);
     sum_ += squared_ ? (e * e).sum() : e.abs().sum();
     count_ += e.numel();
@@ -74,6 +78,8 @@ class Misbehaving final : public Metric {
   bool squared_;
   Communicator* comm_ = nullptr;
   at::Tensor sum_, count_;
+  int updates_ = 0;
+  at::Tensor scratch_;
 };
 
 MetricSpec spec(const std::string& name, Fault fault, bool squared) {
@@ -95,4 +101,5 @@ DISTMETRICS_PLUGIN("misbehaving_test_plugin", "0.0.1") {
   registry.add(spec("RootMeanSquaredError", Fault::SegfaultInCompute, true));
   registry.add(spec("MaximumAbsoluteError", Fault::WrongType, false));
   registry.add(spec("R2Score", Fault::HangInCompute, false));
+  registry.add(spec("PearsonCorrelation", Fault::AllocatesTooMuch, false));
 }

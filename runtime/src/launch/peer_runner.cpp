@@ -12,6 +12,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -197,6 +198,33 @@ void receive_available(int fd, std::string& into) {
     return;
   }
 }
+
+// While a task runs (in a gloo task's child, in the MPI agent): the rank's address-space limit,
+// as a local pool's worker sets it, so that only this rank's allocations fail past it and the
+// failure is reported as RankMemoryExceeded naming the rank and the limit. The soft limit only,
+// put back afterwards: the agent's own MPI (its start, the rendezvous broadcast) needs more than a
+// small limit leaves. 0: none.
+class TaskMemoryLimit {
+ public:
+  explicit TaskMemoryLimit(std::uint64_t bytes) {
+    if (bytes == 0 || ::getrlimit(RLIMIT_AS, &before_) != 0) return;
+    rlimit limit = before_;
+    limit.rlim_cur = static_cast<rlim_t>(bytes);
+    if (limit.rlim_max != RLIM_INFINITY && limit.rlim_cur > limit.rlim_max) limit.rlim_cur = limit.rlim_max;
+    if (::setrlimit(RLIMIT_AS, &limit) != 0) return;
+    detail::set_rank_memory_limit(bytes);
+    set_ = true;
+  }
+  ~TaskMemoryLimit() {
+    if (set_) ::setrlimit(RLIMIT_AS, &before_);
+  }
+  TaskMemoryLimit(const TaskMemoryLimit&) = delete;
+  TaskMemoryLimit& operator=(const TaskMemoryLimit&) = delete;
+
+ private:
+  rlimit before_{};
+  bool set_ = false;
+};
 }  // namespace
 
 class PeerRunner::Impl {
@@ -573,7 +601,10 @@ class PeerRunner::Impl {
             set_quietly(*store, "phase/" + std::to_string(rank_),
                         nlohmann::json({{"phase", phase}, {"pid", static_cast<long>(::getpid())}, {"host", host_name()}}));
           };
-          held->local = detail::run_task_here(job, spec, group_store, deadline, hooks);
+          {
+            const TaskMemoryLimit limit(options_.rank_memory_bytes);
+            held->local = detail::run_task_here(job, spec, group_store, deadline, hooks);
+          }
           send_line(fd, {{"variant", request.at("prefix")}, {"outcome", detail::to_json(held->local.outcome)}});
         } catch (const std::exception& e) {
           RankOutcome failed;
@@ -801,6 +832,7 @@ class PeerRunner::Impl {
       ::setpgid(0, 0);
       ::close(out_pipe[0]);
       ::close(release_pipe[1]);
+      const TaskMemoryLimit limit(options_.rank_memory_bytes);  // for the child's life: child_main does not return
       child_main(request, spec, prefix, deadline, out_pipe[1], release_pipe[0]);
     }
     ::close(out_pipe[1]);

@@ -42,6 +42,11 @@ struct PeerOptions {
   // How long after a variant's deadline rank 0 still waits for outcomes (and the others for
   // rank 0's report).
   std::chrono::milliseconds report_grace{std::chrono::seconds(5)};
+  // The address-space limit (RLIMIT_AS) of the processes that run this rank's tasks: each gloo
+  // variant's task process and the MPI agent (not a task that runs in the rank itself: CUDA).
+  // Past it the variant's outcome is memory_exceeded naming the rank. 0: none (the callers pass
+  // --rank-memory, else default_rank_memory_bytes(), as for a local pool).
+  std::uint64_t rank_memory_bytes = 0;
 };
 
 class PeerRunner : public JobRunner {
