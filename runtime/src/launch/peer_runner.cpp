@@ -12,7 +12,6 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -199,31 +198,20 @@ void receive_available(int fd, std::string& into) {
   }
 }
 
-// While a task runs (in a gloo task's child, in the MPI agent): the rank's address-space limit,
-// as a local pool's worker sets it, so that only this rank's allocations fail past it and the
-// failure is reported as RankMemoryExceeded naming the rank and the limit. The soft limit only,
-// put back afterwards: the agent's own MPI (its start, the rendezvous broadcast) needs more than a
-// small limit leaves. 0: none.
+// While a task runs (in a gloo task's child, in the MPI agent): the rank's memory limit, as a
+// local pool's worker sets it. The soft limit only, put back afterwards: the agent's own MPI (its
+// start, the rendezvous broadcast) needs more than a small limit leaves. 0: none.
 class TaskMemoryLimit {
  public:
-  explicit TaskMemoryLimit(std::uint64_t bytes) {
-    if (bytes == 0 || ::getrlimit(RLIMIT_AS, &before_) != 0) return;
-    rlimit limit = before_;
-    limit.rlim_cur = static_cast<rlim_t>(bytes);
-    if (limit.rlim_max != RLIM_INFINITY && limit.rlim_cur > limit.rlim_max) limit.rlim_cur = limit.rlim_max;
-    if (::setrlimit(RLIMIT_AS, &limit) != 0) return;
-    detail::set_rank_memory_limit(bytes);
-    set_ = true;
-  }
+  explicit TaskMemoryLimit(std::uint64_t bytes) : before_(detail::limit_rank_memory(bytes, /*for_life=*/false)) {}
   ~TaskMemoryLimit() {
-    if (set_) ::setrlimit(RLIMIT_AS, &before_);
+    if (before_) detail::restore_rank_memory(*before_);
   }
   TaskMemoryLimit(const TaskMemoryLimit&) = delete;
   TaskMemoryLimit& operator=(const TaskMemoryLimit&) = delete;
 
  private:
-  rlimit before_{};
-  bool set_ = false;
+  std::optional<rlimit> before_;
 };
 }  // namespace
 

@@ -28,7 +28,19 @@ namespace {
 std::uint64_t rank_memory_limit = 0;
 }  // namespace
 
-void set_rank_memory_limit(std::uint64_t bytes) { rank_memory_limit = bytes; }
+std::optional<rlimit> limit_rank_memory(std::uint64_t bytes, bool for_life) {
+  rlimit before{};
+  if (bytes == 0 || ::getrlimit(RLIMIT_AS, &before) != 0) return std::nullopt;
+  rlimit limit = before;
+  limit.rlim_cur = static_cast<rlim_t>(bytes);
+  if (for_life) limit.rlim_max = limit.rlim_cur;
+  else if (limit.rlim_max != RLIM_INFINITY && limit.rlim_cur > limit.rlim_max) limit.rlim_cur = limit.rlim_max;
+  if (::setrlimit(RLIMIT_AS, &limit) != 0) return std::nullopt;
+  rank_memory_limit = bytes;
+  return before;
+}
+
+void restore_rank_memory(const rlimit& before) { ::setrlimit(RLIMIT_AS, &before); }
 
 LocalRun run_task_here(const Job& request, const CommSpec& spec, const c10::intrusive_ptr<c10d::Store>& store,
                        const Deadline& deadline, const TaskHooks& hooks) {

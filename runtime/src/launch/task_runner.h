@@ -3,9 +3,12 @@
 // Shared by pool workers and by peers started by mpirun or torchrun-style launchers.
 #pragma once
 
+#include <sys/resource.h>
+
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "../comm/backend_factory.h"
@@ -31,7 +34,13 @@ struct TaskHooks {
 LocalRun run_task_here(const Job& request, const CommSpec& spec, const c10::intrusive_ptr<c10d::Store>& store,
                        const Deadline& deadline, const TaskHooks& hooks);
 
-// This rank's memory limit (RLIMIT_AS, set by the worker), for the report of an allocation failure.
-void set_rank_memory_limit(std::uint64_t bytes);
+// A rank's memory limit, one way for every process that runs tasks (a local pool's worker, a
+// peer rank's gloo task process, the MPI agent while it runs a task): RLIMIT_AS's soft limit set
+// to `bytes` (the hard one too when `for_life`: nothing in the process may raise it again), and
+// remembered for the report of an allocation failure (RankMemoryExceeded, naming the limit).
+// Returns the limit it replaced, for restore_rank_memory(); nullopt when `bytes` is 0 or
+// setrlimit refused (then nothing changed).
+std::optional<rlimit> limit_rank_memory(std::uint64_t bytes, bool for_life);
+void restore_rank_memory(const rlimit& before);
 
 }  // namespace distmetrics::runtime::detail

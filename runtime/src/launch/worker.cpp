@@ -319,9 +319,7 @@ class Worker {
     at::set_num_threads(1);  // ranks share the machine's cores with each other
     if (args_.memory_bytes > 0) {
       // Only this rank's allocations fail past the limit (reported as RankMemoryExceeded), not the machine.
-      rlimit limit{static_cast<rlim_t>(args_.memory_bytes), static_cast<rlim_t>(args_.memory_bytes)};
-      if (::setrlimit(RLIMIT_AS, &limit) != 0) throw ConfigError("worker: setrlimit(RLIMIT_AS) failed");
-      set_rank_memory_limit(args_.memory_bytes);
+      if (!limit_rank_memory(args_.memory_bytes, /*for_life=*/true)) throw ConfigError("worker: setrlimit(RLIMIT_AS) failed");
     }
     if (args_.launch == "mpirun") {
       mpi_runtime::ensure_initialized();
