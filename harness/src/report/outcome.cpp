@@ -43,7 +43,11 @@ int outcome_severity(std::string_view name) {
   return kind ? kind->severity : 0;
 }
 
-bool outcome_passed(std::string_view name) { return name == "pass" || name == "skip"; }
+// Not a failure of the run: the outcomes that set no exit code (pass, skip).
+bool outcome_passed(std::string_view name) {
+  const auto* kind = find_outcome(name);
+  return kind && kind->exit_code == 0;
+}
 
 void OutcomeCounts::add(Outcome outcome, int n) {
   const auto& kinds = outcome_kinds();
