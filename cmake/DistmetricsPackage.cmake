@@ -59,7 +59,7 @@ if(DISTMETRICS_BUILD_TESTS)
            COMMAND "${CMAKE_COMMAND}" "-DDISTMETRICS_INSTALL_FILES=${CMAKE_BINARY_DIR}/nowhere/libdistmetrics_fixtures.a"
                    "-DDISTMETRICS_BUILD_DIR=${CMAKE_BINARY_DIR}" -P "${PROJECT_SOURCE_DIR}/cmake/install_check.cmake")
   set_tests_properties(install_check_names_the_command PROPERTIES LABELS install
-    PASS_REGULAR_EXPRESSION "nothing was installed: the install copies files that are not built yet:\n  [^\n]*/nowhere/libdistmetrics_fixtures.a\n.*cmake --build [^\n]* --target installable\n")
+    PASS_REGULAR_EXPRESSION "nothing was installed: the install copies files.*\n  [^\n]*/nowhere/libdistmetrics_fixtures.a\n.*\n +cmake --build [^\n]* --target installable\n")
   add_test(NAME install_check_covers_every_built_file_the_install_copies
            COMMAND "${CMAKE_COMMAND}" "-DBUILD_DIR=${CMAKE_BINARY_DIR}"
                    -P "${PROJECT_SOURCE_DIR}/cmake/tests/install_check_coverage.cmake")
