@@ -70,6 +70,27 @@ std::string describe_wait_status(int status) {
   return "wait status " + std::to_string(status);
 }
 
+namespace {
+// The child's argv and environment (this process's, with spec.extra_env added or replacing) as
+// exec wants them; the pointers stay valid as long as this lives.
+struct ExecVectors {
+  explicit ExecVectors(const SpawnSpec& spec) : args(spec.argv) {
+    for (char** e = environ; e && *e; ++e) {
+      std::string entry(*e);
+      const std::string key = entry.substr(0, entry.find('='));
+      if (spec.extra_env.count(key) == 0) env.push_back(std::move(entry));
+    }
+    for (const auto& [key, value] : spec.extra_env) env.push_back(key + "=" + value);
+    for (auto& s : env) envp.push_back(s.data());
+    envp.push_back(nullptr);
+    for (auto& s : args) argv.push_back(s.data());
+    argv.push_back(nullptr);
+  }
+  std::vector<std::string> args, env;
+  std::vector<char*> argv, envp;
+};
+}  // namespace
+
 pid_t spawn_process(const SpawnSpec& spec) {
   if (spec.argv.empty()) throw ConfigError("spawn: no program given");
   posix_spawn_file_actions_t actions;
@@ -103,23 +124,12 @@ pid_t spawn_process(const SpawnSpec& spec) {
   }
   posix_spawnattr_setflags(&attr, flags);
 
-  std::vector<std::string> env_strings;
-  for (char** e = environ; e && *e; ++e) {
-    std::string entry(*e);
-    const std::string key = entry.substr(0, entry.find('='));
-    if (spec.extra_env.count(key) == 0) env_strings.push_back(std::move(entry));
-  }
-  for (const auto& [key, value] : spec.extra_env) env_strings.push_back(key + "=" + value);
-  std::vector<char*> envp;
-  for (auto& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> args = spec.argv;
-  std::vector<char*> argv;
-  for (auto& s : args) argv.push_back(s.data());
-  argv.push_back(nullptr);
+  ExecVectors exec(spec);
+  char** argv = exec.argv.data();
+  char** envp = exec.envp.data();
 
   pid_t pid = 0;
-  const int rc = posix_spawn(&pid, argv[0], &actions, &attr, argv.data(), envp.data());
+  const int rc = posix_spawn(&pid, argv[0], &actions, &attr, argv, envp);
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   if (rc != 0) {
@@ -279,23 +289,12 @@ pid_t fork_exec(const SpawnSpec& spec, char** argv, char** envp, std::optional<C
 
 pid_t spawn_process_on_own_loopback(const SpawnSpec& spec, std::string& refused) {
   if (spec.argv.empty()) throw ConfigError("spawn: no program given");
-  std::vector<std::string> env_strings;
-  for (char** e = environ; e && *e; ++e) {
-    std::string entry(*e);
-    const std::string key = entry.substr(0, entry.find('='));
-    if (spec.extra_env.count(key) == 0) env_strings.push_back(std::move(entry));
-  }
-  for (const auto& [key, value] : spec.extra_env) env_strings.push_back(key + "=" + value);
-  std::vector<char*> envp;
-  for (auto& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> args = spec.argv;
-  std::vector<char*> argv;
-  for (auto& s : args) argv.push_back(s.data());
-  argv.push_back(nullptr);
+  ExecVectors exec(spec);
+  char** argv = exec.argv.data();
+  char** envp = exec.envp.data();
 
   std::optional<ChildReport> report;
-  const pid_t pid = fork_exec(spec, argv.data(), envp.data(), report);
+  const pid_t pid = fork_exec(spec, argv, envp, report);
   refused.clear();
   if (!report) return pid;
   const std::string why = std::string(kChildSteps[report->step]) + ": " + std::strerror(report->error);
