@@ -25,3 +25,43 @@ write_basic_package_version_file("${CMAKE_BINARY_DIR}/distmetricsConfigVersion.c
 install(FILES "${CMAKE_BINARY_DIR}/distmetricsConfig.cmake"
               "${CMAKE_BINARY_DIR}/distmetricsConfigVersion.cmake"
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/distmetrics)
+
+# `cmake --build <build> --target installable`: what the install copies (the libraries, the
+# fixtures, the command), no test. The install checks the same files first (install_check.cmake).
+set(_installed "")
+foreach(_target IN LISTS _targets)
+  get_target_property(_type ${_target} TYPE)
+  if(NOT _type STREQUAL "INTERFACE_LIBRARY")  # headers only: nothing to build
+    list(APPEND _installed ${_target})
+  endif()
+endforeach()
+if(TARGET distmetrics)
+  list(APPEND _installed distmetrics)
+endif()
+add_custom_target(installable)
+add_dependencies(installable ${_installed})
+set(_installed_files "")
+foreach(_target IN LISTS _installed)
+  list(APPEND _installed_files "$<TARGET_FILE:${_target}>")
+endforeach()
+string(CONCAT _install_check
+  "set(DISTMETRICS_INSTALL_FILES \"${_installed_files}\")\nset(DISTMETRICS_BUILD_DIR \"${CMAKE_BINARY_DIR}\")\n"
+  "if(NOT DISTMETRICS_INSTALL_FILES_ONLY)\n  include(\"${PROJECT_SOURCE_DIR}/cmake/install_check.cmake\")\nendif()\n")
+file(GENERATE OUTPUT "${CMAKE_BINARY_DIR}/install_check.cmake" CONTENT "${_install_check}")
+
+if(DISTMETRICS_BUILD_TESTS)
+  # The check names what to build; and it checks every built file the install copies.
+  add_test(NAME install_check_says_what_to_build_first
+           COMMAND "${CMAKE_COMMAND}" "-DDISTMETRICS_INSTALL_FILES=${CMAKE_BINARY_DIR}/nowhere/libdistmetrics_fixtures.a"
+                   "-DDISTMETRICS_BUILD_DIR=${CMAKE_BINARY_DIR}" -P "${PROJECT_SOURCE_DIR}/cmake/install_check.cmake")
+  set_tests_properties(install_check_says_what_to_build_first PROPERTIES LABELS install WILL_FAIL ON)
+  add_test(NAME install_check_names_the_command
+           COMMAND "${CMAKE_COMMAND}" "-DDISTMETRICS_INSTALL_FILES=${CMAKE_BINARY_DIR}/nowhere/libdistmetrics_fixtures.a"
+                   "-DDISTMETRICS_BUILD_DIR=${CMAKE_BINARY_DIR}" -P "${PROJECT_SOURCE_DIR}/cmake/install_check.cmake")
+  set_tests_properties(install_check_names_the_command PROPERTIES LABELS install
+    PASS_REGULAR_EXPRESSION "nothing was installed: the install copies files.*\n  [^\n]*/nowhere/libdistmetrics_fixtures.a\n.*\n +cmake --build [^\n]* --target installable\n")
+  add_test(NAME install_check_covers_every_built_file_the_install_copies
+           COMMAND "${CMAKE_COMMAND}" "-DBUILD_DIR=${CMAKE_BINARY_DIR}"
+                   -P "${PROJECT_SOURCE_DIR}/cmake/tests/install_check_coverage.cmake")
+  set_tests_properties(install_check_covers_every_built_file_the_install_copies PROPERTIES LABELS install)
+endif()

@@ -358,6 +358,26 @@ int cmd_run(const Options& o, std::ostream& out, std::ostream& err) {
   return run_peers(o, launcher, out, err);
 }
 
+// The first word that is not a flag names the subcommand (the main command's own options are
+// flags without values). One that does not exist is bad input naming it, with or without
+// --help: CLI11 would print the main help and exit 0, or say only "A subcommand is required".
+std::optional<std::string> unknown_subcommand(CLI::App& app, int argc, char** argv) {
+  std::vector<std::string> names;
+  for (const auto* sub : app.get_subcommands([](const CLI::App*) { return true; })) names.push_back(sub->get_name());
+  for (int i = 1; i < argc; ++i) {
+    const std::string word = argv[i];
+    if (word == "--") break;
+    if (word.empty() || word.front() == '-') continue;
+    if (std::find(names.begin(), names.end(), word) != names.end()) return std::nullopt;
+    const auto close = runtime::closest_names(word, names);
+    return "unknown subcommand '" + word + "' (" +
+           (close.empty() ? "the subcommands are " + runtime::quoted_list(names)
+                          : "did you mean " + std::string(close.size() > 1 ? "one of " : "") + runtime::quoted_list(close) + "?") +
+           ")";
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 int cli_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
@@ -408,6 +428,10 @@ int cli_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
   add_allow_python_flag(*conform, o.allow_python);
   MetricsOptions metrics_options;
   auto* metrics = add_metrics_command(app, metrics_options);
+  if (const auto unknown = unknown_subcommand(app, argc, argv)) {
+    err << "distmetrics: " << *unknown << "\nRun 'distmetrics --help' for usage.\n";
+    return kBadInput;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {

@@ -53,6 +53,7 @@ void register_conform_source() {
       plugin->name = python.module;
       plugin->version = python.version;
       plugin->build.text = "Python module " + python.spec;
+      plugin->build.torch_version = python.torch_version;
       for (const auto& name : python.registry.names()) plugin->registry.add(*python.registry.find(name));
     }
     // Rank workers spawned from here on start their interpreter and import the source while

@@ -282,3 +282,28 @@ TEST(Cli, ARealRunRendersEveryView) {
       << md.str();
   if (!(dir_env && *dir_env)) fs::remove_all(dir);
 }
+
+TEST(Cli, AnUnknownSubcommandIsBadInputNamingItWithOrWithoutHelp) {
+  std::string out, err;
+  EXPECT_EQ(cli({"lisst"}, out, err), 2) << out << err;
+  EXPECT_NE(err.find("distmetrics: unknown subcommand 'lisst' (did you mean 'list'?)"), std::string::npos) << err;
+  EXPECT_TRUE(out.empty()) << out;
+  // --help does not turn a subcommand that does not exist into the main help (exit 0).
+  EXPECT_EQ(cli({"lisst", "--help"}, out, err), 2) << out << err;
+  EXPECT_NE(err.find("unknown subcommand 'lisst' (did you mean 'list'?)"), std::string::npos) << err;
+  EXPECT_TRUE(out.empty()) << out;
+  EXPECT_EQ(cli({"--help", "explore"}, out, err), 2) << out << err;
+  EXPECT_NE(err.find("unknown subcommand 'explore' (the subcommands are 'list', 'validate', 'run', 'serve', 'conform', "
+                     "'metrics')"),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(cli({"explore", "--help"}, out, err), 2) << out << err;
+  EXPECT_NE(err.find("unknown subcommand 'explore'"), std::string::npos) << err;
+  // The subcommands that exist keep their help, and the main help and a missing subcommand stay as they were.
+  EXPECT_EQ(cli({"list", "--help"}, out, err), 0) << out << err;
+  EXPECT_NE(out.find("print the variant ids the scenarios expand into"), std::string::npos) << out;
+  EXPECT_EQ(cli({"--help"}, out, err), 0) << out << err;
+  EXPECT_NE(out.find("Subcommands:"), std::string::npos) << out;
+  EXPECT_EQ(cli({}, out, err), 2) << out << err;
+  EXPECT_NE(err.find("A subcommand is required"), std::string::npos) << err;
+}

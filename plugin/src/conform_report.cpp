@@ -108,11 +108,15 @@ harness::ReportModel report_model(const ConformResult& result, const nlohmann::j
   model.last_line_prefix = "distmetrics conform: " + plugin.name;
   model.header = {{"plugin", plugin.path},
                   {"name", plugin.name + (plugin.version.empty() ? "" : " " + plugin.version)},
-                  {"built", plugin.describe()},
-                  {"plugin LibTorch", plugin.build.torch_version},
-                  {"compared with", std::string("the distmetrics ") + DISTMETRICS_VERSION +
-                                        " reference metrics on LibTorch " + DISTMETRICS_TORCH_VERSION +
-                                        " (agrees_with_reference) and the single-process run of the plugin's own metric"}};
+                  {"built", plugin.describe()}};
+  // A shared library names the LibTorch it was built against; a Python source (no build record
+  // of its own) the torch its metrics ran on.
+  const bool shared_library = plugin.build.interface_version >= 0;
+  if (!plugin.build.torch_version.empty())
+    model.header.push_back({shared_library ? "plugin LibTorch" : "Python torch", plugin.build.torch_version});
+  model.header.push_back({"compared with", std::string("the distmetrics ") + DISTMETRICS_VERSION +
+                                               " reference metrics on LibTorch " + DISTMETRICS_TORCH_VERSION +
+                                               " (agrees_with_reference) and the single-process run of the plugin's own metric"});
   return model;
 }
 

@@ -263,14 +263,14 @@ BuildRecord read_build_record(const std::string& path) {
 
 std::optional<PluginError> check_compatible(const BuildRecord& plugin, const std::string& path) {
   const BuildRecord host = host_build_record();
-  const std::string built = plugin.distmetrics_version.empty() ? "" : " (distmetrics " + plugin.distmetrics_version + " headers)";
   if (plugin.interface_version != host.interface_version) {
-    return PluginError(
-        PluginErrorKind::WrongInterface,
-        "plugin " + path + " was built for plugin interface " + std::to_string(plugin.interface_version) + built +
-            ", but this distmetrics (" + host.distmetrics_version + ") loads plugin interface " +
-            std::to_string(host.interface_version) + ": expected interface " + std::to_string(host.interface_version) +
-            ", found " + std::to_string(plugin.interface_version) + ". It was not loaded. " + rebuild_hint());
+    const std::string found = std::to_string(plugin.interface_version), expected = std::to_string(host.interface_version);
+    const std::string headers = plugin.distmetrics_version.empty() ? "" : ", the plugin's headers " + plugin.distmetrics_version;
+    return PluginError(PluginErrorKind::WrongInterface,
+                       "plugin " + path + " was built for plugin interface " + found + ", this distmetrics loads interface " +
+                           expected + ": rebuild it against this version's headers (this distmetrics is " + host.distmetrics_version +
+                           headers + "): expected interface " + expected + ", found " + found + ". It was not loaded. " +
+                           rebuild_hint());
   }
   if (plugin.torch_version != host.torch_version) {
     return PluginError(PluginErrorKind::WrongTorch,

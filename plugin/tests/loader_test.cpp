@@ -116,10 +116,31 @@ TEST(LoaderRefuses, AnotherInterfaceVersionWithoutLoadingIt) {
   const auto e = refusal_of(PLUGIN_HANDMADE_WRONG_INTERFACE);
   EXPECT_EQ(e.kind(), PluginErrorKind::WrongInterface);
   const std::string what = e.what();
-  EXPECT_NE(what.find("was built for plugin interface 99 (distmetrics 9.9.9 headers)"), std::string::npos) << what;
+  EXPECT_NE(what.find("was built for plugin interface 99, this distmetrics loads interface 2: rebuild it against this "
+                      "version's headers (this distmetrics is " DISTMETRICS_VERSION ", the plugin's headers 9.9.9)"),
+            std::string::npos)
+      << what;
   EXPECT_NE(what.find("expected interface 2, found 99"), std::string::npos) << what;
   EXPECT_NE(what.find("It was not loaded."), std::string::npos) << what;
   EXPECT_FALSE(is_loaded(PLUGIN_HANDMADE_WRONG_INTERFACE));
+}
+
+// A plugin as a user builds it (DISTMETRICS_PLUGIN, distmetrics_add_plugin) against the headers
+// of plugin interface 1: refused before it is loaded, never loaded and then found lacking.
+TEST(LoaderRefuses, APluginBuiltForInterface1WithoutLoadingIt) {
+  ASSERT_EQ(distmetrics::plugin::read_build_record(PLUGIN_INTERFACE1_REGRESSION_METRICS).interface_version, 1);
+  const auto e = refusal_of(PLUGIN_INTERFACE1_REGRESSION_METRICS);
+  EXPECT_EQ(e.kind(), PluginErrorKind::WrongInterface);
+  const std::string what = e.what();
+  EXPECT_EQ(what.rfind(std::string("plugin ") + PLUGIN_INTERFACE1_REGRESSION_METRICS +
+                           " was built for plugin interface 1, this distmetrics loads interface 2: rebuild it against "
+                           "this version's headers",
+                       0),
+            0u)
+      << what;
+  EXPECT_NE(what.find("expected interface 2, found 1. It was not loaded."), std::string::npos) << what;
+  EXPECT_FALSE(is_loaded(PLUGIN_INTERFACE1_REGRESSION_METRICS));
+  EXPECT_EQ(distmetrics::plugin::find_loaded_plugin(PLUGIN_INTERFACE1_REGRESSION_METRICS), nullptr);
 }
 
 TEST(LoaderRefuses, AnotherLibTorchWithoutLoadingIt) {

@@ -79,6 +79,7 @@ const PythonSource& load_python_source(const std::string& value, const std::vect
     source->spec = spec;
     source->module = described.at("name");
     source->version = described.at("version");
+    source->torch_version = py::module_::import("torch").attr("__version__").cast<std::string>();
     for (const auto& m : described.at("metrics"))
       source->registry.add(spec_for(m.at("name"), m.at("name"), m.at("adapter"), m.at("description")));
     slot = std::move(source);

@@ -1,5 +1,5 @@
 // The rank pool keeps strangers out and leaves nothing behind (issue 12): nothing listens on the
-// network, nothing secret is on a command line, a process it did not start cannot join, stall
+// network (mpirun of the mpi pool only where no other host can reach it), nothing secret is on a command line, a process it did not start cannot join, stall
 // the store or get a pid signalled; a rank that forks then crashes, or stops itself, is reported
 // before its deadline (plus the one second the report may take) and leaves no process behind.
 #include <ATen/ATen.h>
@@ -7,12 +7,14 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <filesystem>
@@ -282,6 +284,86 @@ TEST(RankPoolSecurity, NothingListensOnTheNetworkAndGlooStaysOnLoopback) {
     ASSERT_TRUE(path_exists(dir));
   }
   EXPECT_FALSE(path_exists(dir)) << "the pool's folder is left: " << dir;
+}
+
+// The network namespace a process is in ("net:[4026531840]").
+std::string network_namespace_of(const std::string& pid) {
+  char target[128];
+  const ssize_t n = ::readlink(("/proc/" + pid + "/ns/net").c_str(), target, sizeof(target) - 1);
+  return n > 0 ? std::string(target, static_cast<size_t>(n)) : "";
+}
+
+// The interfaces of the network namespace a process is in (/proc/<pid>/net/dev).
+std::vector<std::string> interfaces_of(const std::string& pid) {
+  std::ifstream dev("/proc/" + pid + "/net/dev");
+  std::vector<std::string> names;
+  std::string line;
+  for (int header = 0; header < 2 && std::getline(dev, line); ++header) {
+  }
+  while (std::getline(dev, line)) {
+    const auto colon = line.find(':');
+    std::istringstream name(line.substr(0, colon));
+    std::string word;
+    name >> word;
+    names.push_back(word);
+  }
+  return names;
+}
+
+bool is_loopback(const std::string& address) { return address.rfind("127.", 0) == 0 || address == "::1"; }
+
+// Whether this system lets a child of ours have a network namespace of its own (as root, or
+// through a user namespace).
+bool network_namespaces_allowed() {
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(::unshare(CLONE_NEWNET) == 0 || ::unshare(CLONE_NEWUSER | CLONE_NEWNET) == 0 ? 0 : 1);
+  int status = 0;
+  return child > 0 && ::waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+long parent_pid_of(long pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text;
+  std::getline(stat, text);
+  std::istringstream after(text.substr(text.rfind(')') + 2));
+  std::string state;
+  long parent = 0;
+  after >> state >> parent;
+  return parent;
+}
+
+TEST(RankPoolSecurity, MpirunOfTheMpiPoolListensOnLoopbackOnly) {
+  const auto kinds = testing_support::local_pool_kinds();
+  const auto mpi = std::find_if(kinds.begin(), kinds.end(), [](const auto& k) { return k.launch == "mpirun"; });
+  if (mpi == kinds.end()) GTEST_SKIP() << "no backend of this build starts its pool with mpirun";
+  PoolOptions options;
+  options.world_size = 2;
+  options.launch = mpi->launch;
+  RankPool pool(options);
+  expect_sum(pool, mpi->backend, 2);
+  const long mpirun = parent_pid_of(pool.worker_pids().at(0));
+  ASSERT_GT(mpirun, 1);
+  std::ifstream comm("/proc/" + std::to_string(mpirun) + "/comm");
+  std::string name;
+  comm >> name;
+  ASSERT_TRUE(name == "mpirun" || name == "mpiexec" || name == "orterun") << "the ranks' parent is " << name;
+  const std::string pid = std::to_string(mpirun);
+  // mpirun listens (its out-of-band channel binds 0.0.0.0 and [::], PMIx's 127.0.0.1) ...
+  const auto listening = tcp_addresses(pid, true);
+  EXPECT_FALSE(listening.empty()) << "mpirun listens on nothing: this test looks at the wrong process";
+  // ... where no other host can reach it: in a network namespace whose only interface is
+  // loopback, or (the user chose Open MPI's interfaces) on loopback addresses.
+  if (network_namespace_of(pid) == network_namespace_of("self")) {
+    if (!network_namespaces_allowed()) GTEST_SKIP() << "this system allows no network namespace (unshare(CLONE_NEWNET) and "
+                                                       "CLONE_NEWUSER | CLONE_NEWNET both refused): mpirun listens on "
+                                                    << testing::PrintToString(listening);
+    for (const auto& address : listening) EXPECT_TRUE(is_loopback(address)) << "mpirun listens on " << address;
+  } else {
+    EXPECT_EQ(interfaces_of(pid), std::vector<std::string>{"lo"}) << "mpirun's network namespace";
+    for (long rank : pool.worker_pids()) EXPECT_EQ(network_namespace_of(std::to_string(rank)), network_namespace_of(pid));
+  }
+  for (long rank : pool.worker_pids()) EXPECT_TRUE(tcp_addresses(std::to_string(rank), true).empty()) << "rank " << rank;
+  expect_sum(pool, mpi->backend, 2);  // the ranks still reach the supervisor (its Unix socket)
 }
 
 TEST(RankPoolSecurity, ARankPastItsMemoryLimitIsReportedAsSuchAndThePoolGoesOn) {

@@ -255,3 +255,15 @@ def test_a_python_metric_without_load_state_dict_skips_state_roundtrip_with_the_
     trip = prop(v, "state_roundtrip")
     assert trip["outcome"] == "skip"
     assert trip["message"] == "state_roundtrip: not judged: MeanAbsoluteError cannot save its state (Metric::save_state gives nothing)"
+
+
+def test_the_html_header_names_the_torch_the_python_metric_ran_on(tmp_path):
+    import torch  # the interpreter ctest runs this with is the one distmetrics embeds (DISTMETRICS_PYTHON)
+    html = tmp_path / "report.html"
+    run, data = conform(tmp_path, EXAMPLES / "correct_ignite.py", MAE, "--world-sizes", "1", "--html", html)
+    assert run.returncode == 0, run.stdout + run.stderr
+    page = html.read_text()
+    assert f"<dt>Python torch</dt><dd>{torch.__version__}</dd>" in page, page[:3000]
+    assert "<dd></dd>" not in page, "an empty header row"
+    assert "plugin LibTorch" not in page  # a Python source is no shared library built against one
+    assert data["plugin"]["torch_version"] == torch.__version__

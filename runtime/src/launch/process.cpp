@@ -2,9 +2,16 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <net/if.h>
+#include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -63,6 +70,27 @@ std::string describe_wait_status(int status) {
   return "wait status " + std::to_string(status);
 }
 
+namespace {
+// The child's argv and environment (this process's, with spec.extra_env added or replacing) as
+// exec wants them; the pointers stay valid as long as this lives.
+struct ExecVectors {
+  explicit ExecVectors(const SpawnSpec& spec) : args(spec.argv) {
+    for (char** e = environ; e && *e; ++e) {
+      std::string entry(*e);
+      const std::string key = entry.substr(0, entry.find('='));
+      if (spec.extra_env.count(key) == 0) env.push_back(std::move(entry));
+    }
+    for (const auto& [key, value] : spec.extra_env) env.push_back(key + "=" + value);
+    for (auto& s : env) envp.push_back(s.data());
+    envp.push_back(nullptr);
+    for (auto& s : args) argv.push_back(s.data());
+    argv.push_back(nullptr);
+  }
+  std::vector<std::string> args, env;
+  std::vector<char*> argv, envp;
+};
+}  // namespace
+
 pid_t spawn_process(const SpawnSpec& spec) {
   if (spec.argv.empty()) throw ConfigError("spawn: no program given");
   posix_spawn_file_actions_t actions;
@@ -96,29 +124,190 @@ pid_t spawn_process(const SpawnSpec& spec) {
   }
   posix_spawnattr_setflags(&attr, flags);
 
-  std::vector<std::string> env_strings;
-  for (char** e = environ; e && *e; ++e) {
-    std::string entry(*e);
-    const std::string key = entry.substr(0, entry.find('='));
-    if (spec.extra_env.count(key) == 0) env_strings.push_back(std::move(entry));
-  }
-  for (const auto& [key, value] : spec.extra_env) env_strings.push_back(key + "=" + value);
-  std::vector<char*> envp;
-  for (auto& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> args = spec.argv;
-  std::vector<char*> argv;
-  for (auto& s : args) argv.push_back(s.data());
-  argv.push_back(nullptr);
+  ExecVectors exec(spec);
+  char** argv = exec.argv.data();
+  char** envp = exec.envp.data();
 
   pid_t pid = 0;
-  const int rc = posix_spawn(&pid, argv[0], &actions, &attr, argv.data(), envp.data());
+  const int rc = posix_spawn(&pid, argv[0], &actions, &attr, argv, envp);
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   if (rc != 0) {
     throw ConfigError("could not start " + spec.argv[0] + ": " + std::strerror(rc));
   }
   return pid;
+}
+
+namespace {
+
+// What the child of spawn_process_on_own_loopback tells its parent through a close-on-exec pipe
+// before it execs (nothing when all went well: the pipe just closes).
+struct ChildReport {
+  enum Kind : int { NoNamespace = 1, HalfMadeNamespace = 2, ExecFailed = 3 } kind;
+  int error;      // errno
+  int step;       // index into kChildSteps
+};
+constexpr const char* kChildSteps[] = {"unshare(CLONE_NEWNET)", "unshare(CLONE_NEWUSER | CLONE_NEWNET)",
+                                       "writing its user and group maps", "bringing its loopback interface up",
+                                       "exec"};
+
+// Between fork and exec, so async-signal-safe calls only.
+bool write_all(int fd, const char* text, std::size_t size) {
+  while (size > 0) {
+    const ssize_t n = ::write(fd, text, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    text += n;
+    size -= static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+bool write_proc_file(const char* path, const std::string& text) {
+  const int fd = ::open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool ok = write_all(fd, text.data(), text.size());
+  ::close(fd);
+  return ok;
+}
+
+void report_to_parent(int fd, ChildReport::Kind kind, int error, int step) {
+  const ChildReport report{kind, error, step};
+  write_all(fd, reinterpret_cast<const char*>(&report), sizeof(report));
+}
+
+// In the child: a network namespace with only loopback, up. 0 when done; else -1 with *step set
+// and errno, the child still in its parent's namespace (*half_made false) or in a new one it
+// could not set up (*half_made true).
+int enter_own_loopback(const std::string& uid_map, const std::string& gid_map, int* step, bool* half_made) {
+  *half_made = false;
+  *step = 0;
+  if (::unshare(CLONE_NEWNET) != 0) {
+    *step = 1;
+    if (::unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0) return -1;
+    *half_made = true;
+    *step = 2;
+    if (!write_proc_file("/proc/self/setgroups", "deny") || !write_proc_file("/proc/self/uid_map", uid_map) ||
+        !write_proc_file("/proc/self/gid_map", gid_map))
+      return -1;
+  }
+  *half_made = true;
+  *step = 3;
+  const int sock = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (sock < 0) return -1;
+  ifreq request{};
+  std::memcpy(request.ifr_name, "lo", 3);
+  int rc = ::ioctl(sock, SIOCGIFFLAGS, &request);
+  if (rc == 0) {
+    request.ifr_flags = static_cast<short>(request.ifr_flags | IFF_UP);
+    rc = ::ioctl(sock, SIOCSIFFLAGS, &request);
+  }
+  const int error = errno;
+  ::close(sock);
+  errno = error;
+  return rc;
+}
+
+// Closes every descriptor from 3 on but `keep`.
+void close_descriptors_but(int keep, int limit) {
+#ifdef SYS_close_range
+  if (::syscall(SYS_close_range, 3u, static_cast<unsigned>(keep - 1), 0u) == 0 &&
+      ::syscall(SYS_close_range, static_cast<unsigned>(keep + 1), ~0u, 0u) == 0)
+    return;
+#endif
+  for (int fd = 3; fd < limit; ++fd)
+    if (fd != keep) ::close(fd);
+}
+
+// fork + exec with what spawn_process's posix_spawn attributes do, the child first entering a
+// network namespace of its own when `own_loopback`. Returns the pid, with the child's report
+// when it sent one.
+pid_t fork_exec(const SpawnSpec& spec, char** argv, char** envp, std::optional<ChildReport>& report) {
+  const std::string uid_map = std::to_string(::geteuid()) + " " + std::to_string(::geteuid()) + " 1\n";
+  const std::string gid_map = std::to_string(::getegid()) + " " + std::to_string(::getegid()) + " 1\n";
+  rlimit files{};
+  const int limit = ::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < 65536 ? static_cast<int>(files.rlim_cur) : 65536;
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) throw ConfigError(std::string("could not start ") + argv[0] + ": pipe: " + std::strerror(errno));
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    const int error = errno;
+    ::close(pipe_fds[0]);
+    ::close(pipe_fds[1]);
+    throw ConfigError(std::string("could not start ") + argv[0] + ": fork: " + std::strerror(error));
+  }
+  if (pid == 0) {
+    const int out = pipe_fds[1];
+    sigset_t none;
+    sigemptyset(&none);
+    for (int sig : {SIGPIPE, SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGCHLD, SIGUSR1, SIGUSR2, SIGALRM}) ::signal(sig, SIG_DFL);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    if (spec.own_process_group) ::setpgid(0, 0);
+    const int null_fd = ::open("/dev/null", O_RDONLY);
+    if (null_fd >= 0 && null_fd != 0) {
+      ::dup2(null_fd, 0);
+      ::close(null_fd);
+    }
+    if (spec.output_fd >= 0) {
+      ::dup2(spec.output_fd, 1);
+      ::dup2(spec.output_fd, 2);
+    }
+    close_descriptors_but(out, limit);
+    int step = 0;
+    bool half_made = false;
+    if (enter_own_loopback(uid_map, gid_map, &step, &half_made) != 0) {
+      report_to_parent(out, half_made ? ChildReport::HalfMadeNamespace : ChildReport::NoNamespace, errno, step);
+      if (half_made) ::_exit(127);
+    }
+    ::execve(argv[0], argv, envp);
+    report_to_parent(out, ChildReport::ExecFailed, errno, 4);
+    ::_exit(127);
+  }
+  ::close(pipe_fds[1]);
+  // The child writes at most two reports, then execs (closing the pipe) or exits: it takes
+  // a few system calls, but a deadline bounds the wait all the same.
+  ChildReport received{};
+  std::size_t got = 0;
+  const Deadline deadline = Deadline::after(std::chrono::seconds(10));
+  while (!deadline.expired()) {
+    pollfd ready{pipe_fds[0], POLLIN, 0};
+    if (::poll(&ready, 1, 100) <= 0) continue;
+    const ssize_t n = ::read(pipe_fds[0], reinterpret_cast<char*>(&received) + got, sizeof(received) - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // exec'd, or exited
+    got += static_cast<std::size_t>(n);
+    if (got == sizeof(received)) {
+      if (!report || report->kind == ChildReport::NoNamespace) report = received;
+      got = 0;
+    }
+  }
+  ::close(pipe_fds[0]);
+  return pid;
+}
+
+}  // namespace
+
+pid_t spawn_process_on_own_loopback(const SpawnSpec& spec, std::string& refused) {
+  if (spec.argv.empty()) throw ConfigError("spawn: no program given");
+  ExecVectors exec(spec);
+  char** argv = exec.argv.data();
+  char** envp = exec.envp.data();
+
+  std::optional<ChildReport> report;
+  const pid_t pid = fork_exec(spec, argv, envp, report);
+  refused.clear();
+  if (!report) return pid;
+  const std::string why = std::string(kChildSteps[report->step]) + ": " + std::strerror(report->error);
+  if (report->kind == ChildReport::NoNamespace) {
+    refused = why;
+    return pid;
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);  // it exits right after its report
+  if (report->kind == ChildReport::ExecFailed) throw ConfigError("could not start " + spec.argv[0] + ": " + std::strerror(report->error));
+  // A namespace it could not set up: this process's network it is.
+  refused = why;
+  return spawn_process(spec);
 }
 
 ProcessState process_state(pid_t pid) {

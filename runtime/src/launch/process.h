@@ -29,6 +29,13 @@ struct SpawnSpec {
 // Starts the program; throws ConfigError with the reason when it cannot.
 pid_t spawn_process(const SpawnSpec& spec);
 
+// spawn_process, the child in a network namespace of its own whose one interface is loopback
+// (up): whatever it and its children listen on, on any address, only they can reach. Root gets
+// one directly, another user through a user namespace that maps it to itself. Where the system
+// allows neither (a container without CAP_SYS_ADMIN, user namespaces disabled), the child runs
+// in this process's network namespace and `refused` says why; else `refused` is empty.
+pid_t spawn_process_on_own_loopback(const SpawnSpec& spec, std::string& refused);
+
 // A process's state as far as this process can tell: running, a zombie, or gone.
 enum class ProcessState { Running, Zombie, Gone };
 ProcessState process_state(pid_t pid);

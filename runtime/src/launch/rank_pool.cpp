@@ -17,8 +17,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <iostream>
+#include <mutex>
 #include <thread>
 
 #include "../comm/backend_factory.h"
@@ -97,7 +100,31 @@ class RankProcesses {
     spec.extra_env["PMIX_SERVER_TMPDIR"] = private_dir;
     spec.output_fd = launcher_log_->fd();
     spec.own_process_group = true;
-    launcher_ = detail::spawn_process(spec);
+    // Everything runs on this host, but mpirun's out-of-band channel (ORTE's oob/tcp) listens on
+    // 0.0.0.0 and [::] whatever oob_tcp_if_include says (Open MPI 4.1 binds INADDR_ANY): mpirun
+    // gets a network namespace whose only interface is loopback, unless the user chose Open
+    // MPI's interfaces. Its TCP then goes over loopback only (the if_include below).
+    bool user_chose_interfaces = false;
+    for (const char* name : {"OMPI_MCA_oob_tcp_if_include", "OMPI_MCA_oob_tcp_if_exclude", "OMPI_MCA_btl_tcp_if_include",
+                             "OMPI_MCA_btl_tcp_if_exclude"})
+      user_chose_interfaces = user_chose_interfaces || std::getenv(name) != nullptr;
+    if (user_chose_interfaces) {
+      launcher_ = detail::spawn_process(spec);
+      return;
+    }
+    spec.extra_env["OMPI_MCA_oob_tcp_if_include"] = "lo";
+    spec.extra_env["OMPI_MCA_btl_tcp_if_include"] = "lo";
+    std::string refused;
+    launcher_ = detail::spawn_process_on_own_loopback(spec, refused);
+    if (!refused.empty()) {
+      static std::once_flag said;
+      std::call_once(said, [&] {
+        std::cerr << "distmetrics: mpirun (the mpi backend's rank pool) listens on every network interface of this "
+                     "host while it runs: it could not get a network namespace of its own ("
+                  << refused << "), and Open MPI's out-of-band channel binds to all addresses (docs/runtime.md, "
+                     "\"Peer launchers and the network\")\n";
+      });
+    }
   }
 
   // Whether the process the kernel names as a connection's peer may be rank `rank`'s worker:

@@ -30,6 +30,7 @@ struct PythonSource {
   std::string spec;     // canonical: "/abs/metrics.py", "pkg.mod:factory", "pkg.mod"
   std::string module;   // the module's name
   std::string version;  // its __version__, if any
+  std::string torch_version;  // torch.__version__ of the interpreter it runs in (the torch its metrics run on)
   // The source's metrics under their own names (their parameters: the reference metric's of the
   // same name, so the scenario's parameters pass through; none for a metric distmetrics lacks).
   metrics::MetricRegistry registry;
