@@ -42,8 +42,9 @@ def run(binary, source_flag, source, repeat):
             report = Path(tmp) / "r.json"
             start = time.monotonic()
             flags = [arg for s in sources for arg in (source_flag, str(s))]
+            # A long deadline: a loaded machine must not turn a slow pool start into a hang.
             done = subprocess.run([binary, "conform", *flags, "--metric", "MeanAbsoluteError",
-                                   str(SCENARIO), "--quiet", "--json", str(report)], cwd=ROOT,
+                                   str(SCENARIO), "--deadline", "60", "--quiet", "--json", str(report)], cwd=ROOT,
                                   capture_output=True, text=True)
             walls.append(time.monotonic() - start)
             if done.returncode != 0:
