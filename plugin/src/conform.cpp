@@ -377,9 +377,21 @@ int conform_with(const ConformOptions& o, runtime::PeerRunner* peers, std::ostre
   result.plugin = plugin;
   result.plugins = plugins;
   result.verdicts.resize(items.size());
+  // Several sources: the row names the source too ("MeanAbsoluteError (ignite)"); sources of one
+  // name (peers/ignite/metrics.py, peers/torcheval/metrics.py) by their folder as well.
+  std::map<const Plugin*, std::string> label;
+  for (const auto* p : plugins) {
+    const bool shared = std::count_if(plugins.begin(), plugins.end(), [&](const Plugin* q) { return q->name == p->name; }) > 1;
+    const std::string path = p->path.substr(p->path.find(':') + 1);
+    const auto slash = path.find_last_of('/');
+    const auto folder = slash == std::string::npos || slash == 0 ? std::string::npos : path.find_last_of('/', slash - 1);
+    label[p] = shared && slash != std::string::npos
+                   ? path.substr(folder == std::string::npos ? 0 : folder + 1, slash - (folder == std::string::npos ? 0 : folder + 1)) + "/" + p->name
+                   : p->name;
+  }
   for (const auto& item : items) {
-    // Several sources: the row names the source too ("MeanAbsoluteError (ignite)").
-    result.metrics.push_back(plugins.size() == 1 ? item.scenario->metric : item.scenario->metric + " (" + item.source->name + ")");
+    result.metrics.push_back(plugins.size() == 1 ? item.scenario->metric
+                                                 : item.scenario->metric + " (" + label[item.source] + ")");
     result.sources.push_back(item.source);
   }
   for (const auto& ps : scenarios) {

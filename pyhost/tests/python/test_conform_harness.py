@@ -105,7 +105,11 @@ def test_several_sources_registering_one_name_each_run_their_own_in_one_run(tmp_
     MeanAbsoluteError: the correct one passes, the one that never syncs fails, so each variant ran
     its own source's metric although both live in one interpreter per worker."""
     report = tmp_path / "report.json"
-    correct, no_sync = EXAMPLES / "correct_torchmetrics.py", EXAMPLES / "broken" / "no_sync.py"
+    # Two files of one name in two folders (as peers/<library>/metrics.py are): rows name the folder.
+    correct, no_sync = tmp_path / "correct" / "metrics.py", tmp_path / "no_sync" / "metrics.py"
+    for copy, original in [(correct, EXAMPLES / "correct_torchmetrics.py"), (no_sync, EXAMPLES / "broken" / "no_sync.py")]:
+        copy.parent.mkdir()
+        copy.write_text(original.read_text())
     cmd = [os.environ["DISTMETRICS_BIN"], "conform", "--python", str(correct), "--python", str(no_sync),
            "--metric", "MeanAbsoluteError", str(EXAMPLES / "scenarios" / "mean_absolute_error.toml"),
            "--world-sizes", "2", "--shard", "even", "--deadline", "30", "--json", str(report)]
@@ -113,9 +117,9 @@ def test_several_sources_registering_one_name_each_run_their_own_in_one_run(tmp_
     assert run.returncode == 1, run.stdout + run.stderr
     data = json.loads(report.read_text())
     got = sorted((v["metric"], v["outcome"]) for v in data["variants"])
-    assert got == [("MeanAbsoluteError (correct_torchmetrics)", "pass"), ("MeanAbsoluteError (no_sync)", "fail")], got
+    assert got == [("MeanAbsoluteError (correct/metrics)", "pass"), ("MeanAbsoluteError (no_sync/metrics)", "fail")], got
     failed = next(v for v in data["variants"] if v["outcome"] == "fail")
     assert failed["source"] == "python:" + str(no_sync)
     assert failed["reason"].startswith("root cause: no sync"), failed["reason"]
     assert f"--python {no_sync}" in failed["reproduce"], failed["reproduce"]
-    assert [p["name"] for p in data["plugins"]] == ["correct_torchmetrics", "no_sync"]
+    assert [p["path"] for p in data["plugins"]] == ["python:" + str(correct), "python:" + str(no_sync)]
