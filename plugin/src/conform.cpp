@@ -389,6 +389,7 @@ int conform_with(const ConformOptions& o, runtime::PeerRunner* peers, std::ostre
                    ? path.substr(folder == std::string::npos ? 0 : folder + 1, slash - (folder == std::string::npos ? 0 : folder + 1)) + "/" + p->name
                    : p->name;
   }
+  result.labels = label;
   for (const auto& item : items) {
     result.metrics.push_back(plugins.size() == 1 ? item.scenario->metric
                                                  : item.scenario->metric + " (" + label[item.source] + ")");

@@ -138,7 +138,9 @@ harness::ReportModel report_model(const ConformResult& result, const nlohmann::j
   harness::ReportModel model = harness::report_model(report);
   std::string names, paths;
   for (const auto* p : result.plugins.empty() ? std::vector<const Plugin*>{result.plugin} : result.plugins) {
-    names += (names.empty() ? "" : ", ") + p->name + (p->version.empty() ? "" : " " + p->version);
+    const auto labelled = result.labels.find(p);
+    names += (names.empty() ? "" : ", ") + (labelled != result.labels.end() ? labelled->second : p->name) +
+             (p->version.empty() ? "" : " " + p->version);
     paths += (paths.empty() ? "" : ", ") + p->path;
   }
   const std::string shown = result.plugins.size() > 1 ? names : plugin.name;

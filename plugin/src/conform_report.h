@@ -25,6 +25,7 @@ struct ConformResult {
   // " (<source name>)"), and its source.
   std::vector<std::string> metrics;
   std::vector<const Plugin*> sources;
+  std::map<const Plugin*, std::string> labels;  // several sources: how rows and headers name each
   // Per scenario name: the properties its variants are checked for (the matrix's columns, also
   // for a variant that hung before any could be judged).
   std::map<std::string, std::vector<std::string>> checked;

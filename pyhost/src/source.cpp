@@ -47,6 +47,12 @@ py::object registry_dict() {
   return py::hasattr(registry, "_REGISTRY") ? py::object(registry.attr("_REGISTRY")) : py::object(py::none());
 }
 
+// A freshly imported source's own registrations (the registry as its import left it, alone).
+void remember_own(const std::string& spec, const py::dict& own) {
+  auto& mine = remembered()[spec];
+  for (auto item : own) mine[item.first.cast<std::string>()] = py::reinterpret_borrow<py::object>(item.second);
+}
+
 metrics::MetricSpec spec_for(const std::string& registered_name, const std::string& spec_name, const std::string& adapter,
                              const std::string& description, const std::string& source) {
   metrics::MetricSpec spec;
@@ -102,7 +108,30 @@ const PythonSource& load_python_source(const std::string& value, const std::vect
   py::gil_scoped_acquire gil;
   json described;
   try {
-    described = json::parse(detail::host_module().attr("load")(value, metrics).cast<std::string>());
+    // A source imported for the first time sees an empty registry: what it registers is then
+    // exactly its own, also the names an earlier source registered from factories of a shared
+    // module (the host tells a source's names by what its import added, or by their module).
+    // Every earlier registration is put back after, this source's winning where both have one.
+    const std::string canonical = detail::host_module().attr("canonical")(value).cast<std::string>();
+    py::object registry = registry_dict();
+    const bool fresh = sources().count(canonical) == 0 && py::isinstance<py::dict>(registry) && py::len(registry) > 0;
+    py::dict earlier;
+    if (fresh) {
+      earlier = py::dict(registry);
+      registry.attr("clear")();
+    }
+    try {
+      described = json::parse(detail::host_module().attr("load")(value, metrics).cast<std::string>());
+    } catch (py::error_already_set&) {
+      if (fresh) registry.attr("update")(earlier);
+      throw;
+    }
+    if (fresh) {
+      py::dict own = py::dict(registry);
+      registry.attr("update")(earlier);
+      registry.attr("update")(own);
+      remember_own(canonical, own);
+    }
   } catch (py::error_already_set& e) {
     throw PythonSourceError(python_error_text(e));
   }
@@ -118,7 +147,7 @@ const PythonSource& load_python_source(const std::string& value, const std::vect
       source->registry.add(spec_for(m.at("name"), m.at("name"), m.at("adapter"), m.at("description"), spec));
       names.push_back(m.at("name"));
     }
-    detail::remember_registrations(spec, names);  // right after its import: the registry holds its own
+    if (!remembered().count(spec)) detail::remember_registrations(spec, names);  // right after its import
     slot = std::move(source);
   }
   by_value()[value] = slot.get();

@@ -100,16 +100,61 @@ def test_per_variant_skips_errors_and_an_empty_batch_finding_in_one_run(tmp_path
 EXAMPLES = ROOT / "examples" / "python"
 
 
+SHARED = """import torch
+import torch.distributed as dist
+
+
+class MeanAbsoluteError:
+    def __init__(self, sync):
+        self.sync = sync
+        self.reset()
+
+    def reset(self):
+        self.total = torch.tensor(0.0, dtype=torch.float64)
+        self.count = torch.tensor(0, dtype=torch.int64)
+
+    def update(self, preds, target):
+        self.total += (preds - target).abs().sum().to(torch.float64)
+        self.count += target.numel()
+
+    def compute(self):
+        state = torch.stack([self.total, self.count.to(torch.float64)])
+        if self.sync and dist.is_initialized() and dist.get_world_size() > 1:
+            dist.all_reduce(state)
+        return state[0] / state[1]
+
+
+def factory(sync):
+    return lambda params: MeanAbsoluteError(sync)
+"""
+
+SOURCE_OF = """import importlib.util
+import pathlib
+import sys
+
+import distmetrics
+
+if "shared_factories" not in sys.modules:  # one helper module for every source, as distmetrics.peers is
+    spec = importlib.util.spec_from_file_location("shared_factories", pathlib.Path(__file__).parents[1] / "shared.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["shared_factories"] = module
+    spec.loader.exec_module(module)
+distmetrics.register("MeanAbsoluteError", sys.modules["shared_factories"].factory(sync={sync}), adapter="torchmetrics")
+"""
+
+
 def test_several_sources_registering_one_name_each_run_their_own_in_one_run(tmp_path):
     """Two --python sources in one run (one pool per world size for both), each registering
-    MeanAbsoluteError: the correct one passes, the one that never syncs fails, so each variant ran
-    its own source's metric although both live in one interpreter per worker."""
+    MeanAbsoluteError from factories of one shared module (as the peer mappings do): the one that
+    syncs passes, the one that never syncs fails, so each variant ran its own source's metric
+    although both live in one interpreter per worker. Both are metrics.py in their own folder
+    (as peers/<library>/metrics.py): rows name the folder."""
     report = tmp_path / "report.json"
-    # Two files of one name in two folders (as peers/<library>/metrics.py are): rows name the folder.
+    (tmp_path / "shared.py").write_text(SHARED)
     correct, no_sync = tmp_path / "correct" / "metrics.py", tmp_path / "no_sync" / "metrics.py"
-    for copy, original in [(correct, EXAMPLES / "correct_torchmetrics.py"), (no_sync, EXAMPLES / "broken" / "no_sync.py")]:
-        copy.parent.mkdir()
-        copy.write_text(original.read_text())
+    for source, sync in [(correct, True), (no_sync, False)]:
+        source.parent.mkdir()
+        source.write_text(SOURCE_OF.format(sync=sync))
     cmd = [os.environ["DISTMETRICS_BIN"], "conform", "--python", str(correct), "--python", str(no_sync),
            "--metric", "MeanAbsoluteError", str(EXAMPLES / "scenarios" / "mean_absolute_error.toml"),
            "--world-sizes", "2", "--shard", "even", "--deadline", "30", "--json", str(report)]
@@ -123,3 +168,4 @@ def test_several_sources_registering_one_name_each_run_their_own_in_one_run(tmp_
     assert failed["reason"].startswith("root cause: no sync"), failed["reason"]
     assert f"--python {no_sync}" in failed["reproduce"], failed["reproduce"]
     assert [p["path"] for p in data["plugins"]] == ["python:" + str(correct), "python:" + str(no_sync)]
+    assert "distmetrics conform: correct/metrics, no_sync/metrics: 1 passed, 1 failed" in run.stdout, run.stdout
