@@ -115,9 +115,9 @@ const PythonSource& load_python_source(const std::string& value, const std::vect
     const std::string canonical = detail::host_module().attr("canonical")(value).cast<std::string>();
     py::object registry = registry_dict();
     const bool fresh = sources().count(canonical) == 0 && py::isinstance<py::dict>(registry) && py::len(registry) > 0;
-    py::dict earlier;
+    py::object earlier;  // a copy (py::dict(a dict) would be the same object)
     if (fresh) {
-      earlier = py::dict(registry);
+      earlier = registry.attr("copy")();
       registry.attr("clear")();
     }
     try {
@@ -127,7 +127,7 @@ const PythonSource& load_python_source(const std::string& value, const std::vect
       throw;
     }
     if (fresh) {
-      py::dict own = py::dict(registry);
+      py::dict own = registry.attr("copy")();
       registry.attr("update")(earlier);
       registry.attr("update")(own);
       remember_own(canonical, own);

@@ -140,7 +140,7 @@ if "shared_factories" not in sys.modules:  # one helper module for every source,
     sys.modules["shared_factories"] = module
     spec.loader.exec_module(module)
 distmetrics.register("MeanAbsoluteError", sys.modules["shared_factories"].factory(sync={sync}), adapter="torchmetrics")
-"""
+{more}"""
 
 
 def test_several_sources_registering_one_name_each_run_their_own_in_one_run(tmp_path):
@@ -152,10 +152,13 @@ def test_several_sources_registering_one_name_each_run_their_own_in_one_run(tmp_
     report = tmp_path / "report.json"
     (tmp_path / "shared.py").write_text(SHARED)
     correct, no_sync = tmp_path / "correct" / "metrics.py", tmp_path / "no_sync" / "metrics.py"
-    for source, sync in [(correct, True), (no_sync, False)]:
+    # The first source has a name the second lacks: it must stay registered after the second's import.
+    more = 'distmetrics.register("MaximumAbsoluteError", sys.modules["shared_factories"].factory(sync=True))\n'
+    for source, sync, extra in [(correct, True, more), (no_sync, False, "")]:
         source.parent.mkdir()
-        source.write_text(SOURCE_OF.format(sync=sync))
-    cmd = [os.environ["DISTMETRICS_BIN"], "conform", "--python", str(correct), "--python", str(no_sync),
+        source.write_text(SOURCE_OF.format(sync=sync, more=extra))
+    # The first one given relative to the working directory, as ci/run_peers.sh gives its sources.
+    cmd = [os.environ["DISTMETRICS_BIN"], "conform", "--python", os.path.relpath(correct, ROOT), "--python", str(no_sync),
            "--metric", "MeanAbsoluteError", str(EXAMPLES / "scenarios" / "mean_absolute_error.toml"),
            "--world-sizes", "2", "--shard", "even", "--deadline", "30", "--json", str(report)]
     run = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=180)
