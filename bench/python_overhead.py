@@ -8,6 +8,11 @@ and their ratio. The first variant on a pool is printed apart: with a Python met
 each worker starts its interpreter and imports torch, once per pool (a per-run cost, like
 start-up). A benchmark, not a test: it asserts nothing.
 
+Also three Python sources (the torchmetrics, Ignite and torcheval styles, each registering
+MeanAbsoluteError) conformed in ONE run (`--python A --python B --python C`: one pool per world
+size, each worker starting its interpreter once) against one run per source, as a peer run of
+three libraries would do it otherwise: the walls' ratio.
+
     bench/python_overhead.py --bin build/bin/distmetrics --plugin build/plugin/tests/libexample_regression_metrics.so
 """
 
@@ -24,15 +29,22 @@ SCENARIO = ROOT / "examples" / "python" / "scenarios" / "mean_absolute_error.tom
 PYTHON_SOURCE = ROOT / "examples" / "python" / "correct_torchmetrics.py"
 
 
+STYLES = [ROOT / "examples" / "python" / name for name in ("correct_torchmetrics.py", "correct_ignite.py",
+                                                              "correct_torcheval.py")]
+
+
 def run(binary, source_flag, source, repeat):
     """Medians of the warm variants' seconds, of each pool's first variant, and of the runs' walls."""
     warm, first, walls = [], [], []
+    sources = source if isinstance(source, list) else [source]
     for _ in range(repeat):
         with tempfile.TemporaryDirectory() as tmp:
             report = Path(tmp) / "r.json"
             start = time.monotonic()
-            done = subprocess.run([binary, "conform", source_flag, str(source), "--metric", "MeanAbsoluteError",
-                                   str(SCENARIO), "--quiet", "--json", str(report)], cwd=ROOT,
+            flags = [arg for s in sources for arg in (source_flag, str(s))]
+            # A long deadline: a loaded machine must not turn a slow pool start into a hang.
+            done = subprocess.run([binary, "conform", *flags, "--metric", "MeanAbsoluteError",
+                                   str(SCENARIO), "--deadline", "60", "--quiet", "--json", str(report)], cwd=ROOT,
                                   capture_output=True, text=True)
             walls.append(time.monotonic() - start)
             if done.returncode != 0:
@@ -60,10 +72,17 @@ def main():
           f"{py_first * 1000:8.1f} ms the first on a pool, {py_wall:6.2f} s per conform run")
     print(f"ratio Python / C++: {py_variant / cpp_variant:.2f} per variant at steady state, {py_first / cpp_first:.2f} "
           f"for the first on a pool (each worker starts its interpreter and imports torch), {py_wall / cpp_wall:.2f} per run")
+    # Three sources: one run for all of them against a run per source (each paying every
+    # worker's interpreter start and torch import again).
+    separate = sum(run(args.bin, "--python", source, args.repeat)[2] for source in STYLES)
+    together = run(args.bin, "--python", STYLES, args.repeat)[2]
+    print(f"3 sources in one conform run: {together:6.2f} s; one run per source: {separate:6.2f} s in all; "
+          f"ratio {together / separate:.2f}")
     if args.json:
         Path(args.json).write_text(json.dumps({"cpp_ms": cpp_variant * 1000, "python_ms": py_variant * 1000,
                                                "cpp_first_ms": cpp_first * 1000, "python_first_ms": py_first * 1000,
                                                "cpp_run_s": cpp_wall, "python_run_s": py_wall,
+                                               "sources_together_s": together, "sources_separate_s": separate,
                                                "variants": "examples/python/scenarios/mean_absolute_error.toml",
                                                "repeat": args.repeat}))
 

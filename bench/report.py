@@ -124,6 +124,10 @@ def main(argv):
         first = p["python_first_ms"] / p["cpp_first_ms"]
         row("  the first variant on each new pool (each worker starts its interpreter and imports torch, once per pool)",
             fmt_ms(p["python_first_ms"]), fmt_ms(p["cpp_first_ms"]), first, f"{first:.2f}x", "(printed)", None)
+        if "sources_together_s" in p:
+            r = p["sources_together_s"] / p["sources_separate_s"]
+            row("3 Python sources (torchmetrics, Ignite, torcheval styles) in one conform run vs one run per source",
+                f"{p['sources_together_s']:.1f} s", f"{p['sources_separate_s']:.1f} s", r, f"{r:.2f}x", "(printed)", None)
     pytest_json = argv[argv.index("--pytest-json") + 1] if "--pytest-json" in argv else None
     if pytest_json:
         with open(pytest_json) as f:

@@ -13,7 +13,11 @@ CLI::App* add_conform_command(CLI::App& app, plugin::ConformOptions& options) {
   // Not ->required(): run_conform says what is missing and where to read more.
   cmd->add_option("--plugin", options.plugin, "the plugin's shared library (lib<name>.so); this or --python is required");
   cmd->add_option("--python", options.python,
-                  "or a Python source of metrics: pkg.module:factory, pkg.module or file.py (docs/python.md)");
+                  "or a Python source of metrics: pkg.module:factory, pkg.module or file.py (docs/python.md); "
+                  "repeatable: every source is checked in one run, on one rank pool per world size")
+      ->expected(1)
+      ->allow_extra_args(false)  // one source per --python: what follows is a scenario path
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_option("--metric", options.metrics, "check only this metric of the plugin (repeatable)")
       ->expected(1)
       ->allow_extra_args(false)  // one name per --metric: what follows is a scenario path

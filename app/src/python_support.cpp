@@ -18,21 +18,32 @@ namespace {
 constexpr const char* kPreloadSource = "DISTMETRICS_PYTHON_PRELOAD";
 constexpr const char* kPreloadMetrics = "DISTMETRICS_PYTHON_PRELOAD_METRICS";
 
-// In a rank worker of `conform --python`: the source, imported before the first variant. A
+// Several sources travel in one variable, one per line (a spec is a path or a module name).
+constexpr char kSourceSeparator = '\n';
+
+std::vector<std::string> split(const std::string& list, char separator) {
+  std::vector<std::string> out;
+  for (std::size_t at = 0; at < list.size();) {
+    const auto end = std::min(list.find(separator, at), list.size());
+    if (end > at) out.push_back(list.substr(at, end - at));
+    at = end + 1;
+  }
+  return out;
+}
+
+// In a rank worker of `conform --python`: the sources, imported before the first variant. A
 // failure here is left for the variant to report (the resolver raises it again there).
 void preload_python_source() {
-  const char* spec = std::getenv(kPreloadSource);
-  if (!spec || !*spec) return;
-  std::vector<std::string> metrics;
-  std::string list = std::getenv(kPreloadMetrics) ? std::getenv(kPreloadMetrics) : "";
-  for (std::size_t at = 0; at < list.size();) {
-    const auto comma = std::min(list.find(',', at), list.size());
-    metrics.push_back(list.substr(at, comma - at));
-    at = comma + 1;
-  }
-  try {
-    distmetrics::pyhost::load_python_source(spec, metrics);
-  } catch (const std::exception&) {
+  const char* specs = std::getenv(kPreloadSource);
+  if (!specs || !*specs) return;
+  // Per source (line by line), its metric names.
+  const auto metrics = split(std::getenv(kPreloadMetrics) ? std::getenv(kPreloadMetrics) : "", kSourceSeparator);
+  const auto sources = split(specs, kSourceSeparator);
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    try {
+      distmetrics::pyhost::load_python_source(sources[i], i < metrics.size() ? split(metrics[i], ',') : std::vector<std::string>{});
+    } catch (const std::exception&) {
+    }
   }
 }
 
@@ -58,10 +69,20 @@ void register_conform_source() {
     }
     // Rank workers spawned from here on start their interpreter and import the source while
     // they start up (bounded by the pool's startup deadline), not inside a variant's deadline.
-    std::string names;
-    for (const auto& name : python.registry.names()) names += (names.empty() ? "" : ",") + name;
-    ::setenv(kPreloadSource, python.spec.c_str(), 1);
-    ::setenv(kPreloadMetrics, names.c_str(), 1);
+    // Every source loaded so far (conform takes several), in the order given, each with its names.
+    static std::vector<std::pair<std::string, std::string>> loaded;
+    if (std::none_of(loaded.begin(), loaded.end(), [&](const auto& l) { return l.first == python.spec; })) {
+      std::string names;
+      for (const auto& name : python.registry.names()) names += (names.empty() ? "" : ",") + name;
+      loaded.emplace_back(python.spec, names);
+    }
+    std::string spec_list, name_list;
+    for (const auto& [spec, names] : loaded) {
+      spec_list += (spec_list.empty() ? "" : std::string(1, kSourceSeparator)) + spec;
+      name_list += (name_list.empty() ? "" : std::string(1, kSourceSeparator)) + names;
+    }
+    ::setenv(kPreloadSource, spec_list.c_str(), 1);
+    ::setenv(kPreloadMetrics, name_list.c_str(), 1);
     return *plugin;
   };
   source.check = [](const Plugin& plugin, const std::string& metric, const nlohmann::json& params) {

@@ -245,6 +245,54 @@ class RejectsWhenDistributedMean : public MeanBase {
   Value compute() override { return mean_of(sum_, count_); }
 };
 
+// Raises on a batch with no rows (as many libraries check their input first); otherwise right.
+class RejectsEmptyMean : public CorrectMean {
+ public:
+  RejectsEmptyMean() { name_ = "RejectsEmptyMean"; }
+  void update(const Batch& batch) override {
+    if (batch.input.numel() == 0) throw metrics::InputError(name_, "input", "a non-empty batch", "no rows");
+    CorrectMean::update(batch);
+  }
+};
+
+// Rejects an empty batch, and never syncs: the distributed finding must not hide behind the
+// empty batch.
+class RejectsEmptyNoSyncMean : public NoSyncMean {
+ public:
+  RejectsEmptyNoSyncMean() { name_ = "RejectsEmptyNoSyncMean"; }
+  void update(const Batch& batch) override {
+    if (batch.input.numel() == 0) throw metrics::InputError(name_, "input", "a non-empty batch", "no rows");
+    NoSyncMean::update(batch);
+  }
+};
+
+// Adds each batch's mean times its size: right for every batch with rows, NaN (0 * NaN) from an
+// empty one on, as a metric that averages within the batch first would.
+class NanAfterEmptyMean : public CorrectMean {
+ public:
+  NanAfterEmptyMean() { name_ = "NanAfterEmptyMean"; }
+  void update(const Batch& batch) override {
+    const auto x = batch.input.to(at::kCPU, at::kDouble).reshape({-1});
+    sum_ += x.mean() * static_cast<double>(x.numel());
+    count_ += x.numel();
+  }
+};
+
+// A C++ metric's way to say "not this variant": any exception class named Unsupported.
+struct Unsupported : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Right, but cannot run on three ranks (it says so when it gets its communicator).
+class UnsupportedOnThreeRanksMean : public CorrectMean {
+ public:
+  UnsupportedOnThreeRanksMean() { name_ = "UnsupportedOnThreeRanksMean"; }
+  void set_communicator(runtime::Communicator* comm) override {
+    if (comm && comm->world_size() == 3) throw Unsupported("this mean is not written for 3 ranks");
+    CorrectMean::set_communicator(comm);
+  }
+};
+
 // Right everywhere, but without a communicator (the single-process reference) its second update
 // never finishes: the reference must be ended at the variant's deadline. (The first one passes:
 // loading the scenario tries the metric on one batch.)
@@ -365,6 +413,10 @@ metrics::MetricRegistry& registry() {
     reg.add(spec<StatefulMean>("StatefulMean", "mean of input; declared states: saves, loads and merges them"));
     reg.add(spec<CountNotSavedMean>("CountNotSavedMean", "mean of input; save_state() leaves the count out"));
     reg.add(spec<MergeForgetsSelfMean>("MergeForgetsSelfMean", "mean of input; merge_state() forgets its own state"));
+    reg.add(spec<RejectsEmptyMean>("RejectsEmptyMean", "mean of input; raises on an empty batch"));
+    reg.add(spec<RejectsEmptyNoSyncMean>("RejectsEmptyNoSyncMean", "mean of input; raises on an empty batch, never syncs"));
+    reg.add(spec<NanAfterEmptyMean>("NanAfterEmptyMean", "mean of input; an empty batch adds NaN"));
+    reg.add(spec<UnsupportedOnThreeRanksMean>("UnsupportedOnThreeRanksMean", "mean of input; Unsupported on 3 ranks"));
     reg.add(spec<InputDtypeCountMean>("InputDtypeCountMean", "mean of input; counts samples in the input's dtype"));
     return reg;
   }();

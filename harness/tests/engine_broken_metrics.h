@@ -23,6 +23,10 @@ namespace distmetrics::harness::testing {
 //   CountNotSavedMean     save_state() leaves the count out (torchmetrics' non-persistent state)
 //   MergeForgetsSelfMean  merge_state() replaces its own state with the others' (torcheval-style bug)
 //   InputDtypeCountMean   counts samples in the input's dtype (float16 counts stop at 2048)
+//   RejectsEmptyMean      right, but raises InputError on a batch with no rows
+//   RejectsEmptyNoSyncMean  raises on an empty batch and never syncs
+//   NanAfterEmptyMean     adds each batch's mean times its size: NaN from an empty batch on
+//   UnsupportedOnThreeRanksMean  raises a class named Unsupported when given 3 ranks (a skip)
 void register_broken_metrics();
 
 }  // namespace distmetrics::harness::testing

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "distmetrics/harness/check.h"
+#include "distmetrics/harness/input_dtype.h"
 #include "distmetrics/harness/report.h"
 #include "distmetrics/harness/report_model.h"
 #include "distmetrics/harness/root_cause.h"
@@ -106,7 +107,7 @@ std::vector<std::string> failing(const std::vector<dh::PropertyResult>& results)
 TEST(Checks, AllHoldForACorrectMetric) {
   Fixture f;
   const auto results = f.check();
-  ASSERT_EQ(results.size(), 6u);
+  ASSERT_EQ(results.size(), 7u);  // the six listed, and accepts_empty_batch (the script has 'update empty')
   EXPECT_TRUE(failing(results).empty());
   for (const auto& p : results) EXPECT_EQ(p.outcome, dh::Outcome::Pass) << p.message;
 }
@@ -628,4 +629,132 @@ TEST(AbandonedWait, ARaiseAfterTheTimeoutIsAConsequenceAndARankThatLeftIsBlamed)
                                         with_error(1, "Error", "Operation timed out!", 1000.1)}));
   // No timeout, no abandoned wait.
   EXPECT_FALSE(dh::find_abandoned_wait({with_error(0, "InputError", "bad input", 1000.0), finished}));
+}
+
+// --- Empty batches, NaN after them, float32 cancellation, float32 golden values ---------------
+
+namespace {
+dh::ComputeResult nan_value() {
+  dh::ComputeResult r;
+  r.value = "nan";  // as metrics::Value writes a NaN
+  return r;
+}
+double f32(double v) { return static_cast<double>(static_cast<float>(v)); }
+}  // namespace
+
+TEST(Checks, AnEmptyBatchTheMetricRejectsFailsAcceptsEmptyBatchAlone) {
+  Fixture f;
+  EXPECT_EQ(f.get("accepts_empty_batch").outcome, dh::Outcome::Pass);  // judged whenever the script has 'update empty'
+  f.ranks[0].empty_rejected = dh::StepError{3, "update", "ValueError", "Expected a non-empty input"};
+  EXPECT_EQ(failing(f.check()), (std::vector<std::string>{"accepts_empty_batch"}));
+  const auto p = f.get("accepts_empty_batch");
+  EXPECT_NE(p.message.find("rank 0 rejects an empty batch (ValueError: Expected a non-empty input)"), std::string::npos)
+      << p.message;
+  EXPECT_NE(p.message.find("rank 0: script step 4 ('update empty ranks=0') raised ValueError"), std::string::npos) << p.message;
+  EXPECT_NE(p.message.find("the rest of the script ran without the empty update"), std::string::npos) << p.message;
+  const auto c = cause_of(f);
+  EXPECT_EQ(c.property, "accepts_empty_batch");
+  EXPECT_EQ(c.headline, "the metric rejects an empty batch: ValueError: Expected a non-empty input");
+  EXPECT_NE(c.evidence.find("every other property held"), std::string::npos) << c.evidence;
+}
+
+TEST(RootCause, AnEmptyBatchTheMetricRejectsNeverHidesADistributedFailure) {
+  Fixture f;
+  f.ranks[0] = observation(0, {value(0.4), value(0.4), value(0.7), value(0.7)}, f.plan);
+  f.ranks[1] = observation(1, {value(0.6), value(0.6), value(0.8), value(0.8)}, f.plan);
+  f.ranks[0].empty_rejected = dh::StepError{3, "update", "ValueError", "Expected a non-empty input"};
+  const auto c = cause_of(f);
+  EXPECT_EQ(c.property, "equal_to_single");
+  EXPECT_EQ(c.headline.rfind("no sync", 0), 0u) << c.headline;
+  EXPECT_EQ(c.consequences, (std::vector<std::string>{"ranks_agree", "update_after_compute", "reset_replay"}));
+  dh::Verdict v;
+  v.outcome = dh::Outcome::Fail;
+  v.properties = f.check();
+  dh::apply_root_cause(v, c);
+  EXPECT_EQ(v.reason.rfind("root cause: no sync", 0), 0u) << v.reason;
+  ASSERT_NE(v.property("accepts_empty_batch"), nullptr);
+  EXPECT_EQ(v.property("accepts_empty_batch")->outcome, dh::Outcome::Fail);
+  EXPECT_EQ(v.property("accepts_empty_batch")->consequence_of, "");  // a finding of its own
+}
+
+TEST(RootCause, ANanRightAfterAnEmptyBatchIsTheEmptyBatchNotACache) {
+  // The default script: compute 1 and 2 at 50%, then 'update empty ranks=0', 'update rest',
+  // 'update empty', compute 3 (NaN here), reset, replay (no empty batch), compute 4.
+  Fixture f;
+  for (int r = 0; r < 2; ++r) f.ranks[r] = observation(r, {value(0.5), value(0.5), nan_value(), value(0.75)}, f.plan);
+  EXPECT_EQ(failing(f.check()), (std::vector<std::string>{"update_after_compute"}));
+  const auto c = cause_of(f);
+  EXPECT_EQ(c.property, "update_after_compute");
+  EXPECT_EQ(c.headline.rfind("an empty batch makes the result NaN", 0), 0u) << c.headline;
+  EXPECT_NE(c.evidence.find("compute 3 (script step 7) is NaN on rank(s) 0, 1, the first compute after 'update empty "
+                            "ranks=0' (script step 4, rank(s) 0)"),
+            std::string::npos)
+      << c.evidence;
+  // A NaN before any empty batch has another cause.
+  for (int r = 0; r < 2; ++r) f.ranks[r] = observation(r, {nan_value(), nan_value(), value(0.75), value(0.75)}, f.plan);
+  EXPECT_EQ(cause_of(f).headline.rfind("an empty batch", 0), std::string::npos) << cause_of(f).headline;
+  // And a wrong number after more updates is still what an earlier compute left behind.
+  for (int r = 0; r < 2; ++r) f.ranks[r] = observation(r, {value(0.5), value(0.5), value(0.8), value(0.75)}, f.plan);
+  EXPECT_EQ(cause_of(f).headline.rfind("an earlier compute changes what a later one gives", 0), 0u) << cause_of(f).headline;
+}
+
+TEST(RootCause, Float32CancellationIsNotPerBatchStatistics) {
+  // R2 or a correlation on a constant target in float32: E[t^2] - E[t]^2 is 0 in exact
+  // arithmetic, and its rounding noise decides the value at every batching.
+  Fixture f;
+  f.single.full = value(f32(-1234.567));
+  f.single.other_batch_sizes = {{1, value(f32(8765.4321))}, {9, value(f32(-3.25e6))}};
+  auto c = cause_of(f);
+  EXPECT_EQ(c.property, "batch_invariant");
+  EXPECT_EQ(c.headline.rfind("float32 cancellation", 0), 0u) << c.headline;
+  f.single.other_batch_sizes = {{1, nan_value()}, {9, value(f32(-1000.1))}};  // finite and NaN by batching
+  EXPECT_EQ(cause_of(f).headline.rfind("float32 cancellation", 0), 0u) << cause_of(f).headline;
+  // A per-batch mean in float32 moves the value a little: per-batch statistics.
+  f.single.full = value(f32(0.75));
+  f.single.other_batch_sizes = {{1, value(f32(0.71))}, {9, value(f32(0.74))}};
+  EXPECT_EQ(cause_of(f).headline, "the result depends on the batch size: per-batch statistics");
+  // The same jumps in float64: no float32 evidence.
+  f.single.full = value(-1234.5670000001);
+  f.single.other_batch_sizes = {{1, value(8765.43210000001)}, {9, value(-3.25e6 + 1e-4)}};
+  EXPECT_EQ(cause_of(f).headline, "the result depends on the batch size: per-batch statistics");
+}
+
+TEST(Checks, GoldenToleranceFollowsTheResultsFloat32Precision) {
+  Fixture f;
+  f.s.properties.push_back("golden");
+  f.s.golden = dh::Golden{1.0 / 3, 1e-12, 0};
+  const double third32 = f32(1.0 / 3);  // what a float32 library computes, exactly
+  f.single.at_compute = {value(0.5), value(0.5), value(third32), value(third32)};
+  f.single.full = value(third32);
+  for (int r = 0; r < 2; ++r) f.ranks[r] = observation(r, f.single.at_compute, f.plan);
+  auto p = f.get("golden");
+  EXPECT_EQ(p.outcome, dh::Outcome::Pass) << p.message;
+  EXPECT_NE(p.message.find("widened from rtol 1e-12, atol 0: the result is float32 (unit roundoff 6e-8)"), std::string::npos)
+      << p.message;
+  // Float32's precision, not a free pass: a float32 value 1e-5 off fails.
+  const double off = f32(1.0 / 3 * (1 + 1e-5));
+  f.single.at_compute[2] = f.single.at_compute[3] = f.single.full = value(off);
+  for (int r = 0; r < 2; ++r) f.ranks[r] = observation(r, f.single.at_compute, f.plan);
+  p = f.get("golden");
+  EXPECT_EQ(p.outcome, dh::Outcome::Fail) << p.message;
+  EXPECT_NE(p.message.find("tolerance: rtol 1e-06, atol 1e-09"), std::string::npos) << p.message;
+  // A float64 result keeps the scenario's tolerance.
+  const double close64 = 1.0 / 3 + 1e-10;
+  f.single.at_compute[2] = f.single.at_compute[3] = f.single.full = value(close64);
+  for (int r = 0; r < 2; ++r) f.ranks[r] = observation(r, f.single.at_compute, f.plan);
+  p = f.get("golden");
+  EXPECT_EQ(p.outcome, dh::Outcome::Fail) << p.message;
+  EXPECT_EQ(p.message.find("widened"), std::string::npos) << p.message;
+}
+
+TEST(Checks, AFloat32ResultIsToldByItsValues) {
+  auto dtype = [](const json& v) { return dh::observed_float_dtype({&v}); };
+  EXPECT_EQ(dtype(json(f32(0.1))), "float32");
+  EXPECT_EQ(dtype(json(0.1)), "");
+  EXPECT_EQ(dtype(json(0.75)), "");     // a short binary fraction: exact in any precision
+  EXPECT_EQ(dtype(json(3.0)), "");      // whole numbers say nothing
+  EXPECT_EQ(dtype(json(16777217.0)), "");
+  EXPECT_EQ(dtype(json{{"dtype", "float64"}, {"shape", {2}}, {"values", {f32(0.1), 0.5}}}), "float32");
+  EXPECT_EQ(dtype(json{{"dtype", "float64"}, {"shape", {2}}, {"values", {f32(0.1), 0.1}}}), "");
+  EXPECT_EQ(dtype(json{{"precision", f32(0.3)}, {"recall", {{"dtype", "int64"}, {"shape", {1}}, {"values", {3}}}}}), "float32");
 }

@@ -69,7 +69,8 @@ TEST(EngineRun, ACorrectMetricPassesEveryPropertyOnEveryShard) {
   ASSERT_EQ(verdicts.size(), 2u * (4 + 4 + 4) - 2);  // empty_rank not at world size 1, per backend
   for (const auto& v : verdicts) {
     EXPECT_EQ(v.outcome, dh::Outcome::Pass) << explain(v);
-    EXPECT_EQ(v.properties.size(), 7u) << explain(v);  // no_hang + the six the default script judges
+    // no_hang + the six the default script judges + accepts_empty_batch (it has 'update empty')
+    EXPECT_EQ(v.properties.size(), 8u) << explain(v);
   }
 }
 
@@ -229,6 +230,71 @@ TEST(EngineRun, AnErrorTheSingleProcessDoesNotRaiseIsAnErrorOutcome) {
   EXPECT_NE(v.diagnosis.find("(0 collectives)"), std::string::npos) << v.diagnosis;
   // The exception's full type and where it was raised from (when it says).
   EXPECT_NE(v.diagnosis.find("[distmetrics::metrics::InputError]"), std::string::npos) << v.diagnosis;
+}
+
+TEST(EngineRun, AnEmptyBatchTheMetricRejectsIsAFindingOfItsOwnAndTheScriptGoesOn) {
+  const auto verdicts = run("rejects_empty");
+  ASSERT_EQ(verdicts.size(), 3u);
+  for (const auto& v : verdicts) {
+    ASSERT_EQ(v.outcome, dh::Outcome::Fail) << explain(v);
+    EXPECT_EQ(failed(v), (std::vector<std::string>{"accepts_empty_batch"})) << explain(v);
+    EXPECT_EQ(v.reason.rfind("root cause: the metric rejects an empty batch: InputError: ", 0), 0u) << explain(v);
+    EXPECT_NE(v.reason.find("no rows"), std::string::npos) << explain(v);
+    // Every compute of the script was judged: the rest of it ran without the empty update.
+    for (const auto* name : {"equal_to_single", "idempotent", "update_after_compute", "reset_replay", "ranks_agree"}) {
+      ASSERT_NE(v.property(name), nullptr) << name;
+      EXPECT_EQ(v.property(name)->outcome, dh::Outcome::Pass) << name << ": " << explain(v);
+    }
+    EXPECT_NE(v.property("accepts_empty_batch")->message.find("rank 0: script step 4 ('update empty ranks=0') raised InputError"),
+              std::string::npos)
+        << explain(v);
+  }
+}
+
+TEST(EngineRun, ARejectedEmptyBatchDoesNotHideAMissingSync) {
+  const auto verdicts = run("rejects_empty_no_sync");
+  ASSERT_EQ(verdicts.size(), 3u);
+  EXPECT_EQ(failed(verdicts[0]), (std::vector<std::string>{"accepts_empty_batch"})) << explain(verdicts[0]);  // ws 1
+  for (std::size_t i = 1; i < 3; ++i) {
+    const auto& v = verdicts[i];
+    ASSERT_EQ(v.outcome, dh::Outcome::Fail) << explain(v);
+    EXPECT_EQ(v.reason.rfind("root cause: no sync", 0), 0u) << explain(v);
+    EXPECT_EQ(v.properties.at(1).name, "equal_to_single") << explain(v);
+    const auto* empty = v.property("accepts_empty_batch");
+    ASSERT_NE(empty, nullptr);
+    EXPECT_EQ(empty->outcome, dh::Outcome::Fail);
+    EXPECT_EQ(empty->consequence_of, "") << explain(v);
+    EXPECT_EQ(v.root_cause.at("consequences"), nlohmann::json({"ranks_agree", "update_after_compute", "reset_replay"}))
+        << explain(v);
+  }
+}
+
+TEST(EngineRun, ANanRightAfterAnEmptyBatchIsBlamedOnTheEmptyBatch) {
+  const auto verdicts = run("nan_after_empty", [] {
+    dh::Selection s;
+    s.world_sizes = {2};
+    return s;
+  }());
+  ASSERT_EQ(verdicts.size(), 1u);
+  const auto& v = verdicts[0];
+  ASSERT_EQ(v.outcome, dh::Outcome::Fail) << explain(v);
+  EXPECT_EQ(failed(v), (std::vector<std::string>{"update_after_compute"})) << explain(v);
+  EXPECT_EQ(v.reason.rfind("root cause: an empty batch makes the result NaN", 0), 0u) << explain(v);
+  EXPECT_NE(v.root_cause.at("evidence").get<std::string>().find("the first compute after 'update empty ranks=0' (script step 4"),
+            std::string::npos)
+      << explain(v);
+}
+
+TEST(EngineRun, AMetricThatSaysUnsupportedIsASkipWithItsReasonForThatVariantOnly) {
+  const auto verdicts = run("unsupported_on_three_ranks");
+  ASSERT_EQ(verdicts.size(), 3u);
+  EXPECT_EQ(verdicts[0].outcome, dh::Outcome::Pass) << explain(verdicts[0]);
+  EXPECT_EQ(verdicts[1].outcome, dh::Outcome::Pass) << explain(verdicts[1]);
+  ASSERT_EQ(verdicts[2].outcome, dh::Outcome::Skip) << explain(verdicts[2]);
+  EXPECT_EQ(verdicts[2].variant.world_size, 3);
+  EXPECT_EQ(verdicts[2].reason,
+            "UnsupportedOnThreeRanksMean does not support this: this mean is not written for 3 ranks (rank 0, setup)")
+      << explain(verdicts[2]);
 }
 
 // Every phase counts against the deadline: a single-process reference that never finishes is

@@ -187,7 +187,7 @@ TEST(TablesTest, EveryPropertyIsCompleteAndHasItsOwnColumn) {
   EXPECT_EQ(property_names(), (std::vector<std::string>{"equal_to_single", "ranks_agree", "idempotent",
                                                         "update_after_compute", "reset_replay", "batch_invariant",
                                                         "no_hang", "golden", "agrees_with_reference", "state_roundtrip",
-                                                        "merge_state"}));
+                                                        "merge_state", "accepts_empty_batch"}));
   std::vector<std::string> by_column;
   for (const auto* p : properties_by_column()) by_column.push_back(p->name);
   EXPECT_EQ(by_column.front(), "no_hang");

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <iomanip>
 #include <map>
+#include <set>
 #include <ostream>
 #include <sstream>
 
@@ -128,7 +129,7 @@ int conform_with(const ConformOptions& o, runtime::PeerRunner* peers, std::ostre
 }  // namespace
 
 int run_conform(const ConformOptions& o, std::ostream& out, std::ostream& err) {
-  if (o.plugin.empty() == o.python.empty()) {
+  if (o.plugin.empty() == o.python.empty()) {  // one plugin, or one or more Python sources
     err << "distmetrics conform: give one of --plugin PATH (the shared library of a plugin) or --python SOURCE (a "
            "Python module:factory, module or file.py; docs/python.md; `distmetrics conform --help` lists the options)\n";
     return kBadInput;
@@ -152,7 +153,7 @@ int run_conform(const ConformOptions& o, std::ostream& out, std::ostream& err) {
   // report.
   try {
     if (o.python.empty()) load_plugin(o.plugin);
-    else python_source()->load(o.python, o.metrics);
+    for (const auto& source : o.python) python_source()->load(source, o.metrics);
   } catch (const std::exception&) {
   }
   std::unique_ptr<runtime::PeerRunner> peers;
@@ -180,19 +181,45 @@ int run_conform(const ConformOptions& o, std::ostream& out, std::ostream& err) {
 namespace {
 
 int conform_with(const ConformOptions& o, runtime::PeerRunner* peers, std::ostream& out, std::ostream& err) {
-  const Plugin* plugin = nullptr;
+  // The sources: one plugin, or every --python source (all in this one run: one rank pool per
+  // world size, each worker starting its interpreter once for all of them).
+  std::vector<const Plugin*> plugins;
   try {
-    plugin = o.python.empty() ? &load_plugin(o.plugin) : &python_source()->load(o.python, o.metrics);
+    if (o.python.empty()) plugins.push_back(&load_plugin(o.plugin));
+    for (const auto& source : o.python) {
+      const Plugin* loaded = &python_source()->load(source, o.metrics);
+      if (std::find(plugins.begin(), plugins.end(), loaded) == plugins.end()) plugins.push_back(loaded);
+    }
   } catch (const std::exception& e) {
     err << "distmetrics conform: " << e.what() << "\n";
     return kBadInput;
   }
+  const Plugin* plugin = plugins.front();
   const bool python = is_python(*plugin);
-  std::vector<std::string> metrics;
-  if (!select_metrics(*plugin, o.metrics, metrics, err)) return kBadInput;
+  std::map<const Plugin*, std::vector<std::string>> metrics_of;
+  std::vector<std::string> metrics;  // every selected metric name, for the messages
+  if (plugins.size() == 1) {
+    if (!select_metrics(*plugin, o.metrics, metrics_of[plugin], err)) return kBadInput;
+    metrics = metrics_of[plugin];
+  } else {
+    // --metric names what to check in any of the sources; each must be in one of them.
+    std::vector<std::string> provided;
+    for (const auto* p : plugins)
+      for (const auto& name : p->metric_names()) {
+        if (o.metrics.empty() || contains(o.metrics, name)) metrics_of[p].push_back(name);
+        if (!contains(provided, name)) provided.push_back(name);
+      }
+    for (const auto& name : o.metrics)
+      if (!contains(provided, name)) {
+        err << "distmetrics conform: --metric: no source given has a metric '" << name << "'"
+            << runtime::did_you_mean(name, provided) << " (they provide " << runtime::quoted_list(provided) << ")\n";
+        return kBadInput;
+      }
+    metrics = o.metrics.empty() ? provided : o.metrics;
+  }
   // Scenarios may name a metric only the plugin has (no reference implementation): they are
   // validated with the plugin's parameters. The reference's metrics keep the reference's.
-  harness::MetricCatalog::instance().add("plugin " + plugin->path, &plugin->registry);
+  for (const auto* p : plugins) harness::MetricCatalog::instance().add("plugin " + p->path, &p->registry);
 
   const auto loaded = harness::load_scenarios(o.paths);
   if (!loaded.not_found.empty()) {
@@ -206,65 +233,103 @@ int conform_with(const ConformOptions& o, runtime::PeerRunner* peers, std::ostre
     return kBadInput;
   }
   std::vector<PluginScenario> scenarios;
-  for (const auto& s : loaded.scenarios)
-    if (contains(metrics, s.metric)) scenarios.push_back(adapt_scenario(s, *plugin));
-  if (python) {
-    // A Python metric that cannot be built (factory raises, update() has the wrong signature for
-    // its adapter) is bad input: say so before any variant runs.
-    std::vector<std::string> checked_params;
-    for (const auto& ps : scenarios) {
-      if (ps.cannot_run) continue;
-      const std::string key = ps.metric + " " + ps.scenario.metric_params.dump();
-      if (contains(checked_params, key)) continue;
-      checked_params.push_back(key);
-      try {
-        python_source()->check(*plugin, ps.metric, ps.scenario.metric_params);
-      } catch (const std::exception& e) {
-        err << "distmetrics conform: " << e.what() << "\n  (scenario " << ps.scenario.file << ", parameters "
-            << ps.scenario.metric_params.dump() << "): nothing was run\n";
-        return kBadInput;
+  std::vector<const Plugin*> source_of;  // per scenario
+  for (const auto* p : plugins)
+    for (const auto& s : loaded.scenarios)
+      if (contains(metrics_of[p], s.metric)) {
+        scenarios.push_back(adapt_scenario(s, *p));
+        source_of.push_back(p);
       }
+  // A Python metric that cannot be built with a scenario's parameters is found before any variant
+  // runs. A factory or adapter that raises Unsupported: those variants are skips with its
+  // reason. Any other error: those variants are errors naming the parameters; but a metric that
+  // builds with none of them (the factory always raises, update() has the wrong signature for its
+  // adapter) is bad input.
+  std::map<std::string, std::pair<Outcome, std::string>> cannot_build;  // "metric params" -> outcome, why
+  auto build_key = [](const PluginScenario& ps) { return ps.scenario.metric + " " + ps.scenario.metric_params.dump(); };
+  if (python) {
+    std::set<std::string> checked, builds;               // keys checked; metrics that built with some parameters
+    // qualified metric -> (its name, its first error), for exit 2
+    std::map<std::string, std::pair<std::string, std::string>> first_failure;
+    for (std::size_t i = 0; i < scenarios.size(); ++i) {
+      const auto& ps = scenarios[i];
+      if (ps.cannot_run) continue;
+      const std::string key = build_key(ps);
+      if (!checked.insert(key).second) continue;
+      try {
+        python_source()->check(*source_of[i], ps.metric, ps.scenario.metric_params);
+        builds.insert(ps.scenario.metric);
+      } catch (const std::exception& e) {
+        const std::string params = ps.scenario.metric_params.dump();
+        if (runtime::exception_type_name(e) == harness::kUnsupportedType) {
+          cannot_build[key] = {Outcome::Skip, ps.metric + " does not support the parameters " + params + ": " +
+                                                  runtime::first_line(e.what())};
+          continue;
+        }
+        cannot_build[key] = {Outcome::Error, ps.metric + "'s factory cannot build it with the parameters " + params +
+                                                 ": " + runtime::first_line(e.what())};
+        if (!first_failure.count(ps.scenario.metric))
+          first_failure[ps.scenario.metric] = {ps.metric, std::string(e.what()) + "\n  (scenario " + ps.scenario.file +
+                                                                ", parameters " + params + ")"};
+      }
+    }
+    for (const auto& [qualified, failure] : first_failure) {
+      if (builds.count(qualified)) continue;
+      err << "distmetrics conform: " << failure.second << ": " << failure.first
+          << " builds with none of its scenarios' parameters; nothing was run\n";
+      return kBadInput;
     }
   }
   if (scenarios.empty()) {
     std::string where;
     for (const auto& p : o.paths) where += (where.empty() ? "" : ", ") + p;
     err << "distmetrics conform: no scenario under " << (where.empty() ? harness::default_scenario_path() : where)
-        << " uses " << runtime::quoted_list(metrics) << " (the metric(s) of plugin " << plugin->name
-        << " to check): give scenario files for them (docs/plugins.md)\n";
+        << " uses " << runtime::quoted_list(metrics) << " (the metric(s) of " << (plugins.size() == 1 ? "plugin " : "sources ")
+        << plugin->name << (plugins.size() == 1 ? "" : " and the others") << " to check): give scenario files for them "
+        << "(docs/plugins.md)\n";
     return kBadInput;
   }
 
   // Variants, each reproduced by its own conform command.
   struct Item {
     const PluginScenario* scenario;
+    const Plugin* source;
     harness::Variant variant;
+    std::optional<std::string> build_error;  // the factory cannot build its parameters: an error, not run
   };
   std::vector<Item> items;
   const int gpus = runtime::visible_gpu_count();
   std::size_t other_sizes = 0;
-  for (const auto& ps : scenarios) {
+  for (std::size_t i = 0; i < scenarios.size(); ++i) {
+    const auto& ps = scenarios[i];
     for (auto& v : harness::expand_variants(ps.scenario, gpus)) {
       if (!o.selection.matches(v)) continue;
       if (peers && v.world_size != peers->world_size()) {  // a launcher starts one world size
         ++other_sizes;
         continue;
       }
-      v.reproduce_command = conform_reproduce_command(*plugin, ps.metric, v, o.deadline, o.rank_memory_gib);
+      v.reproduce_command = conform_reproduce_command(*source_of[i], ps.metric, v, o.deadline, o.rank_memory_gib);
       if (ps.scenario.names_python()) v.reproduce_command += " --allow-python";
       if (ps.cannot_run && !v.skip) v.skip = *ps.cannot_run;
+      std::optional<std::string> build_error;
+      if (const auto it = cannot_build.find(build_key(ps)); it != cannot_build.end() && !v.skip) {
+        if (it->second.first == Outcome::Skip) v.skip = it->second.second;
+        else build_error = it->second.second;
+      }
       if (python && !v.skip) {
         const std::string why = python_source()->cannot_run(v);
         if (!why.empty()) v.skip = why;
       }
-      items.push_back({&ps, std::move(v)});
+      items.push_back({&ps, source_of[i], std::move(v), std::move(build_error)});
     }
   }
 
-  std::map<std::string, const PluginScenario*> by_name;
-  for (const auto& ps : scenarios) by_name[ps.scenario.name] = &ps;
+  // By scenario and qualified metric: each source runs the same scenario under its own name.
+  std::map<std::pair<std::string, std::string>, const PluginScenario*> by_name;
+  for (const auto& ps : scenarios) by_name[{ps.scenario.name, ps.scenario.metric}] = &ps;
   RemoteReference remote(o.deadline);
-  if (std::any_of(items.begin(), items.end(), [](const Item& item) { return !item.variant.skip; })) remote.warm_up();
+  if (std::any_of(items.begin(), items.end(), [](const Item& item) { return !item.variant.skip && !item.build_error; }))
+    remote.warm_up();
   harness::EngineOptions options;
   options.deadline_seconds = o.deadline;
   options.single_process = [&remote](const harness::Scenario& scenario, const harness::Variant& variant,
@@ -273,7 +338,7 @@ int conform_with(const ConformOptions& o, runtime::PeerRunner* peers, std::ostre
   };
   options.extra_checks.push_back([&by_name](const harness::CheckContext& ctx, const harness::Dataset& data,
                                             const harness::ShardPlan& shards, const runtime::Deadline& until) {
-    const auto& reference = by_name.at(ctx.scenario.name)->reference;
+    const auto& reference = by_name.at({ctx.scenario.name, ctx.scenario.metric})->reference;
     if (ctx.scenario.reference) {  // the scenario's own [reference] judges agrees_with_reference
       harness::PropertyResult p;
       p.name = kAgreesWithReference;
@@ -291,7 +356,9 @@ int conform_with(const ConformOptions& o, runtime::PeerRunner* peers, std::ostre
   });
   harness::Engine engine(options);
 
-  out << "distmetrics conform: " << (python ? "python " : "plugin ") << plugin->describe() << "\n  " << plugin->path << "\n  checking "
+  for (const auto* p : plugins)
+    out << "distmetrics conform: " << (python ? "python " : "plugin ") << p->describe() << "\n  " << p->path << "\n";
+  out << "  checking "
       << runtime::quoted_list(metrics) << " on " << items.size() << " variant(s) of " << scenarios.size()
       << " scenario(s)\n";
   if (peers && other_sizes > 0)
@@ -308,10 +375,29 @@ int conform_with(const ConformOptions& o, runtime::PeerRunner* peers, std::ostre
   if (!peers) std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return pool_key(a) < pool_key(b); });
   detail::ConformResult result;
   result.plugin = plugin;
+  result.plugins = plugins;
   result.verdicts.resize(items.size());
-  for (const auto& item : items) result.metrics.push_back(item.scenario->metric);
+  // Several sources: the row names the source too ("MeanAbsoluteError (ignite)"); sources of one
+  // name (peers/ignite/metrics.py, peers/torcheval/metrics.py) by their folder as well.
+  std::map<const Plugin*, std::string> label;
+  for (const auto* p : plugins) {
+    const bool shared = std::count_if(plugins.begin(), plugins.end(), [&](const Plugin* q) { return q->name == p->name; }) > 1;
+    const std::string path = p->path.substr(p->path.find(':') + 1);
+    const auto slash = path.find_last_of('/');
+    const auto folder = slash == std::string::npos || slash == 0 ? std::string::npos : path.find_last_of('/', slash - 1);
+    label[p] = shared && slash != std::string::npos
+                   ? path.substr(folder == std::string::npos ? 0 : folder + 1, slash - (folder == std::string::npos ? 0 : folder + 1)) + "/" + p->name
+                   : p->name;
+  }
+  result.labels = label;
+  for (const auto& item : items) {
+    result.metrics.push_back(plugins.size() == 1 ? item.scenario->metric
+                                                 : item.scenario->metric + " (" + label[item.source] + ")");
+    result.sources.push_back(item.source);
+  }
   for (const auto& ps : scenarios) {
-    auto& checked = result.checked[ps.scenario.name];
+    auto& checked = result.checked[ps.scenario.name];  // the same for every source
+    if (!checked.empty()) continue;
     for (const auto& property : harness::property_table())
       if (ps.scenario.checks(property.name)) checked.push_back(property.name);
     checked.push_back(kAgreesWithReference);
@@ -326,6 +412,10 @@ int conform_with(const ConformOptions& o, runtime::PeerRunner* peers, std::ostre
     Verdict& verdict = result.verdicts[i];
     if (item.variant.skip) {
       verdict = harness::skip_verdict(item.variant);
+    } else if (item.build_error) {
+      verdict.variant = item.variant;
+      verdict.outcome = Outcome::Error;
+      verdict.reason = *item.build_error;
     } else if (peers && !stopped_at.empty()) {
       verdict.variant = item.variant;
       verdict.outcome = Outcome::Error;
@@ -362,6 +452,12 @@ int conform_with(const ConformOptions& o, runtime::PeerRunner* peers, std::ostre
   // One model from the JSON report for every view.
   const json report = detail::json_report(result);
   const harness::ReportModel model = detail::report_model(result, report);
+  // A metric's own findings, once each (every variant's verdict has it as accepts_empty_batch).
+  for (const auto& f : report.at("findings"))
+    out << "distmetrics conform: " << f.at("metric").get<std::string>() << " " << f.at("finding").get<std::string>()
+        << " (" << f.at("error").get<std::string>() << "): " << f.at("variants").size()
+        << " variant(s) ran the rest of their script without the empty update, so their other properties were still "
+           "judged\n";
   console.finish(model);
   bool written = true;
   if (!o.json_file.empty()) written = harness::write_report_file(o.json_file, report.dump(2) + "\n", err) && written;

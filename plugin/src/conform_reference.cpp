@@ -15,6 +15,7 @@
 #include "distmetrics/harness/engine.h"
 #include "distmetrics/runtime/task.h"
 #include "distmetrics/runtime/text.h"
+#include "distmetrics/harness/input_dtype.h"
 #include "distmetrics/plugin/conform.h"
 
 namespace distmetrics::plugin {
@@ -194,10 +195,19 @@ PropertyResult check_agrees_with_reference(const harness::CheckContext& ctx, con
   std::vector<Difference> differences;
   int compared = 0;
   double largest = 0;
+  // A plugin that computes in float32 is judged to float32's precision against the (float64)
+  // reference implementation, as golden is (harness::widened_for_dtypes).
+  std::vector<const json*> returned;
+  for (const auto& obs : ctx.ranks)
+    for (const auto& c : obs.computes)
+      if (c.result.value) returned.push_back(&*c.result.value);
+  std::string widened_by;
+  const harness::Tolerance tolerance = harness::widened_for_dtypes(ctx.scenario.tolerance, returned, "", &widened_by);
+  const std::string tolerance_said = tolerance_text(tolerance) + (widened_by.empty() ? "" : ", widened: " + widened_by);
   for (const auto& obs : ctx.ranks) {
     for (const auto& c : obs.computes) {
       if (c.index < 0 || c.index >= static_cast<int>(reference.at_compute.size())) continue;
-      const auto comparison = harness::compare_results(reference.at_compute[c.index], c.result, ctx.scenario.tolerance);
+      const auto comparison = harness::compare_results(reference.at_compute[c.index], c.result, tolerance);
       ++compared;
       largest = std::max(largest, comparison.difference);
       if (!comparison.equal) differences.push_back({obs.rank, &c, comparison});
@@ -222,7 +232,7 @@ PropertyResult check_agrees_with_reference(const harness::CheckContext& ctx, con
   if (differences.empty()) {
     std::ostringstream msg;
     msg << "agrees_with_reference held: " << compared << " compute result(s) on " << ctx.ranks.size()
-        << " rank(s) equal the reference implementation's (" << tolerance_text(ctx.scenario.tolerance) << ")";
+        << " rank(s) equal the reference implementation's (" << tolerance_said << ")";
     p.message = msg.str();
     return p;
   }
@@ -230,7 +240,7 @@ PropertyResult check_agrees_with_reference(const harness::CheckContext& ctx, con
   std::ostringstream msg;
   msg << "agrees_with_reference failed: " << differences.size() << " of " << compared
       << " compute result(s) differ from the reference implementation of " << reference_scenario.metric << " ("
-      << tolerance_text(ctx.scenario.tolerance) << ")\n";
+      << tolerance_said << ")\n";
   const std::size_t limit = 4;
   for (std::size_t i = 0; i < differences.size() && i < limit; ++i) {
     const auto& d = differences[i];

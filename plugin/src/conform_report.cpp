@@ -61,23 +61,54 @@ std::string matrix_cell(const Verdict& verdict, const std::string& property) {
   return p ? harness::to_string(p->outcome) : "";
 }
 
+nlohmann::json metric_findings(const ConformResult& result) {
+  nlohmann::json findings = nlohmann::json::array();
+  std::map<std::string, std::size_t> at;  // metric -> its entry
+  for (std::size_t i = 0; i < result.verdicts.size(); ++i) {
+    const auto* p = result.verdicts[i].property("accepts_empty_batch");
+    if (!p || p->outcome != Outcome::Fail) continue;
+    const std::string& metric = result.metrics[i];
+    if (!at.count(metric)) {
+      // "... failed: rank 0 rejects an empty batch (ValueError: ...); ..." -> "ValueError: ..."
+      const std::string& m = p->message;
+      const auto open = m.find("rejects an empty batch (");
+      const auto from = open == std::string::npos ? open : open + 24;
+      const auto close = from == std::string::npos ? from : m.find("); ", from);
+      at[metric] = findings.size();
+      findings.push_back({{"metric", metric},
+                          {"finding", "rejects an empty batch"},
+                          {"error", close == std::string::npos ? "" : m.substr(from, close - from)},
+                          {"variants", nlohmann::json::array()}});
+    }
+    findings[at[metric]]["variants"].push_back(result.verdicts[i].variant.id);
+  }
+  return findings;
+}
+
 nlohmann::json json_report(const ConformResult& result) {
-  const auto& plugin = *result.plugin;
+  auto described = [](const Plugin& plugin) -> nlohmann::json {
+    return {{"path", plugin.path},
+            {"name", plugin.name},
+            {"version", plugin.version},
+            {"interface", plugin.build.interface_version},
+            {"torch_version", plugin.build.torch_version},
+            {"distmetrics_version", plugin.build.distmetrics_version},
+            {"compiler", plugin.build.compiler},
+            {"metrics", plugin.metric_names()}};
+  };
   nlohmann::json report = harness::json_report(result.verdicts, result.started, result.seconds);
-  report["plugin"] = {{"path", plugin.path},
-                      {"name", plugin.name},
-                      {"version", plugin.version},
-                      {"interface", plugin.build.interface_version},
-                      {"torch_version", plugin.build.torch_version},
-                      {"distmetrics_version", plugin.build.distmetrics_version},
-                      {"compiler", plugin.build.compiler},
-                      {"metrics", plugin.metric_names()}};
+  report["plugin"] = described(*result.plugin);
+  if (result.plugins.size() > 1) {  // several --python sources in one run
+    report["plugins"] = nlohmann::json::array();
+    for (const auto* p : result.plugins) report["plugins"].push_back(described(*p));
+  }
   const auto columns = matrix_properties(result);
   report["properties"] = columns;
   nlohmann::json matrix = nlohmann::json::array();
   for (std::size_t i = 0; i < result.verdicts.size(); ++i) {
     const auto& v = result.verdicts[i];
     report["variants"][i]["metric"] = result.metrics[i];
+    if (result.plugins.size() > 1) report["variants"][i]["source"] = result.sources[i]->path;
     nlohmann::json cells = nlohmann::json::object();
     for (const auto& c : columns) {
       const std::string cell = matrix_cell(v, c);
@@ -94,6 +125,7 @@ nlohmann::json json_report(const ConformResult& result) {
                       {"properties", cells}});
   }
   report["matrix"] = matrix;
+  report["findings"] = metric_findings(result);
   return report;
 }
 
@@ -104,10 +136,18 @@ namespace distmetrics::plugin::detail {
 harness::ReportModel report_model(const ConformResult& result, const nlohmann::json& report) {
   const auto& plugin = *result.plugin;
   harness::ReportModel model = harness::report_model(report);
-  model.title = "distmetrics conform: " + plugin.name + (plugin.version.empty() ? "" : " " + plugin.version);
-  model.last_line_prefix = "distmetrics conform: " + plugin.name;
-  model.header = {{"plugin", plugin.path},
-                  {"name", plugin.name + (plugin.version.empty() ? "" : " " + plugin.version)},
+  std::string names, paths;
+  for (const auto* p : result.plugins.empty() ? std::vector<const Plugin*>{result.plugin} : result.plugins) {
+    const auto labelled = result.labels.find(p);
+    names += (names.empty() ? "" : ", ") + (labelled != result.labels.end() ? labelled->second : p->name) +
+             (p->version.empty() ? "" : " " + p->version);
+    paths += (paths.empty() ? "" : ", ") + p->path;
+  }
+  const std::string shown = result.plugins.size() > 1 ? names : plugin.name;
+  model.title = "distmetrics conform: " + (result.plugins.size() > 1 ? names : shown + (plugin.version.empty() ? "" : " " + plugin.version));
+  model.last_line_prefix = "distmetrics conform: " + shown;
+  model.header = {{result.plugins.size() > 1 ? "sources" : "plugin", paths},
+                  {"name", names},
                   {"built", plugin.describe()}};
   // A shared library names the LibTorch it was built against; a Python source (no build record
   // of its own) the torch its metrics ran on.

@@ -18,9 +18,14 @@
 namespace distmetrics::plugin::detail {
 
 struct ConformResult {
-  const Plugin* plugin = nullptr;
+  const Plugin* plugin = nullptr;        // the first source (the only one, but for several --python)
+  std::vector<const Plugin*> plugins;    // every source, in the order given
   std::vector<harness::Verdict> verdicts;
-  std::vector<std::string> metrics;  // per verdict: the plugin metric it checked (unqualified)
+  // Per verdict: the plugin metric it checked (unqualified; with several sources, followed by
+  // " (<source name>)"), and its source.
+  std::vector<std::string> metrics;
+  std::vector<const Plugin*> sources;
+  std::map<const Plugin*, std::string> labels;  // several sources: how rows and headers name each
   // Per scenario name: the properties its variants are checked for (the matrix's columns, also
   // for a variant that hung before any could be judged).
   std::map<std::string, std::vector<std::string>> checked;
@@ -36,6 +41,11 @@ std::vector<std::string> matrix_properties(const ConformResult& result);
 // variant. A variant that did not pass or fail (hung, crashed, went past its memory limit,
 // raised, was skipped) has its outcome in every column: none of its properties could be judged.
 std::string matrix_cell(const harness::Verdict& verdict, const std::string& property);
+
+// Findings about a metric rather than one variant, once per metric: "rejects an empty batch"
+// (the variants that failed accepts_empty_batch; the rest of their scripts ran without it):
+// [{metric, finding, error, variants: [ids]}]. The JSON report's "findings".
+nlohmann::json metric_findings(const ConformResult& result);
 
 nlohmann::json json_report(const ConformResult& result);
 // The model of `report` (json_report(result)), titled and headed for the plugin; rows are metrics.

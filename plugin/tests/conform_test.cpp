@@ -62,9 +62,10 @@ TEST(Conform, TheCorrectExamplePassesEveryPropertyWithReports) {
     // The state scenario lists its properties; the others judge every default one (and no state one).
     const bool state = row.at("scenario") == "mean_absolute_error_state";
     for (const auto& p : properties) {
+      // accepts_empty_batch: judged whenever the script has 'update empty' (the default does).
       const bool listed = state ? (p == "no_hang" || p == "equal_to_single" || p == "ranks_agree" ||
                                    p == "update_after_compute" || p == "agrees_with_reference" ||
-                                   p == "state_roundtrip" || p == "merge_state")
+                                   p == "state_roundtrip" || p == "merge_state" || p == "accepts_empty_batch")
                                 : (p != "state_roundtrip" && p != "merge_state");
       if (listed) {
         EXPECT_EQ(row.at("properties").at(p), "pass") << row.at("variant") << " " << p;
@@ -77,7 +78,7 @@ TEST(Conform, TheCorrectExamplePassesEveryPropertyWithReports) {
   ASSERT_TRUE(mae);
   EXPECT_EQ(mae->at("metric"), "MeanAbsoluteError");
   // The console: a matrix metric x property, and the last line.
-  EXPECT_TRUE(std::regex_search(run.output, std::regex("\nMeanAbsoluteError +(\\. +){10}6/6 passed\n"))) << run.output;
+  EXPECT_TRUE(std::regex_search(run.output, std::regex("\nMeanAbsoluteError +(\\. +){11}6/6 passed\n"))) << run.output;
   EXPECT_NE(run.output.find("distmetrics conform: example_regression_metrics: 11 passed, 0 failed, 0 hang, 0 crash, "
                             "0 error, 0 skipped in "),
             std::string::npos)
@@ -236,8 +237,9 @@ TEST(Conform, AMisbehavingPluginIsReportedOnEachVariantAndTheRunGoesOn) {
                     "(RootMeanSquaredError): rank 1 to blame"),
             std::string::npos)
       << md;
-  // Only agrees_with_reference fails for the metric that returns a tensor.
-  EXPECT_TRUE(std::regex_search(md, std::regex("\n\\| `MaximumAbsoluteError` \\|( ✅ 2/2 pass \\|)+ ❌ 2/2 fail \\|\n")))
+  // Only agrees_with_reference fails for the metric that returns a tensor (accepts_empty_batch
+  // comes after it).
+  EXPECT_TRUE(std::regex_search(md, std::regex("\n\\| `MaximumAbsoluteError` \\|( ✅ 2/2 pass \\|)+ ❌ 2/2 fail \\| ✅ 2/2 pass \\|\n")))
       << md;
   std::filesystem::remove(markdown);
 }

@@ -11,7 +11,9 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "distmetrics/harness/observation.h"
 #include "distmetrics/runtime/comm.h"
 
 namespace distmetrics::pyhost::detail {
@@ -28,6 +30,21 @@ py::module_& host_module();
 
 // "TypeName", "TypeName: message\nPython traceback (last frames): ..." of the error being handled.
 std::pair<std::string, std::string> describe_python_error(py::error_already_set& e);
+
+// The agreed way for a factory or an adapter to say "this parameter combination (or input) is
+// not something this metric can take": an exception whose type is named `Unsupported`
+// (distmetrics.Unsupported, or any class of that name). Its message, when the error being
+// handled is one, or was raised from or while handling one; nullopt otherwise.
+// (harness::kUnsupportedType)
+std::optional<std::string> unsupported_reason(py::error_already_set& e);
+
+// Sources register their metrics by name in one process-wide Python registry, so two sources
+// that register the same name (torchmetrics' and Ignite's MeanAbsoluteError, conformed in one
+// run) would build whichever was imported last. remember_registrations() keeps, right after a
+// source's import, what the registry then held for each of its names; use_registration_of()
+// puts a source's own back before one of its metrics is built. GIL held.
+void remember_registrations(const std::string& spec, const std::vector<std::string>& names);
+void use_registration_of(const std::string& spec, const std::string& name);
 
 struct HostState {
   runtime::Communicator* comm = nullptr;        // tracing target (null: Python collectives untraced)

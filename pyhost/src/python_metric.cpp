@@ -88,6 +88,12 @@ metrics::Value to_value(const py::handle& v) {
 // when it came out of a traced collective (so the rank is "blocked in" it), else a ForeignError
 // with Python's type name.
 [[noreturn]] void rethrow(py::error_already_set& e, const runtime::Communicator* comm, const std::string& where) {
+  // "Not something this metric takes" (harness::kUnsupportedType): its message alone is the reason
+  // the variant is skipped.
+  if (auto reason = detail::unsupported_reason(e)) {
+    detail::host_state().failed.reset();
+    throw metrics::ForeignError(harness::kUnsupportedType, where + ": " + *reason);
+  }
   auto [type, text] = detail::describe_python_error(e);
   auto& state = detail::host_state();
   auto failed = std::move(state.failed);
@@ -102,11 +108,12 @@ metrics::Value to_value(const py::handle& v) {
 
 }  // namespace
 
-PythonMetric::PythonMetric(std::string name, const nlohmann::json& params)
-    : name_(std::move(name)), params_(params), impl_(std::make_unique<Impl>()) {
+PythonMetric::PythonMetric(std::string name, const nlohmann::json& params, std::string source)
+    : name_(std::move(name)), params_(params), source_(std::move(source)), impl_(std::make_unique<Impl>()) {
   detail::ensure_interpreter();
   gil_scoped_acquire gil;
   try {
+    if (!source_.empty()) detail::use_registration_of(source_, name_);
     impl_->metric = detail::host_module().attr("HostedMetric")(name_, params_.dump(), "cpu");
   } catch (py::error_already_set& e) {
     rethrow(e, nullptr, "factory");

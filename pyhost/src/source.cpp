@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "distmetrics/harness/metric_catalog.h"
+#include "distmetrics/metrics/errors.h"
 #include "distmetrics/pyhost/python_metric.h"
 #include "distmetrics/runtime/rank_pool.h"
 #include "interpreter.h"
@@ -34,16 +35,34 @@ std::map<const PythonSource*, std::unique_ptr<metrics::MetricRegistry>>& qualifi
   return s;
 }
 
+// Per source spec, per metric name: the registry's entry as that source's import left it. Never
+// freed: Python objects must not be released after the interpreter stops taking calls at exit.
+std::map<std::string, std::map<std::string, py::object>>& remembered() {
+  static auto* r = new std::map<std::string, std::map<std::string, py::object>>();
+  return *r;
+}
+
+py::object registry_dict() {
+  py::object registry = py::module_::import("distmetrics.registry");
+  return py::hasattr(registry, "_REGISTRY") ? py::object(registry.attr("_REGISTRY")) : py::object(py::none());
+}
+
+// A freshly imported source's own registrations (the registry as its import left it, alone).
+void remember_own(const std::string& spec, const py::dict& own) {
+  auto& mine = remembered()[spec];
+  for (auto item : own) mine[item.first.cast<std::string>()] = py::reinterpret_borrow<py::object>(item.second);
+}
+
 metrics::MetricSpec spec_for(const std::string& registered_name, const std::string& spec_name, const std::string& adapter,
-                             const std::string& description) {
+                             const std::string& description, const std::string& source) {
   metrics::MetricSpec spec;
   spec.name = spec_name;
   spec.family = "python";
   spec.description = description.empty() ? "Python metric (" + adapter + " adapter)" : description;
   // The reference metric's parameters, so the scenario's pass through as they are.
   if (const auto* reference = metrics::MetricRegistry::reference().find(registered_name)) spec.params = reference->params;
-  spec.make = [registered_name](const json& params) -> std::unique_ptr<metrics::Metric> {
-    return std::make_unique<PythonMetric>(registered_name, params);
+  spec.make = [registered_name, source](const json& params) -> std::unique_ptr<metrics::Metric> {
+    return std::make_unique<PythonMetric>(registered_name, params, source);
   };
   return spec;
 }
@@ -57,6 +76,27 @@ std::string python_error_text(py::error_already_set& e) {
 
 }  // namespace
 
+namespace detail {
+
+void remember_registrations(const std::string& spec, const std::vector<std::string>& names) {
+  const py::object registry = registry_dict();
+  if (!py::isinstance<py::dict>(registry)) return;  // a registry of another shape: names stay global
+  auto& mine = remembered()[spec];
+  for (const auto& name : names)
+    if (registry.contains(py::str(name))) mine[name] = registry[py::str(name)];
+}
+
+void use_registration_of(const std::string& spec, const std::string& name) {
+  const auto source = remembered().find(spec);
+  if (source == remembered().end()) return;
+  const auto entry = source->second.find(name);
+  if (entry == source->second.end()) return;
+  py::object registry = registry_dict();
+  if (py::isinstance<py::dict>(registry)) registry[py::str(name)] = entry->second;
+}
+
+}  // namespace detail
+
 std::string python_qualified_name(const std::string& metric, const std::string& spec) {
   return metric + "@" + kPythonQualifier + spec;
 }
@@ -68,7 +108,30 @@ const PythonSource& load_python_source(const std::string& value, const std::vect
   py::gil_scoped_acquire gil;
   json described;
   try {
-    described = json::parse(detail::host_module().attr("load")(value, metrics).cast<std::string>());
+    // A source imported for the first time sees an empty registry: what it registers is then
+    // exactly its own, also the names an earlier source registered from factories of a shared
+    // module (the host tells a source's names by what its import added, or by their module).
+    // Every earlier registration is put back after, this source's winning where both have one.
+    const std::string canonical = detail::host_module().attr("canonical")(value).cast<std::string>();
+    py::object registry = registry_dict();
+    const bool fresh = sources().count(canonical) == 0 && py::isinstance<py::dict>(registry) && py::len(registry) > 0;
+    py::object earlier;  // a copy (py::dict(a dict) would be the same object)
+    if (fresh) {
+      earlier = registry.attr("copy")();
+      registry.attr("clear")();
+    }
+    try {
+      described = json::parse(detail::host_module().attr("load")(value, metrics).cast<std::string>());
+    } catch (py::error_already_set&) {
+      if (fresh) registry.attr("update")(earlier);
+      throw;
+    }
+    if (fresh) {
+      py::dict own = registry.attr("copy")();
+      registry.attr("update")(earlier);
+      registry.attr("update")(own);
+      remember_own(canonical, own);
+    }
   } catch (py::error_already_set& e) {
     throw PythonSourceError(python_error_text(e));
   }
@@ -80,8 +143,12 @@ const PythonSource& load_python_source(const std::string& value, const std::vect
     source->module = described.at("name");
     source->version = described.at("version");
     source->torch_version = py::module_::import("torch").attr("__version__").cast<std::string>();
-    for (const auto& m : described.at("metrics"))
-      source->registry.add(spec_for(m.at("name"), m.at("name"), m.at("adapter"), m.at("description")));
+    std::vector<std::string> names;
+    for (const auto& m : described.at("metrics")) {
+      source->registry.add(spec_for(m.at("name"), m.at("name"), m.at("adapter"), m.at("description"), spec));
+      names.push_back(m.at("name"));
+    }
+    if (!remembered().count(spec)) detail::remember_registrations(spec, names);  // right after its import
     slot = std::move(source);
   }
   by_value()[value] = slot.get();
@@ -92,8 +159,10 @@ std::string check_python_metric(const PythonSource& source, const std::string& m
   detail::ensure_interpreter();
   py::gil_scoped_acquire gil;
   try {
+    detail::use_registration_of(source.spec, metric);
     return detail::host_module().attr("check")(metric, params.dump()).cast<std::string>();
   } catch (py::error_already_set& e) {
+    if (auto reason = detail::unsupported_reason(e)) throw metrics::ForeignError(harness::kUnsupportedType, *reason);
     throw PythonSourceError(source.spec + ": " + python_error_text(e));
   }
 }
@@ -125,7 +194,7 @@ void install_python_resolver() {
         registry = std::make_unique<metrics::MetricRegistry>();
         for (const auto& n : source.registry.names()) {
           const auto* s = source.registry.find(n);
-          registry->add(spec_for(n, python_qualified_name(n, source.spec), "", s->description));
+          registry->add(spec_for(n, python_qualified_name(n, source.spec), "", s->description, source.spec));
         }
       }
       if (!registry->find(name))

@@ -6,6 +6,7 @@
 #include <iomanip>
 #include <sstream>
 
+#include "distmetrics/harness/input_dtype.h"
 #include "distmetrics/harness/property.h"
 
 namespace distmetrics::harness {
@@ -364,6 +365,39 @@ PropertyResult check_merge_state(const CheckContext& ctx, const std::string& hin
                ctx.scenario.tolerance, "distributed", hint, merged_of);
 }
 
+std::string accepts_empty_batch_hint() {
+  return "update() of a batch with no rows must be accepted and change nothing (a rank's last batch, or a filter, "
+         "can leave it empty); the rest of the script ran without the empty update, so the other properties judge "
+         "the distributed result as if the script had none";
+}
+
+PropertyResult check_accepts_empty_batch(const CheckContext& ctx, const std::string& hint) {
+  PropertyResult result;
+  result.name = "accepts_empty_batch";
+  std::ostringstream lines;
+  const StepError* first = nullptr;
+  int first_rank = -1;
+  for (const auto& obs : ctx.ranks) {
+    if (!obs.empty_rejected) continue;
+    const auto& e = *obs.empty_rejected;
+    if (!first) {
+      first = &e;
+      first_rank = obs.rank;
+    }
+    lines << "  rank " << obs.rank << ": script step " << e.step + 1 << " ('" << ctx.scenario.script.at(e.step).text
+          << "') raised " << e.type << ": " << e.message.substr(0, e.message.find('\n')) << "\n";
+  }
+  if (!first) {
+    result.message = "accepts_empty_batch held: every rank that called update() with an empty batch went on";
+    return result;
+  }
+  result.outcome = Outcome::Fail;
+  result.message = "accepts_empty_batch failed: rank " + std::to_string(first_rank) + " rejects an empty batch (" +
+                   first->type + ": " + first->message.substr(0, first->message.find('\n')) + "); " + hint + "\n" +
+                   lines.str() + variant_lines(ctx);
+  return result;
+}
+
 PropertyResult check_batch_invariant(const CheckContext& ctx, const std::string& hint) {
   PropertyResult result;
   result.name = "batch_invariant";
@@ -406,9 +440,23 @@ PropertyResult check_batch_invariant(const CheckContext& ctx, const std::string&
 namespace {
 
 // The full-data result against a value given from outside (golden, the [reference]): the single
-// process on all the data, and every rank at each compute that saw all the data.
+// process on all the data, and every rank at each compute that saw all the data. The tolerance
+// widens to the precision of what the metric returned (and of the variant's input dtype): a
+// float32 result cannot be closer to an exact value than float32 rounding.
 PropertyResult check_full_data(const CheckContext& ctx, const std::string& name, const std::string& label,
-                               const ComputeResult& expected, const Tolerance& tol, const std::string& hint) {
+                               const ComputeResult& expected, const Tolerance& given, const std::string& hint) {
+  std::vector<const json*> returned;
+  if (ctx.single.full.value) returned.push_back(&*ctx.single.full.value);
+  for (const auto& point : ctx.plan.computes)
+    if (point.all_data)
+      for (const auto& obs : ctx.ranks)
+        if (const auto* record = obs.compute(point.index); record && record->result.value)
+          returned.push_back(&*record->result.value);
+  std::string widened_by;
+  const Tolerance tol = widened_for_dtypes(given, returned, ctx.variant.dtype, &widened_by);
+  const std::string tol_text =
+      tolerance_text(tol) + (widened_by.empty() ? "" : " (widened from rtol " + number_text(given.rtol) + ", atol " +
+                                                            number_text(given.atol) + ": " + widened_by + ")");
   PropertyResult result;
   result.name = name;
   result.single = value_json(ctx.single.full);
@@ -437,12 +485,13 @@ PropertyResult check_full_data(const CheckContext& ctx, const std::string& name,
   if (problems.str().empty()) {
     result.message = name + " held: the result on all the data is " + expected.text() +
                      (full.empty() ? " (single process; no compute saw all the data on the ranks)"
-                                   : " (single process, and every rank at each compute that saw all the data)");
+                                   : " (single process, and every rank at each compute that saw all the data)") +
+                     (widened_by.empty() ? "" : "; tolerance " + tol_text);
     return result;
   }
   result.outcome = Outcome::Fail;
   result.message = name + " failed: " + hint + "\n  " + label + ": " + expected.text() + "\n" + problems.str() +
-                   "  tolerance: " + tolerance_text(tol) + "\n" + variant_lines(ctx);
+                   "  tolerance: " + tol_text + "\n" + variant_lines(ctx);
   return result;
 }
 

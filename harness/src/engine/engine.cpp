@@ -39,6 +39,23 @@ std::string rank_list(const std::vector<int>& ranks) {
   return out.str();
 }
 
+// A rank whose metric said it cannot take this variant (kUnsupportedType, from its factory, its
+// update() or compute()): the variant is a skip with that reason, whatever the peers did after
+// it stopped (they may have waited for it). "MeanAbsoluteError does not support this: ...".
+std::optional<std::string> unsupported_by_a_rank(const Scenario& scenario, const runtime::JobResult& run) {
+  for (const auto& r : run.ranks) {
+    if (r.state != runtime::RankState::Finished || !r.result.is_object()) continue;
+    const auto& e = r.result.value("error", json());
+    if (!e.is_object() || e.value("type", "") != kUnsupportedType) continue;
+    const std::string metric = scenario.metric.substr(0, scenario.metric.find('@'));
+    const int step = e.value("step", -1);
+    return metric + " does not support this: " + first_line(e.value("message", "")) + " (rank " +
+           std::to_string(r.rank) + ", " + e.value("op", "setup") +
+           (step >= 0 ? ", script step " + std::to_string(step + 1) : std::string()) + ")";
+  }
+  return std::nullopt;
+}
+
 // A rank that left its script on an error while others waited in a collective: the classic
 // "raises alone" desync (PyTorch-Ignite #1242). Returns the diagnosis, or empty.
 std::string raised_alone(const runtime::JobResult& run, int& blamed) {
@@ -340,6 +357,14 @@ Verdict Engine::judge(const Scenario& given, const Variant& variant, const runti
     return v;
   }
 
+  if (run.status != runtime::RunStatus::Crash) {
+    if (auto why = unsupported_by_a_rank(scenario, run)) {
+      v.outcome = Outcome::Skip;
+      v.reason = *why;
+      return v;
+    }
+  }
+
   if (run.status == runtime::RunStatus::Crash || run.status == runtime::RunStatus::Hang) {
     int blamed = run.blamed_rank;
     std::string ours = run.status == runtime::RunStatus::Hang ? raised_alone(run, blamed) : std::string();
@@ -507,6 +532,10 @@ Verdict Engine::judge(const Scenario& given, const Variant& variant, const runti
     v.reason = "rank " + std::to_string(obs.rank) + " raised " + obs.error->type + " at " + obs.error->op +
                (obs.error->step >= 0 ? " (script step " + std::to_string(obs.error->step + 1) + ")" : std::string()) +
                ": " + first_line(obs.error->message);
+    // A factory that cannot build these parameters: name them (each variant of the metric with
+    // other parameters runs on its own).
+    if (obs.error->op == "setup" && !scenario.metric_params.empty())
+      v.reason += " (metric parameters " + scenario.metric_params.dump() + ")";
     std::ostringstream diag;
     diag << v.reason << "\n";
     for (const auto& o : observations) {

@@ -46,6 +46,26 @@ const ComputeRecord* RankObservation::compute(int index) const {
   return nullptr;
 }
 
+namespace {
+
+json step_error_json(const std::optional<StepError>& error) {
+  if (!error) return nullptr;
+  return {{"step", error->step}, {"op", error->op},       {"type", error->type},   {"message", error->message},
+          {"at", error->at},     {"full_type", error->full_type}, {"where", error->where}};
+}
+
+std::optional<StepError> step_error_from_json(const json& e) {
+  if (e.is_null()) return std::nullopt;
+  StepError error(e.at("step").get<int>(), e.at("op").get<std::string>(), e.at("type").get<std::string>(),
+                  e.at("message").get<std::string>());
+  error.at = e.value("at", 0.0);
+  error.full_type = e.value("full_type", "");
+  error.where = e.value("where", "");
+  return error;
+}
+
+}  // namespace
+
 json RankObservation::to_json() const {
   json computes_json = json::array();
   for (const auto& c : computes) {
@@ -71,10 +91,8 @@ json RankObservation::to_json() const {
             {"roundtrip_skipped", roundtrip_skipped},
             {"roundtrip_error", roundtrip_error},
             {"merge_skipped", merge_skipped}};
-  j["error"] = error ? json{{"step", error->step}, {"op", error->op},       {"type", error->type},
-                            {"message", error->message}, {"at", error->at}, {"full_type", error->full_type},
-                            {"where", error->where}}
-                     : json(nullptr);
+  j["error"] = step_error_json(error);
+  if (empty_rejected) j["empty_rejected"] = step_error_json(empty_rejected);
   return j;
 }
 
@@ -107,14 +125,8 @@ RankObservation RankObservation::from_json(const json& j) {
   o.roundtrip_skipped = j.value("roundtrip_skipped", "");
   o.roundtrip_error = j.value("roundtrip_error", "");
   o.merge_skipped = j.value("merge_skipped", "");
-  if (!j.at("error").is_null()) {
-    const auto& e = j.at("error");
-    o.error = StepError(e.at("step").get<int>(), e.at("op").get<std::string>(), e.at("type").get<std::string>(),
-                        e.at("message").get<std::string>());
-    o.error->at = e.value("at", 0.0);
-    o.error->full_type = e.value("full_type", "");
-    o.error->where = e.value("where", "");
-  }
+  o.error = step_error_from_json(j.at("error"));
+  if (j.contains("empty_rejected")) o.empty_rejected = step_error_from_json(j.at("empty_rejected"));
   return o;
 }
 

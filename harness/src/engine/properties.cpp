@@ -26,6 +26,12 @@ bool any_compute(const Scenario&, const std::vector<ComputeRole>&) { return true
 bool global_single_process(const Scenario& s, const std::vector<ComputeRole>&) { return s.single_process == "global"; }
 bool golden_given(const Scenario& s, const std::vector<ComputeRole>&) { return s.golden.has_value(); }
 bool reference_given(const Scenario& s, const std::vector<ComputeRole>&) { return s.reference.has_value(); }
+// A script with 'update empty': whether the metric takes that batch is always judged, so that a
+// rejection is its own finding and the rest of the script still runs (scenario_task.cpp).
+bool feeds_an_empty_batch(const Scenario& s) {
+  return std::any_of(s.script.begin(), s.script.end(),
+                     [](const Step& step) { return step.op == Step::Op::Update && step.amount == Step::Amount::Empty; });
+}
 
 }  // namespace
 
@@ -57,7 +63,7 @@ const std::vector<Property>& property_table() {
       {"expected_error",
        "every rank and the single process raise the `[expect] error` at `[expect] compute`, together",
        std::nullopt, "", "", false, when_an_error_is_expected, nullptr, check_expected_error, expected_error_hint,
-       "expect", 11},
+       "expect", 12},
       {"agrees_with_reference",
        "the result on all the data equals the scenario's `[reference]` (a Python callable such as a scikit-learn "
        "function) on all the data",
@@ -71,6 +77,12 @@ const std::vector<Property>& property_table() {
        nullptr, check_state_roundtrip, state_roundtrip_hint, "trip", 9},
       {"merge_state", "the ranks' states merged into one single-process instance give the distributed result",
        std::nullopt, "", "", true, nullptr, nullptr, check_merge_state, merge_state_hint, "merge", 10},
+      // Last: a failure of the distributed properties names the verdict before this one.
+      {"accepts_empty_batch",
+       "`update()` of a batch with no rows (`update empty`) is accepted; when it raises, the rest of the script runs "
+       "without it, so that every other property is still judged",
+       std::nullopt, "", "", true, feeds_an_empty_batch, nullptr, check_accepts_empty_batch, accepts_empty_batch_hint,
+       "empty", 11},
   };
   return table;
 }

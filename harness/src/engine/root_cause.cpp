@@ -1,6 +1,8 @@
 // Root causes from the evidence of a variant's properties (root_cause.h).
 #include "distmetrics/harness/root_cause.h"
 
+#include "distmetrics/harness/input_dtype.h"
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -10,6 +12,8 @@
 
 namespace distmetrics::harness {
 namespace {
+
+constexpr const char* kAcceptsEmptyBatch = "accepts_empty_batch";
 
 // Relative differences up to this are what float32 arithmetic does to a sum of a few thousand
 // terms (eps 1.2e-7 times a modest growth): rounding, not a wrong formula.
@@ -71,8 +75,109 @@ std::string number(double v) {
 std::vector<std::string> others(const std::vector<PropertyResult>& results, const std::string& cause) {
   std::vector<std::string> names;
   for (const auto& p : results)
-    if (p.outcome == Outcome::Fail && !p.expected_failure && p.name != cause && p.name != "no_hang") names.push_back(p.name);
+    if (p.outcome == Outcome::Fail && !p.expected_failure && p.name != cause && p.name != "no_hang" &&
+        p.name != kAcceptsEmptyBatch)
+      names.push_back(p.name);
   return names;
+}
+
+bool has_nan(const nlohmann::json& v) {
+  if (v.is_string()) return v.get<std::string>() == "nan";
+  if (v.is_number_float()) return std::isnan(v.get<double>());
+  if (v.is_object() || v.is_array())
+    for (const auto& item : v)
+      if (has_nan(item)) return true;
+  return false;
+}
+
+const char* property_judging(ComputeRole role) {
+  switch (role) {
+    case ComputeRole::Fresh: return "equal_to_single";
+    case ComputeRole::Repeat: return "idempotent";
+    case ComputeRole::AfterUpdate: return "update_after_compute";
+    case ComputeRole::AfterReset: return "reset_replay";
+  }
+  return "equal_to_single";
+}
+
+// The first compute that is NaN on some rank where the single process (which takes no empty
+// update) gives a NaN-free value, when an 'update empty' came before it since the last reset and
+// no compute before that empty update was NaN: the empty batch put the NaN into the state (a mean
+// of no values, 0/0), whatever property judges that compute.
+struct NanAfterEmpty {
+  int compute = -1;
+  int empty_step = -1;
+  std::vector<int> empty_ranks, nan_ranks;
+};
+
+std::optional<NanAfterEmpty> nan_after_an_empty_batch(const CheckContext& ctx) {
+  int empty_step = -1;
+  std::vector<int> empty_ranks;
+  std::size_t next_step = 0;
+  for (const auto& point : ctx.plan.computes) {
+    for (; next_step < ctx.plan.steps.size() && static_cast<int>(next_step) <= point.step; ++next_step) {
+      const auto& action = ctx.plan.steps[next_step];
+      if (action.op == Step::Op::Reset) {
+        empty_step = -1;
+        empty_ranks.clear();
+      }
+      if (action.empty_update.empty() || empty_step >= 0) continue;
+      for (std::size_t r = 0; r < action.empty_update.size(); ++r)
+        if (action.empty_update[r]) empty_ranks.push_back(static_cast<int>(r));
+      if (!empty_ranks.empty()) empty_step = static_cast<int>(next_step);
+    }
+    const auto& single = point.index < static_cast<int>(ctx.single.at_compute.size())
+                             ? ctx.single.at_compute[point.index] : ComputeResult{};
+    NanAfterEmpty found;
+    for (const auto& obs : ctx.ranks) {
+      const auto* record = obs.compute(point.index);
+      if (record && record->result.value && has_nan(*record->result.value)) found.nan_ranks.push_back(obs.rank);
+    }
+    if (found.nan_ranks.empty()) continue;
+    // NaN where the single process has no NaN-free value, or before any empty batch: another cause.
+    if (!single.value || single.raised() || has_nan(*single.value) || empty_step < 0) return std::nullopt;
+    found.compute = point.index;
+    found.empty_step = empty_step;
+    found.empty_ranks = empty_ranks;
+    return found;
+  }
+  return std::nullopt;
+}
+
+// Whether the values the single process gives at other batch sizes are noise rather than a
+// formula: float32 results that change sign, jump by an order of magnitude or turn non-finite
+// from one batching to the next. A per-batch statistic moves a value a little; the rounding left
+// when nearly equal float32 sums are subtracted (a variance of a constant target: 0 in exact
+// arithmetic) decides the whole value.
+bool cancellation_noise(const CheckContext& ctx) {
+  std::vector<const nlohmann::json*> values;
+  std::vector<double> numbers;
+  auto take = [&](const ComputeResult& r) {
+    if (!r.value || r.raised()) return;
+    values.push_back(&*r.value);
+    if (r.value->is_number()) numbers.push_back(r.value->get<double>());
+    else if (r.value->is_string())  // "nan", "inf", "-inf"
+      numbers.push_back(*r.value == "nan" ? NAN : *r.value == "inf" ? INFINITY : -INFINITY);
+  };
+  take(ctx.single.full);
+  for (const auto& [size, other] : ctx.single.other_batch_sizes) take(other);
+  if (numbers.size() < 2 || observed_float_dtype(values) != "float32") return false;
+  bool finite = false, non_finite = false, positive = false, negative = false;
+  double smallest = INFINITY, largest = 0;
+  for (double x : numbers) {
+    if (!std::isfinite(x)) {
+      non_finite = true;
+      continue;
+    }
+    finite = true;
+    if (x > 0) positive = true;
+    if (x < 0) negative = true;
+    smallest = std::min(smallest, std::fabs(x));
+    largest = std::max(largest, std::fabs(x));
+  }
+  if (finite && non_finite) return true;
+  if (positive && negative) return true;
+  return finite && smallest > 0 && largest / smallest >= 10;
 }
 
 }  // namespace
@@ -89,13 +194,62 @@ std::optional<RootCause> find_root_cause(const CheckContext& ctx, const std::vec
   if (all_failed.empty()) return std::nullopt;
   RootCause cause;
   const int ws = ctx.variant.world_size;
+  // An empty batch the metric rejects is its own finding: the rest of the script ran without
+  // it, so the other failures have causes of their own. It leads only when nothing else failed.
+  if (all_failed == std::vector<std::string>{kAcceptsEmptyBatch}) {
+    const RankObservation* first = nullptr;
+    std::string ranks;
+    for (const auto& obs : ctx.ranks) {
+      if (!obs.empty_rejected) continue;
+      if (!first) first = &obs;
+      ranks += (ranks.empty() ? "" : ", ") + std::to_string(obs.rank);
+    }
+    cause.property = kAcceptsEmptyBatch;
+    cause.headline = first ? "the metric rejects an empty batch: " + first->empty_rejected->type + ": " +
+                                 first->empty_rejected->message.substr(0, first->empty_rejected->message.find('\n'))
+                           : "the metric rejects an empty batch";
+    cause.evidence = "update() of a batch with no rows raised on rank(s) " + ranks +
+                     "; the rest of the script ran without the empty update and every other property held";
+    cause.hint = "accept a batch with no rows and change nothing (a rank's last batch can be empty); a library "
+                 "that rejects it by design declares that convention";
+    return cause;
+  }
+  all_failed.erase(std::remove(all_failed.begin(), all_failed.end(), kAcceptsEmptyBatch), all_failed.end());
+  if (const auto nan = nan_after_an_empty_batch(ctx); nan && failed(results, property_judging(ctx.plan.computes[nan->compute].role))) {
+    const auto& point = ctx.plan.computes[nan->compute];
+    auto list = [](const std::vector<int>& ranks) {
+      std::string out;
+      for (int r : ranks) out += (out.empty() ? "" : ", ") + std::to_string(r);
+      return out;
+    };
+    cause.property = property_judging(point.role);
+    cause.headline = "an empty batch makes the result NaN: update() of a batch with no rows puts NaN into the state "
+                     "(a mean of no values, 0/0)";
+    cause.evidence = "compute " + std::to_string(nan->compute + 1) + " (script step " + std::to_string(point.step + 1) +
+                     ") is NaN on rank(s) " + list(nan->nan_ranks) + ", the first compute after '" +
+                     ctx.scenario.script.at(nan->empty_step).text + "' (script step " +
+                     std::to_string(nan->empty_step + 1) + ", rank(s) " + list(nan->empty_ranks) +
+                     "); the single process, which feeds no empty batch, gives a number, and no compute before it was NaN";
+    cause.hint = "an empty batch must change nothing: return early when it has no rows, and accumulate sums and "
+                 "counts rather than a mean of the batch";
+    cause.consequences = others(results, cause.property);
+    return cause;
+  }
 
   int changed_rank = -1, changed_compute = -1;
   // A formula that depends on the batching is wrong for every world size too: it explains
   // differences between ranks and the single process, not the other way round.
   const bool per_batch =
       failed(results, "batch_invariant") && !within_float32_rounding(*find(results, "batch_invariant"));
-  if (per_batch) {
+  if (per_batch && cancellation_noise(ctx)) {
+    cause.property = "batch_invariant";
+    cause.headline = "float32 cancellation: the result is the rounding noise left when nearly equal float32 sums are "
+                     "subtracted (e.g. the variance of a constant target, 0 in exact arithmetic)";
+    cause.evidence = "batch_invariant failed with float32 values that change sign, turn non-finite or differ by an "
+                     "order of magnitude from one batch size to another: noise, not a formula of the batching";
+    cause.hint = "accumulate in float64, and compute variances from deviations (a two-pass or Welford update) rather "
+                 "than E[x^2] - E[x]^2; a constant target has no variance: say so rather than divide by it";
+  } else if (per_batch) {
     cause.property = "batch_invariant";
     cause.headline = "the result depends on the batch size: per-batch statistics";
     cause.evidence = "batch_invariant failed beyond float32 rounding (the single process alone, other batch sizes)";

@@ -3,7 +3,7 @@
 // communicator, runs the script and returns what it saw (a RankObservation).
 //
 // A metric error (InputError, NotComputableError, ...) is recorded and ends the script on this
-// rank; the task still returns, so the supervisor sees which rank raised where. A collective
+// rank (but an empty batch's update() that raises is only recorded: the script goes on without it); the task still returns, so the supervisor sees which rank raised where. A collective
 // error (timeout, mismatch) is rethrown: the runtime records where this rank was blocked.
 #include <ATen/ATen.h>
 
@@ -215,10 +215,23 @@ nlohmann::json run_scenario_variant_task(runtime::TaskContext& ctx) {
         case Step::Op::Replay: {
           op = "update";
           const auto [from, to] = action.feed[ctx.rank];
-          if (!action.empty_update.empty() && action.empty_update[ctx.rank]) {
+          // A metric that rejects an empty batch: recorded (accepts_empty_batch judges it), and
+          // the script goes on without this and every later empty update, so that the other
+          // properties still judge the distributed result. Unsupported stops the script as any
+          // error does (the variant is then a skip).
+          if (!action.empty_update.empty() && action.empty_update[ctx.rank] && !obs.empty_rejected) {
             runtime::set_task_context(where + "update() of an empty batch");
-            metric->update(on_device(data.rows({}), devices.input));
-            if (twin) twin->update(on_device(data.rows({}), devices.input));
+            try {
+              metric->update(on_device(data.rows({}), devices.input));
+            } catch (const runtime::CollectiveError&) {
+              throw;
+            } catch (const std::exception& e) {
+              if (runtime::is_allocation_failure(e)) throw;
+              StepError rejected = step_error(step, op, e);
+              if (rejected.type == kUnsupportedType) throw;
+              obs.empty_rejected = std::move(rejected);
+            }
+            if (twin && !obs.empty_rejected) twin->update(on_device(data.rows({}), devices.input));
           }
           auto feed = [&](std::size_t b) {
             runtime::set_task_context(where + "update() of batch " + std::to_string(b + 1) + " (" +

@@ -24,7 +24,7 @@ const std::vector<std::pair<std::string, std::string>>& known_properties() {
       {"idempotent", "idem"},       {"update_after_compute", "update"}, {"reset_replay", "reset"},
       {"batch_invariant", "batch"}, {"golden", "golden"},             {"state_roundtrip", "trip"},
       {"merge_state", "merge"},     {"expected_error", "expect"},
-      {"agrees_with_reference", "ref"}};
+      {"agrees_with_reference", "ref"}, {"accepts_empty_batch", "empty"}};
   return known;
 }
 

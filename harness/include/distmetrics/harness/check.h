@@ -71,6 +71,7 @@ PropertyResult check_expected_error(const CheckContext& ctx, const std::string& 
 PropertyResult check_agrees_with_reference(const CheckContext& ctx, const std::string& hint);
 PropertyResult check_state_roundtrip(const CheckContext& ctx, const std::string& hint);
 PropertyResult check_merge_state(const CheckContext& ctx, const std::string& hint);
+PropertyResult check_accepts_empty_batch(const CheckContext& ctx, const std::string& hint);
 
 // The hints: what a failure of the property means, and so what to fix.
 std::string equal_to_single_hint();
@@ -84,6 +85,7 @@ std::string expected_error_hint();
 std::string agrees_with_reference_hint();
 std::string state_roundtrip_hint();
 std::string merge_state_hint();
+std::string accepts_empty_batch_hint();
 
 // Every property the scenario checks that has a checker (no_hang excepted: the engine judges it
 // from the run), in property table order, expected_error when one is declared; expected

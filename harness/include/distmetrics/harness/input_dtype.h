@@ -35,4 +35,18 @@ Dataset rounded_through_input_dtype(const Dataset& data, const std::string& dtyp
 // The scenario a variant of `dtype` is judged with: its tolerance widened to the dtype's.
 Scenario judged_for_input_dtype(const Scenario& scenario, const std::string& dtype);
 
+// "float32" when every floating number in `values` (Value JSON, nested dicts and lists too) is a
+// float32 number and some need more bits than a short binary fraction (0.75 is exact in any
+// precision); "" otherwise (float64, or no evidence). Values reach the harness as float64, so
+// the numbers themselves are the evidence of the precision a metric computed in.
+std::string observed_float_dtype(const std::vector<const nlohmann::json*>& values);
+
+// A tolerance for values computed in a lower precision than float64: `tolerance` widened to the
+// table's row of observed_float_dtype(values), and of `variant_dtype`. A float32 library's result is at best the
+// float32 rounding of the exact value, so a golden value written to 1e-12 cannot judge it.
+// `why`, when given, is set to what widened it ("the result is float32 (unit roundoff 6e-8)"),
+// or left empty.
+Tolerance widened_for_dtypes(const Tolerance& tolerance, const std::vector<const nlohmann::json*>& values,
+                             const std::string& variant_dtype = "", std::string* why = nullptr);
+
 }  // namespace distmetrics::harness

@@ -56,6 +56,11 @@ struct StepError {
   std::string where;      // where it was raised, when the exception says ("c10::Error": function, file:line)
 };
 
+// The type name by which a metric (its factory, update() or compute()) says that it cannot take
+// this variant: a parameter combination or an input it does not support (distmetrics.Unsupported
+// in Python, any class named Unsupported in C++). The variant is then a skip with its message.
+constexpr const char* kUnsupportedType = "Unsupported";
+
 // A StepError for an exception caught at `step` in `op`, stamped with the time now.
 StepError step_error(int step, const std::string& op, const std::exception& e);
 
@@ -70,6 +75,9 @@ struct RankObservation {
   std::int64_t batches = 0;
   std::vector<ComputeRecord> computes;
   std::optional<StepError> error;  // the script stopped at this step
+  // The first update() of an empty batch that raised: the script went on without that update
+  // (and later empty ones), so that the properties still judge the rest.
+  std::optional<StepError> empty_rejected;
   // Why state_roundtrip / merge_state have nothing to judge on this rank (the metric cannot save
   // or merge its state); and an error saving or loading it (the property fails with it).
   std::string roundtrip_skipped, roundtrip_error, merge_skipped;

@@ -3,6 +3,14 @@
 // failures that follow from it under it (docs/properties.md, "Root cause").
 //
 //   evidence                                                  root cause (first match)
+//   only accepts_empty_batch failed                           the metric rejects an empty batch (any
+//                                                             other failure leads instead: the rest
+//                                                             of the script ran without it)
+//   the first NaN comes right after an 'update empty', the    the empty batch puts NaN in the state
+//   single process (no empty update) gives a number           (a mean of no values), whichever
+//                                                             property judges that compute
+//   batch sizes give float32 values that flip sign, turn      float32 cancellation (a variance of a
+//   non-finite or differ tenfold                              constant target), not a formula
 //   batch sizes disagree beyond float32 rounding              per-batch statistics (Ignite #2087)
 //   compute() changed the local state digest                 an in-place sync (PyTorch-Ignite #2803)
 //   wrong at the first compute, ranks disagree                no sync

@@ -44,7 +44,9 @@ constexpr const char* kHelperReadyTask = "plugin_helper_ready";
 
 struct ConformOptions {
   std::string plugin;                // path of the plugin's shared library
-  std::string python;                // or a Python source: pkg.mod:factory, pkg.mod, file.py
+  // Or Python sources (pkg.mod:factory, pkg.mod, file.py), all checked in one run: one rank pool
+  // per world size for all of them, each worker starting its interpreter and importing torch once.
+  std::vector<std::string> python;
   std::vector<std::string> metrics;  // --metric: only these of the plugin's metrics (empty: all)
   std::vector<std::string> paths;    // scenario files or folders (empty: the default scenarios)
   harness::Selection selection;

@@ -27,8 +27,9 @@ namespace distmetrics::pyhost {
 
 class PythonMetric final : public metrics::Metric {
  public:
-  // `name`: the registered (unqualified) name; `params`: the scenario's parameters.
-  PythonMetric(std::string name, const nlohmann::json& params);
+  // `name`: the registered (unqualified) name; `params`: the scenario's parameters; `source`: the
+  // canonical spec of the source that registered it (empty: whichever registered the name last).
+  PythonMetric(std::string name, const nlohmann::json& params, std::string source = "");
   ~PythonMetric() override;
 
   std::string name() const override { return name_; }
@@ -55,6 +56,7 @@ class PythonMetric final : public metrics::Metric {
   struct Impl;
   std::string name_;
   nlohmann::json params_;
+  std::string source_;
   c10::Device device_{c10::kCPU};
   std::unique_ptr<Impl> impl_;
   runtime::Communicator* comm_ = nullptr;

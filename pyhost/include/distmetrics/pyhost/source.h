@@ -43,7 +43,9 @@ struct PythonSource {
 const PythonSource& load_python_source(const std::string& value, const std::vector<std::string>& metrics = {});
 
 // Builds the metric once with these parameters and checks it fits its adapter (the methods and
-// the update() signature the convention needs). Throws PythonSourceError. Returns the adapter's style.
+// the update() signature the convention needs). Throws PythonSourceError; a metrics::ForeignError
+// of type harness::kUnsupportedType (its message the reason) when the factory or the adapter
+// raised Unsupported: these parameters are not something the metric takes. Returns the adapter's style.
 std::string check_python_metric(const PythonSource& source, const std::string& metric, const nlohmann::json& params);
 
 // "MeanAbsoluteError@python:/abs/metrics.py"

@@ -1,0 +1,174 @@
+"""`distmetrics conform --python` on what real libraries do that the harness must not misread
+(sources/harness_conventions.py), through the real CLI and its rank workers:
+
+- a factory that raises Unsupported for one parameter combination skips only those variants,
+  with its reason; one that raises anything else makes only those variants errors naming the
+  parameters;
+- an update() that rejects an empty batch is reported once for the metric, and the rest of the
+  script still runs, so a missing sync is still found and leads the verdict.
+
+DISTMETRICS_BIN is the CLI under test (ctest sets it)."""
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+SOURCE = Path(__file__).resolve().parent / "sources" / "harness_conventions.py"
+
+SCENARIO = """description = "{metric} with sum_dtype {dtype} (test_conform_harness.py)"
+deadline = 20
+
+[metric]
+name = "{metric}"
+
+[metric.params]
+sum_dtype = "{dtype}"
+
+[data]
+generator = "regression"
+params = {{ dims = 2, noise = 0.5 }}
+seed = 6001
+num_samples = 40
+batch_size = 4
+dtype = "float64"
+
+[variants]
+world_sizes = [1, 2]
+backends = ["gloo"]
+shards = ["even"]
+"""
+
+
+def write_scenarios(folder):
+    folder.mkdir()
+    for metric, dtype in [("MeanAbsoluteError", "float64"), ("MeanAbsoluteError", "float32"),
+                          ("RootMeanSquaredError", "float64"), ("RootMeanSquaredError", "float32"),
+                          ("MeanSquaredError", "float64")]:
+        (folder / f"{metric}_{dtype}.toml").write_text(SCENARIO.format(metric=metric, dtype=dtype))
+    return folder
+
+
+def test_per_variant_skips_errors_and_an_empty_batch_finding_in_one_run(tmp_path):
+    scenarios = write_scenarios(tmp_path / "scenarios")
+    report = tmp_path / "report.json"
+    cmd = [os.environ["DISTMETRICS_BIN"], "conform", "--python", str(SOURCE), str(scenarios), "--json", str(report)]
+    run = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=240)
+    assert run.returncode == 1, run.stdout + run.stderr
+    data = json.loads(report.read_text())
+    by = {(v["metric"], v["scenario"].rsplit("_", 1)[-1], v["world_size"]): v for v in data["variants"]}
+    assert len(by) == 10, sorted(by)
+
+    # Unsupported: a skip with the factory's reason, for those parameters only.
+    for ws in (1, 2):
+        assert by[("MeanAbsoluteError", "float64", ws)]["outcome"] == "pass", by[("MeanAbsoluteError", "float64", ws)]
+        skipped = by[("MeanAbsoluteError", "float32", ws)]
+        assert skipped["outcome"] == "skip", skipped
+        assert skipped["reason"] == ('MeanAbsoluteError does not support the parameters {"sum_dtype":"float32"}: '
+                                     "this MeanAbsoluteError keeps float64 sums only (sum_dtype='float32' asked)"), skipped
+
+    # Any other factory error: an error naming the parameters, the other parameters still run.
+    for ws in (1, 2):
+        assert by[("RootMeanSquaredError", "float64", ws)]["outcome"] == "pass"
+        failed = by[("RootMeanSquaredError", "float32", ws)]
+        assert failed["outcome"] == "error", failed
+        assert failed["reason"].startswith('RootMeanSquaredError\'s factory cannot build it with the parameters '
+                                           '{"sum_dtype":"float32"}: '), failed["reason"]
+        assert "ValueError: float32 sums are not implemented" in failed["reason"], failed["reason"]
+
+    # The empty batch: its own property on every variant, the missing sync still found and first.
+    ws1, ws2 = by[("MeanSquaredError", "float64", 1)], by[("MeanSquaredError", "float64", 2)]
+    failing = lambda v: sorted(p["name"] for p in v["properties"] if p["outcome"] == "fail")
+    assert failing(ws1) == ["accepts_empty_batch"], ws1
+    assert ws1["reason"].startswith("root cause: the metric rejects an empty batch: ValueError: The `input` and "
+                                    "`target` should be non-empty tensors"), ws1["reason"]
+    assert ws2["outcome"] == "fail"
+    assert ws2["reason"].startswith("root cause: no sync"), ws2["reason"]
+    assert {"equal_to_single", "ranks_agree", "accepts_empty_batch"} <= set(failing(ws2)), ws2
+    empty = next(p for p in ws2["properties"] if p["name"] == "accepts_empty_batch")
+    assert empty["consequence_of"] is None, empty
+    assert "rank 0: script step 4 ('update empty ranks=0') raised ValueError" in empty["message"], empty["message"]
+
+    # Once per metric in the report and on the console.
+    assert [(f["metric"], f["finding"], len(f["variants"])) for f in data["findings"]] == [
+        ("MeanSquaredError", "rejects an empty batch", 2)], data["findings"]
+    assert data["findings"][0]["error"].startswith("ValueError: The `input` and `target` should be non-empty tensors")
+    assert run.stdout.count("MeanSquaredError rejects an empty batch (ValueError: ") == 1, run.stdout
+
+
+EXAMPLES = ROOT / "examples" / "python"
+
+
+SHARED = """import torch
+import torch.distributed as dist
+
+
+class MeanAbsoluteError:
+    def __init__(self, sync):
+        self.sync = sync
+        self.reset()
+
+    def reset(self):
+        self.total = torch.tensor(0.0, dtype=torch.float64)
+        self.count = torch.tensor(0, dtype=torch.int64)
+
+    def update(self, preds, target):
+        self.total += (preds - target).abs().sum().to(torch.float64)
+        self.count += target.numel()
+
+    def compute(self):
+        state = torch.stack([self.total, self.count.to(torch.float64)])
+        if self.sync and dist.is_initialized() and dist.get_world_size() > 1:
+            dist.all_reduce(state)
+        return state[0] / state[1]
+
+
+def factory(sync):
+    return lambda params: MeanAbsoluteError(sync)
+"""
+
+SOURCE_OF = """import importlib.util
+import pathlib
+import sys
+
+import distmetrics
+
+if "shared_factories" not in sys.modules:  # one helper module for every source, as distmetrics.peers is
+    spec = importlib.util.spec_from_file_location("shared_factories", pathlib.Path(__file__).parents[1] / "shared.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["shared_factories"] = module
+    spec.loader.exec_module(module)
+distmetrics.register("MeanAbsoluteError", sys.modules["shared_factories"].factory(sync={sync}), adapter="torchmetrics")
+{more}"""
+
+
+def test_several_sources_registering_one_name_each_run_their_own_in_one_run(tmp_path):
+    """Two --python sources in one run (one pool per world size for both), each registering
+    MeanAbsoluteError from factories of one shared module (as the peer mappings do): the one that
+    syncs passes, the one that never syncs fails, so each variant ran its own source's metric
+    although both live in one interpreter per worker. Both are metrics.py in their own folder
+    (as peers/<library>/metrics.py): rows name the folder."""
+    report = tmp_path / "report.json"
+    (tmp_path / "shared.py").write_text(SHARED)
+    correct, no_sync = tmp_path / "correct" / "metrics.py", tmp_path / "no_sync" / "metrics.py"
+    # The first source has a name the second lacks: it must stay registered after the second's import.
+    more = 'distmetrics.register("MaximumAbsoluteError", sys.modules["shared_factories"].factory(sync=True))\n'
+    for source, sync, extra in [(correct, True, more), (no_sync, False, "")]:
+        source.parent.mkdir()
+        source.write_text(SOURCE_OF.format(sync=sync, more=extra))
+    # The first one given relative to the working directory, as ci/run_peers.sh gives its sources.
+    cmd = [os.environ["DISTMETRICS_BIN"], "conform", "--python", os.path.relpath(correct, ROOT), "--python", str(no_sync),
+           "--metric", "MeanAbsoluteError", str(EXAMPLES / "scenarios" / "mean_absolute_error.toml"),
+           "--world-sizes", "2", "--shard", "even", "--deadline", "30", "--json", str(report)]
+    run = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=180)
+    assert run.returncode == 1, run.stdout + run.stderr
+    data = json.loads(report.read_text())
+    got = sorted((v["metric"], v["outcome"]) for v in data["variants"])
+    assert got == [("MeanAbsoluteError (correct/metrics)", "pass"), ("MeanAbsoluteError (no_sync/metrics)", "fail")], got
+    failed = next(v for v in data["variants"] if v["outcome"] == "fail")
+    assert failed["source"] == "python:" + str(no_sync)
+    assert failed["reason"].startswith("root cause: no sync"), failed["reason"]
+    assert f"--python {no_sync}" in failed["reproduce"], failed["reproduce"]
+    assert [p["path"] for p in data["plugins"]] == ["python:" + str(correct), "python:" + str(no_sync)]
+    assert "distmetrics conform: correct/metrics, no_sync/metrics: 1 passed, 1 failed" in run.stdout, run.stdout
