@@ -410,7 +410,10 @@ void diagnose_crash(JobResult& run, const std::vector<std::string>& phases) {
   std::ostringstream out;
   // Ranks that issued different collectives can make the backend itself end them (MPI aborts
   // on a truncated message): the divergence is the cause, the crash its consequence.
-  if (describe_divergence(run, out)) out << " Then ";
+  if (describe_divergence(run, out)) {
+    out << " Then ";
+    if (run.blamed_rank < 0) run.blamed_rank = first.rank;  // an even split blames neither side: the crash is named
+  }
   out << "rank " << first.rank << " crashed (" << (first.how_died.empty() ? "how is unknown" : first.how_died) << ")";
   if (first.blocked_in) out << " inside " << first.blocked_in->describe();
   else out << " after " << collectives(first.trace.size());
