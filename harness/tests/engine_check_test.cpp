@@ -462,8 +462,13 @@ TEST(Reports, TheTimelineMarksTheStepWhereTheBlamedRanksBrokeThePattern) {
   }
   cached.deviation = {{"script_step", 4}, {"compute", 2}, {"seq", 1}, {"op", "all_reduce(sum) #1 (float64 [4])"},
                       {"more", {1}}, {"fewer", {0, 2}}, {"blamed", {0, 2}}};
-  const auto model = dh::report_model(dh::json_report({extra, cached}, "2024-05-01T12:00:00Z", 3.0));
-  ASSERT_EQ(model.not_passed().size(), 2u);
+  // The same on an even split: neither side blamed, both marked where they part.
+  dh::Verdict even = extra;
+  even.variant.id = dh::variant_id("core/d", "gloo", 4, "uneven", "cpu");
+  even.variant.scenario = "core/d";
+  even.deviation["blamed"] = nlohmann::json::array();
+  const auto model = dh::report_model(dh::json_report({extra, cached, even}, "2024-05-01T12:00:00Z", 3.0));
+  ASSERT_EQ(model.not_passed().size(), 3u);
   // cell(variant, seq, rank)
   auto cell = [&](std::size_t v, std::uint64_t seq, std::size_t rank) {
     const auto& t = *model.not_passed()[v]->timeline;
@@ -480,6 +485,8 @@ TEST(Reports, TheTimelineMarksTheStepWhereTheBlamedRanksBrokeThePattern) {
   EXPECT_TRUE(cell(1, 1, 0).deviates && cell(1, 1, 2).deviates);  // what ranks 0, 2 issued at #1 instead
   EXPECT_FALSE(cell(1, 1, 1).deviates);
   EXPECT_EQ(model.not_passed()[1]->timeline->divergence, std::optional<std::uint64_t>(2));  // where the sequences part
+  EXPECT_FALSE(cell(1, 2, 1).parted || cell(1, 2, 1).deviates);  // the spared rank's cells stay as they are
+  for (std::size_t r = 0; r < 4; ++r) EXPECT_TRUE(cell(2, 2, r).parted && !cell(2, 2, r).deviates) << r;
   const std::string html = dh::render_html(model);
   EXPECT_NE(html.find("<th data-rank=\"3\" class=\"blamed\">rank 3 · to blame"), std::string::npos) << html;
   EXPECT_NE(html.find("<td class=\"op blocked deviates\"><b>barrier</b>"), std::string::npos) << html;
@@ -490,6 +497,10 @@ TEST(Reports, TheTimelineMarksTheStepWhereTheBlamedRanksBrokeThePattern) {
   EXPECT_NE(html.find("<p class=\"deviation-note\"><b>ranks 0, 2 broke the pattern at script step 4 &#39;compute&#39; (compute 2)</b>: "
                       "they passed it without all_reduce(sum) #1 (float64 [4]), which rank 1 issued (marked: what they issued "
                       "at #1 instead).</p>"),
+            std::string::npos)
+      << html;
+  EXPECT_NE(html.find("<p class=\"deviation-note\">The ranks split evenly at script step 4 &#39;compute&#39; (compute 2): rank 3 "
+                      "issued barrier #2 there, which ranks 0, 1, 2 never issued; neither side is blamed (dashed: where they part).</p>"),
             std::string::npos)
       << html;
 }

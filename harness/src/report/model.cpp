@@ -170,7 +170,9 @@ std::optional<Timeline> timeline_of(const json& ranks, const json& deviation) {
     auto has = [](const std::vector<int>& ranks, int r) { return std::find(ranks.begin(), ranks.end(), r) != ranks.end(); };
     for (std::size_t i = 0; i < t.ranks.size(); ++i) {
       const int rank = t.ranks[i];
-      const bool blamed = has(d.blamed, rank);
+      // The blamed side's cells are marked; on an even split, both sides' (as parted).
+      const bool blamed = has(d.blamed, rank), even = d.blamed.empty();
+      if (!blamed && !even) continue;
       if (has(d.more, rank)) {
         // What it issued in that step from the parting collective on.
         for (auto& [seq, cell] : by_rank[i])

@@ -39,7 +39,7 @@ def test_an_extra_dist_barrier_is_blamed_on_the_rank_that_issued_it_at_world_siz
     # The default script computes at steps 2, 3, 7 and 10: the last rank adds a barrier to its
     # second compute (script step 3); its peers wait in the all_reduce of the third (step 7).
     run, data = conform(tmp_path, SOURCES / "desync_extra_barrier.py", scenario(tmp_path, "extra_barrier"),
-                        "--shard", "even", "--deadline", "6")
+                        "--shard", "even", "--deadline", "8")
     assert run.returncode == 3, run.stdout + run.stderr
     by_size = {v["world_size"]: v for v in data["variants"]}
     assert sorted(by_size) == [2, 3]
@@ -60,7 +60,7 @@ def test_a_cached_compute_skipped_by_two_of_three_ranks_is_blamed_on_the_two(tmp
     # finish, and rank 1 waits alone in compute 3's.
     cached = scenario(tmp_path, "cached_compute", ["update 1", "compute", "update 1 ranks=1", "compute", "update rest", "compute"])
     run, data = conform(tmp_path, SOURCES / "desync_cached_compute.py", cached, "--world-sizes", "3",
-                        "--shard", "even", "--deadline", "6")
+                        "--shard", "even", "--deadline", "8")
     assert run.returncode == 3, run.stdout + run.stderr
     (v,) = data["variants"]
     assert v["outcome"] == "hang", v

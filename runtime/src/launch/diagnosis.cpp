@@ -114,10 +114,13 @@ std::string step_name(const StepKey& key) {
 }
 
 struct RankSteps {
+  RankSteps() = default;
+  RankSteps(const RankSteps&) = delete;
+  RankSteps& operator=(const RankSteps&) = delete;
   int rank = 0;
   const RankOutcome* outcome = nullptr;
   std::vector<CollectiveRecord> records;  // its trace, with the collective it is blocked in
-  std::map<StepKey, std::vector<const CollectiveRecord*>> issued;
+  std::map<StepKey, std::vector<const CollectiveRecord*>> issued;  // into `records` (a RankSteps is never copied)
   bool passed_all = false;    // it finished its task: it is past every step
   std::optional<StepKey> at;  // the step it is in; unknown when it issued nothing and did not finish
   bool passed(const StepKey& key) const { return passed_all || (at && key < *at); }
@@ -316,7 +319,8 @@ bool describe_step_divergence(JobResult& run, std::ostringstream& out) {
         << collectives(d.issued.size()) << " in it against " << d.fewer_issued << "). With as many ranks on each side "
         << "and no other " << (is_compute ? "compute" : "step") << " where the ranks agree to tell which sequence is the "
         << "metric's, neither side is blamed: look at why " << where << " issues " << d.parted.op
-        << " on some ranks only (a rank-local cache or condition, an early return).";
+        << " on some ranks only (a number of collectives that follows the rank's own data, a rank-local cache or "
+           "condition, an early return).";
   } else {
     const std::vector<int>& spared = blame_fewer ? d.more : d.fewer;
     out << (blame_fewer ? fewer_did : more_did) << ". " << (d.blamed.size() == 1 ? "Rank " : "Ranks ");
