@@ -190,7 +190,8 @@ def test_the_html_report_in_chromium(reports, browser):
     hang = browser.find_element(By.ID, "v-broken_raise_alone_gloo-ws3-empty_rank-cpu")
     timeline = hang.find_element(By.CSS_SELECTOR, "table.timeline")
     heads = [th.text for th in timeline.find_elements(By.CSS_SELECTOR, "thead th")]
-    assert heads[0] == "#" and [h.split("\n")[0] for h in heads[1:]] == ["rank 0", "rank 1", "rank 2"]
+    # Rank 2 raised alone in compute 1, which ranks 0 and 1 wait in: the rank blamed per step.
+    assert heads[0] == "#" and [h.split("\n")[0] for h in heads[1:]] == ["rank 0", "rank 1", "rank 2 · to blame"]
     assert heads[3].split("\n")[1].startswith("finished: NotComputableError")
     diverge = timeline.find_element(By.CSS_SELECTOR, "tr.diverge")
     assert diverge.get_attribute("data-seq") == "0"
@@ -201,5 +202,14 @@ def test_the_html_report_in_chromium(reports, browser):
     note = hang.find_element(By.CSS_SELECTOR, "p.diverge-note").text
     assert note.startswith("The ranks diverge at collective #0: rank 0 all_reduce(sum) (blocked)")
     assert note.endswith("rank 2 issued none.")
+    # The step where the blamed rank broke the pattern: its place of the collective it passed the
+    # step without is marked, and the note says what it did.
+    deviating = timeline.find_elements(By.CSS_SELECTOR, "td.deviates")
+    assert len(deviating) == 1 and deviating[0].text == "none"
+    assert deviating[0].find_element(By.XPATH, "..").get_attribute("data-seq") == "0"
+    assert "blamed" in timeline.find_elements(By.CSS_SELECTOR, "thead th")[3].get_attribute("class")
+    deviation = hang.find_element(By.CSS_SELECTOR, "p.deviation-note").text
+    assert deviation.startswith("rank 2 broke the pattern at script step 2 'compute' (compute 1): it passed it without "
+                                "all_reduce(sum) #0 (int64 [1]), which ranks 0, 1 issued"), deviation
     browser.execute_script("arguments[0].scrollIntoView()", hang)
     browser.save_screenshot(str(reports / "report-hang.png"))

@@ -425,6 +425,87 @@ TEST(Reports, ModelMatrixCellsSkipsAndVerdict) {
   EXPECT_EQ(html.find("http"), std::string::npos);
 }
 
+// Issue 26: the timeline marks where the blamed ranks broke the pattern (the verdict's
+// deviation), not only the first collective where the sequences part.
+TEST(Reports, TheTimelineMarksTheStepWhereTheBlamedRanksBrokeThePattern) {
+  auto trace = [](std::vector<std::pair<std::string, int>> ops) {
+    std::vector<dh::TraceEntry> out;
+    for (const auto& [op, step] : ops)
+      out.push_back({out.size(), op, op == "barrier" ? "" : "float64", op == "barrier" ? std::vector<std::int64_t>{}
+                                                                                       : std::vector<std::int64_t>{4},
+                     step, "compute"});
+    return out;
+  };
+  // An extra barrier on rank 3 in compute 2 (script step 4); ranks 0-2 wait in compute 3's all_reduce.
+  dh::Verdict extra = verdict(dh::Outcome::Hang, "core/b", "uneven");
+  for (int r = 0; r < 4; ++r) {
+    dh::RankReport rank;
+    rank.rank = r;
+    rank.state = "timed_out";
+    rank.trace = r < 3 ? trace({{"all_reduce(sum)", 2}, {"all_reduce(sum)", 4}, {"all_reduce(sum)", 6}})
+                       : trace({{"all_reduce(sum)", 2}, {"all_reduce(sum)", 4}, {"barrier", 4}});
+    rank.blocked_in = 2;
+    extra.ranks.push_back(rank);
+  }
+  extra.deviation = {{"script_step", 4}, {"compute", 2}, {"seq", 2}, {"op", "barrier #2"},
+                     {"more", {3}}, {"fewer", {0, 1, 2}}, {"blamed", {3}}};
+  // A cached compute 2 on ranks 0 and 2: they passed it without its all_reduce #1, which rank 1
+  // issued; their #1 is compute 3's.
+  dh::Verdict cached = verdict(dh::Outcome::Hang, "core/c", "uneven");
+  for (int r = 0; r < 3; ++r) {
+    dh::RankReport rank;
+    rank.rank = r;
+    rank.state = r == 1 ? "timed_out" : "finished";
+    rank.trace = r == 1 ? trace({{"all_reduce(sum)", 2}, {"all_reduce(sum)", 4}, {"all_reduce(sum)", 6}})
+                        : trace({{"all_reduce(sum)", 2}, {"all_reduce(sum)", 6}});
+    if (r == 1) rank.blocked_in = 2;
+    cached.ranks.push_back(rank);
+  }
+  cached.deviation = {{"script_step", 4}, {"compute", 2}, {"seq", 1}, {"op", "all_reduce(sum) #1 (float64 [4])"},
+                      {"more", {1}}, {"fewer", {0, 2}}, {"blamed", {0, 2}}};
+  // The same on an even split: neither side blamed, both marked where they part.
+  dh::Verdict even = extra;
+  even.variant.id = dh::variant_id("core/d", "gloo", 4, "uneven", "cpu");
+  even.variant.scenario = "core/d";
+  even.deviation["blamed"] = nlohmann::json::array();
+  const auto model = dh::report_model(dh::json_report({extra, cached, even}, "2024-05-01T12:00:00Z", 3.0));
+  ASSERT_EQ(model.not_passed().size(), 3u);
+  // cell(variant, seq, rank)
+  auto cell = [&](std::size_t v, std::uint64_t seq, std::size_t rank) {
+    const auto& t = *model.not_passed()[v]->timeline;
+    for (std::size_t i = 0; i < t.seqs.size(); ++i)
+      if (t.seqs[i] == seq) return t.rows[i][rank];
+    ADD_FAILURE() << "no row #" << seq;
+    return dh::TimelineCell{};
+  };
+  ASSERT_TRUE(model.not_passed()[0]->timeline && model.not_passed()[0]->timeline->deviation);
+  EXPECT_TRUE(cell(0, 2, 3).deviates);  // rank 3's barrier
+  for (std::size_t r = 0; r < 3; ++r) EXPECT_FALSE(cell(0, 2, r).deviates) << r;
+  EXPECT_FALSE(cell(0, 1, 3).deviates);  // compute 2's all_reduce: issued by every rank
+  ASSERT_TRUE(model.not_passed()[1]->timeline && model.not_passed()[1]->timeline->deviation);
+  EXPECT_TRUE(cell(1, 1, 0).deviates && cell(1, 1, 2).deviates);  // what ranks 0, 2 issued at #1 instead
+  EXPECT_FALSE(cell(1, 1, 1).deviates);
+  EXPECT_EQ(model.not_passed()[1]->timeline->divergence, std::optional<std::uint64_t>(2));  // where the sequences part
+  EXPECT_FALSE(cell(1, 2, 1).parted || cell(1, 2, 1).deviates);  // the spared rank's cells stay as they are
+  for (std::size_t r = 0; r < 4; ++r) EXPECT_TRUE(cell(2, 2, r).parted && !cell(2, 2, r).deviates) << r;
+  const std::string html = dh::render_html(model);
+  EXPECT_NE(html.find("<th data-rank=\"3\" class=\"blamed\">rank 3 · to blame"), std::string::npos) << html;
+  EXPECT_NE(html.find("<td class=\"op blocked deviates\"><b>barrier</b>"), std::string::npos) << html;
+  EXPECT_NE(html.find("<p class=\"deviation-note\"><b>rank 3 broke the pattern at script step 4 &#39;compute&#39; (compute 2)</b>: "
+                      "it issued barrier #2 there, which ranks 0, 1, 2 never issued (marked).</p>"),
+            std::string::npos)
+      << html;
+  EXPECT_NE(html.find("<p class=\"deviation-note\"><b>ranks 0, 2 broke the pattern at script step 4 &#39;compute&#39; (compute 2)</b>: "
+                      "they passed it without all_reduce(sum) #1 (float64 [4]), which rank 1 issued (marked: what they issued "
+                      "at #1 instead).</p>"),
+            std::string::npos)
+      << html;
+  EXPECT_NE(html.find("<p class=\"deviation-note\">The ranks split evenly at script step 4 &#39;compute&#39; (compute 2): rank 3 "
+                      "issued barrier #2 there, which ranks 0, 1, 2 never issued; neither side is blamed (dashed: where they part).</p>"),
+            std::string::npos)
+      << html;
+}
+
 TEST(Reports, JsonFollowsTheContract) {
   const auto j = dh::json_report({verdict(dh::Outcome::Pass, "core/a", "even"), verdict(dh::Outcome::Fail, "core/a", "uneven")},
                                  "2024-05-01T12:00:00Z", 1.5);

@@ -195,11 +195,21 @@ TEST(EngineRun, ARankThatDiesIsACrashNamingIt) {
 TEST(EngineRun, ARankThatSkipsAComputesCollectivesIsNamedByCompute) {
   const auto v = run("rank_local_cache").at(0);
   ASSERT_EQ(v.outcome, dh::Outcome::Hang) << explain(v);
-  EXPECT_EQ(v.reason.rfind("rank 1 to blame: rank 1 issued its collectives of compute 3 (script step 7) while rank 0 "
-                           "waited in those of compute 2 (script step 3)",
-                           0),
-            0u)
+  // Blamed per script step: rank 1 passed compute 2 without its collectives, which rank 0 issued
+  // there as in every other compute; what followed comes after.
+  EXPECT_EQ(v.reason.rfind("rank 1 to blame: rank 1 returned from compute 2 (script step 3) without its all_reduce(sum) #", 0), 0u)
       << v.reason;
+  EXPECT_NE(v.diagnosis.find("Rank 1 is blamed: in the other computes where the ranks agree (compute 1 (script step 2), "
+                             "compute 3 (script step 7)), every rank issued what rank 0 issued here"),
+            std::string::npos)
+      << v.diagnosis;
+  EXPECT_NE(v.diagnosis.find("Then rank 1 issued its collectives of compute 3 (script step 7) while rank 0 waited in those "
+                             "of compute 2 (script step 3)"),
+            std::string::npos)
+      << v.diagnosis;
+  ASSERT_TRUE(v.deviation.is_object());
+  EXPECT_EQ(v.deviation.at("script_step"), 3);
+  EXPECT_EQ(v.deviation.at("blamed"), nlohmann::json::array({1}));
   // The hang is reported as seen: rank 1 left, long before the deadline.
   EXPECT_EQ(v.property("no_hang")->message.rfind("no_hang failed: rank 1 left the collective rank 0 waits in (detected after ", 0), 0u)
       << v.property("no_hang")->message;

@@ -2,8 +2,11 @@
 // tagged output per rank.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "../src/launch/diagnosis.h"
 #include "../src/launch/process.h"
+#include "distmetrics/runtime/desync.h"
 #include "distmetrics/runtime/errors.h"
 
 namespace distmetrics::runtime {
@@ -65,8 +68,151 @@ TEST(Diagnosis, CollectivesOfDifferentComputesPairedAreADesyncNamedByCompute) {
                               rank(1, RankState::Finished, computes({{0, 1}, {2, 4}}))});
   EXPECT_EQ(run.status, RunStatus::Hang);
   EXPECT_EQ(run.blamed_rank, 1);
-  EXPECT_TRUE(begins_with(run.diagnosis, "rank 1 issued its collectives of compute 3 (script step 5) while rank 0 waited in "
-                                         "those of compute 2 (script step 3): from #2 on"));
+  EXPECT_TRUE(begins_with(run.diagnosis, "rank 1 returned from compute 2 (script step 3) without its all_reduce(sum) #2 "
+                                         "(float64 [4]), which rank 0 issued. Rank 1 is blamed: in the other computes where the "
+                                         "ranks agree (compute 1 (script step 2), compute 3 (script "
+                                         "step 5)), every rank issued what rank 0 issued here (all_reduce(sum) (float64 [4]), "
+                                         "...), not what rank 1 did."));
+  EXPECT_NE(run.diagnosis.find("Then rank 1 issued its collectives of compute 3 (script step 5) while rank 0 waited in "
+                               "those of compute 2 (script step 3): from #2 on, collectives of different computes were paired."),
+            std::string::npos) << run.diagnosis;
+  const auto deviation = find_step_deviation(run.ranks);
+  ASSERT_TRUE(deviation.has_value());
+  EXPECT_EQ(deviation->step, 2);
+  EXPECT_EQ(deviation->compute, 1);
+  EXPECT_EQ(deviation->blamed, std::vector<int>{1});
+}
+
+// One compute (and script step) per entry: the records that rank issues in it, "ar" an
+// all_reduce(sum) of float64 [4], "barrier" a barrier; numbered in order.
+std::vector<CollectiveRecord> script(const std::vector<std::pair<int, std::vector<std::string>>>& computes_issued) {
+  std::vector<CollectiveRecord> out;
+  for (const auto& [compute, ops] : computes_issued) {
+    for (const auto& op : ops) {
+      auto r = op == "barrier" ? record(out.size(), "barrier", "", {}) : record(out.size(), "all_reduce(sum)");
+      r.compute = compute;
+      r.step = 2 * compute + 1;  // update, compute, update, compute, ...
+      out.push_back(r);
+    }
+  }
+  return out;
+}
+
+// Issue 26: the last rank issues a barrier after compute 2's all_reduce, which its peers never
+// issue; they go on to compute 3 and wait in its all_reduce. The rank that issued the extra one
+// is blamed at every world size (2 included: compute 1 shows what a compute issues), not the
+// ranks that moved on.
+TEST(Diagnosis, AnExtraCollectiveInAComputeIsBlamedOnTheRankThatIssuedItAtEveryWorldSize) {
+  for (int world_size : {2, 3, 4}) {
+    SCOPED_TRACE("world size " + std::to_string(world_size));
+    std::vector<RankOutcome> ranks;
+    std::vector<int> others;
+    for (int r = 0; r + 1 < world_size; ++r) {
+      ranks.push_back(rank(r, RankState::TimedOut, script({{0, {"ar"}}, {1, {"ar"}}, {2, {"ar"}}}), true));
+      others.push_back(r);
+    }
+    const int extra = world_size - 1;
+    ranks.push_back(rank(extra, RankState::TimedOut, script({{0, {"ar"}}, {1, {"ar", "barrier"}}}), true));
+    const auto run = diagnosed(ranks);
+    EXPECT_EQ(run.status, RunStatus::Hang);
+    EXPECT_EQ(run.blamed_rank, extra) << run.diagnosis;
+    EXPECT_TRUE(begins_with(run.diagnosis, "rank " + std::to_string(extra) + " issued barrier #2 in compute 2 (script step 4), "
+                                           "which " + detail::describe_ranks(others) + " never issued. Rank " +
+                                           std::to_string(extra) + " is blamed: in the other computes where the ranks "
+                                           "agree (compute 1 (script step 2)), every rank issued what " +
+                                           detail::describe_ranks(others) + " issued here (all_reduce(sum) (float64 [4])), "
+                                           "not what rank " + std::to_string(extra) + " did."));
+    EXPECT_NE(run.diagnosis.find("Now " + detail::describe_ranks(others) + (others.size() == 1 ? " waits" : " wait") +
+                                 " in all_reduce(sum) #2 (float64 [4]) of compute 3 (script step 6); rank " +
+                                 std::to_string(extra) + " waits in barrier #2 of compute 2 (script step 4)."),
+              std::string::npos) << run.diagnosis;
+    const auto deviation = find_step_deviation(run.ranks);
+    ASSERT_TRUE(deviation.has_value());
+    EXPECT_EQ(deviation->blamed, std::vector<int>{extra});
+    EXPECT_EQ(deviation->more, std::vector<int>{extra});
+    EXPECT_EQ(deviation->fewer, others);
+    EXPECT_EQ(deviation->parted.seq, 2u);
+    EXPECT_EQ(deviation->parted.op, "barrier");
+  }
+}
+
+// Issue 26 (and 22): a compute cache that returns early on ranks without a new update. The
+// ranks that skipped compute 2's all_reduce are blamed, however many they are (1, 2 or 3 of 4):
+// their compute 3 all_reduce paired with the others' compute 2 one, they finished, and the
+// others wait in compute 3's.
+TEST(Diagnosis, ACachedComputeIsBlamedOnTheRanksThatSkippedItsCollectivesHoweverManyTheyAre) {
+  for (const std::vector<int>& skippers : {std::vector<int>{2}, std::vector<int>{0, 2}, std::vector<int>{0, 1, 3}}) {
+    SCOPED_TRACE("skipped by " + detail::describe_ranks(skippers));
+    std::vector<RankOutcome> ranks;
+    std::vector<int> issuers;
+    for (int r = 0; r < 4; ++r) {
+      if (std::count(skippers.begin(), skippers.end(), r)) {
+        ranks.push_back(rank(r, RankState::Finished, script({{0, {"ar"}}, {2, {"ar"}}})));
+      } else {
+        ranks.push_back(rank(r, RankState::TimedOut, script({{0, {"ar"}}, {1, {"ar"}}, {2, {"ar"}}}), true));
+        issuers.push_back(r);
+      }
+    }
+    const auto run = diagnosed(ranks);
+    EXPECT_EQ(run.status, RunStatus::Hang);
+    EXPECT_EQ(run.blamed_rank, skippers.front()) << run.diagnosis;
+    const std::string them = detail::describe_ranks(skippers), others = detail::describe_ranks(issuers);
+    EXPECT_TRUE(begins_with(run.diagnosis, them + " returned from compute 2 (script step 4) without its all_reduce(sum) #1 "
+                                           "(float64 [4]), which " + others + " issued. " + (skippers.size() == 1 ? "Rank 2 is" : std::string(skippers.size() == 2 ? "Ranks 0, 2 are" : "Ranks 0, 1, 3 are")) +
+                                           " blamed: in the other computes where the ranks agree (compute 1 "
+                                           "(script step 2), compute 3 (script step 6)), every rank issued what " + others +
+                                           " issued here (all_reduce(sum) (float64 [4])), not what " + them + " did."));
+    EXPECT_NE(run.diagnosis.find("Then " + them + " issued " + (skippers.size() == 1 ? "its" : "their") +
+                                 " collectives of compute 3 (script step 6) while " + others + " waited in those of "
+                                 "compute 2 (script step 4): from #1 on"),
+              std::string::npos) << run.diagnosis;
+    const auto deviation = find_step_deviation(run.ranks);
+    ASSERT_TRUE(deviation.has_value());
+    EXPECT_EQ(deviation->blamed, skippers);
+    EXPECT_EQ(deviation->fewer, skippers);
+    EXPECT_EQ(deviation->more, issuers);
+  }
+}
+
+// When the ranks part in their first compute, nothing tells which sequence is the metric's: the
+// fewer ranks are blamed, and with as many on each side neither (both named, and who did more).
+TEST(Diagnosis, RanksThatPartInTheirOnlyComputeBlameTheFewerOrWithAnEvenSplitNeither) {
+  const auto odd = diagnosed({rank(0, RankState::TimedOut, script({{0, {"ar", "ar"}}}), true),
+                              rank(1, RankState::Finished, script({{0, {"ar"}}})),
+                              rank(2, RankState::TimedOut, script({{0, {"ar", "ar"}}}), true)});
+  EXPECT_EQ(odd.blamed_rank, 1);
+  EXPECT_TRUE(begins_with(odd.diagnosis, "rank 1 returned from compute 1 (script step 2) without its all_reduce(sum) #1 "
+                                         "(float64 [4]), which ranks 0, 2 wait in. Rank 1 is blamed: the fewer ranks (1 "
+                                         "against 2); no other compute where the ranks agree tells which sequence is the "
+                                         "metric's."));
+  for (int world_size : {2, 4}) {
+    SCOPED_TRACE("world size " + std::to_string(world_size));
+    std::vector<RankOutcome> ranks;
+    std::vector<int> more, fewer;
+    for (int r = 0; r < world_size; ++r) {
+      if (r % 2 == 0) {
+        ranks.push_back(rank(r, RankState::TimedOut, script({{0, {"ar", "ar"}}}), true));
+        more.push_back(r);
+      } else {
+        ranks.push_back(rank(r, RankState::Finished, script({{0, {"ar"}}})));
+        fewer.push_back(r);
+      }
+    }
+    const auto even = diagnosed(ranks);
+    EXPECT_EQ(even.status, RunStatus::Hang);
+    EXPECT_EQ(even.blamed_rank, -1) << even.diagnosis;
+    EXPECT_TRUE(begins_with(even.diagnosis, "ranks split evenly over compute 1 (script step 2): " + detail::describe_ranks(more) +
+                                            " issued all_reduce(sum) #1 (float64 [4]) in compute 1 (script step 2), which " +
+                                            detail::describe_ranks(fewer) + " never issued (" + detail::describe_ranks(more) +
+                                            " did more: 2 collectives in it against 1). With as many ranks on each side and "
+                                            "no other compute where the ranks agree to tell which sequence is the metric's, "
+                                            "neither side is blamed"));
+    const auto deviation = find_step_deviation(even.ranks);
+    ASSERT_TRUE(deviation.has_value());
+    EXPECT_TRUE(deviation->blamed.empty());
+    EXPECT_EQ(deviation->more, more);
+    EXPECT_EQ(deviation->fewer, fewer);
+  }
 }
 
 TEST(Diagnosis, AFailedCollectiveAfterALostPeerGetsNoDeviceHint) {

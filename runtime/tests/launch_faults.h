@@ -21,6 +21,15 @@
 //   raw_gloo_skip    gloo only: every other rank issues its own allreduce on the variant's
 //                    c10d::ProcessGroupGloo (no timeout, unseen by the trace) before all_reduce #1;
 //                    the rank skips it                                -> hang, blamed on the rank
+//
+// And faults of a task that declares its script steps (Communicator::set_issuer), as the scenario
+// task does, `script_fault`: update, compute 1, update, compute 2, update, compute 3, each compute
+// one all_reduce; the ranks in `ranks` misbehave in compute 2 as `fault` says:
+//   none             -> completed
+//   extra_barrier    a barrier after compute 2's all_reduce, which the others never issue -> hang
+//   cached_compute   compute 2 returns a cached value without its all_reduce (a compute cache on
+//                    ranks without a new update) -> hang: their compute 3 all_reduce pairs with
+//                    the others' compute 2 one, and the others wait in compute 3's
 #pragma once
 
 #include <ATen/ATen.h>
@@ -33,8 +42,10 @@
 #include <cstdlib>
 #include <fstream>
 #include <stdexcept>
+#include <algorithm>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "distmetrics/runtime/task.h"
 
@@ -89,6 +100,22 @@ inline nlohmann::json run_fault(TaskContext& ctx) {
   const at::Tensor sum = ctx.comm.all_reduce_copy(four(), ReduceOp::Sum);
   if (me && fault == "extra_collective") ctx.comm.all_reduce_copy(four(), ReduceOp::Sum);
   return {{"sum", sum[0].item<double>()}};
+}
+
+inline nlohmann::json run_script_fault(TaskContext& ctx) {
+  const std::string fault = ctx.params.value("fault", "none");
+  const auto ranks = ctx.params.value("ranks", std::vector<int>{});
+  const bool me = std::find(ranks.begin(), ranks.end(), ctx.rank) != ranks.end();
+  double sum = 0;
+  for (int compute = 0; compute < 3; ++compute) {
+    const int step = 2 * compute + 1;  // steps 0, 2, 4 are updates: no collective
+    ctx.comm.set_issuer(step, compute);
+    if (me && compute == 1 && fault == "cached_compute") continue;
+    sum = ctx.comm.all_reduce_copy(four(), ReduceOp::Sum)[0].item<double>();
+    if (me && compute == 1 && fault == "extra_barrier") ctx.comm.barrier();
+  }
+  ctx.comm.set_issuer(-1, -1);
+  return {{"sum", sum}};
 }
 
 }  // namespace distmetrics::runtime::fault_test

@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "distmetrics/runtime/child_call.h"
+#include "distmetrics/runtime/desync.h"
 #include "distmetrics/runtime/errors.h"
 
 #include "distmetrics/harness/input_dtype.h"
@@ -205,17 +206,27 @@ std::vector<RankReport> rank_reports(const Scenario& scenario, const runtime::Jo
     for (std::size_t i = 0; i < r.trace.size(); ++i) {
       const auto& record = r.trace[i];
       TraceEntry entry{record.seq, record.op, record.dtype, record.shape, 0, ""};
-      if (i < steps.size() && steps[i] >= 0) {
-        entry.script_step = steps[i] + 1;
-        if (static_cast<std::size_t>(steps[i]) < scenario.script.size()) entry.step_text = scenario.script[steps[i]].text;
+      // The step the record was stamped with, else the one the observation says (a rank that hung
+      // returned none).
+      const int step = record.step >= 0 ? record.step : i < steps.size() ? steps[i] : -1;
+      if (step >= 0) {
+        entry.script_step = step + 1;
+        if (static_cast<std::size_t>(step) < scenario.script.size()) entry.step_text = scenario.script[step].text;
       }
       report.trace.push_back(std::move(entry));
     }
     if (r.blocked_in) {
       report.blocked_in = r.blocked_in->seq;
       // A rank blocked inside a collective it had not completed: the trace shows it too.
-      if (report.trace.empty() || report.trace.back().seq < r.blocked_in->seq)
-        report.trace.push_back({r.blocked_in->seq, r.blocked_in->op, r.blocked_in->dtype, r.blocked_in->shape, 0, ""});
+      if (report.trace.empty() || report.trace.back().seq < r.blocked_in->seq) {
+        const auto& b = *r.blocked_in;
+        TraceEntry entry{b.seq, b.op, b.dtype, b.shape, 0, ""};
+        if (b.step >= 0) {
+          entry.script_step = b.step + 1;
+          if (static_cast<std::size_t>(b.step) < scenario.script.size()) entry.step_text = scenario.script[b.step].text;
+        }
+        report.trace.push_back(std::move(entry));
+      }
     }
     if (report.error.empty() && !r.error.empty()) report.error = (r.error_type.empty() ? "" : r.error_type + ": ") + first_line(r.error);
     if (report.error.empty() && !r.how_died.empty()) report.error = r.how_died;
@@ -367,6 +378,12 @@ Verdict Engine::judge(const Scenario& given, const Variant& variant, const runti
 
   if (run.status == runtime::RunStatus::Crash || run.status == runtime::RunStatus::Hang) {
     int blamed = run.blamed_rank;
+    if (const auto d = runtime::find_step_deviation(run.ranks)) {
+      v.deviation = {{"script_step", d->step + 1},
+                     {"compute", d->compute >= 0 ? nlohmann::json(d->compute + 1) : nlohmann::json(nullptr)},
+                     {"seq", d->parted.seq}, {"op", d->parted.describe()},
+                     {"more", d->more}, {"fewer", d->fewer}, {"blamed", d->blamed}};
+    }
     std::string ours = run.status == runtime::RunStatus::Hang ? raised_alone(run, blamed) : std::string();
     v.outcome = run.status == runtime::RunStatus::Crash ? Outcome::Crash : Outcome::Hang;
     std::ostringstream diag;

@@ -40,7 +40,7 @@ nlohmann::json Verdict::to_json() const {
   for (const auto& p : properties) props.push_back(p.to_json());
   nlohmann::json rank_reports = nlohmann::json::array();
   for (const auto& r : ranks) rank_reports.push_back(r.to_json(outcome != Outcome::Pass));
-  return {{"id", variant.id},
+  nlohmann::json j = {{"id", variant.id},
           {"scenario", variant.scenario},
           {"file", variant.file},
           {"backend", variant.backend},
@@ -58,6 +58,8 @@ nlohmann::json Verdict::to_json() const {
           {"reproduce", variant.reproduce()},
           {"tolerance", tolerance},
           {"ranks", rank_reports}};
+  if (!deviation.is_null()) j["deviation"] = deviation;
+  return j;
 }
 
 }  // namespace distmetrics::harness

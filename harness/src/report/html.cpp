@@ -2,6 +2,7 @@
 // the verdict, the matrix coloured by worst outcome, the variants behind each cell, and for
 // each variant that did not pass what differed, each rank's part, the per-rank timeline of
 // collectives for a hang, and the reproduce command with a copy button.
+#include <algorithm>
 #include <sstream>
 
 #include "distmetrics/harness/report_model.h"
@@ -69,6 +70,10 @@ table.timeline td.blocked{outline:2px solid #bf8700;outline-offset:-2px;backgrou
 table.timeline tr.diverge td{border-top:3px solid #cf222e}
 table.timeline tr.diverge td.seq{color:#cf222e;font-weight:700}
 .diverge-note{color:#a40e26;font-weight:600;margin:4px 0}
+table.timeline td.deviates{outline:3px solid #cf222e;outline-offset:-3px;background:#ffebe9}
+table.timeline td.parted{outline:2px dashed #cf222e;outline-offset:-2px}
+table.timeline th.blamed{color:#a40e26;background:#ffebe9}
+.deviation-note{color:#a40e26;margin:4px 0}
 .back{font-size:12px}
 footer{color:var(--muted);font-size:12px;padding:24px}
 )CSS";
@@ -217,6 +222,39 @@ void finding(std::ostringstream& h, const Finding& f) {
   h << "</div>\n";
 }
 
+std::string ranks_text(const std::vector<int>& ranks) {
+  std::string text = ranks.size() == 1 ? "rank " : "ranks ";
+  for (std::size_t i = 0; i < ranks.size(); ++i) text += (i ? ", " : "") + std::to_string(ranks[i]);
+  return text;
+}
+
+// The step where the blamed ranks broke the pattern, in words: the cells marked in the table.
+void deviation_note(std::ostringstream& h, const Timeline& t) {
+  const TimelineDeviation& d = *t.deviation;
+  std::string step = "script step " + std::to_string(d.script_step);
+  for (const auto& row : t.rows)
+    for (const auto& cell : row)
+      if (cell.script_step == d.script_step && !cell.step_text.empty() && step.find('\'') == std::string::npos)
+        step += " '" + cell.step_text + "'";
+  if (d.compute) step += " (compute " + std::to_string(*d.compute) + ")";
+  h << "<p class=\"deviation-note\">";
+  if (d.blamed.empty()) {
+    h << "The ranks split evenly at " << html_escape(step) << ": " << ranks_text(d.more) << " issued "
+      << html_escape(d.op) << " there, which " << ranks_text(d.fewer)
+      << " never issued; neither side is blamed (dashed: where they part).";
+  } else if (d.blamed == d.more) {
+    h << "<b>" << ranks_text(d.blamed) << " broke the pattern at " << html_escape(step) << "</b>: "
+      << (d.blamed.size() == 1 ? "it" : "they") << " issued " << html_escape(d.op) << " there, which "
+      << ranks_text(d.fewer) << " never issued (marked).";
+  } else {
+    h << "<b>" << ranks_text(d.blamed) << " broke the pattern at " << html_escape(step) << "</b>: "
+      << (d.blamed.size() == 1 ? "it" : "they") << " passed it without " << html_escape(d.op) << ", which "
+      << ranks_text(d.more) << " issued (marked: what " << (d.blamed.size() == 1 ? "it" : "they")
+      << " issued at #" << d.seq << " instead).";
+  }
+  h << "</p>\n";
+}
+
 void timeline(std::ostringstream& h, const Timeline& t) {
   h << "<div class=\"timeline-wrap\"><h4>Collectives per rank, aligned by sequence number</h4>\n";
   if (t.divergence) {
@@ -227,22 +265,27 @@ void timeline(std::ostringstream& h, const Timeline& t) {
         << html_escape(row[r].present ? row[r].op + (row[r].blocked ? " (blocked)" : "") : "issued none");
     h << ".</p>\n";
   }
+  if (t.deviation) deviation_note(h, t);
   if (t.omitted) h << "<p class=\"facts\">" << t.omitted << " earlier collectives, the same on every rank, not shown.</p>\n";
   h << "<table class=\"timeline\"><thead><tr><th class=\"seq\">#</th>";
-  for (std::size_t r = 0; r < t.ranks.size(); ++r)
-    h << "<th data-rank=\"" << t.ranks[r] << "\">rank " << t.ranks[r] << "<br><small>" << html_escape(t.states[r])
+  for (std::size_t r = 0; r < t.ranks.size(); ++r) {
+    const bool blamed = t.deviation && std::count(t.deviation->blamed.begin(), t.deviation->blamed.end(), t.ranks[r]);
+    h << "<th data-rank=\"" << t.ranks[r] << "\"" << (blamed ? " class=\"blamed\"" : "") << ">rank " << t.ranks[r]
+      << (blamed ? " · to blame" : "") << "<br><small>" << html_escape(t.states[r])
       << (t.errors[r].empty() ? "" : ": " + html_escape(t.errors[r])) << "</small></th>";
+  }
   h << "</tr></thead><tbody>\n";
   for (std::size_t i = 0; i < t.rows.size(); ++i) {
     const bool diverge = t.divergence && *t.divergence == t.seqs[i];
     h << "<tr data-seq=\"" << t.seqs[i] << "\"" << (diverge ? " class=\"diverge\"" : "") << "><td class=\"seq\">"
       << t.seqs[i] << (diverge ? " ◀" : "") << "</td>";
     for (const auto& cell : t.rows[i]) {
+      const std::string marks = std::string(cell.deviates ? " deviates" : "") + (cell.parted ? " parted" : "");
       if (!cell.present) {
-        h << "<td class=\"missing\">none</td>";
+        h << "<td class=\"missing" << marks << "\">none</td>";
         continue;
       }
-      h << "<td class=\"op" << (cell.blocked ? " blocked" : "") << "\"><b>" << html_escape(cell.op) << "</b>"
+      h << "<td class=\"op" << (cell.blocked ? " blocked" : "") << marks << "\"><b>" << html_escape(cell.op) << "</b>"
         << (cell.blocked ? " <span class=\"blocked-label\">blocked here</span>" : "") << "<br><small>" << html_escape(cell.dtype) << " " << html_escape(cell.shape);
       if (cell.script_step)
         h << " · step " << cell.script_step << (cell.step_text.empty() ? "" : " '" + html_escape(cell.step_text) + "'");

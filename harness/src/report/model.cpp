@@ -127,8 +127,9 @@ Finding finding_of(const json& p, const json& ranks_json) {
 }
 
 // The collectives of every rank side by side; the first sequence number at which they differ
-// (a rank issued another collective, or none) is the divergence.
-std::optional<Timeline> timeline_of(const json& ranks) {
+// (a rank issued another collective, or none) is the divergence. With a deviation (a desync judged
+// per script step), the blamed ranks' cells of the step where they broke the pattern are marked.
+std::optional<Timeline> timeline_of(const json& ranks, const json& deviation) {
   if (!ranks.is_array() || ranks.empty()) return std::nullopt;
   Timeline t;
   std::uint64_t longest = 0;
@@ -157,12 +158,39 @@ std::optional<Timeline> timeline_of(const json& ranks) {
     by_rank.push_back(std::move(cells));
   }
   if (!any) return std::nullopt;
+  if (deviation.is_object()) {
+    TimelineDeviation d;
+    d.script_step = deviation.value("script_step", 0);
+    d.compute = opt_int(deviation, "compute");
+    d.seq = deviation.value("seq", std::uint64_t{0});
+    d.op = str(deviation, "op");
+    d.more = deviation.value("more", std::vector<int>{});
+    d.fewer = deviation.value("fewer", std::vector<int>{});
+    d.blamed = deviation.value("blamed", std::vector<int>{});
+    auto has = [](const std::vector<int>& ranks, int r) { return std::find(ranks.begin(), ranks.end(), r) != ranks.end(); };
+    for (std::size_t i = 0; i < t.ranks.size(); ++i) {
+      const int rank = t.ranks[i];
+      // The blamed side's cells are marked; on an even split, both sides' (as parted).
+      const bool blamed = has(d.blamed, rank), even = d.blamed.empty();
+      if (!blamed && !even) continue;
+      if (has(d.more, rank)) {
+        // What it issued in that step from the parting collective on.
+        for (auto& [seq, cell] : by_rank[i])
+          if (seq >= d.seq && cell.script_step == d.script_step) (blamed ? cell.deviates : cell.parted) = true;
+      } else if (has(d.fewer, rank)) {
+        // The place of the collective it passed the step without: what it issued there instead, or none.
+        auto& cell = by_rank[i][d.seq];
+        (blamed ? cell.deviates : cell.parted) = true;
+      }
+    }
+    t.deviation = d;
+  }
   for (std::uint64_t seq = 0; seq < longest && !t.divergence; ++seq) {
     std::string first;
     bool have_first = false;
     for (const auto& cells : by_rank) {
       const auto it = cells.find(seq);
-      const std::string sig = it == cells.end() ? "(none)" : it->second.signature();
+      const std::string sig = it == cells.end() || !it->second.present ? "(none)" : it->second.signature();
       if (!have_first) {
         first = sig;
         have_first = true;
@@ -174,8 +202,10 @@ std::optional<Timeline> timeline_of(const json& ranks) {
   // Long traces: a few rows before the divergence and after it (or the last ones), not thousands.
   constexpr std::uint64_t kBefore = 8, kAfter = 3;
   const std::uint64_t focus = t.divergence.value_or(longest - 1);
-  const std::uint64_t from = focus > kBefore ? focus - kBefore : 0;
-  const std::uint64_t to = std::min(longest, focus + kAfter + 1);
+  const std::uint64_t first = t.deviation ? std::min(focus, t.deviation->seq) : focus;
+  const std::uint64_t last = t.deviation ? std::max(focus, t.deviation->seq) : focus;
+  const std::uint64_t from = first > kBefore ? first - kBefore : 0;
+  const std::uint64_t to = std::min(longest, last + kAfter + 1);
   t.omitted = static_cast<std::size_t>(from);
   t.omitted_after = static_cast<std::size_t>(longest - to);
   for (std::uint64_t seq = from; seq < to; ++seq) {
@@ -285,7 +315,7 @@ ReportModel report_model(const json& report) {
       counts.batches = opt_int(r, "batches");
       rv.rank_counts.push_back(counts);
     }
-    if (!rv.passed() && rv.outcome != "fail") rv.timeline = timeline_of(ranks);  // hang, crash, memory, error
+    if (!rv.passed() && rv.outcome != "fail") rv.timeline = timeline_of(ranks, v.value("deviation", json()));  // hang, crash, memory, error
     rv.details = rv.passed() ? "" : details_of(v, rv.outcome);
     if (!row_variants.count(rv.row)) model.rows.push_back(ReportRow{rv.row, {}, 0, 0, 0, 0, ""});
     row_variants[rv.row].push_back(i);

@@ -190,6 +190,8 @@ CollectiveRecord Communicator::enter_external(std::string op, std::string dtype,
   record.op = std::move(op);
   record.dtype = std::move(dtype);
   record.shape = std::move(shape);
+  record.step = issuer_step_;  // stamped like the communicator's own, so a desync is judged per step
+  record.compute = issuer_compute_;
   trace_.push_back(record);
   if (observer_) observer_->on_enter(record);
   return record;

@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <iterator>
 #include <map>
+#include <optional>
+#include <set>
 #include <sstream>
 
+#include "distmetrics/runtime/desync.h"
 #include "distmetrics/runtime/text.h"
 
 namespace distmetrics::runtime::detail {
@@ -96,46 +99,270 @@ std::string doing_instead(const RankOutcome& r, const std::string& phase) {
   return "";
 }
 
-// Collectives of different computes paired with each other: at some sequence number the ranks
-// issued the same operation, but for different computes (as the task declared with
-// Communicator::set_issuer): a rank skipped a compute's collectives (a rank-local cache, an early
-// return) and its next compute's went to its peers' earlier one. Blames the rank that ran ahead.
-// Only sequence numbers up to `last` are looked at.
-bool describe_issuer_divergence(JobResult& run, std::ostringstream& out, size_t last) {
-  size_t longest = 0;
-  for (const auto& r : run.ranks) longest = std::max(longest, r.trace.size());
-  for (size_t seq = 0; seq < longest && seq <= last; ++seq) {
-    std::map<int, std::vector<int>> by_compute;  // compute -> ranks
-    std::map<int, const CollectiveRecord*> example;
-    for (const auto& r : run.ranks) {
-      if (r.trace.size() <= seq || r.trace[seq].compute < 0) continue;
-      by_compute[r.trace[seq].compute].push_back(r.rank);
-      example.emplace(r.trace[seq].compute, &r.trace[seq]);
-    }
-    if (by_compute.size() < 2) continue;
-    const auto ahead = std::prev(by_compute.end());
-    std::vector<int> behind;
-    for (auto it = by_compute.begin(); it != ahead; ++it) behind.insert(behind.end(), it->second.begin(), it->second.end());
-    std::sort(behind.begin(), behind.end());
-    const CollectiveRecord& first_behind = *example.at(by_compute.begin()->first);
-    run.blamed_rank = ahead->second.front();
-    out << describe_ranks(ahead->second) << " issued " << (ahead->second.size() == 1 ? "its" : "their")
-        << " collectives of " << example.at(ahead->first)->issuer() << " while " << describe_ranks(behind)
-        << " waited in those of " << first_behind.issuer() << ": from #" << seq
-        << " on, collectives of different computes were paired (" << describe_ranks(ahead->second)
-        << " skipped the collectives of a compute: a rank-local cache, or an early return?). Rank "
-        << run.blamed_rank << " is blamed. " << kSameOrder;
-    return true;
+// A desync judged per script step (distmetrics/runtime/desync.h). A rank's sequence for a step is
+// complete once the rank is past that step (it finished, or it is in a later one); the step it
+// is in holds a prefix of what it would issue.
+using StepKey = std::pair<int, int>;  // (step, compute)
+
+StepKey step_of(const CollectiveRecord& record) { return {record.step, record.compute}; }
+
+std::string step_name(const StepKey& key) {
+  CollectiveRecord record;
+  record.step = key.first;
+  record.compute = key.second;
+  return record.issuer();
+}
+
+struct RankSteps {
+  RankSteps() = default;
+  RankSteps(const RankSteps&) = delete;
+  RankSteps& operator=(const RankSteps&) = delete;
+  int rank = 0;
+  const RankOutcome* outcome = nullptr;
+  std::vector<CollectiveRecord> records;  // its trace, with the collective it is blocked in
+  std::map<StepKey, std::vector<const CollectiveRecord*>> issued;  // into `records` (a RankSteps is never copied)
+  bool passed_all = false;    // it finished its task: it is past every step
+  std::optional<StepKey> at;  // the step it is in; unknown when it issued nothing and did not finish
+  bool passed(const StepKey& key) const { return passed_all || (at && key < *at); }
+  bool reached(const StepKey& key) const { return passed(key) || (at && key == *at); }
+  const std::vector<const CollectiveRecord*>& in(const StepKey& key) const {
+    static const std::vector<const CollectiveRecord*> none;
+    const auto it = issued.find(key);
+    return it == issued.end() ? none : it->second;
   }
-  return false;
+};
+
+std::optional<std::vector<RankSteps>> steps_of(const std::vector<RankOutcome>& ranks) {
+  std::vector<RankSteps> out(ranks.size());
+  bool any = false;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    RankSteps& r = out[i];
+    r.rank = ranks[i].rank;
+    r.outcome = &ranks[i];
+    r.records = ranks[i].trace;
+    const auto& blocked = ranks[i].blocked_in;
+    if (blocked && (r.records.empty() || r.records.back().seq < blocked->seq)) r.records.push_back(*blocked);
+    for (const auto& record : r.records) {
+      if (record.step < 0) return std::nullopt;
+      any = true;
+    }
+    for (const auto& record : r.records) r.issued[step_of(record)].push_back(&record);
+    if (ranks[i].state == RankState::Finished) r.passed_all = true;
+    else if (blocked) r.at = step_of(*blocked);
+    else if (!r.records.empty()) r.at = step_of(r.records.back());
+  }
+  if (!any) return std::nullopt;
+  return out;
+}
+
+std::vector<std::string> keys_of(const std::vector<const CollectiveRecord*>& records, size_t n) {
+  std::vector<std::string> keys;
+  for (size_t i = 0; i < std::min(n, records.size()); ++i) keys.push_back(key_of(*records[i]));
+  return keys;
+}
+
+// One step compared across ranks: every sequence must be a prefix of the longest one (else the
+// ranks issued different collectives in it: `mismatch`), and a rank past the step must have
+// issued all of it (else `fewer` passed it without the collective at index `parted`, which
+// `more` issued).
+struct StepComparison {
+  bool mismatch = false;
+  const std::vector<const CollectiveRecord*>* longest = nullptr;
+  size_t parted = 0;
+  std::vector<int> fewer, more;
+  bool parts() const { return !mismatch && !fewer.empty() && !more.empty(); }
+};
+
+StepComparison compare_step(const std::vector<RankSteps>& ranks, const StepKey& key) {
+  StepComparison c;
+  c.longest = &ranks.front().in(key);
+  for (const auto& r : ranks)
+    if (r.in(key).size() > c.longest->size()) c.longest = &r.in(key);
+  const auto reference = keys_of(*c.longest, c.longest->size());
+  std::optional<size_t> shortest_passed;
+  for (const auto& r : ranks) {
+    const auto& seq = r.in(key);
+    if (keys_of(seq, seq.size()) != std::vector<std::string>(reference.begin(), reference.begin() + seq.size())) {
+      c.mismatch = true;
+      return c;
+    }
+    if (r.passed(key) && (!shortest_passed || seq.size() < *shortest_passed)) shortest_passed = seq.size();
+  }
+  if (!shortest_passed || *shortest_passed == c.longest->size()) return c;
+  c.parted = *shortest_passed;
+  for (const auto& r : ranks) {
+    const auto& seq = r.in(key);
+    if (seq.size() > c.parted) c.more.push_back(r.rank);
+    else if (r.passed(key) && seq.size() == c.parted) c.fewer.push_back(r.rank);
+  }
+  return c;
+}
+
+std::string ops_text(const std::vector<CollectiveRecord>& records, size_t n) {
+  std::string text;
+  for (size_t i = 0; i < n && i < records.size(); ++i) text += (text.empty() ? "" : ", ") + what_issued(records[i]);
+  return text.empty() ? "nothing" : text;
+}
+
+// Where each rank is now, ranks in the same place together: "rank 1 waits in all_reduce(sum) #5
+// (float64 [2]) of compute 4 (script step 10); ranks 0, 2 finished their tasks".
+std::string where_ranks_are(const std::vector<RankOutcome>& ranks) {
+  std::vector<std::pair<std::string, std::vector<int>>> places;
+  for (const auto& o : ranks) {
+    std::string place;
+    if (o.blocked_in) place = " in " + o.blocked_in->describe() + (o.blocked_in->step >= 0 ? " of " + o.blocked_in->issuer() : "");
+    else if (o.state == RankState::Finished) place = "finished";
+    else if (o.state == RankState::Crashed) place = "crashed (" + o.how_died + ")";
+    else if (o.state == RankState::Raised) place = "raised " + o.error_type;
+    else place = "ran outside any collective";
+    auto it = std::find_if(places.begin(), places.end(), [&](const auto& p) { return p.first == place; });
+    if (it == places.end()) places.push_back({place, {o.rank}});
+    else it->second.push_back(o.rank);
+  }
+  std::string out;
+  for (const auto& [place, who] : places) {
+    const bool one = who.size() == 1;
+    std::string text = place;
+    if (place.rfind(" in ", 0) == 0) text = (one ? "waits" : "wait") + place;
+    else if (place == "finished") text = one ? "finished its task" : "finished their tasks";
+    out += (out.empty() ? "" : "; ") + describe_ranks(who) + " " + text;
+  }
+  return out;
+}
+
+std::optional<StepDeviation> step_deviation(const std::vector<RankOutcome>& ranks) {
+  if (ranks.empty()) return std::nullopt;
+  const auto steps = steps_of(ranks);
+  if (!steps) return std::nullopt;
+  std::set<StepKey> keys;
+  for (const auto& r : *steps)
+    for (const auto& [key, records] : r.issued) keys.insert(key);
+  std::optional<StepKey> parted_at;
+  StepComparison parting;
+  for (const auto& key : keys) {
+    const StepComparison c = compare_step(*steps, key);
+    if (c.mismatch) return std::nullopt;  // different collectives in one step: named by sequence number
+    if (c.parts()) {
+      parted_at = key;
+      parting = c;
+      break;
+    }
+  }
+  if (!parted_at) return std::nullopt;
+  const StepKey at = *parted_at;
+  const bool is_compute = at.second >= 0;
+
+  // The pattern: the other steps of this kind that every rank reached and one passed, where
+  // their collectives agree; each matches the sequence of one side, or neither.
+  const auto fewer_keys = keys_of(*parting.longest, parting.parted);
+  const auto more_keys = keys_of(*parting.longest, parting.parted + 1);
+  std::vector<StepKey> for_fewer, for_more;
+  for (const auto& key : keys) {
+    if (key == at || (key.second >= 0) != is_compute) continue;
+    bool all_reached = true, any_passed = false;
+    for (const auto& r : *steps) {
+      all_reached = all_reached && r.reached(key);
+      any_passed = any_passed || r.passed(key);
+    }
+    if (!all_reached || !any_passed) continue;
+    const StepComparison c = compare_step(*steps, key);
+    if (c.mismatch || c.parts()) continue;
+    const auto agreed = keys_of(*c.longest, c.longest->size());
+    if (agreed == fewer_keys) for_fewer.push_back(key);
+    else if (agreed.size() > parting.parted && std::equal(more_keys.begin(), more_keys.end(), agreed.begin()))
+      for_more.push_back(key);
+  }
+
+  StepDeviation d;
+  d.step = at.first;
+  d.compute = at.second;
+  d.more = parting.more;
+  d.fewer = parting.fewer;
+  d.fewer_issued = parting.parted;
+  for (const auto* r : *parting.longest) d.issued.push_back(*r);
+  if (for_fewer.size() != for_more.size()) {
+    d.blamed = for_fewer.size() > for_more.size() ? d.more : d.fewer;
+    d.pattern = for_fewer.size() > for_more.size() ? for_fewer : for_more;
+  } else if (d.fewer.size() != d.more.size()) {
+    d.blamed = d.fewer.size() < d.more.size() ? d.fewer : d.more;
+  }
+  // The parting collective as a rank of `more` blocked in it issued it, if one is.
+  d.parted = *(*parting.longest)[parting.parted];
+  d.more_wait_in_it = true;
+  for (int m : d.more) {
+    const auto& r = (*steps)[m];
+    const CollectiveRecord* mine = r.in(at)[parting.parted];
+    const bool blocked_here = r.outcome->blocked_in && r.outcome->blocked_in->seq == mine->seq;
+    if (blocked_here) d.parted = *mine;
+    d.more_wait_in_it = d.more_wait_in_it && blocked_here;
+  }
+  return d;
+}
+
+// A desync judged per script step, in words: what the blamed side did, why it is blamed (the
+// pattern of the other steps, or the sides' sizes), what followed, where every rank is.
+bool describe_step_divergence(JobResult& run, std::ostringstream& out) {
+  const auto deviation = step_deviation(run.ranks);
+  if (!deviation) return false;
+  const StepDeviation& d = *deviation;
+  const StepKey at{d.step, d.compute};
+  const bool is_compute = d.compute >= 0;
+  const std::string where = step_name(at);
+  const std::string more_did = describe_ranks(d.more) + " issued " + d.parted.describe() + " in " + where + ", which " +
+                               describe_ranks(d.fewer) + " never issued";
+  const std::string fewer_did = describe_ranks(d.fewer) + (is_compute ? " returned from " : " passed ") + where +
+                                " without its " + d.parted.describe() + ", which " + describe_ranks(d.more) +
+                                (d.more_wait_in_it ? (d.more.size() == 1 ? " waits in" : " wait in") : " issued");
+  const bool blame_fewer = !d.blamed.empty() && d.blamed == d.fewer;
+  if (d.blamed.empty()) {
+    out << "ranks split evenly over " << where << ": " << more_did << " (" << describe_ranks(d.more) << " did more: "
+        << collectives(d.issued.size()) << " in it against " << d.fewer_issued << "). With as many ranks on each side "
+        << "and no other " << (is_compute ? "compute" : "step") << " where the ranks agree to tell which sequence is the "
+        << "metric's, neither side is blamed: look at why " << where << " issues " << d.parted.op
+        << " on some ranks only (a number of collectives that follows the rank's own data, a rank-local cache or "
+           "condition, an early return).";
+  } else {
+    const std::vector<int>& spared = blame_fewer ? d.more : d.fewer;
+    out << (blame_fewer ? fewer_did : more_did) << ". " << (d.blamed.size() == 1 ? "Rank " : "Ranks ");
+    for (size_t i = 0; i < d.blamed.size(); ++i) out << (i ? ", " : "") << d.blamed[i];
+    out << (d.blamed.size() == 1 ? " is" : " are") << " blamed: ";
+    if (!d.pattern.empty()) {
+      out << "in the other " << (is_compute ? "computes" : "steps") << " where the ranks agree (";
+      for (size_t i = 0; i < d.pattern.size() && i < 3; ++i) out << (i ? ", " : "") << step_name(d.pattern[i]);
+      if (d.pattern.size() > 3) out << ", ...";
+      // What the spared side issued here: through the parting collective, or up to it.
+      const size_t shown = blame_fewer ? d.fewer_issued + 1 : d.fewer_issued;
+      out << "), every rank issued what " << describe_ranks(spared) << " issued here (" << ops_text(d.issued, shown)
+          << (blame_fewer && d.issued.size() > shown ? ", ..." : "") << "), not what " << describe_ranks(d.blamed)
+          << " did.";
+    } else {
+      out << "the fewer ranks (" << d.blamed.size() << " against " << spared.size() << "); no other "
+          << (is_compute ? "compute" : "step") << " where the ranks agree tells which sequence is the metric's.";
+    }
+  }
+  // What followed: a side that passed a step without its collectives pairs its next ones with the
+  // other side's of that step (which complete, wrongly, until nothing pairs).
+  for (int f : d.fewer) {
+    const auto& trace = run.ranks[f].trace;
+    const auto found = std::find_if(trace.begin(), trace.end(), [&](const CollectiveRecord& r) { return r.seq == d.parted.seq; });
+    if (found == trace.end() || step_of(*found) == at || key_of(*found) != key_of(d.parted)) continue;
+    out << " Then " << describe_ranks(d.fewer) << " issued " << (d.fewer.size() == 1 ? "its" : "their")
+        << " collectives of " << found->issuer() << " while " << describe_ranks(d.more) << " waited in those of "
+        << d.parted.issuer() << ": from #" << d.parted.seq << " on, collectives of different computes were paired.";
+    break;
+  }
+  out << " Now " << where_ranks_are(run.ranks) << ". " << kSameOrder;
+  run.blamed_rank = d.blamed.empty() ? -1 : d.blamed.front();
+  return true;
 }
 
 // "ranks disagree at #2: rank 0 issued all_gather (...), ranks 1, 2 issued all_reduce(sum) (...)",
 // blaming the smallest group. False when every rank issued the same sequence.
 bool describe_divergence(JobResult& run, std::ostringstream& out) {
+  // Judged per script step where the records carry it: a step passed without a collective its
+  // peers issued in it explains every later difference of sequence numbers too.
+  if (describe_step_divergence(run, out)) return true;
   auto divergence = find_divergence(run.ranks);
-  // Computes paired out of step explain a later difference of operations too: named first.
-  if (describe_issuer_divergence(run, out, divergence ? divergence->seq : static_cast<size_t>(-1))) return true;
   if (!divergence) return false;
   // Blame the smallest group of ranks that issued something else (ties: the group that does
   // not hold the lowest rank, whose sequence is taken as the reference).
@@ -187,7 +414,10 @@ void diagnose_crash(JobResult& run, const std::vector<std::string>& phases) {
   std::ostringstream out;
   // Ranks that issued different collectives can make the backend itself end them (MPI aborts
   // on a truncated message): the divergence is the cause, the crash its consequence.
-  if (describe_divergence(run, out)) out << " Then ";
+  if (describe_divergence(run, out)) {
+    out << " Then ";
+    if (run.blamed_rank < 0) run.blamed_rank = first.rank;  // an even split blames neither side: the crash is named
+  }
   out << "rank " << first.rank << " crashed (" << (first.how_died.empty() ? "how is unknown" : first.how_died) << ")";
   if (first.blocked_in) out << " inside " << first.blocked_in->describe();
   else out << " after " << collectives(first.trace.size());
@@ -384,3 +614,9 @@ void diagnose(JobResult& run, const std::vector<std::string>& phases, std::chron
 }
 
 }  // namespace distmetrics::runtime::detail
+
+namespace distmetrics::runtime {
+
+std::optional<StepDeviation> find_step_deviation(const std::vector<RankOutcome>& ranks) { return detail::step_deviation(ranks); }
+
+}  // namespace distmetrics::runtime

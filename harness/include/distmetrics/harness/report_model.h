@@ -72,7 +72,19 @@ struct TimelineCell {
   int script_step = 0;  // 0: not recorded
   std::string step_text;
   bool blocked = false;  // the rank was inside it when it stopped
+  // Where its rank broke the pattern (Timeline::deviation): a collective it issued in that step
+  // that its peers never did, or the place of the one it passed that step without. `parted`:
+  // the same on an even split, where neither side is blamed.
+  bool deviates = false, parted = false;
   std::string signature() const { return op + " " + dtype + " " + shape; }
+};
+// Where the ranks' collectives of one script step parted (the verdict's "deviation").
+struct TimelineDeviation {
+  int script_step = 0;         // 1-based
+  std::optional<int> compute;  // 1-based
+  std::uint64_t seq = 0;       // the collective `more` issued in that step and `fewer` passed it without
+  std::string op;              // that collective, described
+  std::vector<int> more, fewer, blamed;  // blamed: `more`, `fewer`, or empty (an even split)
 };
 struct Timeline {
   std::vector<int> ranks;
@@ -81,6 +93,7 @@ struct Timeline {
   std::vector<std::uint64_t> seqs;      // rows shown
   std::vector<std::vector<TimelineCell>> rows;  // per row, per rank
   std::optional<std::uint64_t> divergence;      // first seq where the ranks differ
+  std::optional<TimelineDeviation> deviation;   // the step where the blamed ranks broke the pattern
   std::size_t omitted = 0;              // leading rows left out (all ranks agreed)
   std::size_t omitted_after = 0;        // rows after the divergence left out
 };

@@ -67,6 +67,9 @@ struct Verdict {
   nlohmann::json shards = nlohmann::json::array();
   std::vector<RankReport> ranks;  // per rank, when the variant ran (empty for a skip)
   nlohmann::json tolerance;       // {"rtol", "atol", "exact"} of the scenario, or null
+  // Where the ranks' collectives of one script step parted (runtime::find_step_deviation):
+  // {script_step, compute, seq, op, more, fewer, blamed}, or null.
+  nlohmann::json deviation;
 
   const PropertyResult* property(const std::string& name) const;
   nlohmann::json to_json() const;  // the JSON report's per-variant object

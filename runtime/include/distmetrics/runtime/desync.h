@@ -1,0 +1,38 @@
+// A desync judged per script step. Every collective record carries the script step and compute
+// that issued it (Communicator::set_issuer), and every rank runs the same script, so each rank's
+// collectives of one step can be compared with its peers'. The first step where one side of the
+// ranks passed the step without a collective the other side issued in it is where they parted;
+// the side to blame is the one whose sequence for that step breaks the pattern the ranks keep in
+// their other steps of that kind (docs/runtime.md, "Diagnosis and blame").
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "distmetrics/runtime/job.h"
+
+namespace distmetrics::runtime {
+
+struct StepDeviation {
+  int step = -1;                 // 0-based script step
+  int compute = -1;              // 0-based compute within it ('compute every' has several); -1 outside computes
+  CollectiveRecord parted;       // the collective `more` issued in that step and `fewer` passed it without
+  bool more_wait_in_it = false;  // every rank of `more` is blocked in it
+  std::vector<int> more, fewer;  // the ranks that issued it; the ranks that passed the step without it
+  // `more` or `fewer`; empty when the sides are as many and no other step tells them apart.
+  std::vector<int> blamed;
+  std::vector<CollectiveRecord> issued;  // the step's collectives on the side that issued most
+  std::size_t fewer_issued = 0;          // how many of them `fewer` issued (the first ones)
+  // The other steps of its kind, (step, compute), where every rank issued the same and that
+  // matched one side: the pattern. Empty when the blame comes from the sides' sizes.
+  std::vector<std::pair<int, int>> pattern;
+};
+
+// Nothing when the ranks' collectives agree step by step, when they issued different collectives
+// within one step (a mismatch, named by sequence number), or when some record carries no step
+// (a task that does not declare its steps).
+std::optional<StepDeviation> find_step_deviation(const std::vector<RankOutcome>& ranks);
+
+}  // namespace distmetrics::runtime
