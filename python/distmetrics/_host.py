@@ -105,9 +105,13 @@ class _Mapped:
     """An adapter with a registration's own calls put in front of it: its transform, update,
     compute and state read-out, and its conventions over the adapter's."""
 
-    def __init__(self, adapter, reg):
+    def __init__(self, adapter, reg, params):
         self._adapter = adapter
         self._reg = reg
+        for_params = getattr(reg.transform, "for_params", None)  # a transform that depends on the parameters
+        self._transform = for_params(params) if callable(for_params) else reg.transform
+        for_params = getattr(reg.compute, "for_params", None)
+        self._compute = for_params(params) if callable(for_params) else reg.compute
 
     def __getattr__(self, name):
         return getattr(self._adapter, name)
@@ -121,15 +125,15 @@ class _Mapped:
         self._adapter.metric = value
 
     def update(self, input, target, weight):
-        if self._reg.transform is not None:
-            input, target, weight = self._reg.transform(input, target, weight)
+        if self._transform is not None:
+            input, target, weight = self._transform(input, target, weight)
         if self._reg.update is not None:
             return self._reg.update(self._adapter.metric, input, target, weight)
         return self._adapter.update(input, target, weight)
 
     def compute(self):
-        if self._reg.compute is not None:
-            return self._reg.compute(self._adapter.metric)
+        if self._compute is not None:
+            return self._compute(self._adapter.metric)
         return self._adapter.compute()
 
     def state_tensors(self):
@@ -151,7 +155,7 @@ def _build(name, params):
         cls.check(metric)
     adapter = cls(metric, reg.conventions)
     if reg.transform or reg.update or reg.compute or reg.state:
-        return _Mapped(adapter, reg)
+        return _Mapped(adapter, reg, params)
     return adapter
 
 
