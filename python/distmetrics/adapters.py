@@ -270,9 +270,9 @@ class IgniteAdapter(Adapter):
 class TorchevalAdapter(TorchmetricsAdapter):
     """torcheval: ``update(input, target)`` (``update(input, weight=w)`` for Mean, Sum...),
     ``compute()``, ``reset()``, ``merge_state(metrics)``. Its ``compute()`` is this rank's value:
-    the global one is ``torcheval.metrics.toolkit.sync_and_compute(metric, recipient_rank="all")``
-    (the library's own synced path: every rank gathers the states and merges them), which is
-    what this adapter reads. State: the states added with ``_add_state``
+    the global one is ``torcheval.metrics.toolkit.sync_and_compute(metric)`` (0.0.7: on every
+    rank; 0.0.6 needs ``recipient_rank="all"``, which the adapter passes where the function takes
+    it): every rank gathers the states and merges them. That is what this adapter reads. State: the states added with ``_add_state``
     (``_state_name_to_default``), read from the object."""
 
     style = "torcheval"
@@ -291,7 +291,9 @@ class TorchevalAdapter(TorchmetricsAdapter):
             return self.metric.compute()
         from torcheval.metrics.toolkit import sync_and_compute
 
-        return sync_and_compute(self.metric, recipient_rank="all")
+        if _accepts(sync_and_compute, "recipient_rank"):  # torcheval 0.0.6: rank 0 only by default
+            return sync_and_compute(self.metric, recipient_rank="all")
+        return sync_and_compute(self.metric)  # torcheval 0.0.7: every rank gets the value
 
     def state_tensors(self):
         names = getattr(self.metric, "_state_name_to_default", None)

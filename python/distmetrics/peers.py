@@ -184,7 +184,9 @@ def _resolve(peer):
         raise PeerSetupError(f"{peer.where}: cls: cannot import {module_name} ({e})") from None
     cls = getattr(module, name, None)
     if cls is None:
-        near = [n for n in dir(module) if n.lower() == name.lower() or name.lower() in n.lower()][:5]
+        import difflib
+
+        near = difflib.get_close_matches(name, [n for n in dir(module) if not n.startswith("_")], n=3)
         raise PeerSetupError(f"{peer.where}: cls: {module_name} has no class {name}"
                              + (f" (did you mean {', '.join(near)}?)" if near else ""))
     return cls
