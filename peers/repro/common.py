@@ -27,9 +27,11 @@ def _venv():
 _venv()
 
 
-def _rank_main(rank, world_size, store_path, body, results, timeout_s):
+def _rank_main(rank, world_size, store_path, body, results, timeout_s, preload):
     warnings.simplefilter("ignore")
     _venv()
+    for module in preload:  # imported before the group exists, so that the deadline is the collectives'
+        __import__(module)
     store = dist.FileStore(store_path, world_size)
     dist.init_process_group("gloo", store=store, rank=rank, world_size=world_size,
                             timeout=datetime.timedelta(seconds=timeout_s))
@@ -42,18 +44,20 @@ def _rank_main(rank, world_size, store_path, body, results, timeout_s):
         dist.destroy_process_group()
 
 
-def run(body, world_size=2, timeout_s=20):
+def run(body, world_size=2, timeout_s=10, preload=()):
     """{rank: ("ok", value) or ("raised", text) or ("crashed", text)}; ranks still running after
-    timeout_s are ("hang", ...) and are ended."""
+    timeout_s (after an allowance for starting and importing `preload`) are ("hang", ...) and
+    are ended; timeout_s is also torch.distributed's own timeout."""
     ctx = mp.get_context("spawn")
     results = ctx.Queue()
     with tempfile.TemporaryDirectory() as tmp:
-        procs = [ctx.Process(target=_rank_main, args=(r, world_size, os.path.join(tmp, "store"), body, results, timeout_s))
+        procs = [ctx.Process(target=_rank_main, args=(r, world_size, os.path.join(tmp, "store"), body, results, timeout_s,
+                                                          tuple(preload)))
                  for r in range(world_size)]
         for p in procs:
             p.start()
         out = {}
-        deadline = datetime.datetime.now() + datetime.timedelta(seconds=timeout_s + 5)
+        deadline = datetime.datetime.now() + datetime.timedelta(seconds=timeout_s + 60)
         while len(out) < world_size and datetime.datetime.now() < deadline:
             try:
                 rank, kind, value = results.get(timeout=0.5)

@@ -26,7 +26,7 @@ def body(rank, world_size):
 
 
 if __name__ == "__main__":
-    results = common.run(body, world_size=2, timeout_s=10)
+    results = common.run(body, world_size=2, timeout_s=10, preload=["torcheval.metrics"])
     print(results)
     common.verdict(any(kind != "ok" for kind, _ in results.values()),
                    "sync_and_compute(MeanSquaredError) with an empty rank: " +
