@@ -8,14 +8,11 @@
 import torch
 
 from distmetrics.errors import Unsupported
-from distmetrics.peers import NoCounterpart, Peer, register_table
+from distmetrics.peers import NoCounterpart, Peer, param_in, register_table, task
 
 M = "ignite.metrics:"
 R = "ignite.metrics.regression:"
 
-
-def task(name):
-    return lambda p: p.get("task") == name
 
 
 def ignite_average(p):
@@ -67,8 +64,13 @@ def cm(p):
 
 CM_AVERAGE = {"none": None, "true": "recall", "pred": "precision", "all": "samples"}
 
+LOSSES = {"cross_entropy": lambda: torch.nn.CrossEntropyLoss(), "nll": lambda: torch.nn.NLLLoss(),
+          "binary_cross_entropy": lambda: torch.nn.BCELoss(),
+          "binary_cross_entropy_with_logits": lambda: torch.nn.BCEWithLogitsLoss(),
+          "mse": lambda: torch.nn.MSELoss(), "l1": lambda: torch.nn.L1Loss()}
+
 TABLE = [
-    Peer("Accuracy", M + "Accuracy", when=lambda p: p["task"] in ("binary", "multiclass", "multilabel"),
+    Peer("Accuracy", M + "Accuracy", when=param_in("task", "binary", "multiclass", "multilabel"),
          takes=("task", "num_classes", "threshold"), kwargs=lambda p: dict(is_multilabel=p["task"] == "multilabel"),
          inputs="scores_for_classes", note="binary and multilabel scores become 0/1 labels (Ignite takes labels)"),
     Peer("TopKCategoricalAccuracy", M + "TopKCategoricalAccuracy", takes=("k", "num_classes"), kwargs=lambda p: dict(k=p["k"]),
@@ -106,7 +108,9 @@ TABLE = [
          note="every element a sample, as the reference (Ignite divides by rows: [N, D] becomes [N * D])"),
     Peer("RootMeanSquaredError", M + "RootMeanSquaredError", inputs="rows_to_elements",
          note="every element a sample, as the reference (Ignite divides by rows: [N, D] becomes [N * D])"),
-    Peer("MaximumAbsoluteError", R + "MaximumAbsoluteError"),
+    # ignite/metrics/regression/maximum_absolute_error.py:71 takes torch.max of the batch's errors: a
+    # batch of no rows raises (declared: not fed, the rest runs; docs/peers.md).
+    Peer("MaximumAbsoluteError", R + "MaximumAbsoluteError", conventions={"empty_batch": "rejected"}),
     Peer("MeanPairwiseDistance", M + "MeanPairwiseDistance", takes=("p", "eps"), kwargs=lambda p: dict(p=p["p"], eps=p["eps"])),
     Peer("R2Score", R + "R2Score"),
     Peer("PearsonCorrelation", R + "PearsonCorrelation"),
@@ -114,10 +118,10 @@ TABLE = [
          note="no weight: weighted variants are skipped; values as [N, 1] rows"),
     Peer("GeometricAverage", M + "GeometricAverage", inputs="elements_as_rows", value=lambda m: torch.as_tensor(m.compute()).squeeze(),
          note="values as [N, 1] rows"),
-    Peer("Loss", M + "Loss", when=lambda p: p["loss"] in LOSSES, takes=("loss",),
+    Peer("Loss", M + "Loss", when=param_in("loss", *LOSSES), takes=("loss",),
          kwargs=lambda p: dict(loss_fn=LOSSES[p["loss"]]()), inputs="long_target",
          note="Loss(loss_fn) with the torch.nn loss of the same name"),
-    Peer("Loss", M + "Average", when=lambda p: p["loss"] == "per_sample", takes=("loss",), inputs="elements_as_rows",
+    Peer("Loss", M + "Average", when=param_in("loss", "per_sample"), takes=("loss",), inputs="elements_as_rows",
          value=lambda m: torch.as_tensor(m.compute()).squeeze(), note="per-sample losses averaged: Average"),
     Peer("RunningAverage", M + "RunningAverage", takes=("alpha",), kwargs=lambda p: dict(alpha=p["alpha"], output_transform=lambda x: x),
          inputs="batch_mean", note="src=None: one value per step, the batch's mean (a training loop's loss)"),
@@ -126,11 +130,6 @@ TABLE = [
          note="an EpochMetric over scikit-learn's average_precision_score"),
     Peer("PSNR", M + "PSNR", takes=("data_range",), kwargs=lambda p: dict(data_range=p["data_range"])),
 ]
-
-LOSSES = {"cross_entropy": lambda: torch.nn.CrossEntropyLoss(), "nll": lambda: torch.nn.NLLLoss(),
-          "binary_cross_entropy": lambda: torch.nn.BCELoss(),
-          "binary_cross_entropy_with_logits": lambda: torch.nn.BCEWithLogitsLoss(),
-          "mse": lambda: torch.nn.MSELoss(), "l1": lambda: torch.nn.L1Loss()}
 
 NO_COUNTERPART = [
     NoCounterpart("Composite", "MetricsLambda arithmetic combines metric objects, not a reference expression string"),

@@ -7,13 +7,10 @@ global value with torcheval.metrics.toolkit.sync_and_compute(metric, recipient_r
 """
 
 from distmetrics.errors import Unsupported
-from distmetrics.peers import NoCounterpart, Peer, register_table
+from distmetrics.peers import NoCounterpart, Peer, param_in, register_table, task
 
 M = "torcheval.metrics:"
 
-
-def task(name):
-    return lambda p: p.get("task") == name
 
 
 def average(p):
@@ -44,13 +41,16 @@ TABLE = [
          kwargs=lambda p: (average(p), dict(threshold=p["threshold"]))[1], inputs="long_target"),
     Peer("F1", M + "MulticlassF1Score", when=task("multiclass"), takes=("task", "num_classes", "average", "zero_division"),
          kwargs=lambda p: dict(num_classes=p["num_classes"], average=average(p)), inputs="long_target"),
+    # torcheval/metrics/functional/classification/confusion_matrix.py:278 takes torch.max(target) of
+    # the batch: a batch of no rows raises (declared: not fed, the rest runs; docs/peers.md).
     Peer("ConfusionMatrix", M + "MulticlassConfusionMatrix", takes=("num_classes", "normalize"),
+         conventions={"empty_batch": "rejected"},
          kwargs=lambda p: dict(num_classes=p["num_classes"], normalize=None if p["normalize"] == "none" else p["normalize"]),
          inputs="long_target"),
     Peer("MeanSquaredError", M + "MeanSquaredError"),
     Peer("R2Score", M + "R2Score"),
     Peer("Average", M + "Mean", note="update(input, weight=w)"),
-    Peer("Loss", M + "Mean", when=lambda p: p["loss"] == "per_sample", takes=("loss",),
+    Peer("Loss", M + "Mean", when=param_in("loss", "per_sample"), takes=("loss",),
          note="per-sample losses averaged: Mean"),
     Peer("RocAuc", M + "BinaryAUROC", inputs="float_labels"),
     Peer("AveragePrecision", M + "BinaryAUPRC", inputs="float_labels", note="BinaryAUPRC is average precision"),

@@ -189,6 +189,8 @@ class HostedMetric:
         if structured_file:  # `input` holds the indices of this batch's structured samples
             input, target = structured_batch(structured_file, input)
             weight = None
+        if self.adapter.conventions.get("empty_batch") == "rejected" and _rows(input) == 0:
+            return  # the library rejects a batch of no rows (its declared convention): a loop would not feed it
         self.adapter.update(input, target, weight)
 
     def compute(self, alone=False):
@@ -249,6 +251,12 @@ class HostedMetric:
         merged = self.adapter.metric.merge_state(others)
         if merged is not None and merged is not self.adapter.metric and hasattr(merged, "compute"):
             self.adapter.metric = merged  # torcheval returns self; one that returns a new metric is read as it
+
+
+def _rows(input):
+    if isinstance(input, torch.Tensor):
+        return input.shape[0] if input.dim() > 0 else 1
+    return len(input) if isinstance(input, list) else 1
 
 
 class detached:

@@ -22,7 +22,9 @@ from .errors import Unsupported
 #   state_dict   "saves_state": state_dict() holds the state; "persistent_off": the library keeps
 #                states out of state_dict() unless asked (torchmetrics' persistent(True), which
 #                the adapter calls before saving, as a user checkpointing a metric must)
-#   empty_batch  "accepted" or "rejected" (update() raises on a batch of no rows)
+#   empty_batch  "accepted" or "rejected" (update() raises on a batch of no rows: the host then
+#                does not feed such a batch, as a training loop would not, so the distributed
+#                checks still run; docs/peers.md lists the rejection as the library's finding)
 #   merge_state  whether merge_state(metrics) is the library's API (torcheval)
 CONVENTION_KEYS = ("compute", "no_data", "state_dict", "empty_batch", "merge_state")
 

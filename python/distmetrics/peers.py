@@ -120,6 +120,19 @@ CONVERSIONS: Dict[str, Callable] = {
 }
 
 
+def param_in(key, *values):
+    """A ``when`` that holds for scenarios whose parameter `key` is one of `values` (docs/peers.md
+    shows its text)."""
+    def holds(params):
+        return params.get(key) in values
+    holds.text = f"{key} = {', '.join(map(str, values))}"
+    return holds
+
+
+def task(name):
+    return param_in("task", name)
+
+
 @dataclass
 class Peer:
     reference: str                          # the distmetrics reference metric's name
@@ -241,8 +254,22 @@ def register_table(table, library, conventions=None):
                           description=f"{library}: " + ", ".join(p.cls.split(":")[1] for p in peers),
                           transform=_Transform(peers),
                           compute=_value_of(peers),
-                          conventions=dict(conventions or {}, **peers[0].conventions))
+                          conventions=_conventions(conventions, peers))
     return by_name
+
+
+def _conventions(library_wide, peers):
+    """A name's conventions: the library's, then its classes' (they must not contradict)."""
+    out = dict(library_wide or {})
+    seen = {}
+    for peer in peers:
+        for key, value in peer.conventions.items():
+            if key in seen and seen[key][1] != value:
+                raise PeerSetupError(f"{peer.where}: conventions: {key} = {value!r}, but {seen[key][0]} says "
+                                     f"{seen[key][1]!r} for the same reference metric")
+            seen[key] = (peer.where, value)
+            out[key] = value
+    return out
 
 
 class _Value:
