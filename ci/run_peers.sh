@@ -22,8 +22,10 @@ Installs the Debian packages that are missing (ci/install-deps.sh) and the pinne
 distmetrics (in BUILD_DIR), then for each library
   distmetrics conform --python peers/LIB/metrics.py scenarios --backend gloo --world-sizes 1,2,3,4
                                                 -> REPORTS_DIR/LIB.{json,xml,md,html}
-and compares its findings with peers/LIB/expected.toml. The last lines: one summary per library
-(mapped metrics, variants, findings expected / unexpected / expected but not seen).
+and compares its findings with peers/LIB/expected.toml; then runs each reproduction of
+peers/repro/ (torch.distributed and the library alone, no distmetrics) under a deadline and
+checks that it still shows its bug. The last lines: one summary per library (mapped metrics,
+variants, findings expected / unexpected / expected but not seen) and one for the repros.
 
 Options:
   --library NAME     only this library (torchmetrics, ignite, torcheval); repeatable
@@ -32,6 +34,8 @@ Options:
   --build-dir DIR    build folder (default: $BUILD_DIR, else build)
   --reports-dir DIR  reports folder (default: $REPORTS_DIR, else BUILD_DIR/reports/peers)
   --skip-deps        leave out ci/install-deps.sh (also SKIP_DEPS=1)
+  --skip-repros      leave out the reproductions of peers/repro/
+  --deadline S       seconds each variant may take (default 15: a hang costs that much)
   -h, --help         this text
   --                 everything after it goes to `distmetrics conform`
 
@@ -46,6 +50,8 @@ build_dir=${BUILD_DIR:-build}
 reports_dir=${REPORTS_DIR:-}
 skip_deps=${SKIP_DEPS:-0}
 world_sizes=1,2,3,4
+deadline=15
+skip_repros=0
 selected=()
 conform_args=()
 while [ $# -gt 0 ]; do
@@ -63,6 +69,8 @@ while [ $# -gt 0 ]; do
     --build-dir) dm_need_value "$@"; build_dir=$2; shift ;;
     --reports-dir) dm_need_value "$@"; reports_dir=$2; shift ;;
     --skip-deps) skip_deps=1 ;;
+    --skip-repros) skip_repros=1 ;;
+    --deadline) dm_need_value "$@"; deadline=$2; shift ;;
     --) shift; conform_args+=("$@"); break ;;
     *) conform_args+=("$1") ;;
   esac
@@ -85,7 +93,7 @@ for library in "${selected[@]}"; do
   dm_say "$library: conform over scenarios/ at world sizes $world_sizes on gloo"
   code=0
   dm_run timeout --kill-after=30 "${SUITE_TIMEOUT:-1500}" "$build_dir/bin/distmetrics" conform \
-    --python "peers/$library/metrics.py" scenarios --backend gloo --world-sizes "$world_sizes" --quiet \
+    --python "peers/$library/metrics.py" scenarios --backend gloo --world-sizes "$world_sizes" --deadline "$deadline" --quiet \
     --json "$reports/$library.json" --junit "$reports/$library.xml" --markdown "$reports/$library.md" \
     --html "$reports/$library.html" "${conform_args[@]}" || code=$?
   if [ "$DM_DRY_RUN" = 1 ]; then
@@ -105,6 +113,31 @@ for library in "${selected[@]}"; do
   summaries+=("$(echo "$out" | tail -n 1)")
   codes+=("$check")
 done
+# The reproductions without distmetrics: each exits 0 while its bug shows (peers/repro/common.py).
+if [ "$skip_repros" != 1 ]; then
+  shown=0
+  gone=()
+  for repro in peers/repro/*.py; do
+    [ "$(basename "$repro")" = common.py ] && continue
+    if [ "$DM_DRY_RUN" = 1 ]; then
+      dm_run timeout --kill-after=10 180 /usr/bin/python3 "$repro"
+    elif timeout --kill-after=10 180 /usr/bin/python3 "$repro" >"$reports/$(basename "$repro" .py).txt" 2>&1; then
+      shown=$((shown + 1))
+      dm_say "$(tail -n 1 "$reports/$(basename "$repro" .py).txt")"
+    else
+      gone+=("$repro")
+      dm_fail "$repro: $(tail -n 1 "$reports/$(basename "$repro" .py).txt")"
+    fi
+  done
+  if [ "$DM_DRY_RUN" != 1 ]; then
+    if [ ${#gone[@]} -gt 0 ]; then
+      summaries+=("repros: ${#gone[@]} no longer show their bug (fixed upstream? update docs/peers.md): ${gone[*]}")
+      codes+=("$DM_EXIT_FAIL")
+    else
+      summaries+=("repros: all $shown show their bug (outputs: $reports/<repro>.txt)")
+    fi
+  fi
+fi
 if [ "$DM_DRY_RUN" = 1 ]; then
   dm_say "dry run: nothing was installed, built or run"
   exit 0
