@@ -294,3 +294,24 @@ def test_reading_ignite_state_for_the_digest_never_communicates(tmp_path):
         has_digest, digest_collectives, state_dict_collectives, ranks_in_state = out[rank]
         assert has_digest and digest_collectives == 0, out
         assert state_dict_collectives >= 1 and ranks_in_state == 2, out  # state_dict() all-gathers both ranks
+
+
+def test_the_docs_examples_register_a_class_of_each_library_in_a_line():
+    import ignite.metrics
+    import torchmetrics.classification
+    import torcheval.metrics
+
+    # docs/python.md, "Real library classes, conventions and your own calls"
+    registry.register("ConfusionMatrix", lambda p: torchmetrics.classification.MulticlassConfusionMatrix(p["num_classes"]))
+    registry.register("MeanAbsoluteError", lambda p: ignite.metrics.MeanAbsoluteError(),
+                      transform=lambda x, y, w: (x.reshape(-1), y.reshape(-1), w))
+    registry.register("Average", lambda p: torcheval.metrics.Mean())
+    cm = _host.HostedMetric("ConfusionMatrix", json.dumps({"num_classes": 3}), "cpu")
+    cm.update(torch.tensor([0, 1, 2]), torch.tensor([0, 2, 2]), None)
+    assert cm.compute().tolist() == [[1, 0, 0], [0, 0, 0], [0, 1, 1]]  # rows true, columns predicted
+    mae = _host.HostedMetric("MeanAbsoluteError", "{}", "cpu")
+    mae.update(torch.tensor([[1.0, 2.0]]), torch.tensor([[0.0, 0.0]]), None)
+    assert mae.compute() == pytest.approx(1.5)  # over elements; Ignite alone divides by rows (3.0)
+    avg = _host.HostedMetric("Average", "{}", "cpu")
+    avg.update(torch.tensor([1.0, 3.0]), None, torch.tensor([1.0, 3.0]))
+    assert avg.compute() == pytest.approx(2.5)  # (1*1 + 3*3) / (1 + 3)
