@@ -62,6 +62,10 @@ def cm(p):
     return ConfusionMatrix(num_classes=p["num_classes"])
 
 
+# Precision and Recall (and F1/Fbeta built on them) reject a multiclass batch of no rows:
+# ignite/metrics/precision.py:65 takes y.max() of the batch (declared: not fed, the rest runs).
+MULTICLASS_REJECTS_EMPTY = lambda p: {"empty_batch": "rejected"} if p.get("task") == "multiclass" else {}  # noqa: E731
+
 CM_AVERAGE = {"none": None, "true": "recall", "pred": "precision", "all": "samples"}
 
 LOSSES = {"cross_entropy": lambda: torch.nn.CrossEntropyLoss(), "nll": lambda: torch.nn.NLLLoss(),
@@ -76,15 +80,15 @@ TABLE = [
     Peer("TopKCategoricalAccuracy", M + "TopKCategoricalAccuracy", takes=("k", "num_classes"), kwargs=lambda p: dict(k=p["k"]),
          inputs="long_target"),
     Peer("Precision", M + "Precision", takes=("task", "num_classes", "average", "threshold", "zero_division"),
-         kwargs=precision_kwargs, inputs="scores_for_classes"),
+         kwargs=precision_kwargs, inputs="scores_for_classes", conventions=MULTICLASS_REJECTS_EMPTY),
     Peer("Recall", M + "Recall", takes=("task", "num_classes", "average", "threshold", "zero_division"),
-         kwargs=precision_kwargs, inputs="scores_for_classes"),
+         kwargs=precision_kwargs, inputs="scores_for_classes", conventions=MULTICLASS_REJECTS_EMPTY),
     Peer("F1", M + "Fbeta", takes=("task", "num_classes", "average", "threshold", "zero_division"),
          kwargs=lambda p: (zero_division_zero(p), {"params": p})[1], build=fbeta_build(lambda p: 1.0),
-         inputs="scores_for_classes", note="Fbeta(beta=1), a MetricsLambda over Precision and Recall"),
+         inputs="scores_for_classes", conventions=MULTICLASS_REJECTS_EMPTY, note="Fbeta(beta=1), a MetricsLambda over Precision and Recall"),
     Peer("Fbeta", M + "Fbeta", takes=("task", "num_classes", "average", "threshold", "zero_division", "beta"),
          kwargs=lambda p: (zero_division_zero(p), {"params": p})[1], build=fbeta_build(lambda p: p["beta"]),
-         inputs="scores_for_classes"),
+         inputs="scores_for_classes", conventions=MULTICLASS_REJECTS_EMPTY),
     Peer("ConfusionMatrix", M + "ConfusionMatrix", takes=("num_classes", "normalize"),
          kwargs=lambda p: dict(num_classes=p["num_classes"], average=CM_AVERAGE[p["normalize"]]),
          inputs="scores_for_classes"),

@@ -22,7 +22,7 @@ import _distmetrics_host as _c  # the embedded C++ module (pyhost/src/host_modul
 
 from . import adapters
 from .errors import Unsupported
-from .registry import check_factory, register, registered
+from .registry import check_factory, conventions_for, register, registered
 
 
 class SourceError(Exception):
@@ -91,7 +91,7 @@ def load(value, wanted):
         for name in entry["names"]:
             reg = registered(name)
             metrics.append({"name": name, "adapter": reg.adapter, "description": reg.description,
-                            "conventions": reg.conventions})
+                            "conventions": {} if callable(reg.conventions) else reg.conventions})
         shown = os.path.splitext(os.path.basename(spec))[0] if spec.endswith(".py") else module.__name__
         return json.dumps({"spec": spec, "name": shown,
                            "version": str(getattr(module, "__version__", "")), "metrics": metrics})
@@ -153,7 +153,7 @@ def _build(name, params):
     cls = adapters.ADAPTERS[style]
     if reg.update is None:
         cls.check(metric)
-    adapter = cls(metric, reg.conventions)
+    adapter = cls(metric, conventions_for(reg, params))
     if reg.transform or reg.update or reg.compute or reg.state:
         return _Mapped(adapter, reg, params)
     return adapter

@@ -143,7 +143,7 @@ class Peer:
     inputs: str = "as_is"                   # a key of CONVERSIONS
     adapter: str = "auto"
     note: str = ""                          # what the mapping assumes, for docs/peers.md
-    conventions: Dict[str, object] = field(default_factory=dict)
+    conventions: object = field(default_factory=dict)  # a dict, or params -> dict
     build: Optional[Callable] = None        # (cls, kwargs) -> metric, when a class is not built as cls(**kwargs)
     value: Optional[Callable] = None        # value read-out: (metric) -> value, instead of the adapter's compute
     where: str = ""                         # file:line of this descriptor (filled in)
@@ -259,17 +259,17 @@ def register_table(table, library, conventions=None):
 
 
 def _conventions(library_wide, peers):
-    """A name's conventions: the library's, then its classes' (they must not contradict)."""
-    out = dict(library_wide or {})
-    seen = {}
-    for peer in peers:
-        for key, value in peer.conventions.items():
-            if key in seen and seen[key][1] != value:
-                raise PeerSetupError(f"{peer.where}: conventions: {key} = {value!r}, but {seen[key][0]} says "
-                                     f"{seen[key][1]!r} for the same reference metric")
-            seen[key] = (peer.where, value)
-            out[key] = value
-    return out
+    """A name's conventions for a variant: the library's, then those of the class its parameters
+    pick (a Peer's ``conventions`` is a dict or a function of the parameters)."""
+    base = dict(library_wide or {})
+    if all(not p.conventions for p in peers):
+        return base
+
+    def for_params(params):
+        fitting = [p for p in peers if p.when is None or p.when(params)] or peers
+        own = fitting[0].conventions
+        return dict(base, **(own(params) if callable(own) else own))
+    return for_params
 
 
 class _Value:

@@ -13,7 +13,8 @@ give its own call mapping instead of (or on top of) an adapter's:
   it (scores to labels at a threshold, labels to one-hot, rows to elements);
 - ``update(metric, input, target, weight)``, ``compute(metric) -> value``,
   ``state(metric) -> dict of tensors`` (the local state, read without communicating);
-- ``conventions``: single keys of the adapter's conventions overridden (adapters.CONVENTION_KEYS).
+- ``conventions``: single keys of the adapter's conventions overridden (adapters.CONVENTION_KEYS),
+  a dict or a function of the scenario's parameters returning one.
 
 A factory or any of these may raise ``distmetrics.Unsupported(reason)``: that variant is skipped
 with the reason."""
@@ -36,7 +37,7 @@ class Registration:
     update: Optional[Callable] = None      # update(metric, input, target, weight)
     compute: Optional[Callable] = None     # compute(metric) -> value
     state: Optional[Callable] = None       # state(metric) -> {name: tensor}, never a collective
-    conventions: Dict[str, object] = field(default_factory=dict)
+    conventions: object = field(default_factory=dict)  # a dict, or params -> dict
 
 
 _REGISTRY: Dict[str, Registration] = {}
@@ -69,6 +70,20 @@ def _check_call(fn, count, where, what):
         pass
 
 
+def check_conventions(conventions, where):
+    unknown = sorted(set(conventions or {}) - set(CONVENTION_KEYS))
+    if unknown:
+        raise ValueError(f"{where}: unknown convention(s) {', '.join(unknown)}; known: {', '.join(CONVENTION_KEYS)}")
+
+
+def conventions_for(reg, params):
+    """A registration's conventions for a variant's parameters (``conventions`` may be a dict or
+    a function of the parameters, e.g. one class of a mapping rejects empty batches, another not)."""
+    conventions = reg.conventions(params) if callable(reg.conventions) else reg.conventions
+    check_conventions(conventions, f"metric {reg.name}")
+    return conventions
+
+
 def register(name: str, factory: Callable, adapter: str = "auto", description: str = "", *,
              transform: Optional[Callable] = None, update: Optional[Callable] = None,
              compute: Optional[Callable] = None, state: Optional[Callable] = None,
@@ -84,12 +99,11 @@ def register(name: str, factory: Callable, adapter: str = "auto", description: s
     _check_call(update, 4, where, "update(metric, input, target, weight)")
     _check_call(compute, 1, where, "compute(metric)")
     _check_call(state, 1, where, "state(metric)")
-    unknown = sorted(set(conventions or {}) - set(CONVENTION_KEYS))
-    if unknown:
-        raise ValueError(f"{where}: unknown convention(s) {', '.join(unknown)}; known: {', '.join(CONVENTION_KEYS)}")
+    if not callable(conventions):
+        check_conventions(conventions, where)
     reg = Registration(name, factory, adapter, description or (inspect.getdoc(factory) or "").split("\n")[0],
                        getattr(factory, "__module__", "") or "", transform, update, compute, state,
-                       dict(conventions or {}))
+                       conventions if callable(conventions) else dict(conventions or {}))
     _REGISTRY[name] = reg
     return reg
 

@@ -315,3 +315,23 @@ def test_the_docs_examples_register_a_class_of_each_library_in_a_line():
     avg = _host.HostedMetric("Average", "{}", "cpu")
     avg.update(torch.tensor([1.0, 3.0]), None, torch.tensor([1.0, 3.0]))
     assert avg.compute() == pytest.approx(2.5)  # (1*1 + 3*3) / (1 + 3)
+
+
+def test_a_declared_empty_batch_rejection_is_not_fed_so_the_rest_runs():
+    import torchmetrics.classification
+
+    plain = hosted("E1", lambda p: torchmetrics.classification.BinaryAccuracy())
+    with pytest.raises(RuntimeError, match="cannot reshape tensor of 0 elements"):  # the library's own rejection
+        plain.update(torch.zeros(0), torch.zeros(0, dtype=torch.long), None)
+    declared = hosted("E2", lambda p: torchmetrics.classification.BinaryAccuracy(), conventions={"empty_batch": "rejected"})
+    declared.update(torch.tensor([1, 0, 1]), torch.tensor([1, 1, 1]), None)
+    declared.update(torch.zeros(0), torch.zeros(0, dtype=torch.long), None)  # not fed
+    assert declared.compute() == pytest.approx(2 / 3)
+    # A mapping's convention follows the class the parameters pick: Ignite's Precision rejects a
+    # multiclass empty batch (precision.py:65, y.max()), not a binary one.
+    _host.load(str(ROOT / "peers" / "ignite" / "metrics.py"), [])
+    params = {"num_classes": 3, "average": "macro", "zero_division": 0.0, "threshold": 0.5}
+    multiclass = _host.HostedMetric("Precision", json.dumps(dict(params, task="multiclass")), "cpu")
+    binary = _host.HostedMetric("Precision", json.dumps(dict(params, task="binary")), "cpu")
+    assert multiclass.adapter.conventions["empty_batch"] == "rejected"
+    assert binary.adapter.conventions["empty_batch"] == "accepted"
