@@ -25,7 +25,8 @@ from .errors import Unsupported
 #   empty_batch  "accepted" or "rejected" (update() raises on a batch of no rows: the host then
 #                does not feed such a batch, as a training loop would not, so the distributed
 #                checks still run; docs/peers.md lists the rejection as the library's finding)
-#   merge_state  whether merge_state(metrics) is the library's API (torcheval)
+#   merge_state  whether merge_state(metrics) is the library's API: True (torcheval), False
+#                (Ignite, whose __getattr__ makes one up), None: where the class has the method
 CONVENTION_KEYS = ("compute", "no_data", "state_dict", "empty_batch", "merge_state")
 
 
@@ -62,7 +63,7 @@ class Adapter:
     # Names of the methods the metric object must have (checked before any variant runs).
     required = ()
     conventions = {"compute": "synced", "no_data": "raise", "state_dict": "saves_state",
-                   "empty_batch": "accepted", "merge_state": False}
+                   "empty_batch": "accepted", "merge_state": None}
 
     def __init__(self, metric, conventions=None):
         self.metric = metric
@@ -180,15 +181,12 @@ class TorchmetricsAdapter(Adapter):
 
     @classmethod
     def check_update(cls, metric):
-        try:
-            positional = [p for p in inspect.signature(metric.update).parameters.values()
-                          if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty]
-        except (TypeError, ValueError):
-            return
-        if not positional or any(p.kind == p.VAR_POSITIONAL for p in inspect.signature(metric.update).parameters.values()):
-            return
-        if len(positional) > 2:
-            _check_positional(metric.update, 2, cls.style, cls.update_call)
+        base = _library_class(cls.base_class)
+        if isinstance(base, type) and isinstance(metric, base):
+            return  # the library's own class: update(value) for a metric without target (SumMetric) is right too
+        # A class of one's own in this style takes (preds, target); one without a target needs a
+        # registration's update= (docs/python.md).
+        _check_positional(metric.update, 2, cls.style, cls.update_call)
 
     def update(self, input, target, weight):
         args = (input,) if target is None else (input, target)
@@ -285,8 +283,9 @@ class TorchevalAdapter(TorchmetricsAdapter):
     update_call = "update(input, target)"
 
     def compute(self):
-        if self.conventions["compute"] != "local":
-            return self.metric.compute()
+        base = _library_class(self.base_class)
+        if self.conventions["compute"] != "local" or not (isinstance(base, type) and isinstance(self.metric, base)):
+            return self.metric.compute()  # a torcheval-style class of one's own syncs in its compute()
         import torch.distributed as dist
 
         if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
@@ -330,7 +329,7 @@ def detect_style(metric):
     update = _method(metric, "update")
     if update is None:
         return "callable"
-    if "_state_name_to_default" in vars(metric):
+    if "_state_name_to_default" in vars(metric) or getattr(type(metric), "_state_name_to_default", None) is not None:
         return "torcheval"
     try:
         params = [p for p in inspect.signature(update).parameters.values()
