@@ -8,6 +8,12 @@
 import torch
 
 from distmetrics.errors import Unsupported
+from distmetrics.peers import require
+
+# ROC_AUC, AveragePrecision and CohenKappa compute with scikit-learn, which EpochMetric imports at
+# its first update (epoch_metric.py:140-142 calls compute_fn once to check it): imported here, as a
+# training script has it at start, so that a variant's deadline is not charged for the import.
+require("sklearn.metrics", __file__)
 from distmetrics.peers import NoCounterpart, Peer, param_in, register_table, task
 
 M = "ignite.metrics:"
