@@ -12,7 +12,6 @@ the interpreter, a class the library does not have, a conversion or a parameter 
 exist."""
 
 import importlib
-import inspect
 import os
 import sys
 import sysconfig
@@ -149,8 +148,8 @@ class Peer:
     where: str = ""                         # file:line of this descriptor (filled in)
 
     def __post_init__(self):
-        frame = inspect.stack()[2]  # the table's line (1 is the dataclass __init__)
-        self.where = f"{frame.filename}:{frame.lineno}"
+        frame = sys._getframe(2)  # the table's line (1 is the dataclass __init__); cheap, unlike inspect.stack()
+        self.where = f"{frame.f_code.co_filename}:{frame.f_lineno}"
 
 
 @dataclass
@@ -221,12 +220,13 @@ def register_table(table, library, conventions=None):
     {reference name: [Peer, ...]}."""
     from . import registry
 
-    caller = inspect.stack()[1]
-    require(library, f"{caller.filename}:{caller.lineno}")
+    caller = sys._getframe(1)
+    caller_where = f"{caller.f_code.co_filename}:{caller.f_lineno}"
+    require(library, caller_where)
     by_name: Dict[str, list] = {}
     for peer in table:
         if not isinstance(peer, Peer):
-            raise PeerSetupError(f"{caller.filename}:{caller.lineno}: table: {peer!r} is not a Peer")
+            raise PeerSetupError(f"{caller_where}: table: {peer!r} is not a Peer")
         if peer.inputs not in CONVERSIONS:
             raise PeerSetupError(f"{peer.where}: inputs: unknown conversion {peer.inputs!r}; known: "
                                  f"{', '.join(CONVERSIONS)}")
