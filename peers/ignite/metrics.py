@@ -14,7 +14,7 @@ from distmetrics.peers import require
 # its first update (epoch_metric.py:140-142 calls compute_fn once to check it): imported here, as a
 # training script has it at start, so that a variant's deadline is not charged for the import.
 require("sklearn.metrics", __file__)
-from distmetrics.peers import NoCounterpart, Peer, param_in, register_table, task
+from distmetrics.peers import NoCounterpart, Peer, param_in, register_table
 
 M = "ignite.metrics:"
 R = "ignite.metrics.regression:"

@@ -6,7 +6,6 @@ checked against numpy. Skipped, with the reason, only where the venv is absent."
 
 import json
 import multiprocessing
-import os
 import queue
 import sys
 import warnings
