@@ -11,7 +11,9 @@ torch) loads on first use.
 
 # The one place the version is written: CMake (project VERSION) and pyproject.toml read this line.
 __version__ = "0.1.0"
-__all__ = ["ADAPTERS", "Registration", "metric", "register", "registered"]
+__all__ = ["ADAPTERS", "Registration", "metric", "register", "registered", "Unsupported", "PeerSetupError"]
+
+from .errors import PeerSetupError, Unsupported  # noqa: E402  (no torch import)
 
 
 def __getattr__(name):

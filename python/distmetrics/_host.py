@@ -21,7 +21,8 @@ import torch.distributed as dist
 import _distmetrics_host as _c  # the embedded C++ module (pyhost/src/host_module.cpp)
 
 from . import adapters
-from .registry import check_factory, register, registered
+from .errors import Unsupported
+from .registry import check_factory, conventions_for, register, registered
 
 
 class SourceError(Exception):
@@ -89,7 +90,8 @@ def load(value, wanted):
         metrics = []
         for name in entry["names"]:
             reg = registered(name)
-            metrics.append({"name": name, "adapter": reg.adapter, "description": reg.description})
+            metrics.append({"name": name, "adapter": reg.adapter, "description": reg.description,
+                            "conventions": {} if callable(reg.conventions) else reg.conventions})
         shown = os.path.splitext(os.path.basename(spec))[0] if spec.endswith(".py") else module.__name__
         return json.dumps({"spec": spec, "name": shown,
                            "version": str(getattr(module, "__version__", "")), "metrics": metrics})
@@ -99,6 +101,49 @@ def load(value, wanted):
         raise SourceError(f"--python {value}: {describe(type(e), e, e.__traceback__)[1]}") from None
 
 
+class _Mapped:
+    """An adapter with a registration's own calls put in front of it: its transform, update,
+    compute and state read-out, and its conventions over the adapter's."""
+
+    def __init__(self, adapter, reg, params):
+        self._adapter = adapter
+        self._reg = reg
+        for_params = getattr(reg.transform, "for_params", None)  # a transform that depends on the parameters
+        self._transform = for_params(params) if callable(for_params) else reg.transform
+        for_params = getattr(reg.compute, "for_params", None)
+        self._compute = for_params(params) if callable(for_params) else reg.compute
+
+    def __getattr__(self, name):
+        return getattr(self._adapter, name)
+
+    @property
+    def metric(self):
+        return self._adapter.metric
+
+    @metric.setter
+    def metric(self, value):
+        self._adapter.metric = value
+
+    def update(self, input, target, weight):
+        if self._transform is not None:
+            input, target, weight = self._transform(input, target, weight)
+        if self._reg.update is not None:
+            return self._reg.update(self._adapter.metric, input, target, weight)
+        return self._adapter.update(input, target, weight)
+
+    def compute(self):
+        if self._compute is not None:
+            return self._compute(self._adapter.metric)
+        return self._adapter.compute()
+
+    def state_tensors(self):
+        if self._reg.state is not None:
+            out = {}
+            adapters._tensors_in(self._reg.state(self._adapter.metric), "", out)
+            return out
+        return self._adapter.state_tensors()
+
+
 def _build(name, params):
     reg = registered(name)
     if reg is None:
@@ -106,8 +151,12 @@ def _build(name, params):
     metric = reg.factory(params)
     style = reg.adapter if reg.adapter != "auto" else adapters.detect_style(metric)
     cls = adapters.ADAPTERS[style]
-    cls.check(metric)
-    return cls(metric)
+    if reg.update is None:
+        cls.check(metric)
+    adapter = cls(metric, conventions_for(reg, params))
+    if reg.transform or reg.update or reg.compute or reg.state:
+        return _Mapped(adapter, reg, params)
+    return adapter
 
 
 def check(name, params_json):
@@ -115,14 +164,16 @@ def check(name, params_json):
     try:
         adapter = _build(name, json.loads(params_json))
         return adapter.style
-    except SourceError:
-        raise
+    except (SourceError, Unsupported):
+        raise  # Unsupported: this variant is skipped with its reason
     except BaseException as e:
         raise SourceError(f"metric {name}: {describe(type(e), e, e.__traceback__)[1]}") from None
 
 
 class HostedMetric:
     """What the C++ PythonMetric holds: an adapter, with values and state in the host's forms."""
+
+    _state_read_communicates = False  # set once a state read issued a collective (digest)
 
     def __init__(self, name, params_json, device):
         self.name = name
@@ -138,6 +189,8 @@ class HostedMetric:
         if structured_file:  # `input` holds the indices of this batch's structured samples
             input, target = structured_batch(structured_file, input)
             weight = None
+        if self.adapter.conventions.get("empty_batch") == "rejected" and _rows(input) == 0:
+            return  # the library rejects a batch of no rows (its declared convention): a loop would not feed it
         self.adapter.update(input, target, weight)
 
     def compute(self, alone=False):
@@ -152,29 +205,40 @@ class HostedMetric:
         self.adapter.reset()
 
     def digest(self):
+        """The local state's digest ("" when there is none). Reading it must not communicate: a
+        read that issued a collective is not used again for this metric (its digest is then
+        none, and the reason is on stderr)."""
+        if self._state_read_communicates:
+            return ""
+        before = _collectives_issued[0]
         named = self.adapter.state_tensors()
+        if _collectives_issued[0] != before:
+            self._state_read_communicates = True
+            print(f"distmetrics: {self.name}: reading {type(self.adapter.metric).__name__}'s state issued a "
+                  f"torch.distributed collective; the idempotent digest no longer reads it (give the "
+                  f"registration a state= that reads attributes)", file=sys.stderr)
+            return ""
         return "" if named is None else adapters.digest(named)
 
     def save_state(self):
         """The metric's state_dict(), torch.save'd, for the state_roundtrip property; None when the
-        metric has no state_dict and load_state_dict (a plain callable has neither)."""
-        metric = self.adapter.metric
-        if not (self.adapter.required and callable(getattr(metric, "state_dict", None))
-                and callable(getattr(metric, "load_state_dict", None))):
+        metric has no state_dict and load_state_dict (a plain callable has neither). A library
+        that keeps states out of state_dict() by default (torchmetrics) is asked to keep them in
+        first (its declared convention)."""
+        state = self.adapter.state_dict()
+        if state is None:
             return None
         buffer = io.BytesIO()
-        torch.save(metric.state_dict(), buffer)
+        torch.save(state, buffer)
         return buffer.getvalue()
 
     def load_state(self, saved):
-        self.adapter.metric.load_state_dict(torch.load(io.BytesIO(saved), map_location=self.device))
+        self.adapter.load_state_dict(torch.load(io.BytesIO(saved), map_location=self.device))
 
     def can_merge(self):
         """torcheval's merge_state(metrics), with a state to save and load (each rank's state
         reaches the merging instance as its state_dict())."""
-        metric = self.adapter.metric
-        return self.adapter.required != () and all(
-            callable(getattr(metric, m, None)) for m in ("merge_state", "state_dict", "load_state_dict"))
+        return self.adapter.can_merge()
 
     def merge_saved(self, saved_states):
         """merge_state() of fresh instances that loaded the other ranks' saved states."""
@@ -182,11 +246,17 @@ class HostedMetric:
         for saved in saved_states:
             other = _build(self.name, self.params)
             other.to(self.device)
-            other.metric.load_state_dict(torch.load(io.BytesIO(saved), map_location=self.device))
+            other.load_state_dict(torch.load(io.BytesIO(saved), map_location=self.device))
             others.append(other.metric)
         merged = self.adapter.metric.merge_state(others)
         if merged is not None and merged is not self.adapter.metric and hasattr(merged, "compute"):
             self.adapter.metric = merged  # torcheval returns self; one that returns a new metric is read as it
+
+
+def _rows(input):
+    if isinstance(input, torch.Tensor):
+        return input.shape[0] if input.dim() > 0 else 1
+    return len(input) if isinstance(input, list) else 1
 
 
 class detached:
@@ -438,6 +508,7 @@ _TRACED = ("all_reduce", "reduce", "broadcast", "all_gather", "gather", "scatter
            "reduce_scatter_tensor", "_reduce_scatter_base", "barrier", "monitored_barrier",
            "all_gather_object", "gather_object", "broadcast_object_list", "scatter_object_list")
 _inside = threading.local()
+_collectives_issued = [0]  # traced collectives this process issued (the state read's check)
 
 
 def _dtype(t):
@@ -497,6 +568,7 @@ def _traced(name, fn):
         if getattr(_inside, "depth", 0) or not _c.tracing():
             return fn(*args, **kwargs)  # inside another traced call (all_gather_object), or no variant
         op, dtype, shape = _describe_call(name, signature, args, kwargs)
+        _collectives_issued[0] += 1
         seq = _c.enter(op, dtype, shape)
         _inside.depth = 1
         ok = False

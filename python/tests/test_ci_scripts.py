@@ -327,3 +327,103 @@ def test_mpi_job_without_mpirun_prints_its_commands_then_skips(machine):
     assert len([c for c in machine.commands(out) if " run scenarios " in c]) == 2
     assert "[run_mpi] SKIP: no mpirun on this machine" in out
     assert "would not run: exit code 77 (skipped)." in out
+
+
+# -- ci/run_peers.sh and peers/expected.py (the real libraries, issue 22) --------------------------
+
+PEERS = REPO_ROOT / "ci" / "run_peers.sh"
+
+
+def test_peer_job_has_help_and_a_dry_run_over_every_library_at_world_sizes_1_to_4(machine):
+    code, out = machine.run("--help", script=PEERS)
+    assert code == 0 and out.startswith("Usage: ci/run_peers.sh [options]") and "--library NAME" in out
+    assert machine.commands(out) == []
+    code, out = machine.run("--dry-run", "--skip-deps", script=PEERS)
+    assert code == 0, out
+    commands = machine.commands(out)
+    assert commands[0] == "bash peers/venv.sh"  # the pinned libraries before anything runs
+    conform = [c for c in commands if " conform " in c]
+    assert [c.split("--python ")[1].split()[0] for c in conform] == [
+        "peers/torchmetrics/metrics.py", "peers/ignite/metrics.py", "peers/torcheval/metrics.py"]
+    for c in conform:
+        assert "scenarios --backend gloo --world-sizes 1,2,3,4" in c
+        for ext in ("json", "xml", "md", "html"):
+            assert f"build/reports/peers/{c.split('peers/')[1].split('/')[0]}.{ext}" in c
+    assert not (machine.tmp / "build").exists()
+
+
+def test_peer_job_runs_one_library_and_refuses_an_unknown_one(machine):
+    code, out = machine.run("--dry-run", "--skip-deps", "--library", "ignite", "--world-sizes", "2", script=PEERS)
+    conform = [c for c in machine.commands(out) if " conform " in c]
+    assert code == 0 and len(conform) == 1 and "peers/ignite/metrics.py" in conform[0] and "--world-sizes 2" in conform[0]
+    code, out = machine.run("--library", "keras", script=PEERS)
+    assert code == 2 and "unknown library 'keras' (known: torchmetrics ignite torcheval)" in out
+    assert machine.commands(out) == []
+
+
+def _report(path, variants):
+    import json
+    path.write_text(json.dumps({"variants": [
+        {"id": vid, "metric": "M", "outcome": outcome, "reason": reason, "diagnosis": reason, "root_cause": None,
+         "properties": [{"name": p, "outcome": outcome if outcome != "pass" else "pass"} for p in props]}
+        for vid, outcome, props, reason in variants]}))
+    return path
+
+
+def _expected(path, text):
+    path.write_text(text)
+    return path
+
+
+def run_expected(*args):
+    import sys
+    done = subprocess.run([sys.executable, str(REPO_ROOT / "peers" / "expected.py"), *map(str, args)],
+                          capture_output=True, text=True, timeout=60)
+    return done.returncode, done.stdout + done.stderr
+
+
+ENTRY = """
+[[finding]]
+variant = "s:gloo-ws2-empty_rank-*"
+outcome = "hang"
+blamed_rank = 1
+kind = "library bug"
+why = "raises alone"
+"""
+
+
+def test_the_peer_run_passes_on_exactly_the_expected_findings(tmp_path):
+    expected = _expected(tmp_path / "e.toml", ENTRY)
+    hang = ("s:gloo-ws2-empty_rank-cpu", "hang", ["no_hang"], "rank 1 to blame: rank 1 raised X")
+    ok = ("s:gloo-ws1-even-cpu", "pass", ["equal_to_single"], "")
+    code, out = run_expected("--library", "lib", "--report", _report(tmp_path / "r.json", [ok, hang]), "--expected", expected)
+    assert code == 0, out
+    assert out.strip().endswith("lib: 1 mapped metric(s), 2 variant(s) (1 pass, 0 skip, 1 finding(s)): 1 expected, "
+                                "0 unexpected, 0 expected but not seen")
+    # A new finding is named; so is an expected one that no longer shows (fixed upstream?).
+    new = ("s:gloo-ws2-even-cpu", "fail", ["equal_to_single"], "the sync reduces wrongly")
+    code, out = run_expected("--library", "lib", "--report", _report(tmp_path / "r.json", [ok, hang, new]), "--expected", expected)
+    assert code == 1 and "unexpected: FAIL s:gloo-ws2-even-cpu (equal_to_single): the sync reduces wrongly" in out
+    fixed = ("s:gloo-ws2-empty_rank-cpu", "pass", ["no_hang"], "")
+    code, out = run_expected("--library", "lib", "--report", _report(tmp_path / "r.json", [ok, fixed]), "--expected", expected)
+    assert code == 1 and "expected but not seen: " in out and "finding #1: hang s:gloo-ws2-empty_rank-*" in out
+    # Blamed on another rank: not the expected finding.
+    other = ("s:gloo-ws2-empty_rank-cpu", "hang", ["no_hang"], "rank 0 to blame: rank 0 ...")
+    code, out = run_expected("--library", "lib", "--report", _report(tmp_path / "r.json", [other]), "--expected", expected)
+    assert code == 1 and "rank 0 blamed" in out
+    # A subset that did not run the expected variant is not "expected but not seen".
+    code, out = run_expected("--library", "lib", "--report", _report(tmp_path / "r.json", [ok]), "--expected", expected)
+    assert code == 0, out
+
+
+@pytest.mark.parametrize("text, message", [
+    ('[[finding]]\nvariant = "x"\noutcome = "fail"\nkind = "harness limitation"\nwhy = "w"\n',
+     "finding #1: field 'kind' must be one of library bug, convention (a harness limitation is fixed in the harness"),
+    ('[[finding]]\nvariant = "x"\noutcome = "fail"\nkind = "convention"\nwhy = "w"\nrank = 1\n', "finding #1: unknown field 'rank'"),
+    ('[[finding]]\noutcome = "fail"\nkind = "convention"\nwhy = "w"\n', "finding #1: field 'variant' is required"),
+    ('[[finding]]\nvariant = "x"\noutcome = "broken"\nkind = "convention"\nwhy = "w"\n', "field 'outcome' must be one of"),
+])
+def test_a_bad_expected_file_names_its_entry_and_field(tmp_path, text, message):
+    code, out = run_expected("--library", "lib", "--report", _report(tmp_path / "r.json", []),
+                             "--expected", _expected(tmp_path / "e.toml", text))
+    assert code == 2 and message in out, out

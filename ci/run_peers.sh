@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# The real libraries, checked: installs the pinned torchmetrics, PyTorch-Ignite and torcheval
+# into the peers venv (peers/venv.sh; reused when peers/requirements-torch1.13.txt did not
+# change), builds distmetrics, runs every mapped metric (peers/<library>/metrics.py) over the
+# scenario library at world sizes 1, 2, 3 and 4 on gloo, writes JSON, JUnit, Markdown and HTML
+# per library into REPORTS_DIR (build/reports/peers/), and compares each library's findings with
+# peers/<library>/expected.toml (peers/expected.py). `--help` for the options.
+set -euo pipefail
+DM_JOB=run_peers  # read by ci/lib.sh
+# shellcheck source=ci/lib.sh
+source "$(dirname "$0")/lib.sh"
+
+LIBRARIES=(torchmetrics ignite torcheval)
+
+usage() {
+  cat <<'USAGE'
+Usage: ci/run_peers.sh [options] [extra `distmetrics conform` arguments, e.g. --filter 'accuracy*']
+
+Installs the Debian packages that are missing (ci/install-deps.sh) and the pinned libraries
+(peers/venv.sh: a venv over Debian's torch 1.13, outside the clone, in $DISTMETRICS_PEERS_VENV or
+~/.cache/distmetrics/peers-torch1.13; nothing is installed when it is up to date), builds
+distmetrics (in BUILD_DIR), then for each library
+  distmetrics conform --python peers/LIB/metrics.py scenarios --backend gloo --world-sizes 1,2,3,4
+                                                -> REPORTS_DIR/LIB.{json,xml,md,html}
+and compares its findings with peers/LIB/expected.toml; then runs each reproduction of
+peers/repro/ (torch.distributed and the library alone, no distmetrics) under a deadline and
+checks that it still shows its bug. The last lines: one summary per library (mapped metrics,
+variants, findings expected / unexpected / expected but not seen) and one for the repros.
+
+Options:
+  --library NAME     only this library (torchmetrics, ignite, torcheval); repeatable
+  --world-sizes LIST default 1,2,3,4
+  --dry-run          print the commands instead of running them (installs and builds nothing)
+  --build-dir DIR    build folder (default: $BUILD_DIR, else build)
+  --reports-dir DIR  reports folder (default: $REPORTS_DIR, else BUILD_DIR/reports/peers)
+  --skip-deps        leave out ci/install-deps.sh (also SKIP_DEPS=1)
+  --skip-repros      leave out the reproductions of peers/repro/
+  --deadline S       seconds each variant may take (default 15: a hang costs that much)
+  -h, --help         this text
+  --                 everything after it goes to `distmetrics conform`
+
+Environment: JOBS (cores), SUITE_TIMEOUT (1500 s per library), DISTMETRICS_PEERS_VENV.
+
+Exit codes: 0 every library's findings are exactly the expected ones; 1 a difference (named);
+  2 bad input; 5 setup failed (venv, configure or build).
+USAGE
+}
+
+build_dir=${BUILD_DIR:-build}
+reports_dir=${REPORTS_DIR:-}
+skip_deps=${SKIP_DEPS:-0}
+world_sizes=1,2,3,4
+deadline=15
+skip_repros=0
+selected=()
+conform_args=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -h | --help) usage; exit 0 ;;
+    --dry-run) DM_DRY_RUN=1 ;;
+    --library)
+      dm_need_value "$@"
+      case " ${LIBRARIES[*]} " in
+        *" $2 "*) selected+=("$2") ;;
+        *) dm_fail "--library: unknown library '$2' (known: ${LIBRARIES[*]})"; exit "$DM_EXIT_BAD_INPUT" ;;
+      esac
+      shift ;;
+    --world-sizes) dm_need_value "$@"; world_sizes=$2; shift ;;
+    --build-dir) dm_need_value "$@"; build_dir=$2; shift ;;
+    --reports-dir) dm_need_value "$@"; reports_dir=$2; shift ;;
+    --skip-deps) skip_deps=1 ;;
+    --skip-repros) skip_repros=1 ;;
+    --deadline) dm_need_value "$@"; deadline=$2; shift ;;
+    --) shift; conform_args+=("$@"); break ;;
+    *) conform_args+=("$1") ;;
+  esac
+  shift
+done
+[ ${#selected[@]} -gt 0 ] || selected=("${LIBRARIES[@]}")
+cd "$DM_ROOT"
+reports=${reports_dir:-$build_dir/reports/peers}
+
+if [ "$skip_deps" != 1 ]; then
+  dm_run bash ci/install-deps.sh
+fi
+dm_run bash peers/venv.sh || { dm_fail "the peers venv could not be made (see above)"; exit "$DM_EXIT_SETUP"; }
+dm_build "$build_dir" distmetrics || exit "$DM_EXIT_SETUP"
+[ "$DM_DRY_RUN" = 1 ] || mkdir -p "$reports"
+
+codes=()
+summaries=()
+for library in "${selected[@]}"; do
+  dm_say "$library: conform over scenarios/ at world sizes $world_sizes on gloo"
+  code=0
+  dm_run timeout --kill-after=30 "${SUITE_TIMEOUT:-1500}" "$build_dir/bin/distmetrics" conform \
+    --python "peers/$library/metrics.py" scenarios --backend gloo --world-sizes "$world_sizes" --deadline "$deadline" --quiet \
+    --json "$reports/$library.json" --junit "$reports/$library.xml" --markdown "$reports/$library.md" \
+    --html "$reports/$library.html" "${conform_args[@]}" || code=$?
+  if [ "$DM_DRY_RUN" = 1 ]; then
+    continue
+  fi
+  if [ "$code" = 2 ] || [ ! -s "$reports/$library.json" ]; then
+    dm_fail "$library: conform gave exit code $code and no report (bad input: see above)"
+    codes+=("$DM_EXIT_BAD_INPUT")
+    summaries+=("$library: no report (exit code $code)")
+    continue
+  fi
+  # The findings decide, not conform's exit code (which is non-zero whenever a library has one).
+  check=0
+  out=$(/usr/bin/python3 peers/expected.py --library "$library" --report "$reports/$library.json" \
+    --markdown "$reports/$library.md") || check=$?
+  echo "$out"
+  summaries+=("$(echo "$out" | tail -n 1)")
+  codes+=("$check")
+done
+# The reproductions without distmetrics: each exits 0 while its bug shows (peers/repro/common.py).
+if [ "$skip_repros" != 1 ]; then
+  shown=0
+  gone=()
+  for repro in peers/repro/*.py; do
+    [ "$(basename "$repro")" = common.py ] && continue
+    if [ "$DM_DRY_RUN" = 1 ]; then
+      dm_run timeout --kill-after=10 180 /usr/bin/python3 "$repro"
+    elif timeout --kill-after=10 180 /usr/bin/python3 "$repro" >"$reports/$(basename "$repro" .py).txt" 2>&1; then
+      shown=$((shown + 1))
+      dm_say "$(tail -n 1 "$reports/$(basename "$repro" .py).txt")"
+    else
+      gone+=("$repro")
+      dm_fail "$repro: $(tail -n 1 "$reports/$(basename "$repro" .py).txt")"
+    fi
+  done
+  if [ "$DM_DRY_RUN" != 1 ]; then
+    if [ ${#gone[@]} -gt 0 ]; then
+      summaries+=("repros: ${#gone[@]} no longer show their bug (fixed upstream? update docs/peers.md): ${gone[*]}")
+      codes+=("$DM_EXIT_FAIL")
+    else
+      summaries+=("repros: all $shown show their bug (outputs: $reports/<repro>.txt)")
+    fi
+  fi
+fi
+if [ "$DM_DRY_RUN" = 1 ]; then
+  dm_say "dry run: nothing was installed, built or run"
+  exit 0
+fi
+dm_say "reports: $reports/{$(IFS=,; echo "${selected[*]}")}.{json,xml,md,html}"
+for line in "${summaries[@]}"; do
+  dm_say "$line"
+done
+exit "$(dm_worst_code "${codes[@]}")"
