@@ -35,6 +35,7 @@ Options:
   --reports-dir DIR  reports folder (default: $REPORTS_DIR, else BUILD_DIR/reports/peers)
   --skip-deps        leave out ci/install-deps.sh (also SKIP_DEPS=1)
   --skip-repros      leave out the reproductions of peers/repro/
+  --repros-only      only the reproductions (no conform run, no build)
   --deadline S       seconds each variant may take (default 15: a hang costs that much)
   -h, --help         this text
   --                 everything after it goes to `distmetrics conform`
@@ -52,6 +53,7 @@ skip_deps=${SKIP_DEPS:-0}
 world_sizes=1,2,3,4
 deadline=15
 skip_repros=0
+repros_only=0
 selected=()
 conform_args=()
 while [ $# -gt 0 ]; do
@@ -70,6 +72,7 @@ while [ $# -gt 0 ]; do
     --reports-dir) dm_need_value "$@"; reports_dir=$2; shift ;;
     --skip-deps) skip_deps=1 ;;
     --skip-repros) skip_repros=1 ;;
+    --repros-only) repros_only=1 ;;
     --deadline) dm_need_value "$@"; deadline=$2; shift ;;
     --) shift; conform_args+=("$@"); break ;;
     *) conform_args+=("$1") ;;
@@ -84,11 +87,12 @@ if [ "$skip_deps" != 1 ]; then
   dm_run bash ci/install-deps.sh
 fi
 dm_run bash peers/venv.sh || { dm_fail "the peers venv could not be made (see above)"; exit "$DM_EXIT_SETUP"; }
-dm_build "$build_dir" distmetrics || exit "$DM_EXIT_SETUP"
+[ "$repros_only" = 1 ] || dm_build "$build_dir" distmetrics || exit "$DM_EXIT_SETUP"
 [ "$DM_DRY_RUN" = 1 ] || mkdir -p "$reports"
 
 codes=()
 summaries=()
+[ "$repros_only" = 1 ] && selected=()
 for library in "${selected[@]}"; do
   dm_say "$library: conform over scenarios/ at world sizes $world_sizes on gloo"
   code=0
@@ -142,7 +146,7 @@ if [ "$DM_DRY_RUN" = 1 ]; then
   dm_say "dry run: nothing was installed, built or run"
   exit 0
 fi
-dm_say "reports: $reports/{$(IFS=,; echo "${selected[*]}")}.{json,xml,md,html}"
+[ ${#selected[@]} -eq 0 ] || dm_say "reports: $reports/{$(IFS=,; echo "${selected[*]}")}.{json,xml,md,html}"
 for line in "${summaries[@]}"; do
   dm_say "$line"
 done
