@@ -75,7 +75,7 @@ def test_per_variant_skips_errors_and_an_empty_batch_finding_in_one_run(tmp_path
         assert failed["outcome"] == "error", failed
         assert failed["reason"].startswith('RootMeanSquaredError\'s factory cannot build it with the parameters '
                                            '{"sum_dtype":"float32"}: '), failed["reason"]
-        assert "ValueError: float32 sums are not implemented" in failed["reason"], failed["reason"]
+        assert "ValueError: this factory refuses float32 sums (a planted factory error)" in failed["reason"], failed["reason"]
 
     # The empty batch: its own property on every variant, the missing sync still found and first.
     ws1, ws2 = by[("MeanSquaredError", "float64", 1)], by[("MeanSquaredError", "float64", 2)]

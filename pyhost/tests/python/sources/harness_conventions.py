@@ -75,7 +75,7 @@ class RootMeanSquaredError(MeanAbsoluteError):
 
 def make_rmse(params):
     if params.get("sum_dtype") == "float32":
-        raise ValueError("float32 sums are not implemented")
+        raise ValueError("this factory refuses float32 sums (a planted factory error)")
     return RootMeanSquaredError()
 
 
