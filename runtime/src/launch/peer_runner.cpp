@@ -4,7 +4,6 @@
 #include "distmetrics/runtime/peer_runner.h"
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <ATen/Parallel.h>
 
@@ -21,6 +20,7 @@
 #include <cstring>
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <cstdlib>
 #include <thread>
@@ -274,62 +274,130 @@ class PeerRunner::Impl {
     if (one_host) {
       connect_privately(port, deadline);
     } else {
-      connect_over_tcp(host, port, deadline);
+      connect_over_network(host, port, deadline);
     }
     // Every rank checks in; rank 0 waits for all of them, so a wrong WORLD_SIZE is caught here.
+    // Which host each rank is on, for the reports (a blamed rank is named with its host).
+    store_->set("host/" + std::to_string(rank_), bytes_of(host_name()));
     store_->set("joined/" + std::to_string(rank_), bytes_of(std::to_string(world_size_)));
-    if (rank_ == 0) {
+    if (rank_ != 0) {
+      // Rank 0's word on the start: "ok", or why the run cannot start (a rank with another WORLD_SIZE).
+      if (!wait_for_keys(*store_, {"start"}, deadline)) {
+        throw ConfigError(options_.launcher + " launcher: rank " + std::to_string(rank_) + ": rank 0 did not start the run within " +
+                          std::to_string(options_.connect_deadline.count()) + " ms (is every rank started, with the same WORLD_SIZE?)");
+      }
+      const std::string word = text_of(store_->get("start"));
+      if (word != "ok") {
+        store_->add("left", 1);
+        throw ConfigError(word);
+      }
+    } else {
+      try {
+        check_that_every_rank_joined(deadline);
+      } catch (const ConfigError& e) {
+        set_quietly(*store_, "start", e.what());
+        // The ranks that joined read why before the store goes (bounded).
+        int joined = 0;
+        for (int r = 1; r < world_size_; ++r) joined += store_->check({"joined/" + std::to_string(r)}) ? 1 : 0;
+        const Deadline read = Deadline::after(options_.report_grace);
+        while (store_->add("left", 0) < joined && !read.expired()) std::this_thread::sleep_for(5ms);
+        throw;
+      }
+      store_->set("start", bytes_of("ok"));
+    }
+  }
+
+  void check_that_every_rank_joined(const Deadline& deadline) {
+    {
       std::vector<std::string> keys;
       for (int r = 0; r < world_size_; ++r) keys.push_back("joined/" + std::to_string(r));
       if (!wait_for_keys(*store_, keys, deadline)) {
+        std::string missing;
+        for (int r = 0; r < world_size_; ++r) {
+          if (!store_->check({keys[r]})) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+        }
         throw ConfigError(options_.launcher + " launcher: not every one of the " + std::to_string(world_size_) +
-                          " ranks joined within " + std::to_string(options_.connect_deadline.count()) + " ms");
+                          " ranks joined within " + std::to_string(options_.connect_deadline.count()) +
+                          " ms (missing: rank " + missing + "; check WORLD_SIZE, MASTER_ADDR and MASTER_PORT on them)");
+      }
+      for (int r = 0; r < world_size_; ++r) {
+        const std::string said = text_of(store_->get(keys[r]));
+        if (said != std::to_string(world_size_)) {
+          throw ConfigError(options_.launcher + " launcher: rank " + std::to_string(r) + " was started with a world of " +
+                            said + " ranks, rank 0 with " + std::to_string(world_size_) + ": start every rank with the same WORLD_SIZE");
+        }
+        hosts_.push_back(text_of(store_->get("host/" + std::to_string(r))));
       }
     }
   }
 
-  // Several hosts: rank 0's TCPStore (LibTorch 1.13's cannot bind one address: it listens on
-  // every interface, and rank 0 says so).
-  void connect_over_tcp(std::string host, int port, const Deadline& deadline) {
-    c10d::TCPStoreOptions store_options;
-    store_options.isServer = rank_ == 0;
-    store_options.waitWorkers = false;
-    store_options.timeout = options_.connect_deadline;
-    c10::intrusive_ptr<c10d::TCPStore> tcp;
-    if (port < 0) {
-      // mpi without MASTER_ADDR/PORT: rank 0 hosts the store on a free port and tells the others.
-      std::string address;
+  // Several hosts: rank 0 serves the project's store (pool_store.h) on the rendezvous address
+  // alone, not on every interface (LibTorch 1.13's TCPStore cannot bind one address), and admits
+  // only connections that show the run's secret. env: MASTER_ADDR:MASTER_PORT and the secret
+  // from DISTMETRICS_RUN_SECRET (the same on every rank; never argv). mpi: with MASTER_ADDR and
+  // MASTER_PORT there, else this host's address (GLOO_SOCKET_IFNAME's interface, else its first
+  // interface that is up and not loopback) on a free port; the address, port and a fresh secret
+  // (DISTMETRICS_RUN_SECRET when set) go to the other ranks through MPI.
+  void connect_over_network(std::string host, int port, const Deadline& deadline) {
+    std::string secret = env("DISTMETRICS_RUN_SECRET").value_or("");
+    if (options_.launcher == "env" && secret.empty()) {
+      throw ConfigError(
+          "env launcher: ranks on several hosts need the run's secret: set DISTMETRICS_RUN_SECRET to the same random "
+          "value on every rank (e.g. export DISTMETRICS_RUN_SECRET=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \\n')); "
+          "rank 0's rendezvous store refuses connections without it");
+    }
+    if (options_.launcher == "mpi") {
+      std::string announced;
       if (rank_ == 0) {
-        store_options.port = 0;
-        tcp = c10::make_intrusive<c10d::TCPStore>("127.0.0.1", store_options);
-        address = host_name() + ":" + std::to_string(tcp->getPort());
+        try {
+          if (secret.empty()) secret = detail::random_secret();
+          if (host.empty()) host = this_host_address();
+          private_host_ = std::make_unique<detail::PoolStoreHost>(host, static_cast<std::uint16_t>(std::max(port, 0)), secret);
+          announced = nlohmann::json({{"host", host}, {"port", private_host_->port()}, {"secret", secret}}).dump();
+        } catch (const std::exception& e) {
+          announced = "!" + detail::short_what(e);  // the others fail with rank 0's reason, not a timeout
+        }
       }
-      address = agent_broadcast(address, deadline);
-      const auto colon = address.rfind(':');
-      host = address.substr(0, colon);
-      port = std::stoi(address.substr(colon + 1));
+      announced = agent_broadcast(announced, deadline);
+      if (!announced.empty() && announced[0] == '!') {
+        throw ConfigError("mpi launcher: rank 0 could not start the rendezvous store: " + announced.substr(1));
+      }
+      const auto where = nlohmann::json::parse(announced);
+      host = where.at("host").get<std::string>();
+      port = where.at("port").get<int>();
+      secret = where.at("secret").get<std::string>();
+    } else if (rank_ == 0) {
+      try {
+        private_host_ = std::make_unique<detail::PoolStoreHost>(host, static_cast<std::uint16_t>(port), secret);
+      } catch (const std::exception& e) {
+        throw ConfigError("env launcher: rank 0 could not host the rendezvous store at MASTER_ADDR=" + host +
+                          " MASTER_PORT=" + std::to_string(port) + ": " + detail::short_what(e) +
+                          " (rank 0 must run on the host MASTER_ADDR names)");
+      }
     }
     store_host_ = host;
     store_port_ = port;
-    if (!tcp) {
-      store_options.port = static_cast<std::uint16_t>(port);
-      try {
-        tcp = c10::make_intrusive<c10d::TCPStore>(host, store_options);
-      } catch (const std::exception& e) {
-        throw ConfigError(options_.launcher + " launcher: rank " + std::to_string(rank_) + " could not " +
-                          (rank_ == 0 ? "host" : "reach") + " the store at " + host + ":" + std::to_string(port) +
-                          ": " + detail::short_what(e));
-      }
+    store_secret_ = secret;
+    c10::intrusive_ptr<detail::PoolStoreClient> client;
+    try {
+      client = detail::connect_to_network_store(host, static_cast<std::uint16_t>(port), secret, deadline,
+                                                options_.connect_deadline);
+    } catch (const ConfigError& e) {
+      throw ConfigError(options_.launcher + " launcher: rank " + std::to_string(rank_) + ": " + e.what());
     }
-    if (rank_ == 0) {
-      // LibTorch's TCPStore cannot be bound to one address: say so rather than listen silently.
-      std::cerr << "distmetrics: " << options_.launcher << " launcher: rank 0's rendezvous store listens on port "
-                << tcp->getPort() << " of every network interface of " << host_name()
-                << " while the run lasts (LibTorch's TCPStore cannot bind one address); any process that can "
-                   "reach this host can connect to it: run on a trusted network or behind a firewall "
-                   "(docs/runtime.md, \"Peer launchers and the network\")\n";
+    // Gloo binds its pairs to the address that reaches rank 0, unless GLOO_SOCKET_IFNAME says otherwise.
+    if (!env("GLOO_SOCKET_IFNAME")) gloo_address_ = client->local_address();
+    store_ = client;
+  }
+
+  static std::string this_host_address() {
+    if (auto name = env("GLOO_SOCKET_IFNAME")) {
+      const std::string address = detail::interface_address(*name);
+      if (address.empty()) throw ConfigError("GLOO_SOCKET_IFNAME=" + *name + ": this host has no IPv4 address on it");
+      return address;
     }
-    store_ = tcp;
+    const std::string address = detail::interface_address("");
+    return address.empty() ? host_name() : address;
   }
 
   // Every rank on this host: rank 0 serves the store at a Unix socket in a private 0700 folder
@@ -371,12 +439,8 @@ class PeerRunner::Impl {
   c10::intrusive_ptr<c10d::Store> connect_child_store(const Deadline& deadline) {
     const auto timeout = std::max<std::chrono::milliseconds>(deadline.remaining(), 1ms);
     if (!store_socket_.empty()) return detail::connect_to_private_store(store_socket_, deadline, timeout);
-    c10d::TCPStoreOptions options;
-    options.isServer = false;
-    options.waitWorkers = false;
-    options.port = static_cast<std::uint16_t>(store_port_);
-    options.timeout = timeout;
-    return c10::make_intrusive<c10d::TCPStore>(store_host_, options);
+    return detail::connect_to_network_store(store_host_, static_cast<std::uint16_t>(store_port_), store_secret_, deadline,
+                                            timeout);
   }
 
   // ---- The MPI agent (launcher mpi) ----
@@ -570,6 +634,7 @@ class PeerRunner::Impl {
           store_socket_ = request.value("socket", "");
           store_host_ = request.value("host", "");
           store_port_ = request.value("port", -1);
+          store_secret_ = request.value("secret", "");
           const Job job = detail::request_from_json(request.at("job"));
           const Deadline deadline = Deadline::after(std::chrono::milliseconds(request.at("ms").get<long>()));
           detail::CommSpec spec;
@@ -623,7 +688,7 @@ class PeerRunner::Impl {
                                     {"ms", deadline.remaining().count()}, {"world_size", spec.world_size},
                                     {"local_rank", spec.local_rank}, {"op_timeout_ms", spec.op_timeout.count()},
                                     {"gloo_address", spec.gloo_address}, {"socket", store_socket_},
-                                    {"host", store_host_}, {"port", store_port_}};
+                                    {"host", store_host_}, {"port", store_port_}, {"secret", store_secret_}};
     if (!agent_alive() || !send_line(agent_fd_, message)) {
       outcome.state = RankState::Crashed;
       outcome.how_died = "the rank's MPI agent is gone";
@@ -996,8 +1061,31 @@ class PeerRunner::Impl {
       run.ranks.push_back(std::move(missing));
     }
     detail::diagnose(run, phases, request.deadline);
+    name_hosts(run);
     set_quietly(store, "report", run.to_json());
     return run;
+  }
+
+  // Ranks on several hosts: the diagnosis says where the blamed rank is, and which ranks each host holds.
+  void name_hosts(JobResult& run) const {
+    if (hosts_.size() != static_cast<size_t>(world_size_)) return;
+    std::vector<std::string> order;
+    std::map<std::string, std::vector<int>> ranks_of;
+    for (int r = 0; r < world_size_; ++r) {
+      if (!ranks_of.count(hosts_[r])) order.push_back(hosts_[r]);
+      ranks_of[hosts_[r]].push_back(r);
+    }
+    if (order.size() < 2) return;
+    std::string text;
+    if (run.blamed_rank >= 0 && run.blamed_rank < world_size_) {
+      text = "Rank " + std::to_string(run.blamed_rank) + " is on host " + hosts_[run.blamed_rank] + ". ";
+    }
+    text += "Hosts:";
+    for (size_t h = 0; h < order.size(); ++h) {
+      text += std::string(h ? ";" : "") + " " + order[h] + " rank" + (ranks_of[order[h]].size() > 1 ? "s " : " ");
+      for (size_t i = 0; i < ranks_of[order[h]].size(); ++i) text += (i ? ", " : "") + std::to_string(ranks_of[order[h]][i]);
+    }
+    run.diagnosis += (run.diagnosis.empty() ? "" : "\n") + text + ".";
   }
 
   // Ranks other than 0: rank 0's report, or (rank 0 silent) this rank's own view as a hang.
@@ -1028,6 +1116,8 @@ class PeerRunner::Impl {
   std::string gloo_address_;
   std::string store_host_;
   int store_port_ = -1;
+  std::string store_secret_;  // the network store's (several hosts)
+  std::vector<std::string> hosts_;  // rank 0: each rank's host name, by rank
   pid_t child_group_ = 0;  // a reaped child's process group, still to be ended
   bool stopped_in_agent_ = false;  // an mpi-backend task (run in the agent) hung or crashed
   // The MPI agent (launcher mpi): its pid (negative once reaped, 0 once ended), its socket, what
@@ -1041,7 +1131,8 @@ class PeerRunner::Impl {
   RunStatus stop_status_ = RunStatus::Completed;
   bool left_ = false;
   c10::intrusive_ptr<c10d::Store> store_;
-  std::unique_ptr<detail::PoolStoreHost> private_host_;  // rank 0 of a run on one host
+  // Rank 0: the store it serves (a private Unix socket on one host, the rendezvous address on several).
+  std::unique_ptr<detail::PoolStoreHost> private_host_;
   std::string store_socket_;                             // the private store's socket, if any
   std::uint64_t variant_count_ = 0;
   bool stopped_ = false;

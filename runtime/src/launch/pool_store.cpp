@@ -9,8 +9,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <iostream>
 #include <stdexcept>
 
 #include "distmetrics/runtime/errors.h"
@@ -34,6 +36,15 @@ std::string hex_of(const std::vector<std::uint8_t>& bytes) {
     text.push_back(digits[b & 15]);
   }
   return text;
+}
+
+std::string random_secret() {
+  std::vector<std::uint8_t> bytes(16);
+  FILE* source = std::fopen("/dev/urandom", "rb");
+  const bool read = source != nullptr && std::fread(bytes.data(), 1, bytes.size(), source) == bytes.size();
+  if (source != nullptr) std::fclose(source);
+  if (!read) throw ConfigError("cannot read /dev/urandom for the run's secret: set DISTMETRICS_RUN_SECRET");
+  return hex_of(bytes);
 }
 
 std::vector<std::uint8_t> bytes_of_hex(const std::string& hex) {
@@ -291,6 +302,67 @@ PoolStoreHost::PoolStoreHost(const std::string& folder, const std::string& base)
   thread_ = std::thread([this] { serve_loop(); });
 }
 
+PoolStoreHost::PoolStoreHost(const std::string& address, std::uint16_t port, std::string secret)
+    : secret_(std::move(secret)), address_(address) {
+  if (secret_.empty()) throw ConfigError("the rendezvous store on the network needs the run's secret");
+  try {
+    const Listener listener = listen_on_address(address, port);
+    listen_fd_ = listener.fd;
+    port_ = listener.port;
+    if (::pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0) throw ChannelError(std::string("pipe: ") + std::strerror(errno));
+  } catch (const ChannelError& e) {
+    if (listen_fd_ >= 0) ::close(listen_fd_);
+    throw ConfigError("cannot serve the rendezvous store: " + std::string(e.what()));
+  }
+  thread_ = std::thread([this] { serve_loop(); });
+}
+
+namespace {
+// Equal texts, in a time that does not depend on where they differ.
+bool same_secret(const std::string& a, const std::string& b) {
+  unsigned char differ = a.size() == b.size() ? 0 : 1;
+  for (size_t i = 0; i < a.size(); ++i) differ |= static_cast<unsigned char>(a[i] ^ (i < b.size() ? b[i] : 0));
+  return differ == 0;
+}
+}  // namespace
+
+void PoolStoreHost::admit(int& next_client) {
+  for (size_t i = 0; i < pending_.size();) {
+    Pending& p = pending_[i];
+    std::string refused;
+    bool admitted = false;
+    try {
+      const bool open = p.channel->read_available();
+      if (auto hello = p.channel->next()) {
+        if (hello->value("op", "") != "hello" || !hello->contains("secret")) refused = "it sent no secret";
+        else if (!same_secret(hello->value("secret", ""), secret_)) refused = "it sent another secret";
+        else admitted = true;
+      } else if (!open) {
+        refused = "it closed the connection before showing the run's secret";
+      } else if (p.deadline.expired()) {
+        refused = "it showed no secret within " + std::to_string(kHelloBudget.count()) + " ms";
+      }
+    } catch (const ChannelError&) {
+      refused = "it sent something that is not a hello";
+    }
+    if (admitted) {
+      try {
+        p.channel->send({{"ok", true}}, Deadline::after(kAnswerBudget));
+        server_.add_client(next_client++, std::move(p.channel));
+      } catch (const ChannelError&) {
+      }
+    } else if (refused.empty()) {
+      ++i;
+      continue;
+    } else {
+      ++rejected_;
+      std::cerr << "distmetrics: the rendezvous store at " << address_ << ":" << port_ << " refused a connection from "
+                << p.from << ": " << refused << " (every rank needs the run's DISTMETRICS_RUN_SECRET)\n";
+    }
+    pending_.erase(pending_.begin() + static_cast<long>(i));
+  }
+}
+
 PoolStoreHost::~PoolStoreHost() {
   if (thread_.joinable()) {
     const char byte = 0;
@@ -308,11 +380,16 @@ void PoolStoreHost::serve_loop() {
   while (true) {
     std::vector<pollfd> fds{{wake_[0], POLLIN, 0}, {listen_fd_, POLLIN, 0}};
     for (int fd : server_.fds()) fds.push_back({fd, POLLIN, 0});
-    ::poll(fds.data(), fds.size(), 200);
+    for (const auto& p : pending_) fds.push_back({p.channel->fd(), POLLIN, 0});
+    ::poll(fds.data(), fds.size(), pending_.empty() ? 200 : 20);
     if (fds[0].revents != 0) return;
     while (true) {
       const int fd = accept_connection(listen_fd_, Deadline::after(std::chrono::milliseconds(0)));
       if (fd < 0) break;
+      if (!secret_.empty()) {  // network mode: admitted once it shows the secret
+        pending_.push_back({std::make_unique<LineChannel>(fd), peer_address(fd), Deadline::after(kHelloBudget)});
+        continue;
+      }
       const PeerCredentials peer = peer_credentials(fd);
       if (peer.uid != ::geteuid() || peer.pid <= 0) {
         ::close(fd);
@@ -321,8 +398,36 @@ void PoolStoreHost::serve_loop() {
       }
       server_.add_client(next_client++, std::make_unique<LineChannel>(fd));
     }
+    if (!pending_.empty()) admit(next_client);
     server_.serve();
   }
+}
+
+c10::intrusive_ptr<PoolStoreClient> connect_to_network_store(const std::string& host, std::uint16_t port,
+                                                             const std::string& secret, const Deadline& deadline,
+                                                             std::chrono::milliseconds timeout) {
+  const std::string where = host + ":" + std::to_string(port);
+  int fd = -1;
+  try {
+    fd = connect_to(host, port, deadline);
+  } catch (const ChannelError& e) {
+    throw ConfigError("cannot reach the rendezvous store: " + std::string(e.what()) + " (did rank 0 start?)");
+  }
+  auto channel = std::make_unique<LineChannel>(fd);
+  std::optional<nlohmann::json> welcome;
+  try {
+    channel->send({{"op", "hello"}, {"secret", secret}}, deadline);
+    welcome = channel->receive(Deadline::after(std::max(deadline.remaining(), kHelloBudget)));
+  } catch (const ChannelError&) {
+    throw ConfigError("the rendezvous store at " + where +
+                      " refused this rank (is DISTMETRICS_RUN_SECRET the same on every rank?)");
+  }
+  if (!welcome || !welcome->value("ok", false)) {
+    throw ConfigError("the rendezvous store at " + where + " did not admit this rank in time");
+  }
+  auto client = c10::make_intrusive<PoolStoreClient>(std::move(channel));
+  client->setTimeout(timeout);
+  return client;
 }
 
 c10::intrusive_ptr<PoolStoreClient> connect_to_private_store(const std::string& socket_path, const Deadline& deadline,

@@ -68,6 +68,9 @@ class PoolStoreClient final : public c10d::Store {
   void wait(const std::vector<std::string>& keys) override;
   void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override;
 
+  // This end's address when the store is reached over TCP ("" on a Unix socket).
+  std::string local_address() const { return detail::local_address(channel_->fd()); }
+
  private:
   nlohmann::json request(nlohmann::json body, std::chrono::milliseconds timeout);
 
@@ -91,13 +94,31 @@ class PoolStoreHost {
   PoolStoreHost(const PoolStoreHost&) = delete;
   PoolStoreHost& operator=(const PoolStoreHost&) = delete;
 
+  // Across hosts: served on `address`:`port` alone (port 0: the kernel chooses), not on every
+  // interface as LibTorch 1.13's TCPStore would. A connection must first send the run's secret
+  // ({"op":"hello","secret":...}) within kHelloBudget; one that sends another, or nothing, is
+  // closed, counted and logged on stderr with its address. The secret must not be empty.
+  PoolStoreHost(const std::string& address, std::uint16_t port, std::string secret);
+
   std::string socket_path() const { return folder_ + "/store.sock"; }
-  // Connections refused: another user's process (cannot happen through a 0700 folder unless root).
+  std::uint16_t port() const { return port_; }  // network mode
+  // Connections refused: another user's process (cannot happen through a 0700 folder unless
+  // root), or, on the network, one without the run's secret.
   int rejected() const { return rejected_.load(); }
 
  private:
   void serve_loop();
+  void admit(int& next_client);  // network mode: hellos of pending connections
 
+  struct Pending {
+    std::unique_ptr<LineChannel> channel;
+    std::string from;
+    Deadline deadline;
+  };
+  std::string secret_;            // network mode
+  std::string address_;           // network mode, as given
+  std::uint16_t port_ = 0;
+  std::vector<Pending> pending_;  // network mode: accepted, not yet shown the secret
   std::string folder_;
   int listen_fd_ = -1;
   int wake_[2] = {-1, -1};
@@ -112,11 +133,23 @@ class PoolStoreHost {
 c10::intrusive_ptr<PoolStoreClient> connect_to_private_store(const std::string& socket_path, const Deadline& deadline,
                                                              std::chrono::milliseconds timeout);
 
+// A client of a PoolStoreHost on the network: connects (retried until the deadline: rank 0 may
+// start later), shows `secret`, and waits for the host to admit it. ConfigError when the host
+// refuses or never answers.
+c10::intrusive_ptr<PoolStoreClient> connect_to_network_store(const std::string& host, std::uint16_t port,
+                                                             const std::string& secret, const Deadline& deadline,
+                                                             std::chrono::milliseconds timeout);
+
+// How long a network connection has to show the run's secret.
+constexpr std::chrono::milliseconds kHelloBudget{2000};
+
 // The private folder of a peer launch with the env launcher on one host, the same on every rank:
 // derived from the user and MASTER_PORT (which no two runs on a host can share).
 std::string env_launch_store_folder(int master_port);
 
 std::string hex_of(const std::vector<std::uint8_t>& bytes);
+// 32 hex digits from /dev/urandom: a run's secret when the user gave none (mpi sends it to the ranks).
+std::string random_secret();
 std::vector<std::uint8_t> bytes_of_hex(const std::string& hex);
 
 }  // namespace distmetrics::runtime::detail

@@ -2,6 +2,8 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -129,6 +131,73 @@ Listener listen_on_loopback() {
   }
   listener.port = ntohs(addr.sin_port);
   return listener;
+}
+
+Listener listen_on_address(const std::string& address, std::uint16_t port) {
+  addrinfo hints{};
+  hints.ai_family = AF_INET;  // Gloo's pairs and the ranks' addresses are IPv4 here
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  const int rc = ::getaddrinfo(address.c_str(), std::to_string(port).c_str(), &hints, &found);
+  if (rc != 0) throw ChannelError("cannot resolve " + address + ": " + gai_strerror(rc));
+  Listener listener;
+  listener.fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (listener.fd < 0) {
+    ::freeaddrinfo(found);
+    throw ChannelError(errno_text("socket"));
+  }
+  int one = 1;
+  ::setsockopt(listener.fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  sockaddr_in addr{};
+  std::memcpy(&addr, found->ai_addr, sizeof(addr));
+  ::freeaddrinfo(found);
+  char numeric[INET_ADDRSTRLEN] = {0};
+  ::inet_ntop(AF_INET, &addr.sin_addr, numeric, sizeof(numeric));
+  socklen_t len = sizeof(addr);
+  if (::bind(listener.fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || ::listen(listener.fd, 128) != 0 ||
+      ::getsockname(listener.fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    const int error = errno;
+    ::close(listener.fd);
+    std::string text = "listening on " + address + " (" + numeric + "):" + std::to_string(port) + ": " + std::strerror(error);
+    if (error == EADDRNOTAVAIL) text += " (it is not an address of this host)";
+    throw ChannelError(text);
+  }
+  listener.port = ntohs(addr.sin_port);
+  return listener;
+}
+
+std::string interface_address(const std::string& name) {
+  ifaddrs* list = nullptr;
+  if (::getifaddrs(&list) != 0) return "";
+  std::string found;
+  for (ifaddrs* a = list; a != nullptr && found.empty(); a = a->ifa_next) {
+    if (a->ifa_addr == nullptr || a->ifa_addr->sa_family != AF_INET) continue;
+    const bool loopback = (a->ifa_flags & IFF_LOOPBACK) != 0;
+    if (name.empty() ? (loopback || (a->ifa_flags & IFF_UP) == 0) : name != a->ifa_name) continue;
+    char text[INET_ADDRSTRLEN] = {0};
+    ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(a->ifa_addr)->sin_addr, text, sizeof(text));
+    found = text;
+  }
+  ::freeifaddrs(list);
+  return found;
+}
+
+std::string local_address(int fd) {
+  sockaddr_in addr{};
+  socklen_t len = sizeof(addr);
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0 || addr.sin_family != AF_INET) return "";
+  char text[INET_ADDRSTRLEN] = {0};
+  ::inet_ntop(AF_INET, &addr.sin_addr, text, sizeof(text));
+  return text;
+}
+
+std::string peer_address(int fd) {
+  sockaddr_in addr{};
+  socklen_t len = sizeof(addr);
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0 || addr.sin_family != AF_INET) return "?";
+  char text[INET_ADDRSTRLEN] = {0};
+  ::inet_ntop(AF_INET, &addr.sin_addr, text, sizeof(text));
+  return std::string(text) + ":" + std::to_string(ntohs(addr.sin_port));
 }
 
 int accept_connection(int listen_fd, const Deadline& deadline) {

@@ -55,6 +55,16 @@ struct Listener {
   std::uint16_t port = 0;
 };
 Listener listen_on_loopback();
+// A listening TCP socket bound to `address` alone (numeric, or a name resolving to an IPv4
+// address of this host), not every interface; port 0: the kernel chooses.
+Listener listen_on_address(const std::string& address, std::uint16_t port);
+// The IPv4 address of the network interface `name` ("eth0"), or, for "", of the first interface
+// that is up and not loopback; "" when there is none.
+std::string interface_address(const std::string& name);
+// This end's IPv4 address of a TCP connection ("" when not one): the interface that reaches the peer.
+std::string local_address(int fd);
+// "10.77.0.3:43122": who is at the other end of a TCP connection ("?" when unknown).
+std::string peer_address(int fd);
 // A connection, or -1 when none arrives by the deadline.
 int accept_connection(int listen_fd, const Deadline& deadline);
 int connect_to(const std::string& host, std::uint16_t port, const Deadline& deadline);
