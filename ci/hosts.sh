@@ -11,7 +11,9 @@
 #                                  namespace whose host name is HOST (so reports name hosts apart)
 #   ci/hosts.sh with CMD...        up, runs CMD, down on exit whatever happens (its exit code)
 #   ci/hosts.sh link HOST up|down  takes HOST's link to the switch down or up (a partition)
-#   ci/hosts.sh delay HOST MS      adds MS ms of delay on HOST's link (tc netem; 0 removes it)
+#   ci/hosts.sh delay HOST MS      adds MS ms of delay on HOST's link (tc netem; 0 removes it);
+#                                  exit 4 when the kernel has no netem (CONFIG_NET_SCH_NETEM)
+#   ci/hosts.sh throttle HOST KBIT limits HOST's link to KBIT kbit/s each way (tc tbf; 0 removes it)
 #   ci/hosts.sh addr HOST          prints HOST's address
 #
 #   DM_HOSTS (default 3)  how many hosts     DM_HOSTS_PREFIX (default dmh)  namespace name prefix
@@ -148,10 +150,31 @@ case "$cmd" in
     ns=$(ns_of "${1:?hosts.sh delay HOST MS}")
     ms=${2:?hosts.sh delay HOST MS}
     [[ "$ms" =~ ^[0-9]+$ ]] || die "delay must be whole milliseconds, got '$ms'"
-    ip -n "$ns" qdisc del dev eth0 root 2>/dev/null || true
-    if (( ms > 0 )); then ip -n "$ns" qdisc add dev eth0 root netem delay "${ms}ms"; fi ;;
+    ip netns exec "$ns" tc qdisc del dev eth0 root 2>/dev/null || true
+    ip netns exec "$switch" tc qdisc del dev "p${1#h}" root 2>/dev/null || true
+    if (( ms > 0 )); then
+      # Both ways: the host's end of its link and the switch's.
+      for at in "$ns eth0" "$switch p${1#h}"; do
+        set -- $at
+        if ! out=$(ip netns exec "$1" tc qdisc add dev "$2" root netem delay "${ms}ms" 2>&1); then
+          [[ "$out" == *"qdisc kind is unknown"* ]] && { echo "hosts.sh: this kernel has no netem (CONFIG_NET_SCH_NETEM is not set): use throttle" >&2; exit 4; }
+          die "tc netem: $out"
+        fi
+      done
+    fi ;;
+  throttle)
+    ns=$(ns_of "${1:?hosts.sh throttle HOST KBIT}")
+    kbit=${2:?hosts.sh throttle HOST KBIT}
+    [[ "$kbit" =~ ^[0-9]+$ ]] || die "throttle must be whole kbit/s, got '$kbit'"
+    port="p${1#h}"
+    ip netns exec "$ns" tc qdisc del dev eth0 root 2>/dev/null || true
+    ip netns exec "$switch" tc qdisc del dev "$port" root 2>/dev/null || true
+    if (( kbit > 0 )); then
+      ip netns exec "$ns" tc qdisc add dev eth0 root tbf rate "${kbit}kbit" burst 1600 latency 5s
+      ip netns exec "$switch" tc qdisc add dev "$port" root tbf rate "${kbit}kbit" burst 1600 latency 5s
+    fi ;;
   addr)
     ns_of "${1:?hosts.sh addr HOST}" >/dev/null
     addr_of "$1" ;;
-  *) die "usage: hosts.sh check|up|down|exec HOST CMD...|with CMD...|link HOST up|down|delay HOST MS|addr HOST" ;;
+  *) die "usage: hosts.sh check|up|down|exec HOST CMD...|with CMD...|link HOST up|down|delay HOST MS|throttle HOST KBIT|addr HOST" ;;
 esac

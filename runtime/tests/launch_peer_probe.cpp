@@ -15,6 +15,8 @@
 #include <iostream>
 #include <set>
 #include <sstream>
+#include <optional>
+#include <thread>
 
 #include "distmetrics/runtime/errors.h"
 #include "distmetrics/runtime/peer_runner.h"
@@ -68,6 +70,60 @@ std::vector<std::string> tcp_listeners_of_this_process() {
 
 DISTMETRICS_TASK(fault_inject) { return dr::fault_test::run_fault(ctx); }
 
+// `iterations` all_reduces of 256 doubles, `pause_ms` apart: a variant that lasts long enough
+// for a fault to come in the middle of its collectives (the multi-host tests).
+DISTMETRICS_TASK(peer_collectives_for) {
+  const int iterations = ctx.params.value("iterations", 10);
+  const int pause_ms = ctx.params.value("pause_ms", 10);
+  double sum = 0;
+  for (int i = 0; i < iterations; ++i) {
+    sum = ctx.comm.all_reduce_copy(at::full({256}, double(ctx.rank), at::kDouble), dr::ReduceOp::Sum)[0].item<double>();
+    if (i == 0) std::cout << "RANK " << ctx.rank << " IN COLLECTIVES" << std::endl;  // a fault may come now
+    std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
+  }
+  return {{"sum", sum}, {"iterations", iterations}};
+}
+
+// launch_peer_probe <mpi|env> <backend> multihost ITERATIONS DEADLINE_MS: one variant of
+// peer_collectives_for (10 ms apart) with that deadline and a report grace of 0.5 s; rank 0
+// prints VARIANT and how long the variant took (SECONDS), every rank finishes with the runner's
+// code (3 hang, 4 crash, 1 otherwise) and rank 0 returns it.
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+int run_multihost_variant(char** argv) {
+  dr::PeerOptions options;
+  options.launcher = argv[1];
+  options.report_grace = 500ms;
+  options.connect_deadline = 5s;
+  // When the runner starts and when it refused to (the test's latency of a refused start).
+  std::cout << std::fixed << "STARTED " << now_s() << std::endl;
+  std::optional<dr::PeerRunner> made;
+  try {
+    made.emplace(options);
+  } catch (const dr::ConfigError& e) {
+    std::cout << std::fixed << "REFUSED " << now_s() << std::endl;
+    throw;
+  }
+  dr::PeerRunner& runner = *made;
+  dr::Job request;
+  request.id = "probe/multihost";
+  request.task = "peer_collectives_for";
+  request.backend = argv[2];
+  request.deadline = std::chrono::milliseconds(std::stoi(argv[5]));
+  request.params = {{"iterations", std::stoi(argv[4])}, {"pause_ms", 10}};
+  const double began = now_s();
+  const dr::JobResult result = runner.run(request);
+  std::cout << std::fixed << "RANK " << runner.rank() << " RETURNED_AFTER " << now_s() - began << std::endl;
+  std::cout << "RANK " << runner.rank() << " SAW " << dr::to_string(result.status) << " " << result.blamed_rank << std::endl;
+  if (runner.is_reporter()) std::cout << "VARIANT " << result.to_json().dump() << std::endl;
+  const int code = result.status == dr::RunStatus::Hang ? 3 : result.status == dr::RunStatus::Crash ? 4
+                 : result.status == dr::RunStatus::Completed ? 0 : 1;
+  runner.finish(code);
+  return runner.is_reporter() ? code : 0;
+}
+
 // launch_peer_probe <mpi|env> <backend> FAULT RANK PID_FILE: one variant with the fault (a 2 s
 // deadline), then ends the run as the CLI does: rank 0 prints the report and every rank calls
 // finish() with the runner's code (3 hang, 4 crash, 1 otherwise), rank 0 returns it.
@@ -91,6 +147,14 @@ int run_fault_variant(char** argv) {
 }
 
 int main(int argc, char** argv) {
+  if (argc == 6 && std::string(argv[3]) == "multihost") {
+    try {
+      return run_multihost_variant(argv);
+    } catch (const std::exception& e) {
+      std::cerr << "launch_peer_probe: " << e.what() << std::endl;
+      return 1;
+    }
+  }
   if (argc == 6) {
     try {
       return run_fault_variant(argv);

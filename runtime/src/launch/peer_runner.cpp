@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <iostream>
 #include <map>
+#include <set>
 #include <optional>
 #include <cstdlib>
 #include <thread>
@@ -86,7 +87,11 @@ bool is_loopback(const std::string& host) {
 bool wait_for_keys(c10d::Store& store, const std::vector<std::string>& keys, const Deadline& deadline) {
   auto pause = 1ms;
   while (true) {
-    if (store.check(keys)) return true;
+    try {
+      if (store.check(keys)) return true;
+    } catch (const std::exception&) {
+      // The store did not answer (bounded by its timeout): cut off, or gone; the deadline decides.
+    }
     if (deadline.expired()) return false;
     std::this_thread::sleep_for(std::min<std::chrono::milliseconds>(pause, deadline.remaining()));
     pause = std::min(pause * 2, std::chrono::milliseconds(50));
@@ -220,6 +225,10 @@ class PeerRunner::Impl {
   explicit Impl(PeerOptions options) : options_(std::move(options)) {
     try {
       start();
+      // From now on this process's own store calls are short (set, get, check: waits poll), so each
+      // is bounded by the report grace: a store cut off by a partition costs a grace, not a
+      // connect deadline, per call.
+      store_->setTimeout(std::max<std::chrono::milliseconds>(options_.report_grace, 100ms));
     } catch (...) {
       end_agent();  // no MPI agent outlives a runner that did not start
       throw;
@@ -381,7 +390,7 @@ class PeerRunner::Impl {
     c10::intrusive_ptr<detail::PoolStoreClient> client;
     try {
       client = detail::connect_to_network_store(host, static_cast<std::uint16_t>(port), secret, deadline,
-                                                options_.connect_deadline);
+                                                options_.connect_deadline, rank_);
     } catch (const ConfigError& e) {
       throw ConfigError(options_.launcher + " launcher: rank " + std::to_string(rank_) + ": " + e.what());
     }
@@ -696,7 +705,7 @@ class PeerRunner::Impl {
     }
     // A rank that timed out in a collective at the deadline says so within moments.
     const Deadline wait_deadline =
-        Deadline::after(deadline.remaining() + std::min<std::chrono::milliseconds>(options_.report_grace, 500ms));
+        Deadline::after(deadline.remaining() + moment());
     AgentReply reply = await_agent(wait_deadline);
     // An earlier variant's outcome that came after its wait is not this one's.
     while (reply.message && reply.message->value("variant", "") != prefix) reply = await_agent(wait_deadline);
@@ -789,6 +798,9 @@ class PeerRunner::Impl {
     }
     const auto started = std::chrono::steady_clock::now();
     const Deadline deadline = Deadline::after(request.deadline);
+    // From the variant's start: a verdict comes within its deadline plus the grace, however
+    // late this rank's own task ended (which is by the deadline plus a moment).
+    const Deadline report_deadline = Deadline::after(request.deadline + options_.report_grace);
     const std::string prefix = "v" + std::to_string(++variant_count_) + "/";
     auto store = c10::make_intrusive<c10d::PrefixStore>(prefix, store_);
     auto group_store = c10::make_intrusive<c10d::PrefixStore>("group/", store);
@@ -818,11 +830,11 @@ class PeerRunner::Impl {
     }
     set_quietly(*store, "outcome/" + std::to_string(rank_), detail::to_json(local.outcome));
 
-    const Deadline report_deadline = Deadline::after(request.deadline + options_.report_grace);
     JobResult run = rank_ == 0 ? gather(*store, request, local.outcome, report_deadline)
-                                : await_report(*store, request, local.outcome);
+                                : await_report(*store, request, local.outcome, deadline);
     local.comm.reset();  // only now: peers may have been inside collectives until the report
-    end_child(child);
+    // After a hang or a crash the run stops: nobody waits for a child to leave on its own.
+    end_child(child, run.status != RunStatus::Hang && run.status != RunStatus::Crash);
     if (agent_holds_variant_ && agent_alive()) send_line(agent_fd_, {{"op", "release"}});
     agent_holds_variant_ = false;
     if (run.status == RunStatus::Hang || run.status == RunStatus::Crash) {
@@ -905,7 +917,7 @@ class PeerRunner::Impl {
     ::fcntl(out_pipe[0], F_SETFL, O_NONBLOCK);
 
     // A rank that timed out in a collective at the deadline says so within moments.
-    const Deadline wait_deadline = Deadline::after(deadline.remaining() + std::min<std::chrono::milliseconds>(options_.report_grace, 500ms));
+    const Deadline wait_deadline = Deadline::after(deadline.remaining() + moment());
     std::string sent;
     bool open = true;
     std::optional<int> status;
@@ -992,13 +1004,13 @@ class PeerRunner::Impl {
   }
 
   // The child may go; its process group (with whatever the task forked) is ended and reaped.
-  void end_child(ChildTask& child) {
+  void end_child(ChildTask& child, bool let_it_leave = true) {
     if (child.release_fd >= 0) ::close(child.release_fd);
     child.release_fd = -1;
     const pid_t group = child.pid > 0 ? child.pid : child_group_;
     if (group > 0) {
       // A healthy child leaves on its own once released.
-      if (child.pid > 0) detail::reap_child(child.pid, Deadline::after(std::min<std::chrono::milliseconds>(options_.report_grace, 1s)));
+      if (child.pid > 0 && let_it_leave) detail::reap_child(child.pid, Deadline::after(std::min<std::chrono::milliseconds>(options_.report_grace, 1s)));
       ::kill(-group, SIGKILL);  // what it forked, and a child that did not leave
       // Reaps the group's processes (ours as their subreaper) until none is left.
       const Deadline reaped = Deadline::after(2s);
@@ -1027,9 +1039,20 @@ class PeerRunner::Impl {
   JobResult gather(c10d::Store& store, const Job& request, const RankOutcome& own, const Deadline& deadline) {
     std::vector<std::string> keys;
     for (int r = 0; r < world_size_; ++r) keys.push_back("outcome/" + std::to_string(r));
-    wait_for_keys(store, keys, deadline);
+    // Until every rank has sent its outcome or is gone (its connection to the store closed: a
+    // killed process, a host that went down), by the deadline.
+    std::set<int> gone;
+    for (auto pause = 1ms; !deadline.expired(); pause = std::min<std::chrono::milliseconds>(pause * 2, 20ms)) {
+      if (store.check(keys)) break;
+      gone = private_host_ ? private_host_->gone_ranks() : std::set<int>{};
+      bool waiting = false;
+      for (int r = 1; r < world_size_ && !waiting; ++r) waiting = !gone.count(r) && !store.check({keys[r]});
+      if (!waiting) break;
+      std::this_thread::sleep_for(std::min<std::chrono::milliseconds>(pause, deadline.remaining()));
+    }
     JobResult run;
     std::vector<std::string> phases(world_size_);
+    std::vector<int> silent;  // sent no outcome, and their connection is still open
     for (int r = 0; r < world_size_; ++r) {
       if (r == 0) {
         run.ranks.push_back(own);
@@ -1048,6 +1071,7 @@ class PeerRunner::Impl {
       RankOutcome missing;
       missing.rank = r;
       missing.state = RankState::Stuck;
+      if (!gone.count(r)) silent.push_back(r);
       if (auto phase = get_json(store, "phase/" + std::to_string(r))) {
         phases[r] = phase->value("phase", "");
         missing.pid = phase->value("pid", 0L);
@@ -1057,13 +1081,40 @@ class PeerRunner::Impl {
           missing.how_died = "its process is gone (its launcher has the exit status)";
         }
       }
+      if (gone.count(r) && missing.state == RankState::Stuck) {
+        missing.state = RankState::Crashed;
+        missing.how_died = "its process is gone: its connection to the rendezvous store closed" +
+                           (static_cast<size_t>(r) < hosts_.size() ? " (host " + hosts_[r] + ")" : std::string());
+      }
       fill_progress(store, r, missing);
       run.ranks.push_back(std::move(missing));
     }
     detail::diagnose(run, phases, request.deadline);
+    blame_the_silent(run, silent);
     name_hosts(run);
     set_quietly(store, "report", run.to_json());
     return run;
+  }
+
+  // How long after the deadline a task that timed out in a collective still has to say so: half
+  // the report grace (at most 500 ms), so that its outcome reaches rank 0 within the grace.
+  std::chrono::milliseconds moment() const { return std::min<std::chrono::milliseconds>(options_.report_grace / 2, 500ms); }
+
+  // A hang where some ranks sent nothing at all by the deadline plus the grace (their process
+  // alive as far as the store can tell: its connection did not close) while the others reported:
+  // the silent ones are the cause (cut off by a partition, stopped, or their host is down),
+  // whatever their last progress said, and the others' waits follow from it.
+  void blame_the_silent(JobResult& run, const std::vector<int>& silent) const {
+    if (run.status != RunStatus::Hang || silent.empty() || silent.size() + 1 >= static_cast<size_t>(world_size_) + 1) return;
+    std::string who;
+    for (size_t i = 0; i < silent.size(); ++i) who += (i ? ", " : "") + std::to_string(silent[i]);
+    const bool one = silent.size() == 1;
+    run.blamed_rank = one ? silent.front() : -1;
+    run.diagnosis = std::string(one ? "rank " : "ranks ") + who + (one ? " sent" : " sent") +
+                    " nothing by the deadline plus " + std::to_string(options_.report_grace.count()) +
+                    " ms while the other ranks reported: " + (one ? "it is" : "they are") +
+                    " cut off (a network partition, its host down) or stopped. What the others saw follows from it:\n" +
+                    run.diagnosis;
   }
 
   // Ranks on several hosts: the diagnosis says where the blamed rank is, and which ranks each host holds.
@@ -1089,8 +1140,8 @@ class PeerRunner::Impl {
   }
 
   // Ranks other than 0: rank 0's report, or (rank 0 silent) this rank's own view as a hang.
-  JobResult await_report(c10d::Store& store, const Job& request, const RankOutcome& own) {
-    const Deadline deadline = Deadline::after(request.deadline + 2 * options_.report_grace);
+  JobResult await_report(c10d::Store& store, const Job& request, const RankOutcome& own, const Deadline& variant) {
+    const Deadline deadline = Deadline::after(variant.remaining() + 2 * options_.report_grace);
     if (wait_for_keys(store, {"report"}, deadline)) {
       if (auto report = get_json(store, "report")) return detail::run_from_json(*report);
     }

@@ -326,17 +326,26 @@ bool same_secret(const std::string& a, const std::string& b) {
 }
 }  // namespace
 
+std::set<int> PoolStoreHost::gone_ranks() const {
+  const std::lock_guard<std::mutex> lock(gone_mutex_);
+  return gone_;
+}
+
 void PoolStoreHost::admit(int& next_client) {
   for (size_t i = 0; i < pending_.size();) {
     Pending& p = pending_[i];
     std::string refused;
     bool admitted = false;
+    int hello_rank = -1;
     try {
       const bool open = p.channel->read_available();
       if (auto hello = p.channel->next()) {
         if (hello->value("op", "") != "hello" || !hello->contains("secret")) refused = "it sent no secret";
         else if (!same_secret(hello->value("secret", ""), secret_)) refused = "it sent another secret";
-        else admitted = true;
+        else {
+          admitted = true;
+          hello_rank = hello->value("rank", -1);
+        }
       } else if (!open) {
         refused = "it closed the connection before showing the run's secret";
       } else if (p.deadline.expired()) {
@@ -347,7 +356,9 @@ void PoolStoreHost::admit(int& next_client) {
     }
     if (admitted) {
       try {
+        const int rank = hello_rank;
         p.channel->send({{"ok", true}}, Deadline::after(kAnswerBudget));
+        if (rank >= 0) rank_of_client_[next_client] = rank;
         server_.add_client(next_client++, std::move(p.channel));
       } catch (const ChannelError&) {
       }
@@ -400,12 +411,21 @@ void PoolStoreHost::serve_loop() {
     }
     if (!pending_.empty()) admit(next_client);
     server_.serve();
+    for (auto it = rank_of_client_.begin(); it != rank_of_client_.end();) {
+      if (server_.has_client(it->first)) {
+        ++it;
+        continue;
+      }
+      const std::lock_guard<std::mutex> lock(gone_mutex_);
+      gone_.insert(it->second);
+      it = rank_of_client_.erase(it);
+    }
   }
 }
 
 c10::intrusive_ptr<PoolStoreClient> connect_to_network_store(const std::string& host, std::uint16_t port,
                                                              const std::string& secret, const Deadline& deadline,
-                                                             std::chrono::milliseconds timeout) {
+                                                             std::chrono::milliseconds timeout, int rank) {
   const std::string where = host + ":" + std::to_string(port);
   int fd = -1;
   try {
@@ -416,7 +436,7 @@ c10::intrusive_ptr<PoolStoreClient> connect_to_network_store(const std::string& 
   auto channel = std::make_unique<LineChannel>(fd);
   std::optional<nlohmann::json> welcome;
   try {
-    channel->send({{"op", "hello"}, {"secret", secret}}, deadline);
+    channel->send({{"op", "hello"}, {"secret", secret}, {"rank", rank}}, deadline);
     welcome = channel->receive(Deadline::after(std::max(deadline.remaining(), kHelloBudget)));
   } catch (const ChannelError&) {
     throw ConfigError("the rendezvous store at " + where +

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -33,6 +34,7 @@ class PoolStoreServer {
   void clear();
   void drop_all() { clients_.clear(); waiting_.clear(); data_.clear(); }
   size_t clients() const { return clients_.size(); }
+  bool has_client(int id) const { return clients_.count(id) > 0; }
 
  private:
   struct Waiting {
@@ -105,6 +107,9 @@ class PoolStoreHost {
   // Connections refused: another user's process (cannot happen through a 0700 folder unless
   // root), or, on the network, one without the run's secret.
   int rejected() const { return rejected_.load(); }
+  // Network mode: the ranks whose own connection (the one that named its rank in its hello) has
+  // closed: their process, or their host, is gone.
+  std::set<int> gone_ranks() const;
 
  private:
   void serve_loop();
@@ -119,6 +124,9 @@ class PoolStoreHost {
   std::string address_;           // network mode, as given
   std::uint16_t port_ = 0;
   std::vector<Pending> pending_;  // network mode: accepted, not yet shown the secret
+  std::map<int, int> rank_of_client_;  // network mode: client id -> the rank it named
+  mutable std::mutex gone_mutex_;
+  std::set<int> gone_;
   std::string folder_;
   int listen_fd_ = -1;
   int wake_[2] = {-1, -1};
@@ -136,9 +144,10 @@ c10::intrusive_ptr<PoolStoreClient> connect_to_private_store(const std::string& 
 // A client of a PoolStoreHost on the network: connects (retried until the deadline: rank 0 may
 // start later), shows `secret`, and waits for the host to admit it. ConfigError when the host
 // refuses or never answers.
+// `rank`: the rank whose own connection this is (rank 0 learns when it closes), -1 for others.
 c10::intrusive_ptr<PoolStoreClient> connect_to_network_store(const std::string& host, std::uint16_t port,
                                                              const std::string& secret, const Deadline& deadline,
-                                                             std::chrono::milliseconds timeout);
+                                                             std::chrono::milliseconds timeout, int rank = -1);
 
 // How long a network connection has to show the run's secret.
 constexpr std::chrono::milliseconds kHelloBudget{2000};
