@@ -17,6 +17,7 @@ PACKAGES=(
   python3-torch                       # the spawn-per-test baseline of the benchmarks
   python3-venv python3-pip python3-setuptools python3-wheel   # installing the Python package offline (its test)
   python3-dev pybind11-dev            # Python metrics (pyhost/): embedded CPython with torch
+  iproute2                            # the multi-host test bed (ci/hosts.sh: ip netns, veth, tc)
 )
 
 missing=()

@@ -32,3 +32,13 @@ distmetrics_test(launch_fault_tests
   LINK distmetrics::runtime
   TIMEOUT 300
   LABELS runtime)
+
+# Ranks on several hosts: network namespaces of ci/hosts.sh, the env launcher across them, faults
+# across hosts (the fault table of docs/multi-host.md), the store's address and secret. Skipped
+# (exit 77, with the reason) where network namespaces cannot be made.
+add_test(NAME launch_multihost
+         COMMAND "${DISTMETRICS_PYTHON}" "${CMAKE_CURRENT_SOURCE_DIR}/launch_multihost_test.py"
+                 "${PROJECT_SOURCE_DIR}/ci/hosts.sh" $<TARGET_FILE:launch_peer_probe> $<TARGET_FILE:distmetrics>
+                 "${PROJECT_SOURCE_DIR}/scenarios" "${DISTMETRICS_MPIEXEC}")
+set_tests_properties(launch_multihost PROPERTIES TIMEOUT 400 LABELS "runtime;multihost" SKIP_RETURN_CODE 77
+                     RUN_SERIAL TRUE)

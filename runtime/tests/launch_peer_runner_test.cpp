@@ -148,38 +148,51 @@ TEST(PeerLaunchEnv, TorchrunStyleVariablesOnTwoProcesses) {
 }
 
 // MASTER_ADDR naming this host without LOCAL_WORLD_SIZE: the ranks cannot know that they are all
-// here, so they keep the TCPStore of a run across hosts, and rank 0 says that it listens on every
-// interface (what the private rendezvous avoids on one host).
-TEST(PeerLaunchEnv, WithoutProofOfOneHostTheStoreIsTcpAndRankZeroSaysSo) {
+// here, so they use the rendezvous of a run across hosts: rank 0 serves the store on the address
+// MASTER_ADDR resolves to alone (not on every interface), admitting only connections that show
+// DISTMETRICS_RUN_SECRET; without the secret the env launcher refuses to start.
+TEST(PeerLaunchEnv, WithoutProofOfOneHostTheStoreListensOnMasterAddrAloneWithTheSecret) {
   char name[256] = {0};
   ASSERT_EQ(::gethostname(name, sizeof(name) - 1), 0);
   detail::Listener probe_port = detail::listen_on_loopback();
   const std::string port = std::to_string(probe_port.port);
   ::close(probe_port.fd);
 
-  detail::OutputCapture out0("probe-0"), out1("probe-1");
-  std::vector<detail::SpawnSpec> specs(2);
-  for (int r = 0; r < 2; ++r) {
-    specs[r].argv = {DISTMETRICS_PEER_PROBE, "env", "gloo"};
-    specs[r].extra_env = {{"RANK", std::to_string(r)}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", std::to_string(r)},
-                          {"MASTER_ADDR", name}, {"MASTER_PORT", port}};
-    specs[r].output_fd = (r == 0 ? out0 : out1).fd();
+  for (const bool with_secret : {true, false}) {
+    SCOPED_TRACE(with_secret ? "with the secret" : "without the secret");
+    detail::OutputCapture out0("probe-0"), out1("probe-1");
+    std::vector<detail::SpawnSpec> specs(2);
+    for (int r = 0; r < 2; ++r) {
+      specs[r].argv = {DISTMETRICS_PEER_PROBE, "env", "gloo"};
+      specs[r].extra_env = {{"RANK", std::to_string(r)}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", std::to_string(r)},
+                            {"MASTER_ADDR", name}, {"MASTER_PORT", port}};
+      if (with_secret) specs[r].extra_env["DISTMETRICS_RUN_SECRET"] = "peer-test-secret";
+      specs[r].output_fd = (r == 0 ? out0 : out1).fd();
+    }
+    const auto statuses = run_to_end(specs, 90s);
+    ASSERT_EQ(statuses.size(), 2u);
+    const std::string text = out0.tail(1 << 20) + out1.tail(1 << 20);
+    if (!with_secret) {
+      EXPECT_NE(detail::describe_wait_status(statuses[0]), "exit status 0") << text;
+      EXPECT_NE(text.find("ranks on several hosts need the run's secret: set DISTMETRICS_RUN_SECRET"), std::string::npos) << text;
+      continue;
+    }
+    for (int status : statuses) EXPECT_EQ(detail::describe_wait_status(status), "exit status 0") << text;
+    const ProbeOutput out = parse(text);
+    expect_the_probe_story(out, 2);
+    EXPECT_EQ(text.find("every network interface"), std::string::npos) << text;
+    char port_hex[8];
+    std::snprintf(port_hex, sizeof(port_hex), "%04X", probe_port.port);
+    const auto listening = out.tcp_listening.count(0) ? out.tcp_listening.at(0) : std::vector<std::string>{};
+    // "0100007F:ABCD" style: the address part is not all zeros (not INADDR_ANY).
+    EXPECT_TRUE(std::any_of(listening.begin(), listening.end(), [&](const std::string& a) {
+      return a.size() == 13 && a.substr(9) == port_hex && a.substr(0, 8) != "00000000";
+    })) << "rank 0 does not listen on one address at port " << port << "\n" << text;
+    EXPECT_FALSE(std::any_of(listening.begin(), listening.end(), [&](const std::string& a) {
+      return a.substr(a.size() - 4) == port_hex && a.find_first_not_of('0') == a.size() - 5;
+    })) << "rank 0 listens on *:" << port << "\n" << text;
+    EXPECT_EQ(out.tcp_listening.count(1), 0u) << text;
   }
-  const auto statuses = run_to_end(specs, 90s);
-  ASSERT_EQ(statuses.size(), 2u);
-  const std::string text = out0.tail(1 << 20) + out1.tail(1 << 20);
-  for (int status : statuses) EXPECT_EQ(detail::describe_wait_status(status), "exit status 0") << text;
-  const ProbeOutput out = parse(text);
-  expect_the_probe_story(out, 2);
-  EXPECT_NE(text.find("rank 0's rendezvous store listens on port " + port + " of every network interface"), std::string::npos)
-      << text;
-  char port_hex[8];
-  std::snprintf(port_hex, sizeof(port_hex), "%04X", probe_port.port);
-  const auto listening = out.tcp_listening.count(0) ? out.tcp_listening.at(0) : std::vector<std::string>{};
-  EXPECT_TRUE(std::any_of(listening.begin(), listening.end(), [&](const std::string& a) {
-    return a.size() > 5 && a.substr(a.size() - 4) == port_hex && a.find_first_not_of('0') == a.size() - 5;
-  })) << "rank 0 does not listen on *:" << port << "\n" << text;
-  EXPECT_EQ(out.tcp_listening.count(1), 0u) << text;
 }
 
 #endif
