@@ -9,6 +9,8 @@
 #   ci/hosts.sh down               ends every process in the bed's namespaces (by pid) and removes them
 #   ci/hosts.sh exec HOST CMD...   runs CMD on HOST (h1..hN): its network namespace, and a UTS
 #                                  namespace whose host name is HOST (so reports name hosts apart)
+#   ci/hosts.sh rsh HOST WORDS...  as ssh does: the words joined into one command for sh on HOST
+#                                  (Open MPI's rsh agent: --mca plm_rsh_agent "ci/hosts.sh rsh")
 #   ci/hosts.sh with CMD...        up, runs CMD, down on exit whatever happens (its exit code)
 #   ci/hosts.sh link HOST up|down  takes HOST's link to the switch down or up (a partition)
 #   ci/hosts.sh delay HOST MS      adds MS ms of delay on HOST's link (tc netem; 0 removes it);
@@ -134,6 +136,12 @@ case "$cmd" in
     ns=$(ns_of "$host")
     exists "$ns" || die "no test bed (run: ci/hosts.sh up)"
     exec ip netns exec "$ns" unshare --uts sh -c 'hostname "$0" && exec "$@"' "$host" "$@" ;;
+  rsh)
+    host=${1:?hosts.sh rsh HOST WORDS...}
+    shift
+    ns=$(ns_of "$host")
+    exists "$ns" || die "no test bed (run: ci/hosts.sh up)"
+    exec ip netns exec "$ns" unshare --uts sh -c 'hostname "$0" && exec sh -c "$1"' "$host" "$*" ;;
   with)
     [[ $# -gt 0 ]] || die "hosts.sh with CMD..."
     trap down EXIT

@@ -1,5 +1,6 @@
 """Ranks on several hosts: network namespaces of ci/hosts.sh (h1, h2, h3 on 10.77.0.0/24), the
-env launcher (MASTER_ADDR on h1's veth address, gloo), and faults across the hosts.
+env launcher (MASTER_ADDR on h1's veth address, gloo), mpirun with a host file (gloo and mpi),
+the rendezvous store's address and secret, and faults across the hosts.
 
   launch_multihost_test.py HOSTS_SH PROBE DISTMETRICS SCENARIOS [MPIRUN]
 
@@ -226,6 +227,47 @@ def same_verdicts_as_one_host():
     nothing_left("CLI")
 
 
+def mpirun_across_hosts():
+    """mpirun on h1 with a host file (h1: 2 slots, h2 and h3: 1), ci/hosts.sh rsh as Open MPI's rsh
+    agent, --launcher mpi on gloo and mpi: the same outcomes as the local pool of 4 ranks."""
+    if not MPIRUN:
+        print("  mpirun: not built with Open MPI, not run")
+        return
+    scratch = tempfile.mkdtemp(prefix="dm_mh_")
+    hostfile = os.path.join(scratch, "hosts")
+    with open(hostfile, "w") as f:
+        f.write("h1 slots=2\nh2 slots=1\nh3 slots=1\n")
+    files = [os.path.join(SCENARIOS, "core", f) for f in ("psnr.toml", "accuracy_multiclass.toml")]
+    env = dict(ENV, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMPI_MCA_btl_vader_single_copy_mechanism="none")
+    started = time.monotonic()
+    # Open MPI's own traffic only on the bed's link (eth0 of each host).
+    multi = subprocess.run(["bash", HOSTS_SH, "exec", "h1", MPIRUN, "--hostfile", hostfile, "-np", "4", "--bind-to", "none",
+                            "--mca", "plm_rsh_agent", "%s rsh" % os.path.abspath(HOSTS_SH),
+                            "--mca", "oob_tcp_if_include", "eth0", "--mca", "btl_tcp_if_include", "eth0",
+                            "--mca", "btl", "self,tcp,vader", DISTMETRICS, "run", *files, "--launcher", "mpi",
+                            "--backend", "gloo,mpi", "--json", os.path.join(scratch, "multi.json")],
+                           env=env, capture_output=True, text=True, timeout=180)
+    multi_s = time.monotonic() - started
+    started = time.monotonic()
+    local = subprocess.run([DISTMETRICS, "run", *files, "--backend", "gloo,mpi", "--world-sizes", "4", "--json",
+                            os.path.join(scratch, "local.json")], env=env, capture_output=True, text=True, timeout=180)
+    local_s = time.monotonic() - started
+    check(multi.returncode == 0, "mpirun across hosts: exit %d\n%s" % (multi.returncode, multi.stdout[-3000:] + multi.stderr[-3000:]))
+    check(local.returncode == 0, "local pool: exit %d\n%s" % (local.returncode, local.stdout + local.stderr))
+    try:
+        outcome = lambda path: {v["id"]: v["outcome"] for v in json.load(open(path))["variants"]}
+        across, one = outcome(os.path.join(scratch, "multi.json")), outcome(os.path.join(scratch, "local.json"))
+    except (OSError, ValueError) as e:
+        check(False, "mpirun: a report is missing: %s" % e)
+        return
+    check(across == one, "mpirun: across hosts %s, on one host %s" % (across, one))
+    check(sorted({i.split(":")[1].split("-")[0] for i in across}) == ["gloo", "mpi"], "mpirun: backends %s" % across)
+    print("  mpirun --launcher mpi on h1 (2 ranks), h2, h3: %d variants on gloo and mpi, same outcomes as the local pool "
+          "(%.1f s across hosts, %.1f s local)" % (len(across), multi_s, local_s), flush=True)
+    nothing_left("mpirun")
+
+
 def listening_sockets(host):
     out = subprocess.run(["ip", "netns", "exec", "%s-%s" % (PREFIX, host), "ss", "-ltnH"], capture_output=True,
                          text=True, timeout=10)
@@ -288,6 +330,8 @@ def main():
     try:
         if not only or only == "cli":
             same_verdicts_as_one_host()
+        if not only or only == "mpirun":
+            mpirun_across_hosts()
         if not only or only == "security":
             security()
         if not only or only == "faults":
