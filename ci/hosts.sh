@@ -17,6 +17,10 @@
 #                                  exit 4 when the kernel has no netem (CONFIG_NET_SCH_NETEM)
 #   ci/hosts.sh throttle HOST KBIT limits HOST's link to KBIT kbit/s each way (tc tbf; 0 removes it)
 #   ci/hosts.sh addr HOST          prints HOST's address
+#   ci/hosts.sh slurm              starts Slurm on the bed (slurmctld on h1, a slurmd per host,
+#                                  auth/none, state in /tmp/<prefix>-slurm) and prints the SLURM_CONF
+#                                  to export; exit 3 with the reason when it cannot. The bed's
+#                                  down ends it with everything else.
 #
 #   DM_HOSTS (default 3)  how many hosts     DM_HOSTS_PREFIX (default dmh)  namespace name prefix
 set -euo pipefail
@@ -184,5 +188,54 @@ case "$cmd" in
   addr)
     ns_of "${1:?hosts.sh addr HOST}" >/dev/null
     addr_of "$1" ;;
-  *) die "usage: hosts.sh check|up|down|exec HOST CMD...|with CMD...|link HOST up|down|delay HOST MS|throttle HOST KBIT|addr HOST" ;;
+  slurm)
+    command -v slurmd >/dev/null && command -v slurmctld >/dev/null && command -v srun >/dev/null ||
+      { echo "hosts.sh: Slurm is not installed (apt-get install slurmd slurmctld slurm-client)" >&2; exit 3; }
+    complete || die "no test bed (run: ci/hosts.sh up)"
+    dir="/tmp/${prefix}-slurm"
+    rm -rf "$dir" && mkdir -p "$dir/state"
+    {
+      echo "ClusterName=$prefix"
+      echo "SlurmctldHost=h1($subnet.1)"
+      # No munge: only the bed's own hosts can reach it.
+      echo "AuthType=auth/none"
+      echo "CredType=cred/none"
+      echo "SlurmUser=root"
+      echo "SlurmctldPort=6917"
+      echo "SlurmdPort=6918"
+      echo "StateSaveLocation=$dir/state"
+      echo "SlurmdSpoolDir=$dir/spool-%n"
+      echo "SlurmctldPidFile=$dir/slurmctld.pid"
+      echo "SlurmdPidFile=$dir/slurmd-%n.pid"
+      echo "SlurmctldLogFile=$dir/slurmctld.log"
+      echo "SlurmdLogFile=$dir/slurmd-%n.log"
+      echo "ProctrackType=proctrack/linuxproc"
+      echo "TaskPlugin=task/none"
+      echo "MpiDefault=none"
+      echo "ReturnToService=2"
+      echo "SchedulerType=sched/builtin"
+      echo "SelectType=select/linear"
+      echo "JobAcctGatherType=jobacct_gather/none"
+      echo "AccountingStorageType=accounting_storage/none"
+      for h in $(seq 1 "$count"); do echo "NodeName=h$h NodeAddr=$subnet.$h CPUs=$(nproc) CoresPerSocket=$(nproc) State=UNKNOWN"; done
+      echo "PartitionName=bed Nodes=$(seq -s, -f 'h%g' 1 "$count") Default=YES MaxTime=10 State=UP"
+    } > "$dir/slurm.conf"
+    # slurmd 22.05 needs cgroup hierarchies all of one version; this machine's processes sit in
+    # v1 ones that are not mounted: each slurmd gets them mounted in a mount namespace of its own.
+    printf 'CgroupPlugin=cgroup/v1\nIgnoreSystemd=yes\nCgroupAutomount=no\n' > "$dir/cgroup.conf"
+    mounts='mount -t tmpfs none /sys/fs/cgroup && for c in freezer cpuset memory devices cpu cpuacct pids; do mkdir -p /sys/fs/cgroup/$c && mount -t cgroup -o $c none /sys/fs/cgroup/$c || exit 9; done'
+    export SLURM_CONF="$dir/slurm.conf"
+    bash "$0" exec h1 slurmctld -D -f "$SLURM_CONF" > "$dir/slurmctld.out" 2>&1 &
+    for h in $(seq 1 "$count"); do
+      bash "$0" exec "h$h" unshare -m sh -c "$mounts && exec slurmd -D -N h$h -f '$SLURM_CONF'" > "$dir/slurmd-h$h.out" 2>&1 &
+    done
+    # Until every node is idle (bounded: 30 s).
+    for i in $(seq 1 60); do
+      idle=$(bash "$0" exec h1 sinfo -h -N -t idle -o %N 2>/dev/null | sort -u | wc -l)
+      (( idle == count )) && { echo "$SLURM_CONF"; exit 0; }
+      sleep 0.5
+    done
+    echo "hosts.sh: Slurm's nodes did not come up within 30 s: $(tail -n 2 "$dir"/slurmd-h*.out "$dir/slurmctld.out" 2>/dev/null | tr '\n' ' ')" >&2
+    exit 3 ;;
+  *) die "usage: hosts.sh check|up|down|exec HOST CMD...|with CMD...|link HOST up|down|delay HOST MS|throttle HOST KBIT|addr HOST|slurm" ;;
 esac

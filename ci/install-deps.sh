@@ -18,6 +18,7 @@ PACKAGES=(
   python3-venv python3-pip python3-setuptools python3-wheel   # installing the Python package offline (its test)
   python3-dev pybind11-dev            # Python metrics (pyhost/): embedded CPython with torch
   iproute2                            # the multi-host test bed (ci/hosts.sh: ip netns, veth, tc)
+  slurmd slurmctld slurm-client       # Slurm on that bed (ci/hosts.sh slurm)
 )
 
 missing=()

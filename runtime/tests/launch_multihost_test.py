@@ -225,6 +225,47 @@ def same_verdicts_as_one_host():
     print("  CLI, env launcher on h1, h2, h3: %d variants, same outcomes as the local pool (%.1f s across hosts, %.1f s local)"
           % (len(outcome(multi)), multi_s, local_s), flush=True)
     nothing_left("CLI")
+    slurm(files, outcome(one))
+
+
+def slurm(files, local_outcomes):
+    """Slurm on the bed (slurmctld on h1, a slurmd per host): srun starts the CLI's 3 ranks on h1,
+    h2, h3 (env launcher), the same outcomes as the local pool; the sbatch example passes
+    `sbatch --test-only`. Not run (said) where Slurm is not installed."""
+    up = subprocess.run(["bash", HOSTS_SH, "slurm"], env=ENV, capture_output=True, text=True, timeout=60)
+    if up.returncode != 0:
+        print("  Slurm: not run: " + (up.stdout + up.stderr).strip(), flush=True)
+        return
+    env = dict(ENV, SLURM_CONF=up.stdout.strip(), DISTMETRICS_RUN_SECRET=SECRET)
+    scratch = tempfile.mkdtemp(prefix="dm_mh_")
+    report = os.path.join(scratch, "srun.json")
+    started = time.monotonic()
+    run = subprocess.run(["bash", HOSTS_SH, "exec", "h1", "srun", "-N", "3", "-n", "3", "--ntasks-per-node=1", "bash", "-c",
+                          "RANK=$SLURM_PROCID WORLD_SIZE=$SLURM_NTASKS LOCAL_RANK=$SLURM_LOCALID LOCAL_WORLD_SIZE=1 "
+                          "MASTER_ADDR=10.77.0.1 MASTER_PORT=29408 exec \"$@\"", "rank", DISTMETRICS, "run", *files,
+                          "--launcher", "env", "--backend", "gloo", "--json", report], env=env, capture_output=True, text=True,
+                         timeout=120)
+    took = time.monotonic() - started
+    check(run.returncode == 0, "srun: exit %d\n%s" % (run.returncode, run.stdout[-3000:] + run.stderr[-3000:]))
+    try:
+        across = {v["id"]: v["outcome"] for v in json.load(open(report))["variants"]}
+    except (OSError, ValueError) as e:
+        check(False, "srun: no report: %s" % e)
+        return
+    check(across == local_outcomes, "srun: across hosts %s, on one host %s" % (across, local_outcomes))
+    example = os.path.join(os.path.dirname(os.path.abspath(HOSTS_SH)), "..", "examples", "slurm", "distmetrics.sbatch")
+    dry = subprocess.run(["bash", HOSTS_SH, "exec", "h1", "sbatch", "--test-only", example], env=env, capture_output=True,
+                         text=True, timeout=30)
+    check(dry.returncode == 0 and "to start at" in dry.stderr, "sbatch --test-only: %d %s" % (dry.returncode, dry.stderr))
+    for host in ADDR:  # Slurm's daemons, ended by pid: the later cases check that every host is empty
+        for pid in pids_in(host):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    nothing_left("Slurm")
+    print("  Slurm: srun on h1, h2, h3: %d variants, same outcomes as the local pool (%.1f s); sbatch --test-only of "
+          "examples/slurm/distmetrics.sbatch: %s" % (len(across), took, dry.stderr.strip()), flush=True)
 
 
 def mpirun_across_hosts():
