@@ -42,14 +42,45 @@ std::unique_ptr<Communicator> make_mpi(const detail::CommSpec& spec, const c10::
 }  // namespace
 
 const std::vector<Backend>& backends() {
-  static const std::vector<Backend> table = {
-      {"gloo", "c10d ProcessGroupGloo: collectives on the CPU, or on CUDA tensors", DISTMETRICS_HAVE_GLOO != 0,
-       {"cpu", "cuda"}, false, "direct", {"mpi", "env"}, true, gloo_unavailable, detail::make_gloo_communicator},
-      {"mpi", "Open MPI directly (a duplicate of MPI_COMM_WORLD): CPU collectives; ranks started by mpirun",
-       DISTMETRICS_HAVE_MPI != 0, {"cpu"}, false, "mpirun", {"mpi"}, true, mpi_unavailable, make_mpi},
-      {"nccl", "c10d ProcessGroupNCCL: collectives on cuda:local_rank, one GPU per rank", DISTMETRICS_HAVE_NCCL != 0,
-       {"cuda"}, true, "direct", {"mpi", "env"}, false, nccl_unavailable, detail::make_nccl_communicator},
-  };
+  static const std::vector<Backend> table = [] {
+    Backend gloo;
+    gloo.name = "gloo";
+    gloo.description = "c10d ProcessGroupGloo: collectives on the CPU, or on CUDA tensors";
+    gloo.compiled = DISTMETRICS_HAVE_GLOO != 0;
+    gloo.comm_devices = {"cpu", "cuda"};
+    gloo.pool_launch = "direct";
+    gloo.peer_launchers = {"mpi", "env"};
+    gloo.default_variant = true;
+    gloo.peer_isolation = TaskIsolation::ForkedChild;
+    gloo.unavailable = gloo_unavailable;
+    gloo.make = detail::make_gloo_communicator;
+
+    Backend mpi;
+    mpi.name = "mpi";
+    mpi.description = "Open MPI directly (a duplicate of MPI_COMM_WORLD): CPU collectives; ranks started by mpirun";
+    mpi.compiled = DISTMETRICS_HAVE_MPI != 0;
+    mpi.comm_devices = {"cpu"};
+    mpi.pool_launch = "mpirun";
+    mpi.peer_launchers = {"mpi"};
+    mpi.default_variant = true;
+    mpi.peer_isolation = TaskIsolation::MpiAgent;
+    mpi.uses_store = false;
+    mpi.unavailable = mpi_unavailable;
+    mpi.make = make_mpi;
+
+    Backend nccl;
+    nccl.name = "nccl";
+    nccl.description = "c10d ProcessGroupNCCL: collectives on cuda:local_rank, one GPU per rank";
+    nccl.compiled = DISTMETRICS_HAVE_NCCL != 0;
+    nccl.comm_devices = {"cuda"};
+    nccl.gpu_per_rank = true;
+    nccl.pool_launch = "direct";
+    nccl.peer_launchers = {"mpi", "env"};
+    nccl.peer_isolation = TaskIsolation::InRank;
+    nccl.unavailable = nccl_unavailable;
+    nccl.make = detail::make_nccl_communicator;
+    return std::vector<Backend>{gloo, mpi, nccl};
+  }();
   return table;
 }
 
@@ -75,6 +106,12 @@ std::vector<std::string> default_backend_names() {
 std::string pool_launch_for(const std::string& backend) {
   const Backend* b = find_backend(backend);
   return b ? b->pool_launch : "direct";
+}
+
+TaskIsolation peer_task_isolation(const std::string& backend, const std::string& comm_device) {
+  const Backend* b = find_backend(backend);
+  if (b == nullptr || comm_device == "cuda") return TaskIsolation::InRank;
+  return b->peer_isolation;
 }
 
 std::vector<std::string> compiled_backends() {

@@ -123,17 +123,17 @@ class StoreProgress final : public CollectiveObserver {
 };
 
 
-// Whether a variant's task runs in a child process of the rank (forked per variant) rather than
-// in the rank itself. A child can crash, exit, stop or loop without taking the rank with it: the
-// rank reports how it ended, ends its process group (with whatever it forked) and goes on to
-// the report. The mpi backend's tasks run in the MPI agent instead (task_runs_in_agent: MPI
-// cannot be used in a child forked after MPI_Init), and CUDA does not survive a fork.
-bool task_runs_in_child(const Job& request) { return request.backend == "gloo" && request.comm_device == "cpu"; }
-
-// Under mpirun the rank's MPI lives in its MPI agent, a child forked before MPI_Init (see
-// start_agent): the mpi backend's tasks run there, so a crash in one takes only the agent.
-bool task_runs_in_agent(const std::string& launcher, const Job& request) { return launcher == "mpi" && request.backend == "mpi"; }
-
+// Where a variant's task runs is the backend's (backends.cpp, peer_isolation): in a child process
+// of the rank forked per variant (a child can crash, exit, stop or loop without taking the rank
+// with it: the rank reports how it ended, ends its process group with whatever it forked and goes
+// on to the report); in the MPI agent under mpirun (MPI cannot be used in a child forked after
+// MPI_Init); or in the rank itself (CUDA does not survive a fork).
+bool task_runs_in_child(const Job& request) {
+  return peer_task_isolation(request.backend, request.comm_device) == TaskIsolation::ForkedChild;
+}
+bool task_runs_in_agent(const std::string& launcher, const Job& request) {
+  return launcher == "mpi" && peer_task_isolation(request.backend, request.comm_device) == TaskIsolation::MpiAgent;
+}
 
 void write_all(int fd, const std::string& text) {
   size_t done = 0;
@@ -158,48 +158,15 @@ bool drain(int fd, std::string& into) {
     return n < 0;  // EAGAIN: open, nothing more now; 0: end of file
   }
 }
-// One JSON message per line between a rank and its MPI agent, over a socket pair (dump()
-// escapes newlines). MSG_NOSIGNAL: an agent that died is an error to report, not a SIGPIPE.
-bool send_line(int fd, const nlohmann::json& message) {
-  const std::string text = message.dump() + "\n";
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::send(fd, text.data() + done, text.size() - done, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    done += static_cast<size_t>(n);
-  }
-  return true;
-}
-
-// The agent's side: blocks for the next line; nullopt when its rank is gone.
-std::optional<std::string> read_line(int fd, std::string& buffer) {
-  while (true) {
-    const auto end = buffer.find('\n');
-    if (end != std::string::npos) {
-      std::string line = buffer.substr(0, end);
-      buffer.erase(0, end + 1);
-      return line;
-    }
-    char chunk[4096];
-    const ssize_t n = ::read(fd, chunk, sizeof(chunk));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return std::nullopt;
-    buffer.append(chunk, static_cast<size_t>(n));
-  }
-}
-
-// The rank's side: what the agent sent, without blocking.
-void receive_available(int fd, std::string& into) {
-  char chunk[65536];
-  while (true) {
-    const ssize_t n = ::recv(fd, chunk, sizeof(chunk), MSG_DONTWAIT);
-    if (n > 0) {
-      into.append(chunk, static_cast<size_t>(n));
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    return;
+// Between a rank and its MPI agent: one JSON message per line over a socket pair (LineChannel,
+// wire.h). false when the agent (or the rank) is gone, or does not read within a second.
+bool send_to(detail::LineChannel* channel, const nlohmann::json& message, std::chrono::milliseconds budget = 1s) {
+  if (channel == nullptr) return false;
+  try {
+    channel->send(message, Deadline::after(budget));
+    return true;
+  } catch (const detail::ChannelError&) {
+    return false;
   }
 }
 
@@ -479,7 +446,7 @@ class PeerRunner::Impl {
     ::close(pair[1]);
     ::setpgid(pid, pid);  // its own group: what a task forks there is ended with it
     agent_pid_ = pid;
-    agent_fd_ = pair[0];
+    agent_channel_ = std::make_unique<detail::LineChannel>(pair[0]);
     AgentReply hello = await_agent(deadline);
     if (!hello.message) {
       end_agent();
@@ -504,54 +471,43 @@ class PeerRunner::Impl {
   AgentReply await_agent(const Deadline& deadline) {
     AgentReply reply;
     while (agent_pid_ > 0) {
-      const auto end = agent_buffer_.find('\n');
-      if (end != std::string::npos) {
-        try {
-          reply.message = nlohmann::json::parse(agent_buffer_.substr(0, end));
-        } catch (const std::exception&) {
-          reply.message = nlohmann::json{{"error", "the MPI agent sent an unreadable message"}};
-        }
-        agent_buffer_.erase(0, end + 1);
-        return reply;
-      }
+      if ((reply.message = next_from_agent())) return reply;
       int raw = 0;
       const pid_t done = ::waitpid(agent_pid_, &raw, WNOHANG | WUNTRACED);
       if (done == agent_pid_ && WIFSTOPPED(raw)) {
         reply.stop_signal = WSTOPSIG(raw);
       } else if (done == agent_pid_) {
-        receive_available(agent_fd_, agent_buffer_);
-        if (agent_buffer_.find('\n') != std::string::npos) {
-          agent_status_ = raw;  // it said something first: take that, remember how it ended
-          agent_pid_ = -agent_pid_;
-          continue;
-        }
-        reply.status = raw;
+        agent_channel_->read_available();
+        agent_status_ = raw;       // what it said before it ended comes first (below)
         agent_pid_ = -agent_pid_;  // reaped; its group may live on (end_agent ends it)
-        return reply;
+        break;
       }
       if (deadline.expired()) return reply;
-      pollfd watch{agent_fd_, POLLIN, 0};
+      pollfd watch{agent_channel_->fd(), POLLIN, 0};
       ::poll(&watch, 1, static_cast<int>(std::min<std::chrono::milliseconds>(deadline.remaining(), 20ms).count()));
-      receive_available(agent_fd_, agent_buffer_);
+      agent_channel_->read_available();
     }
     // Already reaped: a message it left, or its end.
-    const auto end = agent_buffer_.find('\n');
-    if (end != std::string::npos) {
-      try {
-        reply.message = nlohmann::json::parse(agent_buffer_.substr(0, end));
-      } catch (const std::exception&) {
-      }
-      agent_buffer_.erase(0, end + 1);
-    }
+    reply.message = next_from_agent();
     if (!reply.message) reply.status = agent_status_.value_or(0);
     return reply;
+  }
+
+  // The next whole message the agent sent, if any; an unreadable one is said as an error.
+  std::optional<nlohmann::json> next_from_agent() {
+    if (!agent_channel_) return std::nullopt;
+    try {
+      return agent_channel_->next();
+    } catch (const detail::ChannelError&) {
+      return nlohmann::json{{"error", "the MPI agent sent an unreadable message"}};
+    }
   }
 
   bool agent_alive() const { return agent_pid_ > 0; }
 
   // Broadcasts rank 0's text to every rank through the agents' MPI.
   std::string agent_broadcast(const std::string& text, const Deadline& deadline) {
-    if (!agent_alive() || !send_line(agent_fd_, {{"op", "broadcast"}, {"text", text}, {"ms", deadline.remaining().count()}})) {
+    if (!agent_alive() || !send_to(agent_channel_.get(), {{"op", "broadcast"}, {"text", text}, {"ms", deadline.remaining().count()}})) {
       throw ConfigError("mpi launcher: rank " + std::to_string(rank_) + ": the MPI agent is gone");
     }
     const AgentReply reply = await_agent(Deadline::after(deadline.remaining() + 1s));
@@ -567,24 +523,15 @@ class PeerRunner::Impl {
   // Ends the agent's process group (it, and whatever its tasks forked) and reaps it.
   void end_agent() {
     const pid_t group = agent_pid_ > 0 ? agent_pid_ : -agent_pid_;
-    if (group > 0) {
-      ::kill(-group, SIGKILL);
-      const Deadline reaped = Deadline::after(2s);
-      while (!reaped.expired()) {
-        const pid_t done = ::waitpid(-group, nullptr, WNOHANG);
-        if (done < 0 && errno != EINTR) break;  // none left
-        if (done == 0) std::this_thread::sleep_for(2ms);
-      }
-    }
-    if (agent_fd_ >= 0) ::close(agent_fd_);
-    agent_fd_ = -1;
+    if (group > 0) detail::end_process_groups({group}, 0ms);  // not asked: it may be stuck in a collective
+    agent_channel_.reset();
     agent_pid_ = 0;
   }
 
   // The agent finalises MPI and leaves; bounded, then it is ended.
   void stop_agent() {
     if (agent_pid_ == 0) return;
-    if (agent_alive() && send_line(agent_fd_, {{"op", "finalize"}})) {
+    if (agent_alive() && send_to(agent_channel_.get(), {{"op", "finalize"}})) {
       const Deadline deadline = Deadline::after(options_.report_grace);
       while (agent_alive() && !deadline.expired()) {
         const AgentReply reply = await_agent(deadline);
@@ -611,7 +558,8 @@ class PeerRunner::Impl {
     // Open MPI's fatal-signal handlers would print and may talk to mpirun: the agent dies of
     // its signal, and its rank reports it.
     for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM}) ::signal(sig, SIG_DFL);
-    send_line(fd, hello);
+    detail::LineChannel channel(fd);
+    send_to(&channel, hello);
     if (hello.contains("error")) ::_exit(1);
     rank_ = hello["rank"].get<int>();
     at::set_num_threads(1);  // the ranks share the machine's cores, as pool workers do
@@ -620,21 +568,23 @@ class PeerRunner::Impl {
       detail::LocalRun local;
     };
     std::unique_ptr<Held> held;
-    std::string buffer;
-    while (auto line = read_line(fd, buffer)) {
+    // Each wait is bounded; its rank's end (end of file, or PR_SET_PDEATHSIG) ends the loop.
+    while (true) {
       nlohmann::json request;
       try {
-        request = nlohmann::json::parse(*line);
-      } catch (const std::exception&) {
-        break;
+        auto message = channel.receive(Deadline::after(std::chrono::minutes(10)));
+        if (!message) continue;
+        request = std::move(*message);
+      } catch (const detail::ChannelError&) {
+        break;  // its rank is gone, or sent what is not a message
       }
       const std::string op = request.value("op", "");
       if (op == "broadcast") {
         try {
           const auto deadline = Deadline::after(std::chrono::milliseconds(request.at("ms").get<long>()));
-          send_line(fd, {{"text", detail::mpi_runtime::broadcast_text(request.at("text").get<std::string>(), 0, deadline)}});
+          send_to(&channel, {{"text", detail::mpi_runtime::broadcast_text(request.at("text").get<std::string>(), 0, deadline)}});
         } catch (const std::exception& e) {
-          send_line(fd, {{"error", "mpi launcher: rank " + std::to_string(rank_) + ": " + detail::short_what(e)}});
+          send_to(&channel, {{"error", "mpi launcher: rank " + std::to_string(rank_) + ": " + detail::short_what(e)}});
         }
       } else if (op == "run") {
         held.reset();
@@ -667,14 +617,14 @@ class PeerRunner::Impl {
             const TaskMemoryLimit limit(options_.rank_memory_bytes);
             held->local = detail::run_task_here(job, spec, group_store, deadline, hooks);
           }
-          send_line(fd, {{"variant", request.at("prefix")}, {"outcome", detail::to_json(held->local.outcome)}});
+          send_to(&channel, {{"variant", request.at("prefix")}, {"outcome", detail::to_json(held->local.outcome)}}, 5s);
         } catch (const std::exception& e) {
           RankOutcome failed;
           failed.rank = rank_;
           failed.state = RankState::Raised;
           failed.error_type = "ConfigError";
           failed.error = "rank " + std::to_string(rank_) + ": the MPI agent could not run the task: " + detail::short_what(e);
-          send_line(fd, {{"variant", request.value("prefix", "")}, {"outcome", detail::to_json(failed)}});
+          send_to(&channel, {{"variant", request.value("prefix", "")}, {"outcome", detail::to_json(failed)}}, 5s);
         }
       } else if (op == "release") {
         held.reset();
@@ -698,7 +648,7 @@ class PeerRunner::Impl {
                                     {"local_rank", spec.local_rank}, {"op_timeout_ms", spec.op_timeout.count()},
                                     {"gloo_address", spec.gloo_address}, {"socket", store_socket_},
                                     {"host", store_host_}, {"port", store_port_}, {"secret", store_secret_}};
-    if (!agent_alive() || !send_line(agent_fd_, message)) {
+    if (!agent_alive() || !send_to(agent_channel_.get(), message)) {
       outcome.state = RankState::Crashed;
       outcome.how_died = "the rank's MPI agent is gone";
       return outcome;
@@ -835,7 +785,7 @@ class PeerRunner::Impl {
     local.comm.reset();  // only now: peers may have been inside collectives until the report
     // After a hang or a crash the run stops: nobody waits for a child to leave on its own.
     end_child(child, run.status != RunStatus::Hang && run.status != RunStatus::Crash);
-    if (agent_holds_variant_ && agent_alive()) send_line(agent_fd_, {{"op", "release"}});
+    if (agent_holds_variant_ && agent_alive()) send_to(agent_channel_.get(), {{"op", "release"}});
     agent_holds_variant_ = false;
     if (run.status == RunStatus::Hang || run.status == RunStatus::Crash) {
       stopped_ = true;
@@ -1011,14 +961,8 @@ class PeerRunner::Impl {
     if (group > 0) {
       // A healthy child leaves on its own once released.
       if (child.pid > 0 && let_it_leave) detail::reap_child(child.pid, Deadline::after(std::min<std::chrono::milliseconds>(options_.report_grace, 1s)));
-      ::kill(-group, SIGKILL);  // what it forked, and a child that did not leave
-      // Reaps the group's processes (ours as their subreaper) until none is left.
-      const Deadline reaped = Deadline::after(2s);
-      while (!reaped.expired()) {
-        const pid_t done = ::waitpid(-group, nullptr, WNOHANG);
-        if (done < 0 && errno != EINTR) break;  // ECHILD: none left
-        if (done == 0) std::this_thread::sleep_for(2ms);
-      }
+      // What it forked, and a child that did not leave; reaped (ours as their subreaper).
+      detail::end_process_groups({group}, 0ms);
     }
     child.pid = -1;
     child_group_ = 0;
@@ -1174,8 +1118,7 @@ class PeerRunner::Impl {
   // The MPI agent (launcher mpi): its pid (negative once reaped, 0 once ended), its socket, what
   // it sent that was not read yet, how it ended.
   pid_t agent_pid_ = 0;
-  int agent_fd_ = -1;
-  std::string agent_buffer_;
+  std::unique_ptr<detail::LineChannel> agent_channel_;
   std::optional<int> agent_status_;
   int ranks_on_node_ = 0;
   bool agent_holds_variant_ = false;  // it keeps the variant's communicator until released

@@ -513,9 +513,10 @@ class RankPool::Impl {
   void validate(const Job& request) const {
     if (request.task.empty()) throw ConfigError("variant " + request.id + ": no task named");
     if (request.deadline.count() <= 0) throw ConfigError("variant " + request.id + ": the deadline must be positive");
-    if (request.backend == "mpi" && options_.launch != "mpirun") {
-      throw ConfigError("variant " + request.id + ": the mpi backend needs a pool launched through mpirun "
-                        "(PoolOptions::launch = \"mpirun\")");
+    if (const Backend* backend = find_backend(request.backend); backend != nullptr && backend->pool_launch != options_.launch &&
+                                                                 backend->pool_launch != "direct") {
+      throw ConfigError("variant " + request.id + ": the " + backend->name + " backend needs a pool launched through " +
+                        backend->pool_launch + " (PoolOptions::launch = \"" + backend->pool_launch + "\")");
     }
     if (auto reason = backend_unavailable_reason(request.backend, request.comm_device, options_.world_size)) {
       throw ConfigError("variant " + request.id + ": " + *reason);

@@ -24,6 +24,7 @@
 #include <iostream>
 #include <thread>
 
+#include "distmetrics/runtime/backends.h"
 #include "distmetrics/runtime/errors.h"
 #include "distmetrics/runtime/rank_pool.h"
 #include "distmetrics/runtime/task.h"
@@ -413,7 +414,7 @@ class Worker {
     set_task_context("");
     try {
       c10::intrusive_ptr<c10d::Store> store;
-      if (request.backend != "mpi") {
+      if (const Backend* backend = find_backend(request.backend); backend == nullptr || backend->uses_store) {
         store = c10::make_intrusive<c10d::PrefixStore>(message.at("store").at("prefix").get<std::string>(), store_);
       }
       run = run_task_here(request, spec, store, deadline, hooks);

@@ -30,6 +30,14 @@ using CommunicatorFactory = std::unique_ptr<Communicator> (*)(const detail::Comm
                                                               const c10::intrusive_ptr<c10d::Store>& store,
                                                               const Deadline& deadline);
 
+// How a rank started by a peer launcher (mpirun, env) runs a backend's tasks so that a task that
+// crashes, exits or loops cannot take its rank along (docs/runtime.md, "Peer launchers").
+enum class TaskIsolation {
+  ForkedChild,  // a child process of the rank, forked per variant (its own process group)
+  MpiAgent,     // the rank's MPI agent, forked before MPI_Init (MPI cannot be used in a child forked after it)
+  InRank,       // the rank itself (CUDA does not survive a fork): a crash ends the job through the launcher
+};
+
 struct Backend {
   std::string name;                          // "gloo": what scenarios and --backend say
   std::string description;                   // one line, for docs and listings
@@ -39,6 +47,8 @@ struct Backend {
   std::string pool_launch;                   // how a local rank pool starts ranks for it: "direct" or "mpirun"
   std::vector<std::string> peer_launchers;   // peer launchers it runs under ("mpi", "env")
   bool default_variant = false;              // expanded when a scenario names no backends
+  TaskIsolation peer_isolation = TaskIsolation::InRank;  // its CPU tasks under a peer launcher
+  bool uses_store = true;                    // its communicator is built over the variant's store (mpi's is not)
   // Why `world_size` ranks cannot run it on this machine with collectives on `comm_device`
   // (not built, no GPUs, ...), or nullopt.
   std::optional<std::string> (*unavailable)(const std::string& comm_device, int world_size) = nullptr;
@@ -55,6 +65,11 @@ std::vector<std::string> default_backend_names();
 // How a local rank pool starts ranks for `backend` (PoolOptions::launch): "direct", or "mpirun"
 // for a backend whose ranks only mpirun can start; "direct" for an unknown name.
 std::string pool_launch_for(const std::string& backend);
+
+// How a peer rank runs `backend`'s tasks with collectives on `comm_device`: the backend's
+// peer_isolation, except that CUDA tasks always run in the rank (CUDA does not survive a fork);
+// InRank for an unknown name.
+TaskIsolation peer_task_isolation(const std::string& backend, const std::string& comm_device);
 
 // The backends compiled into this build, in table order: a subset of backend_names().
 std::vector<std::string> compiled_backends();
