@@ -39,6 +39,6 @@ distmetrics_test(launch_fault_tests
 add_test(NAME launch_multihost
          COMMAND "${DISTMETRICS_PYTHON}" "${CMAKE_CURRENT_SOURCE_DIR}/launch_multihost_test.py"
                  "${PROJECT_SOURCE_DIR}/ci/hosts.sh" $<TARGET_FILE:launch_peer_probe> $<TARGET_FILE:distmetrics>
-                 "${PROJECT_SOURCE_DIR}/scenarios" "${DISTMETRICS_MPIEXEC}")
+                 "${PROJECT_SOURCE_DIR}/scenarios" "${MPIEXEC_EXECUTABLE}")
 set_tests_properties(launch_multihost PROPERTIES TIMEOUT 400 LABELS "runtime;multihost" SKIP_RETURN_CODE 77
                      RUN_SERIAL TRUE)
