@@ -19,9 +19,6 @@ endfunction()
 # DISTMETRICS_PYTHON (a venv from ci/torch2-venv.sh), found through torch.utils.cmake_prefix_path.
 set(DISTMETRICS_TORCH "system" CACHE STRING "Which LibTorch: system (Debian's, or Torch_DIR) or pip (DISTMETRICS_PYTHON's torch)")
 set_property(CACHE DISTMETRICS_TORCH PROPERTY STRINGS system pip)
-# The torch versions this code base is built and tested against; another one stops at configure
-# time unless DISTMETRICS_ALLOW_UNTESTED_TORCH=ON (then it is tried as the nearest one).
-set(DISTMETRICS_SUPPORTED_TORCH 1.13 2.15)
 option(DISTMETRICS_ALLOW_UNTESTED_TORCH "Configure against a torch version not in DISTMETRICS_SUPPORTED_TORCH" OFF)
 set(DISTMETRICS_TORCH_FROM_PIP OFF)
 if(DISTMETRICS_TORCH STREQUAL "pip")
@@ -60,17 +57,8 @@ if(DISTMETRICS_TORCH_FROM_PIP)
     endif()
   endforeach()
 endif()
-string(REGEX MATCH "^[0-9]+\\.[0-9]+" _torch_mm "${Torch_VERSION}")
-if(NOT _torch_mm IN_LIST DISTMETRICS_SUPPORTED_TORCH)
-  if(DISTMETRICS_ALLOW_UNTESTED_TORCH)
-    message(WARNING "distmetrics: LibTorch ${Torch_VERSION} (${Torch_DIR}) is not one of the tested versions (${DISTMETRICS_SUPPORTED_TORCH}); building anyway (DISTMETRICS_ALLOW_UNTESTED_TORCH=ON)")
-  else()
-    message(FATAL_ERROR "distmetrics: LibTorch ${Torch_VERSION} from ${Torch_DIR} is not a supported version "
-                        "(supported: ${DISTMETRICS_SUPPORTED_TORCH}). Use Debian's (apt-get install libtorch-dev) "
-                        "or the pinned pip torch (bash ci/torch2-venv.sh; -DDISTMETRICS_TORCH=pip "
-                        "-DDISTMETRICS_PYTHON=<venv>/bin/python), or -DDISTMETRICS_ALLOW_UNTESTED_TORCH=ON to try it")
-  endif()
-endif()
+include(DistmetricsTorchVersion)
+distmetrics_check_torch_version("${Torch_VERSION}" "${Torch_DIR}" ${DISTMETRICS_ALLOW_UNTESTED_TORCH})
 # TORCH_CXX_FLAGS carries the C++ ABI flag: everything linked with LibTorch (googletest too)
 # must be compiled with it.
 set(CMAKE_CXX_FLAGS "${CMAKE_CXX_FLAGS} ${TORCH_CXX_FLAGS}")
