@@ -40,11 +40,19 @@ if(DISTMETRICS_TORCH STREQUAL "pip")
   get_filename_component(_torch_root "${_torch_prefix}/../.." ABSOLUTE)
   set(TORCH_LIBRARY "${_torch_root}/lib/libtorch.so" CACHE FILEPATH "libtorch of DISTMETRICS_TORCH" FORCE)
   set(c10_LIBRARY "${_torch_root}/lib/libc10.so" CACHE FILEPATH "libc10 of DISTMETRICS_TORCH" FORCE)
-  # The CUDA wheel's CMake files look for the toolkit (nvcc) and cuDNN; these are the machine's
-  # /usr/local/cuda and the wheel's own nvidia/ packages.
+  # The CUDA wheel's CMake files look for the toolkit (nvcc): the machine's /usr/local/cuda. Its
+  # libcudart may be an older minor than the wheel's (13.0 here, the wheel 13.2); programs must
+  # load the one libtorch_cuda was built with, from the wheel's nvidia/cu13, as torch itself does.
   if(NOT DEFINED CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
     set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
   endif()
+  foreach(_cuda_lib cudart nvrtc)
+    file(GLOB _wheel_lib "${_torch_root}/../nvidia/cu*/lib/lib${_cuda_lib}.so.[0-9]*")
+    if(_wheel_lib)
+      list(GET _wheel_lib 0 _wheel_lib)
+      set(CUDA_${_cuda_lib}_LIBRARY "${_wheel_lib}" CACHE FILEPATH "lib${_cuda_lib} of the torch wheel" FORCE)
+    endif()
+  endforeach()
 elseif(NOT DISTMETRICS_TORCH STREQUAL "system")
   message(FATAL_ERROR "distmetrics: DISTMETRICS_TORCH='${DISTMETRICS_TORCH}': expected system or pip")
 endif()
