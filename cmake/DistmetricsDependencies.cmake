@@ -46,6 +46,13 @@ if(DISTMETRICS_TORCH STREQUAL "pip")
   if(NOT DEFINED CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
     set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
   endif()
+  # Linking resolves libtorch_cuda's own needs (libnccl.so.2, ...) through the programs' rpath,
+  # where /usr/local/cuda/lib holds the machine's older NCCL: the wheel's nvidia/*/lib come first.
+  file(GLOB _wheel_nvidia_libs "${_torch_root}/../nvidia/*/lib")
+  foreach(_dir IN LISTS _wheel_nvidia_libs)
+    string(APPEND CMAKE_EXE_LINKER_FLAGS " -Wl,-rpath-link,${_dir}")
+    string(APPEND CMAKE_SHARED_LINKER_FLAGS " -Wl,-rpath-link,${_dir}")
+  endforeach()
   foreach(_cuda_lib cudart nvrtc)
     file(GLOB _wheel_lib "${_torch_root}/../nvidia/cu*/lib/lib${_cuda_lib}.so.[0-9]*")
     if(_wheel_lib)
