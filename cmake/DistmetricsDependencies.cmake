@@ -14,7 +14,66 @@ function(_distmetrics_backend_wanted option found reason)
 endfunction()
 
 # --- LibTorch -------------------------------------------------------------------------------
+# DISTMETRICS_TORCH: "system" (find_package(Torch) as CMake finds it: Debian's 1.13 in /usr, or a
+# LibTorch given by Torch_DIR / CMAKE_PREFIX_PATH), or "pip": the torch package of
+# DISTMETRICS_PYTHON (a venv from ci/torch2-venv.sh), found through torch.utils.cmake_prefix_path.
+set(DISTMETRICS_TORCH "system" CACHE STRING "Which LibTorch: system (Debian's, or Torch_DIR) or pip (DISTMETRICS_PYTHON's torch)")
+set_property(CACHE DISTMETRICS_TORCH PROPERTY STRINGS system pip)
+option(DISTMETRICS_ALLOW_UNTESTED_TORCH "Configure against a torch version not in DISTMETRICS_SUPPORTED_TORCH" OFF)
+set(DISTMETRICS_TORCH_FROM_PIP OFF)
+if(DISTMETRICS_TORCH STREQUAL "pip")
+  set(_torch_hint "make the venv with `bash ci/torch2-venv.sh` and pass -DDISTMETRICS_PYTHON=<its bin/python>")
+  if(NOT DISTMETRICS_PYTHON)
+    message(FATAL_ERROR "distmetrics: DISTMETRICS_TORCH=pip needs DISTMETRICS_PYTHON, the Python whose torch to build against: ${_torch_hint}")
+  endif()
+  execute_process(COMMAND "${DISTMETRICS_PYTHON}" -c "import torch.utils; print(torch.utils.cmake_prefix_path)"
+                  RESULT_VARIABLE _rc OUTPUT_VARIABLE _torch_prefix ERROR_VARIABLE _err OUTPUT_STRIP_TRAILING_WHITESPACE)
+  if(NOT _rc EQUAL 0)
+    message(FATAL_ERROR "distmetrics: DISTMETRICS_TORCH=pip but ${DISTMETRICS_PYTHON} cannot import torch: ${_err}\n"
+                        "Install it (pip install -r ci/requirements-torch2.txt), or ${_torch_hint}")
+  endif()
+  list(PREPEND CMAKE_PREFIX_PATH "${_torch_prefix}")
+  set(DISTMETRICS_TORCH_FROM_PIP ON)
+  # TorchConfig.cmake looks for libtorch and libc10 with find_library, whose system paths come
+  # before its hint: on a machine with Debian's libtorch-dev it would link /usr/lib's 1.13 beside
+  # the wheel's headers. Name the wheel's own files first (checked again after find_package).
+  get_filename_component(_torch_root "${_torch_prefix}/../.." ABSOLUTE)
+  set(TORCH_LIBRARY "${_torch_root}/lib/libtorch.so" CACHE FILEPATH "libtorch of DISTMETRICS_TORCH" FORCE)
+  set(c10_LIBRARY "${_torch_root}/lib/libc10.so" CACHE FILEPATH "libc10 of DISTMETRICS_TORCH" FORCE)
+  # The CUDA wheel's CMake files look for the toolkit (nvcc): the machine's /usr/local/cuda. Its
+  # libcudart may be an older minor than the wheel's (13.0 here, the wheel 13.2); programs must
+  # load the one libtorch_cuda was built with, from the wheel's nvidia/cu13, as torch itself does.
+  if(NOT DEFINED CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
+    set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
+  endif()
+  # Linking resolves libtorch_cuda's own needs (libnccl.so.2, ...) through the programs' rpath,
+  # where /usr/local/cuda/lib holds the machine's older NCCL: the wheel's nvidia/*/lib come first.
+  file(GLOB _wheel_nvidia_libs "${_torch_root}/../nvidia/*/lib")
+  foreach(_dir IN LISTS _wheel_nvidia_libs)
+    string(APPEND CMAKE_EXE_LINKER_FLAGS " -Wl,-rpath-link,${_dir}")
+    string(APPEND CMAKE_SHARED_LINKER_FLAGS " -Wl,-rpath-link,${_dir}")
+  endforeach()
+  foreach(_cuda_lib cudart nvrtc)
+    file(GLOB _wheel_lib "${_torch_root}/../nvidia/cu*/lib/lib${_cuda_lib}.so.[0-9]*")
+    if(_wheel_lib)
+      list(GET _wheel_lib 0 _wheel_lib)
+      set(CUDA_${_cuda_lib}_LIBRARY "${_wheel_lib}" CACHE FILEPATH "lib${_cuda_lib} of the torch wheel" FORCE)
+    endif()
+  endforeach()
+elseif(NOT DISTMETRICS_TORCH STREQUAL "system")
+  message(FATAL_ERROR "distmetrics: DISTMETRICS_TORCH='${DISTMETRICS_TORCH}': expected system or pip")
+endif()
 find_package(Torch REQUIRED)
+if(DISTMETRICS_TORCH_FROM_PIP)
+  foreach(_lib IN LISTS TORCH_LIBRARIES)
+    if(IS_ABSOLUTE "${_lib}" AND _lib MATCHES "/lib(torch|c10)[^/]*\\.so$" AND NOT _lib MATCHES "^${_torch_root}/")
+      message(FATAL_ERROR "distmetrics: DISTMETRICS_TORCH=pip found ${_lib}, which is not the wheel's (${_torch_root}/lib): "
+                          "two LibTorch builds would be linked into one program")
+    endif()
+  endforeach()
+endif()
+include(DistmetricsTorchVersion)
+distmetrics_check_torch_version("${Torch_VERSION}" "${Torch_DIR}" ${DISTMETRICS_ALLOW_UNTESTED_TORCH})
 # TORCH_CXX_FLAGS carries the C++ ABI flag: everything linked with LibTorch (googletest too)
 # must be compiled with it.
 set(CMAKE_CXX_FLAGS "${CMAKE_CXX_FLAGS} ${TORCH_CXX_FLAGS}")
@@ -31,18 +90,33 @@ message(STATUS "distmetrics: LibTorch ${DISTMETRICS_TORCH_VERSION} (CUDA: ${DIST
 # --- Gloo (through c10d) --------------------------------------------------------------------
 set(DISTMETRICS_HAVE_GLOO OFF)
 if(NOT DISTMETRICS_WITH_GLOO STREQUAL "OFF")
-  set(CMAKE_REQUIRED_INCLUDES ${TORCH_INCLUDE_DIRS})
-  check_include_file_cxx("gloo/algorithm.h" DISTMETRICS_GLOO_HEADERS)
   find_file(DISTMETRICS_C10D_GLOO_HEADER torch/csrc/distributed/c10d/ProcessGroupGloo.hpp
             HINTS ${TORCH_INCLUDE_DIRS} NO_CACHE)
-  unset(CMAKE_REQUIRED_INCLUDES)
+  if(Torch_VERSION VERSION_LESS 2)
+    # Debian's LibTorch 1.13 was built against Debian's libgloo-dev: those headers match it.
+    set(CMAKE_REQUIRED_INCLUDES ${TORCH_INCLUDE_DIRS})
+    check_include_file_cxx("gloo/algorithm.h" DISTMETRICS_GLOO_HEADERS)
+    unset(CMAKE_REQUIRED_INCLUDES)
+    set(_gloo_missing "the gloo headers were not found (install libgloo-dev)")
+  else()
+    # A LibTorch 2.x carries its own gloo inside libtorch_cpu: only headers shipped with that
+    # LibTorch match it. Debian's libgloo-dev (2022) is another gloo; compiling ProcessGroupGloo.hpp
+    # against it would mix two definitions of gloo's types in one process, so it is never used.
+    find_path(DISTMETRICS_GLOO_HEADERS gloo/algorithm.h PATHS ${TORCH_INCLUDE_DIRS} NO_DEFAULT_PATH NO_CACHE)
+    string(CONCAT _gloo_missing "LibTorch ${Torch_VERSION} ships no gloo headers (the pip wheel has none) and Debian's "
+                  "libgloo-dev is not the gloo inside it: use a LibTorch whose include/ has gloo/, or "
+                  "-DDISTMETRICS_WITH_GLOO=OFF")
+  endif()
   if(DISTMETRICS_GLOO_HEADERS AND DISTMETRICS_C10D_GLOO_HEADER)
     set(DISTMETRICS_HAVE_GLOO ON)
   endif()
-  _distmetrics_backend_wanted(DISTMETRICS_WITH_GLOO DISTMETRICS_HAVE_GLOO
-    "the gloo headers were not found (install libgloo-dev, or a LibTorch that ships them)")
+  _distmetrics_backend_wanted(DISTMETRICS_WITH_GLOO DISTMETRICS_HAVE_GLOO "${_gloo_missing}")
 endif()
-message(STATUS "distmetrics: gloo backend: ${DISTMETRICS_HAVE_GLOO}")
+if(DISTMETRICS_HAVE_GLOO OR DISTMETRICS_WITH_GLOO STREQUAL "OFF")
+  message(STATUS "distmetrics: gloo backend: ${DISTMETRICS_HAVE_GLOO}")
+else()
+  message(STATUS "distmetrics: gloo backend: OFF (${_gloo_missing})")
+endif()
 
 # --- NCCL (through c10d, CUDA LibTorch only) ---------------------------------------------------
 set(DISTMETRICS_HAVE_NCCL OFF)
@@ -57,9 +131,14 @@ if(NOT DISTMETRICS_WITH_NCCL STREQUAL "OFF" AND DISTMETRICS_TORCH_HAS_CUDA)
     set(DISTMETRICS_HAVE_NCCL ON)
   endif()
 endif()
+if(DISTMETRICS_WITH_NCCL STREQUAL "ON" AND NOT DISTMETRICS_TORCH_HAS_CUDA)
+  message(FATAL_ERROR "distmetrics: DISTMETRICS_WITH_NCCL=ON but LibTorch ${DISTMETRICS_TORCH_VERSION} (${Torch_DIR}) "
+                      "is a CPU-only build: NCCL needs a CUDA LibTorch, e.g. the pip wheel of "
+                      "ci/requirements-torch2.txt (bash ci/torch2-venv.sh; -DDISTMETRICS_TORCH=pip)")
+endif()
 if(NOT DISTMETRICS_WITH_NCCL STREQUAL "OFF")
   _distmetrics_backend_wanted(DISTMETRICS_WITH_NCCL DISTMETRICS_HAVE_NCCL
-    "LibTorch has no CUDA or nccl.h was not found (set NCCL_HOME)")
+    "nccl.h was not found beside LibTorch, in the wheel's nvidia/nccl, or under NCCL_HOME (install libnccl-dev or set NCCL_HOME)")
 endif()
 message(STATUS "distmetrics: nccl backend: ${DISTMETRICS_HAVE_NCCL}")
 
@@ -136,7 +215,13 @@ if(NOT DISTMETRICS_WITH_PYTHON STREQUAL "OFF" AND DISTMETRICS_PYTHON)
     list(GET _out 2 _py_ldlibrary)
     list(GET _out 3 _py_torch_version)
     list(GET _out 4 _py_torch_libdir)
-    find_path(DISTMETRICS_PYBIND11_INCLUDE_DIR pybind11/embed.h HINTS "${DISTMETRICS_DEPS_DIR}/include")
+    if(Torch_VERSION VERSION_LESS 2)
+      find_path(DISTMETRICS_PYBIND11_INCLUDE_DIR pybind11/embed.h HINTS "${DISTMETRICS_DEPS_DIR}/include")
+    else()
+      # torch 2.x registers its Python types with the pybind11 it ships (3.x, other internals than
+      # Debian's 2.10): pyhost must be compiled against that copy, never /usr/include's.
+      find_path(DISTMETRICS_PYBIND11_INCLUDE_DIR pybind11/embed.h PATHS ${TORCH_INCLUDE_DIRS} NO_DEFAULT_PATH)
+    endif()
     find_library(DISTMETRICS_TORCH_PYTHON_LIBRARY torch_python HINTS "${_py_torch_libdir}" ${TORCH_INSTALL_PREFIX}/lib)
     string(REGEX MATCH "^[0-9]+\\.[0-9]+" _py_torch_mm "${_py_torch_version}")
     string(REGEX MATCH "^[0-9]+\\.[0-9]+" _lib_torch_mm "${DISTMETRICS_TORCH_VERSION}")
@@ -160,6 +245,12 @@ if(NOT DISTMETRICS_WITH_PYTHON STREQUAL "OFF" AND DISTMETRICS_PYTHON)
 endif()
 if(DISTMETRICS_WITH_PYTHON STREQUAL "ON" AND NOT DISTMETRICS_HAVE_PYHOST)
   message(FATAL_ERROR "distmetrics: DISTMETRICS_WITH_PYTHON=ON but ${_pyhost_missing}")
+endif()
+# A torch from pip is there to run Python metrics: AUTO means required (say what is missing now
+# rather than a build without `conform --python`).
+if(DISTMETRICS_TORCH_FROM_PIP AND DISTMETRICS_WITH_PYTHON STREQUAL "AUTO" AND NOT DISTMETRICS_HAVE_PYHOST)
+  message(FATAL_ERROR "distmetrics: DISTMETRICS_TORCH=pip but the Python metrics cannot be built: ${_pyhost_missing}; "
+                      "or -DDISTMETRICS_WITH_PYTHON=OFF to build without them")
 endif()
 if(DISTMETRICS_HAVE_PYHOST)
   message(STATUS "distmetrics: python metrics (pyhost): ON ${_py_libdir}/${_py_ldlibrary}, torch ${_py_torch_version}")

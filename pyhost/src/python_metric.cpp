@@ -1,10 +1,23 @@
 #include "distmetrics/pyhost/python_metric.h"
 
+#include <torch/csrc/autograd/python_variable.h>
+#include <torch/version.h>
+
+#include "distmetrics/build_config.h"
+
+// torch 1.13 only: the variant's C++ Gloo group is handed to torch.distributed as torch's own
+// ProcessGroupGloo (a speed-up: no second rendezvous). From 2.0 on the default group must be a
+// c10d::ProcessGroup wrapping a Backend and torch registers its types with the pybind11 3 it
+// ships; the Python side then makes its group through the public init_process_group.
+#if TORCH_VERSION_MAJOR < 2 && DISTMETRICS_HAVE_GLOO
+#define DISTMETRICS_PYHOST_SHARES_GLOO_GROUP 1
 #ifndef USE_C10D_GLOO
 #define USE_C10D_GLOO  // the c10d Gloo header is empty without it
 #endif
-#include <torch/csrc/autograd/python_variable.h>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#else
+#define DISTMETRICS_PYHOST_SHARES_GLOO_GROUP 0
+#endif
 
 #include "distmetrics/runtime/errors.h"
 #include "distmetrics/metrics/errors.h"
@@ -20,6 +33,7 @@ struct __attribute__((visibility("hidden"))) PythonMetric::Impl {
   py::object metric;  // distmetrics._host.HostedMetric
 };
 
+#if DISTMETRICS_PYHOST_SHARES_GLOO_GROUP
 namespace {
 
 // A pybind11 holder laid out as the one torch 1.13 registers its process groups with (a single
@@ -43,16 +57,21 @@ class GroupHolder {
 PYBIND11_DECLARE_HOLDER_TYPE(T, distmetrics::pyhost::GroupHolder<T>, true);
 
 namespace distmetrics::pyhost {
+#endif  // DISTMETRICS_PYHOST_SHARES_GLOO_GROUP
 namespace {
 
 // The variant's own Gloo group as a torch.distributed ProcessGroupGloo (None for other backends:
 // they get a group of their own).
-py::object shared_gloo_group(const runtime::Communicator& comm) {
+py::object shared_gloo_group([[maybe_unused]] const runtime::Communicator& comm) {
+#if !DISTMETRICS_PYHOST_SHARES_GLOO_GROUP
+  return py::none();
+#else
   auto erased = comm.process_group();
   auto* gloo = dynamic_cast<c10d::ProcessGroupGloo*>(erased.get());
   if (gloo == nullptr) return py::none();
   py::module_::import("torch.distributed");  // registers torch's c10d types with pybind11
   return py::cast(GroupHolder<c10d::ProcessGroupGloo>(c10::intrusive_ptr<c10d::ProcessGroupGloo>::reclaim_copy(gloo)));
+#endif
 }
 
 py::object wrap(const at::Tensor& t) {

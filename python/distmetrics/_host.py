@@ -400,6 +400,11 @@ def describe_raised(etype, value, tb, frames=3):
 
 # --- The per-variant torch.distributed group ------------------------------------------------------
 
+# torch.distributed's private state changed across 2.x minors: it is touched only on the torch
+# this code was written against for it (1.13), and 2.x goes through the public API alone.
+_TORCH_VERSION = tuple(int(part) for part in torch.__version__.split("+")[0].split(".")[:2])
+_TORCH_1_13 = _TORCH_VERSION == (1, 13)
+
 class _VariantStore(dist.Store):
     """torch.distributed's view of the variant's C++ store (the one its C++ group met on)."""
 
@@ -431,6 +436,11 @@ class _VariantStore(dist.Store):
     def set_timeout(self, timeout):
         pass
 
+    def clone(self):
+        # c10d::Store::clone() (pure virtual from torch 2.8): the same keys, usable from another
+        # thread; every call goes to the C++ store anyway.
+        return _VariantStore()
+
 
 _group_refs = None  # the stores behind the current group (the C++ side holds no Python reference)
 _group_is_shared = False  # the default group is the variant's C++ group (see begin_group)
@@ -448,6 +458,8 @@ def begin_group(backend, rank, world_size, timeout_ms, prefix, shared=None):
     _group_refs = (variant_store, store)
     c10d = dist.distributed_c10d
     if shared is not None:
+        if not _TORCH_1_13:
+            raise RuntimeError(f"a shared C++ group is handed over on torch 1.13 only, not {torch.__version__}")
         # What init_process_group records for a group it made, without making one (no second
         # rendezvous, no barrier, no teardown of a second group at the variant's end).
         c10d._pg_map[shared] = (dist.Backend.GLOO, store)
@@ -460,8 +472,10 @@ def begin_group(backend, rank, world_size, timeout_ms, prefix, shared=None):
         global _group_is_shared
         _group_is_shared = True
         return
-    polling = getattr(c10d, "_store_based_barrier", None)
-    if polling is not None:  # torch 1.13 polls every 10 ms after making a group: wait on a key instead
+    # torch 1.13 polls every 10 ms after making a group: wait on a key instead. (2.x makes no
+    # such barrier unless TORCH_DIST_INIT_BARRIER=1, and its signature differs: left alone.)
+    polling = getattr(c10d, "_store_based_barrier", None) if _TORCH_1_13 else None
+    if polling is not None:
         c10d._store_based_barrier = _waiting_barrier
     try:
         dist.init_process_group(backend, store=store, rank=rank, world_size=world_size,

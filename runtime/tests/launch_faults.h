@@ -34,6 +34,7 @@
 
 #include <ATen/ATen.h>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/version.h>
 
 #include <signal.h>
 #include <unistd.h>
@@ -59,7 +60,14 @@ inline nlohmann::json run_fault(TaskContext& ctx) {
   ctx.comm.all_reduce_copy(four(), ReduceOp::Sum);
   if (!me && fault == "raw_gloo_skip") {
     // The task's own c10d call: the communicator neither sees nor bounds it.
-    auto group = c10::static_intrusive_pointer_cast<c10d::ProcessGroup>(ctx.comm.process_group());
+    // The communicator's group is a c10d::ProcessGroup on torch 1.13 and a c10d::Backend from 2.0
+    // on (ProcessGroupGloo derives from Backend there): a checked cast to the one this torch has.
+#if TORCH_VERSION_MAJOR >= 2
+    using C10dGroup = c10d::Backend;
+#else
+    using C10dGroup = c10d::ProcessGroup;
+#endif
+    auto* group = dynamic_cast<C10dGroup*>(ctx.comm.process_group().get());
     if (!group) throw std::runtime_error("raw_gloo_skip needs a backend with a c10d process group (gloo)");
     std::vector<at::Tensor> tensors{four()};
     group->allreduce(tensors)->wait();

@@ -10,7 +10,12 @@ namespace distmetrics::runtime {
 namespace {
 
 std::optional<std::string> gloo_unavailable(const std::string& comm_device, int) {
-  if (!DISTMETRICS_HAVE_GLOO) return std::string("gloo: this build has no Gloo (install libgloo-dev and reconfigure)");
+  if (!DISTMETRICS_HAVE_GLOO) {
+    // LibTorch 2.x: only gloo headers shipped with that LibTorch match its gloo (the pip wheel has none).
+    if (DISTMETRICS_TORCH_VERSION[0] != '1')
+      return std::string("gloo: this build has no Gloo: LibTorch " DISTMETRICS_TORCH_VERSION " ships no gloo headers (docs/gpu.md)");
+    return std::string("gloo: this build has no Gloo (install libgloo-dev and reconfigure)");
+  }
   if (comm_device == "cuda") {
     if (!DISTMETRICS_TORCH_HAS_CUDA) return std::string("gloo on cuda: this LibTorch has no CUDA");
     if (visible_gpu_count() < 1) return std::string("gloo on cuda: needs a GPU, found 0");

@@ -170,16 +170,26 @@ void PoolStoreServer::handle(LineChannel& client, const nlohmann::json& request)
 
 // --- Worker side -------------------------------------------------------------------------------------
 
-PoolStoreClient::PoolStoreClient(std::unique_ptr<LineChannel> channel) : channel_(std::move(channel)) {}
+PoolStoreClient::PoolStoreClient(std::unique_ptr<LineChannel> channel) : connection_(std::make_shared<Connection>()) {
+  connection_->channel = std::move(channel);
+}
+
+#if DISTMETRICS_C10D_STORE_HAS_CLONE
+c10::intrusive_ptr<c10d::Store> PoolStoreClient::clone() {
+  auto copy = c10::intrusive_ptr<PoolStoreClient>::unsafe_steal_from_new(new PoolStoreClient(connection_));
+  copy->setTimeout(timeout_);
+  return copy;
+}
+#endif
 
 nlohmann::json PoolStoreClient::request(nlohmann::json body, std::chrono::milliseconds timeout) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  const std::uint64_t id = next_id_++;
+  std::lock_guard<std::mutex> lock(connection_->mutex);
+  const std::uint64_t id = connection_->next_id++;
   body["id"] = id;
   const Deadline deadline = Deadline::after(std::max(timeout, std::chrono::milliseconds(1)));
-  channel_->send(body, deadline);
+  connection_->channel->send(body, deadline);
   while (true) {
-    auto reply = channel_->receive(deadline);
+    auto reply = connection_->channel->receive(deadline);
     if (!reply) {
       throw std::runtime_error("the pool store did not answer '" + body.value("op", "") + "' within " +
                                std::to_string(deadline.budget().count()) + " ms (a rank that never arrived?)");

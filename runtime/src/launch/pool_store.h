@@ -6,6 +6,7 @@
 #pragma once
 
 #include <torch/csrc/distributed/c10d/Store.hpp>
+#include <torch/version.h>
 
 #include <atomic>
 #include <cstdint>
@@ -53,11 +54,22 @@ class PoolStoreServer {
   std::vector<Waiting> waiting_;
 };
 
+// c10d::Store::clone() (pure virtual from torch 2.8 on): a second Store on the same keys, to be
+// used from another thread.
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 8)
+#define DISTMETRICS_C10D_STORE_HAS_CLONE 1
+#else
+#define DISTMETRICS_C10D_STORE_HAS_CLONE 0
+#endif
+
 // Worker side: a c10d::Store whose every call is one request to the supervisor, bounded by the
-// store's timeout.
+// store's timeout. Clones share the one connection (each request holds it until answered).
 class PoolStoreClient final : public c10d::Store {
  public:
   explicit PoolStoreClient(std::unique_ptr<LineChannel> channel);
+#if DISTMETRICS_C10D_STORE_HAS_CLONE
+  c10::intrusive_ptr<c10d::Store> clone() override;
+#endif
 
   void set(const std::string& key, const std::vector<uint8_t>& value) override;
   std::vector<uint8_t> compareSet(const std::string& key, const std::vector<uint8_t>& expected,
@@ -74,11 +86,15 @@ class PoolStoreClient final : public c10d::Store {
   std::string local_address() const { return detail::local_address(channel_->fd()); }
 
  private:
+  struct Connection {
+    std::mutex mutex;
+    std::unique_ptr<LineChannel> channel;
+    std::uint64_t next_id = 1;
+  };
+  explicit PoolStoreClient(std::shared_ptr<Connection> connection) : connection_(std::move(connection)) {}
   nlohmann::json request(nlohmann::json body, std::chrono::milliseconds timeout);
 
-  std::mutex mutex_;
-  std::unique_ptr<LineChannel> channel_;
-  std::uint64_t next_id_ = 1;
+  std::shared_ptr<Connection> connection_;
 };
 
 // A PoolStoreServer served from its own thread at a Unix socket in a private 0700 folder: the
