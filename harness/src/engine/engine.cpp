@@ -237,18 +237,18 @@ std::vector<RankReport> rank_reports(const Scenario& scenario, const runtime::Jo
 
 }  // namespace
 
-runtime::Job make_variant_request(const Scenario& scenario, const Variant& variant, double deadline_seconds) {
-  runtime::Job request;
-  request.id = variant.id;
-  request.task = kScenarioTask;
-  request.params = {{"scenario", scenario.to_json()}, {"shard", variant.shard}, {"placement", variant.placement}, {"dtype", variant.dtype}};
-  request.backend = variant.backend;
-  request.comm_device = comm_device_for(variant.placement, variant.backend);
-  request.deadline = ms(deadline_seconds);
+runtime::Job make_variant_job(const Scenario& scenario, const Variant& variant, double deadline_seconds) {
+  runtime::Job job;
+  job.id = variant.id;
+  job.task = kScenarioTask;
+  job.params = {{"scenario", scenario.to_json()}, {"shard", variant.shard}, {"placement", variant.placement}, {"dtype", variant.dtype}};
+  job.backend = variant.backend;
+  job.comm_device = comm_device_for(variant.placement, variant.backend);
+  job.deadline = ms(deadline_seconds);
   // Collectives give up well before the variant's deadline, so that ranks report where they
   // were blocked instead of being ended as stuck.
-  request.op_timeout = ms(std::max(0.5, deadline_seconds / 2));
-  return request;
+  job.op_timeout = ms(std::max(0.5, deadline_seconds / 2));
+  return job;
 }
 
 VariantPlan plan_variant(const Scenario& scenario, const Dataset& data, const std::string& shard, int world_size) {
@@ -297,7 +297,7 @@ Verdict Engine::run(const Scenario& scenario, const Variant& variant, runtime::J
   }
   runtime::JobResult run;
   try {
-    run = runner.run(make_variant_request(scenario, variant, deadline));
+    run = runner.run(make_variant_job(scenario, variant, deadline));
   } catch (const std::exception& e) {
     Verdict v;
     v.variant = variant;

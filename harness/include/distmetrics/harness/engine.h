@@ -42,8 +42,8 @@ constexpr const char* kScenarioTask = "scenario_variant";
 // The task body (exposed for tests that run it in-process): returns a RankObservation as JSON.
 nlohmann::json run_scenario_variant_task(runtime::TaskContext& ctx);
 
-// The request the engine sends for a variant.
-runtime::Job make_variant_request(const Scenario& scenario, const Variant& variant, double deadline_seconds);
+// The job the engine has every rank run for a variant.
+runtime::Job make_variant_job(const Scenario& scenario, const Variant& variant, double deadline_seconds);
 
 // What every rank of a variant does, planned the same way on the ranks, in the supervisor and
 // on conform's helper worker: the shard plan (step-synchronous for single_process = "per_step")
