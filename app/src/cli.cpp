@@ -328,15 +328,7 @@ int cli_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
   auto* run = app.add_subcommand("run", "run the variants and check their properties");
   add_selection(run, o);
   add_deadline_option(*run, o.deadline);
-  run->add_option("--rank-memory", o.rank_memory_gib,
-                  "GiB of address space each rank of the local pool may use (RLIMIT_AS); past it the rank's "
-                  "allocation fails and the variant's outcome is memory_exceeded, naming the rank; 0: no limit; default: a third of this "
-                  "machine's memory, at least 4")
-      ->check(CLI::Range(0.0, 4096.0));
-  run->add_option("--launcher", o.launcher,
-                  "local (a supervised rank pool), mpi (started by mpirun) or env (RANK, WORLD_SIZE, ... set); "
-                  "default: the launcher that started this process, else local")
-      ->check(CLI::IsMember({"local", "mpi", "env"}));
+  add_launch_options(*run, o.rank_memory_gib, o.launcher);
   run->add_option("--json", o.reports.json, "write the JSON report to FILE");
   run->add_option("--junit", o.reports.junit, "write JUnit XML to FILE");
   run->add_option("--html", o.reports.html, "write a self-contained HTML report to FILE");
@@ -430,6 +422,18 @@ void add_selection_options(CLI::App& command, std::vector<std::string>& paths, h
                             "input dtypes to run (comma-separated; only scenarios that list [variants] dtypes have them)")
                 ->delimiter(','));
   one_value(cmd->add_option("--filter", selection.filters, "glob on variant ids; repeat to OR several"));
+}
+
+void add_launch_options(CLI::App& command, std::optional<double>& rank_memory_gib, std::string& launcher) {
+  command.add_option("--rank-memory", rank_memory_gib,
+                     "GiB of address space each rank of the local pool may use (RLIMIT_AS); past it the rank's "
+                     "allocation fails and the variant's outcome is memory_exceeded, naming the rank; 0: no limit; default: a "
+                     "third of this machine's memory, at least 4")
+      ->check(CLI::Range(0.0, 4096.0));
+  command.add_option("--launcher", launcher,
+                     "local (a supervised rank pool), mpi (started by mpirun) or env (RANK, WORLD_SIZE, ... set); "
+                     "default: the launcher that started this process, else local")
+      ->check(CLI::IsMember({"local", "mpi", "env"}));
 }
 
 void add_console_flags(CLI::App& command, harness::ConsoleOptions& options) {

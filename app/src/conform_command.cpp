@@ -275,14 +275,7 @@ CLI::App* add_conform_command(CLI::App& app, ConformOptions& options) {
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   add_selection_options(*cmd, options.paths, options.selection);
   add_deadline_option(*cmd, options.deadline);
-  cmd->add_option("--rank-memory", options.rank_memory_gib,
-                  "GiB of address space each rank of the local pool may use (RLIMIT_AS), as for `run`; past it the "
-                  "variant's outcome is memory_exceeded, naming the rank; 0: no limit")
-      ->check(CLI::Range(0.0, 4096.0));
-  cmd->add_option("--launcher", options.launcher,
-                  "local (a supervised rank pool), mpi (started by mpirun) or env (RANK, WORLD_SIZE, ... set), as for "
-                  "`run`; default: the launcher that started this process, else local")
-      ->check(CLI::IsMember({"local", "mpi", "env"}));
+  add_launch_options(*cmd, options.rank_memory_gib, options.launcher);
   cmd->add_option("--json", options.reports.json, "write the JSON report to FILE");
   cmd->add_option("--junit", options.reports.junit, "write JUnit XML to FILE");
   cmd->add_option("--markdown", options.reports.markdown, "write the Markdown report to FILE");

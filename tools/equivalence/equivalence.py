@@ -11,7 +11,18 @@ example plugins as examples/plugins builds them: plugin/tests/build_examples.sh)
 Python examples, and `run --allow-python` of the Python scenario examples. Each command's exit
 code, its JSON report, its JUnit and Markdown reports and its console output are kept, with what
 changes from run to run taken out: seconds, start times, process ids, temporary paths and the
-durations written into messages. Run from the repository root with /usr/bin/python3.
+durations written into messages. Run from the repository root with /usr/bin/python3:
+
+    cmake --build build --target installable
+    bash plugin/tests/build_examples.sh $PWD/build $PWD/examples/plugins $PWD/build/equiv-examples Ninja c++
+    /usr/bin/python3 tools/equivalence/equivalence.py capture --bin OLD/bin/distmetrics \
+        --plugins build/equiv-examples/build --out build/equiv-capture.json
+    /usr/bin/python3 tools/equivalence/equivalence.py compare --bin build/bin/distmetrics \
+        --plugins build/equiv-examples/build --ref build/equiv-capture.json
+
+The example plugins are built once: their ABI does not change with the harness, so both builds
+load the same ones. The compare takes about 5 minutes on 2 cores; it exits 1 and prints a diff
+of each command whose results differ.
 """
 import argparse
 import difflib
