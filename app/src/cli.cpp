@@ -27,6 +27,7 @@
 #include "distmetrics/harness/report_model.h"
 #include "distmetrics/harness/scenario_files.h"
 #include "distmetrics/harness/scenario_python.h"
+#include "distmetrics/harness/session.h"
 #include "distmetrics/harness/variant.h"
 #include "distmetrics/plugin/conform.h"
 #include "distmetrics/runtime/backends.h"
@@ -39,7 +40,7 @@ namespace {
 
 using namespace harness;  // the CLI is a thin layer over the scenario engine
 
-constexpr int kBadInput = 2;
+constexpr int kBadInput = harness::kBadInputExitCode;
 
 struct Options {
   std::vector<std::string> paths;
@@ -48,7 +49,7 @@ struct Options {
   std::optional<double> deadline;
   std::optional<double> rank_memory_gib;  // --rank-memory; default: runtime::default_rank_memory_bytes()
   std::string launcher;  // empty: the launcher that started this process, else local
-  std::string json_file, junit_file, html_file, markdown_file;
+  ReportFiles reports;  // --json, --junit, --html, --markdown
   ConsoleOptions console;
   bool allow_python = false;  // scenario files may call the Python they name
 };
@@ -131,64 +132,32 @@ int finish_run(const Options& o, const std::vector<Verdict>& verdicts, ConsoleRe
   const nlohmann::json report = json_report(verdicts, started, seconds);
   const ReportModel model = report_model(report);
   console.finish(model);
-  bool written = true;
-  if (!o.json_file.empty()) written = write_report_file(o.json_file, report.dump(2) + "\n", err) && written;
-  if (!o.junit_file.empty()) written = write_report_file(o.junit_file, junit_report(verdicts, seconds), err) && written;
-  if (!o.html_file.empty()) written = write_report_file(o.html_file, render_html(model), err) && written;
-  if (!o.markdown_file.empty()) written = write_report_file(o.markdown_file, render_markdown(model), err) && written;
+  const bool written = write_reports(o.reports, report, model, verdicts, seconds, err);
   // A selection that matches nothing is a mistake (a typo in --filter), not a success.
   return exit_code(verdicts, !written || verdicts.empty());
+}
+
+std::vector<SessionItem> session_items(std::vector<std::pair<const Scenario*, Variant>> variants) {
+  std::vector<SessionItem> items;
+  for (auto& [scenario, variant] : variants) items.push_back({scenario, std::move(variant), std::nullopt});
+  return items;
 }
 
 // Local launcher: this process supervises its own rank pools.
 int run_local(const Options& o, std::ostream& out, std::ostream& err) {
   Plan plan;
   if (auto code = prepare_run(o, plan, err, false)) return *code;
-  auto& variants = plan.variants;
+  const auto items = session_items(std::move(plan.variants));
   const auto started = now_iso8601();
   const auto start = std::chrono::steady_clock::now();
-
-  // Run variants grouped by the pool they need, so each pool starts once; report in list order.
-  std::vector<std::size_t> order(variants.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  auto pool_key = [&](std::size_t i) {
-    const auto& v = variants[i].second;
-    return std::make_pair(runtime::pool_launch_for(v.backend), v.world_size);
-  };
-  std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return pool_key(a) < pool_key(b); });
-
-  EngineOptions options;
-  options.deadline_seconds = o.deadline;
-  Engine engine(options);
-  runtime::PoolOptions pool_options;
-  if (o.rank_memory_gib) pool_options.rank_memory_bytes = static_cast<std::uint64_t>(*o.rank_memory_gib * double(1ull << 30));
-  LocalPools pools(pool_options, 1);
-  ConsoleReport console(out, static_cast<int>(variants.size()), o.console);
-  std::vector<Verdict> verdicts(variants.size());
-  for (std::size_t i : order) {
-    const auto& [scenario, variant] = variants[i];
-    if (variant.skip) {
-      verdicts[i] = skip_verdict(variant);
-    } else {
-      try {
-        verdicts[i] = engine.run(*scenario, variant, pools.runner_for(variant));
-      } catch (const std::exception& e) {  // the pool itself could not start
-        verdicts[i].variant = variant;
-        verdicts[i].outcome = Outcome::Error;
-        verdicts[i].reason = std::string("could not start the rank pool: ") + e.what();
-      }
-    }
-    console.progress(verdicts[i]);
-  }
-  pools.clear();
+  SessionOptions options;
+  options.engine.deadline_seconds = o.deadline;
+  options.rank_memory_gib = o.rank_memory_gib;
+  Session session(std::move(options));
+  ConsoleReport console(out, static_cast<int>(items.size()), o.console);
+  const auto verdicts = session.run(items, [&](const Verdict& v) { console.progress(v); });
+  session.close();
   return finish_run(o, verdicts, console, started, start, err);
-}
-
-// What a rank that does not report exits with when its peer run stopped (exit_code's codes).
-int stop_exit_code(runtime::RunStatus stopped_by) {
-  if (stopped_by == runtime::RunStatus::Hang) return 3;
-  if (stopped_by == runtime::RunStatus::Crash) return 4;
-  return 0;
 }
 
 // Peer launchers (mpi, env): every process is a rank and runs the same variants in lockstep;
@@ -196,11 +165,7 @@ int stop_exit_code(runtime::RunStatus stopped_by) {
 int run_peers(const Options& o, const std::string& launcher, std::ostream& out, std::ostream& err) {
   std::unique_ptr<runtime::PeerRunner> runner;
   try {
-    runtime::PeerOptions options;
-    options.launcher = launcher;
-    options.rank_memory_bytes = o.rank_memory_gib ? static_cast<std::uint64_t>(*o.rank_memory_gib * double(1ull << 30))
-                                                  : runtime::default_rank_memory_bytes();
-    runner = std::make_unique<runtime::PeerRunner>(options);
+    runner = start_peer_runner(launcher, o.rank_memory_gib);
   } catch (const std::exception& e) {
     err << "distmetrics: --launcher " << launcher << ": " << e.what() << "\n";
     return kBadInput;
@@ -219,45 +184,18 @@ int run_peers(const Options& o, const std::string& launcher, std::ostream& out, 
   if (reporter && other_sizes > 0)
     out << "distmetrics: launcher " << launcher << " runs world size " << world_size << " only: " << other_sizes
         << " selected variant(s) of other world sizes left out\n";
+  const auto items = session_items(std::move(variants));
 
   const auto started = now_iso8601();
   const auto start = std::chrono::steady_clock::now();
-  EngineOptions options;
-  options.deadline_seconds = o.deadline;
-  Engine engine(options);
+  SessionOptions options;
+  options.engine.deadline_seconds = o.deadline;
+  Session session(std::move(options), *runner);
   std::ostringstream silent;
-  ConsoleReport console(reporter ? out : silent, static_cast<int>(variants.size()), o.console);
-  std::vector<Verdict> verdicts;
-  std::string stopped_at;
-  for (const auto& [scenario, variant] : variants) {
-    Verdict verdict;
-    if (variant.skip) {
-      verdict = skip_verdict(variant);
-    } else if (!stopped_at.empty()) {
-      verdict.variant = variant;
-      verdict.outcome = Outcome::Error;
-      verdict.reason = "not run: the ranks' process group broke at " + stopped_at +
-                       " (a hang or a crash); start the launcher again to run the rest";
-    } else if (reporter) {
-      verdict = engine.run(*scenario, variant, *runner);
-    } else {
-      const double deadline = o.deadline.value_or(scenario->deadline_seconds);
-      try {
-        runner->run(make_variant_request(*scenario, variant, deadline));
-      } catch (const std::exception&) {
-        // Rank 0 reports it.
-      }
-    }
-    if (!variant.skip && stopped_at.empty() && runner->stopped()) stopped_at = variant.id;
-    if (reporter) console.progress(verdict);
-    verdicts.push_back(std::move(verdict));
-  }
-  // Every rank ends the run with the runner's code; after a hang of a task that ran inside a
-  // rank, finish() ends the MPI job with it (MPI_Finalize would wait for the stuck rank).
-  const int code = reporter ? finish_run(o, verdicts, console, started, start, err)
-                            : stop_exit_code(runner->stopped_by());
-  runner->finish(code);
-  return reporter ? code : 0;
+  ConsoleReport console(reporter ? out : silent, static_cast<int>(items.size()), o.console);
+  const auto verdicts = session.run(items, [&](const Verdict& v) { console.progress(v); });
+  // Every rank ends the run with the runner's code.
+  return finish_peer_run(*runner, reporter ? finish_run(o, verdicts, console, started, start, err) : 0);
 }
 
 // `serve`: one long-lived runner for many requests (the pytest plugin keeps one per worker).
@@ -280,14 +218,13 @@ int cmd_serve(const Options& o, std::ostream& err) {
     std::fwrite(line.data(), 1, line.size(), answers);
     std::fflush(answers);
   };
-  EngineOptions options;
-  options.deadline_seconds = o.deadline;
-  Engine engine(options);
+  SessionOptions options;
+  options.engine.deadline_seconds = o.deadline;
+  options.rank_memory_gib = o.rank_memory_gib;
   // Requests come in the caller's order (pytest's: file by file, world sizes interleaved), not
   // grouped by pool as `run` groups them: keep a pool per world size of a usual file alive.
-  runtime::PoolOptions pool_options;
-  if (o.rank_memory_gib) pool_options.rank_memory_bytes = static_cast<std::uint64_t>(*o.rank_memory_gib * double(1ull << 30));
-  LocalPools pools(pool_options, 3);
+  options.max_pools = 3;
+  Session session(std::move(options));
   std::map<std::vector<std::string>, LoadedScenarios> loaded_by_paths;  // each path list loaded once
   const int gpus = runtime::visible_gpu_count();
   std::string line;
@@ -333,19 +270,12 @@ int cmd_serve(const Options& o, std::ostream& err) {
     if (!scenario) {
       verdict.reason = "no variant '" + id + "' in the scenarios under " +
                        (paths.empty() ? default_scenario_path() : runtime::quoted_list(paths));
-    } else if (verdict.variant.skip) {
-      verdict = skip_verdict(verdict.variant);
     } else {
-      const Variant variant = verdict.variant;
-      try {
-        verdict = engine.run(*scenario, variant, pools.runner_for(variant));
-      } catch (const std::exception& e) {  // the pool itself could not start
-        verdict.reason = std::string("could not start the rank pool: ") + e.what();
-      }
+      verdict = session.run(SessionItem{scenario, verdict.variant, std::nullopt});
     }
     answer(verdict);
   }
-  pools.clear();
+  session.close();
   std::fclose(answers);
   return 0;
 }
@@ -398,19 +328,11 @@ int cli_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
   auto* run = app.add_subcommand("run", "run the variants and check their properties");
   add_selection(run, o);
   add_deadline_option(*run, o.deadline);
-  run->add_option("--rank-memory", o.rank_memory_gib,
-                  "GiB of address space each rank of the local pool may use (RLIMIT_AS); past it the rank's "
-                  "allocation fails and the variant's outcome is memory_exceeded, naming the rank; 0: no limit; default: a third of this "
-                  "machine's memory, at least 4")
-      ->check(CLI::Range(0.0, 4096.0));
-  run->add_option("--launcher", o.launcher,
-                  "local (a supervised rank pool), mpi (started by mpirun) or env (RANK, WORLD_SIZE, ... set); "
-                  "default: the launcher that started this process, else local")
-      ->check(CLI::IsMember({"local", "mpi", "env"}));
-  run->add_option("--json", o.json_file, "write the JSON report to FILE");
-  run->add_option("--junit", o.junit_file, "write JUnit XML to FILE");
-  run->add_option("--html", o.html_file, "write a self-contained HTML report to FILE");
-  run->add_option("--markdown", o.markdown_file, "write a Markdown report (a pull-request comment) to FILE");
+  add_launch_options(*run, o.rank_memory_gib, o.launcher);
+  run->add_option("--json", o.reports.json, "write the JSON report to FILE");
+  run->add_option("--junit", o.reports.junit, "write JUnit XML to FILE");
+  run->add_option("--html", o.reports.html, "write a self-contained HTML report to FILE");
+  run->add_option("--markdown", o.reports.markdown, "write a Markdown report (a pull-request comment) to FILE");
   add_console_flags(*run, o.console);
   add_allow_python_flag(*run, o.allow_python);
   auto* serve = app.add_subcommand(
@@ -423,7 +345,7 @@ int cli_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
   add_allow_python_flag(*serve, o.allow_python);
   serve->add_option("--rank-memory", o.rank_memory_gib, "GiB of address space each rank may use, as for `run`")
       ->check(CLI::Range(0.0, 4096.0));
-  plugin::ConformOptions conform_options;
+  ConformOptions conform_options;
   auto* conform = add_conform_command(app, conform_options);
   add_allow_python_flag(*conform, o.allow_python);
   MetricsOptions metrics_options;
@@ -454,7 +376,7 @@ int cli_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
   }
   // A subcommand's --help is raised from within parse() as well; nothing else to do here.
   harness::allow_scenario_python(o.allow_python);
-  if (*conform) return plugin::run_conform(conform_options, out, err);
+  if (*conform) return run_conform(conform_options, out, err);
   if (*metrics) return run_metrics(metrics_options, out, err);
   if (!check_selection(o.selection, err)) return kBadInput;
   if (*validate) return cmd_validate(o, out, err);
@@ -500,6 +422,18 @@ void add_selection_options(CLI::App& command, std::vector<std::string>& paths, h
                             "input dtypes to run (comma-separated; only scenarios that list [variants] dtypes have them)")
                 ->delimiter(','));
   one_value(cmd->add_option("--filter", selection.filters, "glob on variant ids; repeat to OR several"));
+}
+
+void add_launch_options(CLI::App& command, std::optional<double>& rank_memory_gib, std::string& launcher) {
+  command.add_option("--rank-memory", rank_memory_gib,
+                     "GiB of address space each rank of the local pool may use (RLIMIT_AS); past it the rank's "
+                     "allocation fails and the variant's outcome is memory_exceeded, naming the rank; 0: no limit; default: a "
+                     "third of this machine's memory, at least 4")
+      ->check(CLI::Range(0.0, 4096.0));
+  command.add_option("--launcher", launcher,
+                     "local (a supervised rank pool), mpi (started by mpirun) or env (RANK, WORLD_SIZE, ... set); "
+                     "default: the launcher that started this process, else local")
+      ->check(CLI::IsMember({"local", "mpi", "env"}));
 }
 
 void add_console_flags(CLI::App& command, harness::ConsoleOptions& options) {

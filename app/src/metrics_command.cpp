@@ -12,13 +12,14 @@
 #include <ostream>
 #include <sstream>
 
+#include "distmetrics/harness/report.h"
 #include "distmetrics/metrics/registry.h"
 #include "distmetrics/plugin/loader.h"
 
 namespace distmetrics::app {
 namespace {
 
-constexpr int kBadInput = 2;
+constexpr int kBadInput = harness::kBadInputExitCode;
 
 nlohmann::json param_json(const metrics::ParamSpec& p) {
   return {{"name", p.name},

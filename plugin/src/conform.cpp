@@ -1,23 +1,12 @@
-// `distmetrics conform` (conform.h): a plugin's metrics through every scenario of theirs.
+// What `distmetrics conform` adds to a variant (conform.h): the scenario adapted to the plugin's
+// metric, its reproduce command, the single-process reference on a helper worker and
+// agrees_with_reference. The command itself is the CLI's (app/src/conform_command.cpp).
 #include <algorithm>
-#include <chrono>
-#include <iomanip>
 #include <map>
-#include <set>
 #include <ostream>
 #include <sstream>
 
-#include "conform_report.h"
-#include "distmetrics/runtime/backends.h"
-#include "distmetrics/build_config.h"
-#include "distmetrics/harness/engine.h"
-#include "distmetrics/harness/metric_catalog.h"
-#include "distmetrics/harness/property.h"
-#include "distmetrics/runtime/peer_runner.h"
-#include "distmetrics/runtime/rank_pool.h"
 #include "distmetrics/runtime/text.h"
-#include "distmetrics/harness/report.h"
-#include "distmetrics/harness/scenario_files.h"
 #include "distmetrics/plugin/catalog.h"
 #include "distmetrics/plugin/conform.h"
 
@@ -26,9 +15,7 @@ namespace {
 
 using harness::Outcome;
 using runtime::shell_quote;
-using harness::Verdict;
 using nlohmann::json;
-constexpr int kBadInput = 2;
 
 std::string number_text(double v) {
   std::ostringstream out;
@@ -39,6 +26,8 @@ std::string number_text(double v) {
 bool contains(const std::vector<std::string>& list, const std::string& item) {
   return std::find(list.begin(), list.end(), item) != list.end();
 }
+
+}  // namespace
 
 // The plugin's metrics to check: all, or those named by --metric (each must exist).
 bool select_metrics(const Plugin& plugin, const std::vector<std::string>& wanted, std::vector<std::string>& metrics,
@@ -60,8 +49,6 @@ bool select_metrics(const Plugin& plugin, const std::vector<std::string>& wanted
   }
   return ok;
 }
-
-}  // namespace
 
 PluginScenario adapt_scenario(const harness::Scenario& scenario, const Plugin& plugin) {
   PluginScenario out;
@@ -108,10 +95,12 @@ std::optional<ConformSource>& python_source() {
   static std::optional<ConformSource> source;
   return source;
 }
-bool is_python(const Plugin& plugin) { return plugin.path.rfind("python:", 0) == 0; }
 }  // namespace
 
+bool is_python(const Plugin& plugin) { return plugin.path.rfind("python:", 0) == 0; }
+
 void register_python_conform_source(ConformSource source) { python_source() = std::move(source); }
+const ConformSource* python_conform_source() { return python_source() ? &*python_source() : nullptr; }
 
 std::string conform_reproduce_command(const Plugin& plugin, const std::string& metric, const harness::Variant& variant,
                                       std::optional<double> deadline, std::optional<double> rank_memory_gib) {
@@ -124,221 +113,25 @@ std::string conform_reproduce_command(const Plugin& plugin, const std::string& m
   return command;
 }
 
-namespace {
-int conform_with(const ConformOptions& o, runtime::PeerRunner* peers, std::ostream& out, std::ostream& err);
-}  // namespace
 
-int run_conform(const ConformOptions& o, std::ostream& out, std::ostream& err) {
-  if (o.plugin.empty() == o.python.empty()) {  // one plugin, or one or more Python sources
-    err << "distmetrics conform: give one of --plugin PATH (the shared library of a plugin) or --python SOURCE (a "
-           "Python module:factory, module or file.py; docs/python.md; `distmetrics conform --help` lists the options)\n";
-    return kBadInput;
-  }
-  if (!o.python.empty() && !python_source()) {
-    err << "distmetrics conform: --python: this distmetrics was built without Python metrics ("
-        << DISTMETRICS_PYHOST_MISSING << "); install python3-dev, pybind11-dev and python3-torch and rebuild\n";
-    return kBadInput;
-  }
-  if (o.deadline && !(*o.deadline > 0)) {
-    err << "distmetrics conform: --deadline must be a positive number of seconds\n";
-    return kBadInput;
-  }
-  if (!harness::check_selection(o.selection, err)) return kBadInput;
-  std::string launcher = o.launcher.empty() ? runtime::detect_launcher() : o.launcher;
-  if (launcher.empty() || launcher == "local") return conform_with(o, nullptr, out, err);
-  // Peer launchers (mpi, env): every process is a rank and runs the same variants in lockstep;
-  // rank 0 judges, prints and writes the reports, the others only take part (as `run` does).
-  // Loaded before the runner starts: under mpirun it forks its MPI agent (where mpi-backend
-  // tasks run) and the agent knows only what was loaded by then. A failure is conform_with's to
-  // report.
-  try {
-    if (o.python.empty()) load_plugin(o.plugin);
-    for (const auto& source : o.python) python_source()->load(source, o.metrics);
-  } catch (const std::exception&) {
-  }
-  std::unique_ptr<runtime::PeerRunner> peers;
-  try {
-    runtime::PeerOptions options;
-    options.launcher = launcher;
-    options.rank_memory_bytes = o.rank_memory_gib ? static_cast<std::uint64_t>(*o.rank_memory_gib * double(1ull << 30))
-                                                  : runtime::default_rank_memory_bytes();
-    peers = std::make_unique<runtime::PeerRunner>(options);
-  } catch (const std::exception& e) {
-    err << "distmetrics conform: --launcher " << launcher << ": " << e.what() << "\n";
-    return kBadInput;
-  }
-  const bool reporter = peers->is_reporter();
-  std::ostringstream quiet;
-  const int code = reporter ? conform_with(o, peers.get(), out, err) : conform_with(o, peers.get(), quiet, quiet);
-  // Every rank ends the run with the runner's code (after a hang of a task that ran inside a
-  // rank, finish() ends the MPI job with it: MPI_Finalize would wait for the stuck rank).
-  const runtime::RunStatus stopped_by = peers->stopped_by();
-  const int stop_code = stopped_by == runtime::RunStatus::Hang ? 3 : stopped_by == runtime::RunStatus::Crash ? 4 : 0;
-  peers->finish(reporter ? code : stop_code);
-  return reporter ? code : 0;
+ConformChecks::ConformChecks(const std::vector<PluginScenario>& scenarios, std::optional<double> deadline_seconds)
+    : deadline_seconds_(deadline_seconds), remote_(deadline_seconds) {
+  // By scenario and qualified metric: each source runs the same scenario under its own name.
+  for (const auto& ps : scenarios) by_name_[{ps.scenario.name, ps.scenario.metric}] = &ps;
 }
 
-namespace {
+void ConformChecks::warm_up() { remote_.warm_up(); }
 
-int conform_with(const ConformOptions& o, runtime::PeerRunner* peers, std::ostream& out, std::ostream& err) {
-  // The sources: one plugin, or every --python source (all in this one run: one rank pool per
-  // world size, each worker starting its interpreter once for all of them).
-  std::vector<const Plugin*> plugins;
-  try {
-    if (o.python.empty()) plugins.push_back(&load_plugin(o.plugin));
-    for (const auto& source : o.python) {
-      const Plugin* loaded = &python_source()->load(source, o.metrics);
-      if (std::find(plugins.begin(), plugins.end(), loaded) == plugins.end()) plugins.push_back(loaded);
-    }
-  } catch (const std::exception& e) {
-    err << "distmetrics conform: " << e.what() << "\n";
-    return kBadInput;
-  }
-  const Plugin* plugin = plugins.front();
-  const bool python = is_python(*plugin);
-  std::map<const Plugin*, std::vector<std::string>> metrics_of;
-  std::vector<std::string> metrics;  // every selected metric name, for the messages
-  if (plugins.size() == 1) {
-    if (!select_metrics(*plugin, o.metrics, metrics_of[plugin], err)) return kBadInput;
-    metrics = metrics_of[plugin];
-  } else {
-    // --metric names what to check in any of the sources; each must be in one of them.
-    std::vector<std::string> provided;
-    for (const auto* p : plugins)
-      for (const auto& name : p->metric_names()) {
-        if (o.metrics.empty() || contains(o.metrics, name)) metrics_of[p].push_back(name);
-        if (!contains(provided, name)) provided.push_back(name);
-      }
-    for (const auto& name : o.metrics)
-      if (!contains(provided, name)) {
-        err << "distmetrics conform: --metric: no source given has a metric '" << name << "'"
-            << runtime::did_you_mean(name, provided) << " (they provide " << runtime::quoted_list(provided) << ")\n";
-        return kBadInput;
-      }
-    metrics = o.metrics.empty() ? provided : o.metrics;
-  }
-  // Scenarios may name a metric only the plugin has (no reference implementation): they are
-  // validated with the plugin's parameters. The reference's metrics keep the reference's.
-  for (const auto* p : plugins) harness::MetricCatalog::instance().add("plugin " + p->path, &p->registry);
-
-  const auto loaded = harness::load_scenarios(o.paths);
-  if (!loaded.not_found.empty()) {
-    err << "distmetrics conform: " << loaded.not_found << "\n";
-    return kBadInput;
-  }
-  if (!loaded.diagnostics.empty()) {
-    harness::print_scenario_diagnostics(loaded.diagnostics, err);
-    err << "distmetrics conform: " << loaded.diagnostics.size() << " error(s) in the scenario files: nothing was run "
-        << "(`distmetrics validate` lists them)\n";
-    return kBadInput;
-  }
-  std::vector<PluginScenario> scenarios;
-  std::vector<const Plugin*> source_of;  // per scenario
-  for (const auto* p : plugins)
-    for (const auto& s : loaded.scenarios)
-      if (contains(metrics_of[p], s.metric)) {
-        scenarios.push_back(adapt_scenario(s, *p));
-        source_of.push_back(p);
-      }
-  // A Python metric that cannot be built with a scenario's parameters is found before any variant
-  // runs. A factory or adapter that raises Unsupported: those variants are skips with its
-  // reason. Any other error: those variants are errors naming the parameters; but a metric that
-  // builds with none of them (the factory always raises, update() has the wrong signature for its
-  // adapter) is bad input.
-  std::map<std::string, std::pair<Outcome, std::string>> cannot_build;  // "metric params" -> outcome, why
-  auto build_key = [](const PluginScenario& ps) { return ps.scenario.metric + " " + ps.scenario.metric_params.dump(); };
-  if (python) {
-    std::set<std::string> checked, builds;               // keys checked; metrics that built with some parameters
-    // qualified metric -> (its name, its first error), for exit 2
-    std::map<std::string, std::pair<std::string, std::string>> first_failure;
-    for (std::size_t i = 0; i < scenarios.size(); ++i) {
-      const auto& ps = scenarios[i];
-      if (ps.cannot_run) continue;
-      const std::string key = build_key(ps);
-      if (!checked.insert(key).second) continue;
-      try {
-        python_source()->check(*source_of[i], ps.metric, ps.scenario.metric_params);
-        builds.insert(ps.scenario.metric);
-      } catch (const std::exception& e) {
-        const std::string params = ps.scenario.metric_params.dump();
-        if (runtime::exception_type_name(e) == harness::kUnsupportedType) {
-          cannot_build[key] = {Outcome::Skip, ps.metric + " does not support the parameters " + params + ": " +
-                                                  runtime::first_line(e.what())};
-          continue;
-        }
-        cannot_build[key] = {Outcome::Error, ps.metric + "'s factory cannot build it with the parameters " + params +
-                                                 ": " + runtime::first_line(e.what())};
-        if (!first_failure.count(ps.scenario.metric))
-          first_failure[ps.scenario.metric] = {ps.metric, std::string(e.what()) + "\n  (scenario " + ps.scenario.file +
-                                                                ", parameters " + params + ")"};
-      }
-    }
-    for (const auto& [qualified, failure] : first_failure) {
-      if (builds.count(qualified)) continue;
-      err << "distmetrics conform: " << failure.second << ": " << failure.first
-          << " builds with none of its scenarios' parameters; nothing was run\n";
-      return kBadInput;
-    }
-  }
-  if (scenarios.empty()) {
-    std::string where;
-    for (const auto& p : o.paths) where += (where.empty() ? "" : ", ") + p;
-    err << "distmetrics conform: no scenario under " << (where.empty() ? harness::default_scenario_path() : where)
-        << " uses " << runtime::quoted_list(metrics) << " (the metric(s) of " << (plugins.size() == 1 ? "plugin " : "sources ")
-        << plugin->name << (plugins.size() == 1 ? "" : " and the others") << " to check): give scenario files for them "
-        << "(docs/plugins.md)\n";
-    return kBadInput;
-  }
-
-  // Variants, each reproduced by its own conform command.
-  struct Item {
-    const PluginScenario* scenario;
-    const Plugin* source;
-    harness::Variant variant;
-    std::optional<std::string> build_error;  // the factory cannot build its parameters: an error, not run
-  };
-  std::vector<Item> items;
-  const int gpus = runtime::visible_gpu_count();
-  std::size_t other_sizes = 0;
-  for (std::size_t i = 0; i < scenarios.size(); ++i) {
-    const auto& ps = scenarios[i];
-    for (auto& v : harness::expand_variants(ps.scenario, gpus)) {
-      if (!o.selection.matches(v)) continue;
-      if (peers && v.world_size != peers->world_size()) {  // a launcher starts one world size
-        ++other_sizes;
-        continue;
-      }
-      v.reproduce_command = conform_reproduce_command(*source_of[i], ps.metric, v, o.deadline, o.rank_memory_gib);
-      if (ps.scenario.names_python()) v.reproduce_command += " --allow-python";
-      if (ps.cannot_run && !v.skip) v.skip = *ps.cannot_run;
-      std::optional<std::string> build_error;
-      if (const auto it = cannot_build.find(build_key(ps)); it != cannot_build.end() && !v.skip) {
-        if (it->second.first == Outcome::Skip) v.skip = it->second.second;
-        else build_error = it->second.second;
-      }
-      if (python && !v.skip) {
-        const std::string why = python_source()->cannot_run(v);
-        if (!why.empty()) v.skip = why;
-      }
-      items.push_back({&ps, source_of[i], std::move(v), std::move(build_error)});
-    }
-  }
-
-  // By scenario and qualified metric: each source runs the same scenario under its own name.
-  std::map<std::pair<std::string, std::string>, const PluginScenario*> by_name;
-  for (const auto& ps : scenarios) by_name[{ps.scenario.name, ps.scenario.metric}] = &ps;
-  RemoteReference remote(o.deadline);
-  if (std::any_of(items.begin(), items.end(), [](const Item& item) { return !item.variant.skip && !item.build_error; }))
-    remote.warm_up();
+harness::EngineOptions ConformChecks::engine_options() {
   harness::EngineOptions options;
-  options.deadline_seconds = o.deadline;
-  options.single_process = [&remote](const harness::Scenario& scenario, const harness::Variant& variant,
-                                     const harness::Dataset&, const harness::ShardPlan&, const harness::ScriptPlan&) {
-    return remote.build(scenario, variant);
+  options.deadline_seconds = deadline_seconds_;
+  options.single_process = [this](const harness::Scenario& scenario, const harness::Variant& variant,
+                                  const harness::Dataset&, const harness::ShardPlan&, const harness::ScriptPlan&) {
+    return remote_.build(scenario, variant);
   };
-  options.extra_checks.push_back([&by_name](const harness::CheckContext& ctx, const harness::Dataset& data,
-                                            const harness::ShardPlan& shards, const runtime::Deadline& until) {
-    const auto& reference = by_name.at({ctx.scenario.name, ctx.scenario.metric})->reference;
+  options.extra_checks.push_back([this](const harness::CheckContext& ctx, const harness::Dataset& data,
+                                        const harness::ShardPlan& shards, const runtime::Deadline& until) {
+    const auto& reference = by_name_.at({ctx.scenario.name, ctx.scenario.metric})->reference;
     if (ctx.scenario.reference) {  // the scenario's own [reference] judges agrees_with_reference
       harness::PropertyResult p;
       p.name = kAgreesWithReference;
@@ -354,122 +147,8 @@ int conform_with(const ConformOptions& o, runtime::PeerRunner* peers, std::ostre
     }
     return check_agrees_with_reference(ctx, reference, data, shards, until);
   });
-  harness::Engine engine(options);
-
-  for (const auto* p : plugins)
-    out << "distmetrics conform: " << (python ? "python " : "plugin ") << p->describe() << "\n  " << p->path << "\n";
-  out << "  checking "
-      << runtime::quoted_list(metrics) << " on " << items.size() << " variant(s) of " << scenarios.size()
-      << " scenario(s)\n";
-  if (peers && other_sizes > 0)
-    out << "distmetrics conform: the launcher runs world size " << peers->world_size() << " only: "
-        << other_sizes << " selected variant(s) of other world sizes left out\n";
-  const auto started = harness::now_iso8601();
-  const auto start = std::chrono::steady_clock::now();
-  // Grouped by the rank pool they need, so that each pool starts once; reported in list order.
-  std::vector<std::size_t> order(items.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  auto pool_key = [&](std::size_t i) {
-    return std::make_pair(runtime::pool_launch_for(items[i].variant.backend), items[i].variant.world_size);
-  };
-  if (!peers) std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return pool_key(a) < pool_key(b); });
-  detail::ConformResult result;
-  result.plugin = plugin;
-  result.plugins = plugins;
-  result.verdicts.resize(items.size());
-  // Several sources: the row names the source too ("MeanAbsoluteError (ignite)"); sources of one
-  // name (peers/ignite/metrics.py, peers/torcheval/metrics.py) by their folder as well.
-  std::map<const Plugin*, std::string> label;
-  for (const auto* p : plugins) {
-    const bool shared = std::count_if(plugins.begin(), plugins.end(), [&](const Plugin* q) { return q->name == p->name; }) > 1;
-    const std::string path = p->path.substr(p->path.find(':') + 1);
-    const auto slash = path.find_last_of('/');
-    const auto folder = slash == std::string::npos || slash == 0 ? std::string::npos : path.find_last_of('/', slash - 1);
-    label[p] = shared && slash != std::string::npos
-                   ? path.substr(folder == std::string::npos ? 0 : folder + 1, slash - (folder == std::string::npos ? 0 : folder + 1)) + "/" + p->name
-                   : p->name;
-  }
-  result.labels = label;
-  for (const auto& item : items) {
-    result.metrics.push_back(plugins.size() == 1 ? item.scenario->metric
-                                                 : item.scenario->metric + " (" + label[item.source] + ")");
-    result.sources.push_back(item.source);
-  }
-  for (const auto& ps : scenarios) {
-    auto& checked = result.checked[ps.scenario.name];  // the same for every source
-    if (!checked.empty()) continue;
-    for (const auto& property : harness::property_table())
-      if (ps.scenario.checks(property.name)) checked.push_back(property.name);
-    checked.push_back(kAgreesWithReference);
-  }
-  runtime::PoolOptions pool_options;
-  if (o.rank_memory_gib) pool_options.rank_memory_bytes = static_cast<std::uint64_t>(*o.rank_memory_gib * double(1ull << 30));
-  harness::LocalPools pools(pool_options, 1);
-  harness::ConsoleReport console(out, static_cast<int>(items.size()), o.console);
-  std::string stopped_at;  // peers: the variant at which the ranks' process group broke
-  for (std::size_t i : order) {
-    const auto& item = items[i];
-    Verdict& verdict = result.verdicts[i];
-    if (item.variant.skip) {
-      verdict = harness::skip_verdict(item.variant);
-    } else if (item.build_error) {
-      verdict.variant = item.variant;
-      verdict.outcome = Outcome::Error;
-      verdict.reason = *item.build_error;
-    } else if (peers && !stopped_at.empty()) {
-      verdict.variant = item.variant;
-      verdict.outcome = Outcome::Error;
-      verdict.reason = "not run: the ranks' process group broke at " + stopped_at +
-                       " (a hang or a crash); start the launcher again to run the rest";
-    } else if (peers) {
-      if (peers->is_reporter()) {
-        verdict = engine.run(item.scenario->scenario, item.variant, *peers);
-      } else {
-        const double deadline = o.deadline.value_or(item.scenario->scenario.deadline_seconds);
-        try {
-          peers->run(harness::make_variant_request(item.scenario->scenario, item.variant, deadline));
-        } catch (const std::exception&) {
-          // Rank 0 reports it.
-        }
-      }
-      if (peers->stopped()) stopped_at = item.variant.id;
-    } else {
-      try {
-        verdict = engine.run(item.scenario->scenario, item.variant, pools.runner_for(item.variant));
-      } catch (const std::exception& e) {  // the pool itself could not start
-        verdict.variant = item.variant;
-        verdict.outcome = Outcome::Error;
-        verdict.reason = std::string("could not start the rank pool: ") + e.what();
-      }
-    }
-    console.progress(verdict);
-  }
-  pools.clear();
-  if (peers && !peers->is_reporter()) return 0;  // rank 0 alone reports
-  result.started = started;
-  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-
-  // One model from the JSON report for every view.
-  const json report = detail::json_report(result);
-  const harness::ReportModel model = detail::report_model(result, report);
-  // A metric's own findings, once each (every variant's verdict has it as accepts_empty_batch).
-  for (const auto& f : report.at("findings"))
-    out << "distmetrics conform: " << f.at("metric").get<std::string>() << " " << f.at("finding").get<std::string>()
-        << " (" << f.at("error").get<std::string>() << "): " << f.at("variants").size()
-        << " variant(s) ran the rest of their script without the empty update, so their other properties were still "
-           "judged\n";
-  console.finish(model);
-  bool written = true;
-  if (!o.json_file.empty()) written = harness::write_report_file(o.json_file, report.dump(2) + "\n", err) && written;
-  if (!o.junit_file.empty())
-    written = harness::write_report_file(o.junit_file, harness::junit_report(result.verdicts, result.seconds), err) && written;
-  if (!o.markdown_file.empty())
-    written = harness::write_report_file(o.markdown_file, harness::render_markdown(model), err) && written;
-  if (!o.html_file.empty()) written = harness::write_report_file(o.html_file, harness::render_html(model), err) && written;
-  return harness::exit_code(result.verdicts, !written);
+  return options;
 }
-
-}  // namespace
 
 void register_reference_task();   // conform_reference.cpp
 
@@ -483,3 +162,4 @@ void register_plugin_support() {
 }
 
 }  // namespace distmetrics::plugin
+

@@ -88,9 +88,15 @@ json reference_to_json(const SingleProcessReference& reference) { return harness
 SingleProcessReference reference_from_json(const json& j) { return harness::reference_from_json(j); }
 
 RemoteReference::RemoteReference(std::optional<double> deadline_seconds) : deadline_seconds_(deadline_seconds) {
-  const auto backends = runtime::compiled_backends();
-  const bool gloo = std::find(backends.begin(), backends.end(), "gloo") != backends.end();
-  backend_ = gloo || backends.empty() ? "gloo" : "mpi";
+  // A world of one on the CPU: the first built backend (table order) whose collectives run on
+  // the CPU, one that a pool starts directly before one that needs mpirun.
+  auto cpu = [](const runtime::Backend& b) {
+    return b.compiled && std::find(b.comm_devices.begin(), b.comm_devices.end(), "cpu") != b.comm_devices.end();
+  };
+  const auto& table = runtime::backends();
+  auto found = std::find_if(table.begin(), table.end(), [&](const auto& b) { return cpu(b) && b.pool_launch == "direct"; });
+  if (found == table.end()) found = std::find_if(table.begin(), table.end(), cpu);
+  backend_ = found != table.end() ? found->name : table.front().name;
 }
 
 RemoteReference::~RemoteReference() = default;

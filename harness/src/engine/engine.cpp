@@ -237,18 +237,18 @@ std::vector<RankReport> rank_reports(const Scenario& scenario, const runtime::Jo
 
 }  // namespace
 
-runtime::Job make_variant_request(const Scenario& scenario, const Variant& variant, double deadline_seconds) {
-  runtime::Job request;
-  request.id = variant.id;
-  request.task = kScenarioTask;
-  request.params = {{"scenario", scenario.to_json()}, {"shard", variant.shard}, {"placement", variant.placement}, {"dtype", variant.dtype}};
-  request.backend = variant.backend;
-  request.comm_device = comm_device_for(variant.placement, variant.backend);
-  request.deadline = ms(deadline_seconds);
+runtime::Job make_variant_job(const Scenario& scenario, const Variant& variant, double deadline_seconds) {
+  runtime::Job job;
+  job.id = variant.id;
+  job.task = kScenarioTask;
+  job.params = {{"scenario", scenario.to_json()}, {"shard", variant.shard}, {"placement", variant.placement}, {"dtype", variant.dtype}};
+  job.backend = variant.backend;
+  job.comm_device = comm_device_for(variant.placement, variant.backend);
+  job.deadline = ms(deadline_seconds);
   // Collectives give up well before the variant's deadline, so that ranks report where they
   // were blocked instead of being ended as stuck.
-  request.op_timeout = ms(std::max(0.5, deadline_seconds / 2));
-  return request;
+  job.op_timeout = ms(std::max(0.5, deadline_seconds / 2));
+  return job;
 }
 
 VariantPlan plan_variant(const Scenario& scenario, const Dataset& data, const std::string& shard, int world_size) {
@@ -282,22 +282,25 @@ Verdict Engine::run(const Scenario& scenario, const Variant& variant, runtime::J
   if (variant.skip) return skip_verdict(variant);
   const double deadline = options_.deadline_seconds.value_or(scenario.deadline_seconds);
   const auto start = Clock::now();
+  // Planned once, here: the reference, the shards the verdict shows and the checks use this plan.
+  std::optional<Planned> planned;
+  try {
+    planned = plan(scenario, variant);
+  } catch (const std::exception&) {
+    // No data or plan here: judge() says why, after the ranks.
+  }
   // The single-process reference needs only the scenario and its data: it computes in a child
   // process beside the ranks, so it adds no wall time of its own and is ended at the deadline.
   std::unique_ptr<runtime::ChildCall> reference;
-  if (!options_.single_process) {
-    try {
-      const Dataset data = rounded_through_input_dtype(data_for(scenario), variant.dtype);
-      const VariantPlan plan = plan_variant(scenario, data, variant.shard, variant.world_size);
-      reference = std::make_unique<runtime::ChildCall>(
-          [&] { return reference_to_json(build_reference(scenario, data, plan.shards, plan.script)); });
-    } catch (const std::exception&) {
-      // No data or plan here: judge() says why, after the ranks.
-    }
+  if (!options_.single_process && planned) {
+    const Dataset& data = planned->data;
+    const VariantPlan& plan = planned->plan;
+    reference = std::make_unique<runtime::ChildCall>(
+        [&] { return reference_to_json(build_reference(scenario, data, plan.shards, plan.script)); });
   }
   runtime::JobResult run;
   try {
-    run = runner.run(make_variant_request(scenario, variant, deadline));
+    run = runner.run(make_variant_job(scenario, variant, deadline));
   } catch (const std::exception& e) {
     Verdict v;
     v.variant = variant;
@@ -307,17 +310,19 @@ Verdict Engine::run(const Scenario& scenario, const Variant& variant, runtime::J
     v.seconds = std::chrono::duration<double>(Clock::now() - start).count();
     return v;
   }
-  Verdict v = judge(scenario, variant, run, reference.get(), start);
+  Verdict v = judge(scenario, variant, run, planned ? &*planned : nullptr, reference.get(), start);
   v.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return v;
 }
 
-Verdict Engine::judge(const Scenario& scenario, const Variant& variant, const runtime::JobResult& run) {
-  return judge(scenario, variant, run, nullptr, Clock::now());
+Engine::Planned Engine::plan(const Scenario& scenario, const Variant& variant) {
+  Planned planned{rounded_through_input_dtype(data_for(scenario), variant.dtype), {}};
+  planned.plan = plan_variant(scenario, planned.data, variant.shard, variant.world_size);
+  return planned;
 }
 
 Verdict Engine::judge(const Scenario& given, const Variant& variant, const runtime::JobResult& run,
-                      runtime::ChildCall* started_reference, Clock::time_point started) {
+                      const Planned* planned, runtime::ChildCall* started_reference, Clock::time_point started) {
   // An input dtype's variant is judged with its tolerance, against its rounded values.
   const Scenario scenario = judged_for_input_dtype(given, variant.dtype);
   const double deadline = options_.deadline_seconds.value_or(scenario.deadline_seconds);
@@ -327,7 +332,8 @@ Verdict Engine::judge(const Scenario& given, const Variant& variant, const runti
   // Each rank's shard: the first clue to an uneven-shard bug, shown with every failure.
   std::string shard_text;
   try {
-    const ShardPlan plan = plan_variant(scenario, data_for(scenario), variant.shard, variant.world_size).shards;
+    if (!planned) throw std::runtime_error("not planned");
+    const ShardPlan& plan = planned->plan.shards;
     std::ostringstream text;
     text << "shards:";
     for (int r = 0; r < variant.world_size; ++r) {
@@ -441,11 +447,13 @@ Verdict Engine::judge(const Scenario& given, const Variant& variant, const runti
     return v;
   }
 
-  // The same shard plan and script the ranks used, and the single-process reference.
-  const Dataset data = rounded_through_input_dtype(data_for(scenario), variant.dtype);
-  const VariantPlan plan = plan_variant(scenario, data, variant.shard, variant.world_size);
-  const ShardPlan& shards = plan.shards;
-  const ScriptPlan& script = plan.script;
+  // The same shard plan and script the ranks used, and the single-process reference. Not
+  // planned before the run: planned now, and what cannot be planned is thrown to the caller.
+  std::optional<Planned> planned_now;
+  if (!planned) planned_now = plan(scenario, variant);
+  const Dataset& data = planned ? planned->data : planned_now->data;
+  const ShardPlan& shards = planned ? planned->plan.shards : planned_now->plan.shards;
+  const ScriptPlan& script = planned ? planned->plan.script : planned_now->plan.script;
   const auto reference_started = Clock::now();
   // The reference counts against the variant's deadline as the ranks do. Started beside the
   // ranks, it has the whole deadline from the variant's start; built after them, what they left.

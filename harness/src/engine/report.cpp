@@ -182,7 +182,7 @@ std::string junit_report(const std::vector<Verdict>& verdicts, double seconds) {
 }
 
 int exit_code(const std::vector<Verdict>& verdicts, bool bad_input) {
-  if (bad_input) return 2;
+  if (bad_input) return kBadInputExitCode;
   const OutcomeKind* worst = nullptr;
   for (const auto& v : verdicts) {
     const OutcomeKind& kind = kind_of(v.outcome);
@@ -211,6 +211,16 @@ bool write_report_file(const std::string& path, const std::string& text, std::os
     return false;
   }
   return true;
+}
+
+bool write_reports(const ReportFiles& files, const nlohmann::json& report, const ReportModel& model,
+                   const std::vector<Verdict>& verdicts, double seconds, std::ostream& err) {
+  bool written = true;
+  if (!files.json.empty()) written = write_report_file(files.json, report.dump(2) + "\n", err) && written;
+  if (!files.junit.empty()) written = write_report_file(files.junit, junit_report(verdicts, seconds), err) && written;
+  if (!files.html.empty()) written = write_report_file(files.html, render_html(model), err) && written;
+  if (!files.markdown.empty()) written = write_report_file(files.markdown, render_markdown(model), err) && written;
+  return written;
 }
 
 }  // namespace distmetrics::harness

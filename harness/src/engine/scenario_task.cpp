@@ -91,6 +91,10 @@ ComputeResult merged_result(const metrics::Metric& metric, runtime::Communicator
 
 }  // namespace
 
+// The task body: returns a RankObservation as JSON. Outside the anonymous namespace, so that a
+// crash report's backtrace names it (distmetrics::harness::run_scenario_variant_task).
+nlohmann::json run_scenario_variant_task(runtime::TaskContext& ctx);
+
 // Registered once, when the library loads: the supervisor and every worker process have it.
 static const bool scenario_task_registered = [] {
   runtime::TaskRegistry::instance().add(kScenarioTask, run_scenario_variant_task);
@@ -110,6 +114,9 @@ nlohmann::json run_scenario_variant_task(runtime::TaskContext& ctx) {
   int step = -1;
   std::string op = "setup";
   std::vector<std::uint64_t> step_starts;  // collectives issued before each step began
+  // A compute raised: the script stops there (obs.error says where), for peers may be waiting
+  // in a collective this rank will never enter.
+  bool stopped = false;
   try {
     const Dataset data = cast_to_input_dtype(generate_data(scenario.data), dtype);
     const VariantPlan planned = plan_variant(scenario, data, shard, ctx.world_size);
@@ -246,10 +253,10 @@ nlohmann::json run_scenario_variant_task(runtime::TaskContext& ctx) {
           }
           // After 'compute every': round t feeds this rank's t-th batch of the step, if it has
           // one, then every rank computes.
-          for (std::size_t t = 0; t < action.round_computes.size() && step != -2; ++t) {
+          for (std::size_t t = 0; t < action.round_computes.size() && !stopped; ++t) {
             op = "update";
             if (from + t < to) feed(from + t);
-            if (!compute_at(action.round_computes[t])) step = -2;
+            if (!compute_at(action.round_computes[t])) stopped = true;
           }
           break;
         }
@@ -260,12 +267,12 @@ nlohmann::json run_scenario_variant_task(runtime::TaskContext& ctx) {
           if (twin) twin->reset();
           break;
         case Step::Op::Compute:
-          if (!compute_at(action.compute)) step = -2;
+          if (!compute_at(action.compute)) stopped = true;
           break;
         case Step::Op::ComputeEvery:
           break;  // the update steps after it carry their computes (action.round_computes)
       }
-      if (step == -2) break;
+      if (stopped) break;
     }
   } catch (const runtime::CollectiveError&) {
     throw;

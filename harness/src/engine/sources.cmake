@@ -22,7 +22,8 @@ list(APPEND DISTMETRICS_HARNESS_SOURCES
   src/engine/report.cpp
   src/engine/reference.cpp
   src/engine/scenario_task.cpp
-  src/engine/engine.cpp)
+  src/engine/engine.cpp
+  src/engine/session.cpp)
 # NumPy's savez_compressed files are deflated: read with zlib where it is found.
 find_package(ZLIB QUIET)
 if(ZLIB_FOUND)

@@ -4,7 +4,9 @@
 //   distmetrics run      [PATHS...] [SELECTION] [--deadline SECONDS] [--launcher local|mpi|env]
 //                        [--json FILE] [--junit FILE] [--html FILE] [--markdown FILE]
 //                        [--quiet | --verbose] [--hide-skips]
-//   distmetrics conform  --plugin PATH [--metric NAME]... [PATHS...] [SELECTION] ...
+//   distmetrics serve    [PATHS...] [--deadline SECONDS] [--rank-memory GIB]
+//   distmetrics conform  --plugin PATH [--metric NAME]... [PATHS...] [SELECTION] ...   (conform_command.h)
+//   distmetrics metrics  [--json] [--plugin PATH]
 //   SELECTION: [--backend B[,B..]] [--world-sizes 1,2,4] [--shard S[,S..]] [--placement P[,P..]]
 //              [--filter GLOB]...
 // The top layer: it parses flags and calls the harness and the plugin host; no checking or
@@ -25,8 +27,8 @@ class App;
 
 namespace distmetrics::app {
 
-// Runs one command; returns the exit code (0 ok, 1 a property failed or an error outcome,
-// 2 bad input, 3 a hang, 4 a crash). `argv[0]` is the program name.
+// Runs one command; returns the exit code (harness/report.h: exit_code(), kBadInputExitCode;
+// the outcome table's codes). `argv[0]` is the program name.
 int cli_main(int argc, char** argv, std::ostream& out, std::ostream& err);
 
 // PATHS and the SELECTION flags, as `list`, `run` and `conform` take them.
@@ -37,6 +39,9 @@ void add_selection_options(CLI::App& command, std::vector<std::string>& paths, h
 constexpr double kMinDeadlineSeconds = 0.1;
 constexpr double kMaxDeadlineSeconds = 3600;
 void add_deadline_option(CLI::App& command, std::optional<double>& deadline);
+
+// --rank-memory GIB and --launcher local|mpi|env, as `run` and `conform` take them.
+void add_launch_options(CLI::App& command, std::optional<double>& rank_memory_gib, std::string& launcher);
 
 // --quiet, --verbose and --hide-skips, as `run` and `conform` take them.
 void add_console_flags(CLI::App& command, harness::ConsoleOptions& options);

@@ -39,11 +39,9 @@ namespace distmetrics::harness {
 
 // The task every rank runs for a variant; registered with the runtime::TaskRegistry as "scenario_variant".
 constexpr const char* kScenarioTask = "scenario_variant";
-// The task body (exposed for tests that run it in-process): returns a RankObservation as JSON.
-nlohmann::json run_scenario_variant_task(runtime::TaskContext& ctx);
 
-// The request the engine sends for a variant.
-runtime::Job make_variant_request(const Scenario& scenario, const Variant& variant, double deadline_seconds);
+// The job the engine has every rank run for a variant.
+runtime::Job make_variant_job(const Scenario& scenario, const Variant& variant, double deadline_seconds);
 
 // What every rank of a variant does, planned the same way on the ranks, in the supervisor and
 // on conform's helper worker: the shard plan (step-synchronous for single_process = "per_step")
@@ -95,13 +93,17 @@ class Engine {
   // (skip, pass, fail, hang, crash, error) is a verdict.
   Verdict run(const Scenario& scenario, const Variant& variant, runtime::JobRunner& runner);
 
-  // Judges a finished run (exposed for tests): observations are in run.ranks[r].result.
-  Verdict judge(const Scenario& scenario, const Variant& variant, const runtime::JobResult& run);
-
  private:
-  // `reference`: the single-process reference already computing in a child process since
-  // `started` (run() starts it beside the ranks); null: judge builds it after the ranks.
-  Verdict judge(const Scenario& scenario, const Variant& variant, const runtime::JobResult& run,
+  // A variant's data (rounded through its input dtype) and its plan: made once per variant.
+  struct Planned {
+    Dataset data;
+    VariantPlan plan;
+  };
+  Planned plan(const Scenario& scenario, const Variant& variant);
+  // `planned`: run()'s plan (null: it could not be made). `reference`: the single-process
+  // reference already computing in a child process since `started` (run() starts it beside the
+  // ranks); null: judge builds it after the ranks.
+  Verdict judge(const Scenario& scenario, const Variant& variant, const runtime::JobResult& run, const Planned* planned,
                 runtime::ChildCall* reference, std::chrono::steady_clock::time_point started);
   const Dataset& data_for(const Scenario& scenario);
   EngineOptions options_;

@@ -46,10 +46,24 @@ class ConsoleReport {
 nlohmann::json json_report(const std::vector<Verdict>& verdicts, const std::string& started_iso8601, double seconds);
 std::string junit_report(const std::vector<Verdict>& verdicts, double seconds);
 
-// Exit codes: 2 for bad input, else the exit code of the most severe outcome (outcome.h): 0
-// nothing failed; 1 a property failed or an error outcome; 3 a hang; 4 a crash; 6 a rank past its
-// memory limit. The highest priority wins: 2 > 4 > 6 > 3 > 1.
+// The exit code of bad input (a scenario file, a flag, a plugin that cannot be loaded); not an
+// outcome of a variant, so not in the outcome table.
+constexpr int kBadInputExitCode = 2;
+
+// Exit codes: kBadInputExitCode for bad input, else the exit code of the most severe outcome
+// (the outcome table, outcome.h: 0 nothing failed; 1 a property failed or an error outcome; 3 a
+// hang; 4 a crash; 6 a rank past its memory limit). The highest priority wins: 2 > 4 > 6 > 3 > 1.
 int exit_code(const std::vector<Verdict>& verdicts, bool bad_input);
+
+// The report files a run writes (--json, --junit, --html, --markdown); empty: not written.
+struct ReportFiles {
+  std::string json, junit, html, markdown;
+};
+// Writes each report file asked for, all views of the one run: `report` (the JSON report),
+// `model` (its model, for HTML and Markdown) and the verdicts (JUnit). False when one could not
+// be written (said on `err`).
+bool write_reports(const ReportFiles& files, const nlohmann::json& report, const ReportModel& model,
+                   const std::vector<Verdict>& verdicts, double seconds, std::ostream& err);
 
 // Writes a report file, creating its folder; false, with a message on `err`, when it cannot.
 bool write_report_file(const std::string& path, const std::string& text, std::ostream& err);

@@ -1,10 +1,7 @@
-// `distmetrics conform`: does a plugin's metric behave like a distributed metric must?
+// What `distmetrics conform` (app/src/conform_command.h) adds to the scenario engine: does a
+// plugin's metric behave like a distributed metric must?
 //
-//   distmetrics conform --plugin PATH [--metric NAME]... [PATHS...] [SELECTION]
-//                       [--deadline S] [--launcher local|mpi|env] [--json F] [--junit F] [--markdown F]
-//                       [--html F] [--quiet | --verbose] [--hide-skips]
-//
-// Runs every scenario whose metric the plugin provides, with the plugin's metric on every rank,
+// conform runs every scenario whose metric the plugin provides, with the plugin's metric on every rank,
 // and checks every property of the scenario (docs/design.md) plus agrees_with_reference: on every
 // variant, every rank's every compute equals the reference implementation's single-process
 // result on the same data, within the scenario's tolerance. The plugin's own single-process
@@ -25,12 +22,12 @@
 
 #include "distmetrics/harness/check.h"
 #include "distmetrics/harness/data.h"
+#include "distmetrics/harness/engine.h"
 #include "distmetrics/runtime/deadline.h"
 #include "distmetrics/runtime/rank_pool.h"
 #include "distmetrics/harness/scenario.h"
 #include "distmetrics/harness/shard.h"
 #include "distmetrics/harness/variant.h"
-#include "distmetrics/harness/report_model.h"
 #include "distmetrics/harness/verdict.h"
 #include "distmetrics/plugin/loader.h"
 
@@ -41,23 +38,6 @@ constexpr const char* kAgreesWithReference = "agrees_with_reference";
 constexpr const char* kPluginReferenceTask = "plugin_single_process";
 // A no-op task: the helper worker is up (RemoteReference::warm_up).
 constexpr const char* kHelperReadyTask = "plugin_helper_ready";
-
-struct ConformOptions {
-  std::string plugin;                // path of the plugin's shared library
-  // Or Python sources (pkg.mod:factory, pkg.mod, file.py), all checked in one run: one rank pool
-  // per world size for all of them, each worker starting its interpreter and importing torch once.
-  std::vector<std::string> python;
-  std::vector<std::string> metrics;  // --metric: only these of the plugin's metrics (empty: all)
-  std::vector<std::string> paths;    // scenario files or folders (empty: the default scenarios)
-  harness::Selection selection;
-  std::optional<double> deadline;    // seconds per variant, overriding the scenarios'
-  std::optional<double> rank_memory_gib;  // --rank-memory: each local rank's RLIMIT_AS (default: the pool's)
-  std::string launcher;              // local, mpi or env; empty: the one that started this process
-  std::string json_file, junit_file, markdown_file, html_file;
-  harness::ConsoleOptions console;   // --quiet, --verbose, --hide-skips
-};
-
-int run_conform(const ConformOptions& options, std::ostream& out, std::ostream& err);
 
 // Metrics from elsewhere than a plugin's shared library: Python sources (`--python`), which the
 // CLI's main() registers when distmetrics was built with pyhost/. Such a source is presented as
@@ -72,13 +52,21 @@ struct ConformSource {
   std::function<std::string(const harness::Variant& variant)> cannot_run;
 };
 void register_python_conform_source(ConformSource source);
+// The registered Python source, or null (distmetrics was built without pyhost/).
+const ConformSource* python_conform_source();
+// A Python source presented as a Plugin: its path starts with "python:".
+bool is_python(const Plugin& plugin);
+
+// The plugin's metrics to check into `metrics`: all, or those named by --metric (each must
+// exist; false, with a message on `err`, when one does not).
+bool select_metrics(const Plugin& plugin, const std::vector<std::string>& wanted, std::vector<std::string>& metrics,
+                    std::ostream& err);
 
 // Makes this process able to conform plugins and to serve as their rank worker: the resolver
 // of qualified metric names (catalog.h), the helper task, and the `conform` command of the CLI.
 // Call it first in main(), before runtime::run_worker_if_requested(). Idempotent.
 void register_plugin_support();
 
-// --- The parts, exposed for tests ----------------------------------------------------------
 
 // A scenario as conform runs it: the metric under its qualified name, with the parameters the
 // plugin's metric takes; or why the plugin cannot run it (every variant is then a skip).
@@ -118,6 +106,23 @@ class RemoteReference {
   std::string backend_;
   std::unique_ptr<runtime::RankPool> pool_;
   void ensure_pool();
+};
+
+// What conform adds to the engine: each variant's single-process reference built on a helper
+// worker (RemoteReference), and agrees_with_reference against the reference implementation.
+class ConformChecks {
+ public:
+  // `scenarios` (every scenario of the run, adapted) must outlive this object.
+  ConformChecks(const std::vector<PluginScenario>& scenarios, std::optional<double> deadline_seconds);
+  void warm_up();  // RemoteReference::warm_up
+  // --deadline, the reference and the extra check; they refer to this object, which must
+  // outlive the engine that uses them.
+  harness::EngineOptions engine_options();
+
+ private:
+  std::optional<double> deadline_seconds_;
+  RemoteReference remote_;
+  std::map<std::pair<std::string, std::string>, const PluginScenario*> by_name_;
 };
 
 // agrees_with_reference on one variant: `reference` is the scenario as written (the reference

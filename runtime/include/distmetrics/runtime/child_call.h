@@ -1,5 +1,5 @@
 // Calling a function in a child process (fork) under a deadline: for work that must not run
-// unbounded inside a supervisor (the single-process reference of a variant). The child leads its
+// unbounded inside a supervisor (e.g. the harness's single-process reference). The child leads its
 // own process group; at the deadline, or once it has answered, the whole group is ended and
 // reaped, with whatever it forked.
 #pragma once

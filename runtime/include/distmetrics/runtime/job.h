@@ -1,4 +1,4 @@
-// What running one variant on a set of ranks produced, whatever launched the ranks.
+// What running one job on a set of ranks produced, whatever launched the ranks.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -12,15 +12,15 @@
 
 namespace distmetrics::runtime {
 
-// One variant to run: which task, with which parameters, on which backend and device.
+// One job to run: which task, with which parameters, on which backend and device.
 struct Job {
   std::string id;                    // readable and unique within a run, e.g. "accuracy/gloo/ws4/uneven/cpu"
   std::string task;                  // a TaskRegistry name
   nlohmann::json params = nlohmann::json::object();
   std::string backend = "gloo";      // "gloo", "nccl", "mpi"
   std::string comm_device = "cpu";   // "cpu" or "cuda" (cuda:local_rank); NCCL is always cuda
-  std::chrono::milliseconds deadline{std::chrono::seconds(60)};  // the whole variant
-  // Each collective's own deadline; zero means "the variant's deadline".
+  std::chrono::milliseconds deadline{std::chrono::seconds(60)};  // the whole job
+  // Each collective's own deadline; zero means "the job's deadline".
   std::chrono::milliseconds op_timeout{0};
 };
 
@@ -28,7 +28,7 @@ enum class RankState {
   Finished,  // the task returned
   Raised,    // the task threw an ordinary error (not a collective timeout)
   TimedOut,  // a collective's deadline passed on this rank (it reported so)
-  Stuck,     // no answer by the variant's deadline; ended by the supervisor
+  Stuck,     // no answer by the job's deadline; ended by the supervisor
   Crashed,   // died on its own (signal or exit status)
   Ended,     // ended by the supervisor because another rank hung or crashed
 };
@@ -66,7 +66,7 @@ struct JobResult {
   nlohmann::json to_json() const;
 };
 
-// Runs variants on ranks, however they were launched (a supervised local pool, or peers
+// Runs jobs on ranks, however they were launched (a supervised local pool, or peers
 // started by mpirun or torchrun-style launchers).
 class JobRunner {
  public:

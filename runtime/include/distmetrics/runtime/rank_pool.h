@@ -1,15 +1,15 @@
-// The rank pool: a supervisor's set of worker processes that stay alive across variants.
+// The rank pool: a supervisor's set of worker processes that stay alive across jobs.
 //
 // Workers are exec'd copies of a binary that calls run_worker_if_requested() first thing in
 // main() (the distmetrics CLI and every test binary built on the rank-aware test main do).
-// Each variant gets a fresh process group (a prefix per variant in a store the supervisor keeps
+// Each job gets a fresh process group (a prefix per job in a store the supervisor keeps
 // itself; for MPI a fresh duplicate of MPI_COMM_WORLD). The pool is private: workers connect to
 // a Unix socket in a 0700 folder of the pool's own, and the supervisor accepts a connection only
 // from a process it started (the kernel's peer credentials); nothing secret is on a command line,
 // nothing listens on a network port, and Gloo's connections are on 127.0.0.1. Each rank runs in
-// its own process group. Each variant has a deadline; on a hang or a crash the supervisor ends
+// its own process group. Each job has a deadline; on a hang or a crash the supervisor ends
 // every worker's process group (TERM, then KILL; only processes it started), diagnoses which rank
-// is to blame, and respawns the pool for the next variant.
+// is to blame, and respawns the pool for the next job.
 #pragma once
 
 #include <chrono>
@@ -30,7 +30,7 @@ std::uint64_t default_rank_memory_bytes();
 // The most ranks a local pool starts on this machine: kRanksPerCore per core and one per
 // kMiBPerRank MiB of memory (a rank of LibTorch with Gloo takes about 165 MB), clamped to
 // [kFewestLocalRanks, kMostLocalRanks]: 8 on a 2-core machine with 24 GiB. A pool asked for more
-// throws ConfigError (a variant's error); mpirun and torchrun-style launchers are not bounded.
+// throws ConfigError (that job's error); mpirun and torchrun-style launchers are not bounded.
 constexpr int kRanksPerCore = 4;
 constexpr int kMiBPerRank = 512;
 constexpr int kFewestLocalRanks = 4;

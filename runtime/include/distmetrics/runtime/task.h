@@ -1,4 +1,4 @@
-// Tasks: named functions that run on every rank of a variant, inside a worker process, with a
+// Tasks: named functions that run on every rank of a job, inside a worker process, with a
 // fresh communicator. The scenario engine registers one ("scenario_variant"); tests register
 // their own. A task returns JSON, which travels back to the supervisor.
 #pragma once
@@ -18,9 +18,9 @@ struct TaskContext {
   int rank = 0;
   int world_size = 1;
   int local_rank = 0;
-  Communicator& comm;             // fresh for this variant
+  Communicator& comm;             // fresh for this job
   const nlohmann::json& params;   // Job::params
-  std::string variant_id;
+  std::string variant_id;        // Job::id (the harness's variant id)
 };
 
 using TaskFn = std::function<nlohmann::json(TaskContext&)>;
@@ -39,7 +39,7 @@ class TaskRegistry {
 // Says what the task is doing now, e.g. "script step 3 (compute)". A rank that dies of a signal
 // names it: in the supervisor's "killed by signal 11 (SIGSEGV) in script step 3 (compute)" and on
 // its stderr, with a backtrace. Cheap (no allocation); a no-op outside a worker. Cleared before
-// each variant.
+// each job.
 void set_task_context(const std::string& what);
 
 // Registers a task at static-initialization time:

@@ -15,7 +15,9 @@
 #include "distmetrics/harness/verdict.h"
 #include "distmetrics/plugin/loader.h"
 
-namespace distmetrics::plugin::detail {
+namespace distmetrics::app::conform_report {
+
+using plugin::Plugin;
 
 struct ConformResult {
   const Plugin* plugin = nullptr;        // the first source (the only one, but for several --python)
@@ -51,4 +53,4 @@ nlohmann::json json_report(const ConformResult& result);
 // The model of `report` (json_report(result)), titled and headed for the plugin; rows are metrics.
 harness::ReportModel report_model(const ConformResult& result, const nlohmann::json& report);
 
-}  // namespace distmetrics::plugin::detail
+}  // namespace distmetrics::app::conform_report

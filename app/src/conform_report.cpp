@@ -10,7 +10,7 @@
 #include "distmetrics/harness/property.h"
 #include "distmetrics/harness/report.h"
 
-namespace distmetrics::plugin::detail {
+namespace distmetrics::app::conform_report {
 namespace {
 
 using harness::Outcome;
@@ -129,9 +129,9 @@ nlohmann::json json_report(const ConformResult& result) {
   return report;
 }
 
-}  // namespace distmetrics::plugin::detail
+}  // namespace distmetrics::app::conform_report
 
-namespace distmetrics::plugin::detail {
+namespace distmetrics::app::conform_report {
 
 harness::ReportModel report_model(const ConformResult& result, const nlohmann::json& report) {
   const auto& plugin = *result.plugin;
@@ -160,4 +160,4 @@ harness::ReportModel report_model(const ConformResult& result, const nlohmann::j
   return model;
 }
 
-}  // namespace distmetrics::plugin::detail
+}  // namespace distmetrics::app::conform_report

@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+"""Before/after equivalence of the CLI's results (issue 21): the same commands, run by two
+builds, must give the same results, timings aside.
+
+    equivalence.py capture --bin BIN --plugins DIR --out DIR   # e.g. the branch point's build
+    equivalence.py compare --bin BIN --plugins DIR --ref DIR   # this build, against that capture
+
+The commands: `run --json` on the whole scenario library at world sizes 1, 2 and 4 (gloo),
+`list --json`, `validate` of the bad corpus, `conform` of every example plugin (DIR holds the
+example plugins as examples/plugins builds them: plugin/tests/build_examples.sh) and of the
+Python examples, and `run --allow-python` of the Python scenario examples. Each command's exit
+code, its JSON report, its JUnit and Markdown reports and its console output are kept, with what
+changes from run to run taken out: seconds, start times, process ids, temporary paths and the
+durations written into messages. Run from the repository root with /usr/bin/python3:
+
+    cmake --build build --target installable
+    bash plugin/tests/build_examples.sh $PWD/build $PWD/examples/plugins $PWD/build/equiv-examples Ninja c++
+    /usr/bin/python3 tools/equivalence/equivalence.py capture --bin OLD/bin/distmetrics \
+        --plugins build/equiv-examples/build --out build/equiv-capture.json
+    /usr/bin/python3 tools/equivalence/equivalence.py compare --bin build/bin/distmetrics \
+        --plugins build/equiv-examples/build --ref build/equiv-capture.json
+
+The example plugins are built once: their ABI does not change with the harness, so both builds
+load the same ones. The compare takes about 5 minutes on 2 cores; it exits 1 and prints a diff
+of each command whose results differ.
+"""
+import argparse
+import difflib
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PY = Path("examples/python")
+PY_MAE = PY / "scenarios" / "mean_absolute_error.toml"
+PY_MAX = PY / "scenarios" / "maximum_absolute_error.toml"
+# A Python rank imports torch in its first variant: on a busy machine that can pass a scenario's
+# deadline, and a hang that depends on load is not a result to compare.
+PY_DEADLINE = ["--deadline", "40"]
+
+
+def commands(plugins):
+    """(name, argv after the binary, report files it writes) for every command compared."""
+    out = [
+        ("run_library", ["run", "scenarios", "--backend", "gloo", "--world-sizes", "1,2,4", "--quiet"], True),
+        ("list", ["list", "--json"], False),
+        ("list_library_124", ["list", "scenarios", "--json", "--world-sizes", "1,2,4"], False),
+        ("validate_bad", ["validate", "harness/tests/scenarios/bad"], False),
+        ("run_python_scenarios", ["run", "--allow-python", str(PY / "own_data"), str(PY / "structured"),
+                                  "--world-sizes", "1,2"], True),
+        ("conform_python_correct", ["conform", "--python", str(PY / "correct_ignite.py"), "--python",
+                                    str(PY / "correct_torcheval.py"), "--python", str(PY / "correct_torchmetrics.py"),
+                                    str(PY / "scenarios"), "--world-sizes", "1,2", *PY_DEADLINE], True),
+    ]
+    for broken, scenario in [("no_sync", PY_MAE), ("sync_overwrites_state", PY_MAE), ("sum_for_max", PY_MAX),
+                             ("raises_alone_on_empty", PY_MAE), ("collective_per_element", PY_MAE)]:
+        out.append((f"conform_python_{broken}", ["conform", "--python", str(PY / "broken" / f"{broken}.py"),
+                                                 str(scenario), "--world-sizes", "1,2", *PY_DEADLINE], True))
+    for lib in sorted(Path(plugins).glob("lib*.so")):
+        out.append((f"conform_plugin_{lib.stem[3:]}", ["conform", "--plugin", str(lib), "examples/plugins/scenarios",
+                                                       "--world-sizes", "1,2,4"], True))
+    return out
+
+
+TIME = re.compile(r"\b\d+(\.\d+)?(e[-+]?\d+)? ?(s|ms|us)\b")
+ISO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
+
+
+def scrub_text(text, tmp):
+    text = text.replace(tmp, "<tmp>")
+    text = ISO.sub("<when>", text)
+    text = TIME.sub("<t>", text)
+    text = re.sub(r"\b(pid|process) \d+", r"\1 <pid>", text)
+    text = re.sub(r'time="[^"]*"', 'time="<t>"', text)
+    text = re.sub(r'timestamp="[^"]*"', 'timestamp="<when>"', text)
+    return text
+
+
+DROP = {"seconds", "started", "timings", "pid", "elapsed_seconds", "duration_seconds"}
+
+
+def scrub_json(value, tmp):
+    if isinstance(value, dict):
+        return {k: scrub_json(v, tmp) for k, v in value.items() if k not in DROP}
+    if isinstance(value, list):
+        return [scrub_json(v, tmp) for v in value]
+    if isinstance(value, str):
+        return scrub_text(value, tmp)
+    return value
+
+
+def run_all(binary, plugins):
+    results = {}
+    for name, args, reports in commands(plugins):
+        with tempfile.TemporaryDirectory(prefix="equiv-") as tmp:
+            argv = [binary, *args]
+            if reports:
+                argv += ["--json", f"{tmp}/r.json", "--junit", f"{tmp}/r.xml", "--markdown", f"{tmp}/r.md"]
+            env = dict(os.environ, NO_COLOR="1")
+            env.pop("DISTMETRICS_SCENARIOS", None)
+            proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=900, env=env,
+                                  stdin=subprocess.DEVNULL)
+            entry = {"rc": proc.returncode, "stdout": scrub_text(proc.stdout, tmp).splitlines(),
+                     "stderr": scrub_text(proc.stderr, tmp).splitlines()}
+            if name.startswith("list"):
+                entry["stdout"] = scrub_json(json.loads(proc.stdout), tmp)
+            if reports:
+                for suffix in ("json", "xml", "md"):
+                    path = Path(tmp) / f"r.{suffix}"
+                    if not path.exists():
+                        entry[suffix] = None
+                    elif suffix == "json":
+                        entry[suffix] = scrub_json(json.loads(path.read_text()), tmp)
+                    else:
+                        entry[suffix] = scrub_text(path.read_text(), tmp).splitlines()
+            results[name] = entry
+            print(f"equivalence: {name}: exit {proc.returncode}", file=sys.stderr)
+    return results
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("mode", choices=["capture", "compare"])
+    parser.add_argument("--bin", required=True)
+    parser.add_argument("--plugins", required=True, help="folder of the built example plugins (lib*.so)")
+    parser.add_argument("--out", help="capture: the file to write")
+    parser.add_argument("--ref", help="compare: the capture to compare with")
+    parser.add_argument("--keep", help="compare: also write this run's capture here")
+    a = parser.parse_args()
+    results = run_all(str(Path(a.bin).resolve()), Path(a.plugins).resolve())
+    if a.mode == "capture":
+        Path(a.out).write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
+        return 0
+    if a.keep:
+        Path(a.keep).write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
+    ref = json.loads(Path(a.ref).read_text())
+    differ = 0
+    for name in sorted(set(ref) | set(results)):
+        if ref.get(name) == results.get(name):
+            continue
+        differ += 1
+        before = json.dumps(ref.get(name), indent=1, sort_keys=True).splitlines()
+        after = json.dumps(results.get(name), indent=1, sort_keys=True).splitlines()
+        print(f"equivalence: {name} differs:")
+        for line in list(difflib.unified_diff(before, after, "before", "after", lineterm="", n=2))[:80]:
+            print("  " + line)
+    print(f"equivalence: {len(results) - differ} of {len(results)} command(s) give the same results"
+          + ("" if not differ else f"; {differ} differ"))
+    return 1 if differ else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
