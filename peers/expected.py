@@ -6,7 +6,8 @@ properties that failed and the rank blamed. expected.toml lists them:
 
     [[finding]]
     variant = "accuracy_binary:gloo-ws*-empty_rank-cpu"   # fnmatch glob on the variant id
-    outcome = "fail"                                      # the variant's outcome
+    outcome = "fail"                                      # the variant's outcome; a list where the
+                                                          # mechanism gives one of several (why says which)
     property = "equal_to_single"                          # a property that failed ("" for hang/crash/error)
     blamed_rank = 1                                       # optional: the rank the diagnosis blames
     kind = "library bug"                                  # library bug | convention (docs/peers.md)
@@ -31,7 +32,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 NOT_PASSED = ("fail", "hang", "crash", "error", "memory_exceeded")
-FIELDS = {"variant": str, "outcome": str, "property": str, "blamed_rank": int, "kind": str, "why": str, "metric": str}
+FIELDS = {"variant": str, "outcome": (str, list), "property": str, "blamed_rank": int, "kind": str, "why": str, "metric": str}
 KINDS = ("library bug", "convention")
 
 
@@ -56,12 +57,17 @@ def load_expected(path):
             if key not in FIELDS:
                 raise BadInput(f"{where}: unknown field '{key}' (known: {', '.join(FIELDS)})")
             if not isinstance(value, FIELDS[key]):
-                raise BadInput(f"{where}: field '{key}' must be a {FIELDS[key].__name__}, got {value!r}")
+                kind = " or a list" if key == "outcome" else ""
+                raise BadInput(f"{where}: field '{key}' must be a {str.__name__ if kind else FIELDS[key].__name__}"
+                               f"{kind}, got {value!r}")
         for key in ("variant", "outcome", "kind", "why"):
             if key not in entry:
                 raise BadInput(f"{where}: field '{key}' is required")
-        if entry["outcome"] not in NOT_PASSED:
-            raise BadInput(f"{where}: field 'outcome' must be one of {', '.join(NOT_PASSED)}, got {entry['outcome']!r}")
+        outcomes = entry["outcome"] if isinstance(entry["outcome"], list) else [entry["outcome"]]
+        if not outcomes or any(o not in NOT_PASSED for o in outcomes):
+            raise BadInput(f"{where}: field 'outcome' must be one of {', '.join(NOT_PASSED)} (or a list of them), "
+                           f"got {entry['outcome']!r}")
+        entry["_outcomes"] = outcomes
         if entry["kind"] not in KINDS:
             raise BadInput(f"{where}: field 'kind' must be one of {', '.join(KINDS)} (a harness limitation is "
                            f"fixed in the harness, never expected), got {entry['kind']!r}")
@@ -74,13 +80,41 @@ def blamed_rank(variant):
     return int(m.group(1)) if m else None
 
 
-def findings(report):
+def of_library(report, library):
+    """The report's variants of `library`: all of them, or in a run of several sources (one
+    `conform` with a --python per library, ci/run_peers.sh) those of peers/<library>/metrics.py."""
+    variants = report.get("variants", [])
+    if not any("source" in v for v in variants):
+        return variants
+    return [v for v in variants if v.get("source", "").endswith(f"/{library}/metrics.py")
+            or v.get("source", "") == f"python:{library}/metrics.py"]
+
+
+def metric_name(variant):
+    """The metric's name without the source label a run of several sources adds ("Accuracy (ignite/metrics)")."""
+    return re.sub(r" \([^()]*\)$", "", variant.get("metric", ""))
+
+
+def mapped_classes(library):
+    """How many library classes peers/<library>/metrics.py maps (its Peer(...) entries, read with
+    ast: this script runs without the libraries)."""
+    import ast
+
+    path = HERE / library / "metrics.py"
+    try:
+        tree = ast.parse(path.read_text())
+    except (OSError, SyntaxError):
+        return None
+    return sum(isinstance(n, ast.Call) and getattr(n.func, "id", None) == "Peer" for n in ast.walk(tree))
+
+
+def findings(variants):
     out = []
-    for v in report.get("variants", []):
+    for v in variants:
         if v["outcome"] not in NOT_PASSED:
             continue
         failed = [p["name"] for p in v.get("properties", []) if p.get("outcome") in NOT_PASSED]
-        out.append({"variant": v["id"], "metric": v.get("metric", ""), "outcome": v["outcome"], "failed": failed,
+        out.append({"variant": v["id"], "metric": metric_name(v), "outcome": v["outcome"], "failed": failed,
                     "blamed_rank": blamed_rank(v), "headline": ((v.get("root_cause") or {}).get("headline")
                                                                 or v.get("reason") or "")[:300]})
     return out
@@ -91,7 +125,7 @@ def matches(entry, finding):
         return False
     if entry.get("metric") and entry["metric"] != finding["metric"]:
         return False
-    if entry["outcome"] != finding["outcome"]:
+    if finding["outcome"] not in entry["_outcomes"]:
         return False
     if entry.get("property") and entry["property"] not in finding["failed"]:
         return False
@@ -132,20 +166,27 @@ def main(argv=None):
     except (OSError, json.JSONDecodeError) as e:
         print(f"peers/expected.py: cannot read the report {args.report}: {e}", file=sys.stderr)
         return 2
-    found = findings(report)
-    variants = report.get("variants", [])
+    variants = of_library(report, args.library)
+    if not variants:
+        print(f"peers/expected.py: the report {args.report} has no variant of {args.library} "
+              f"(no source peers/{args.library}/metrics.py in it)", file=sys.stderr)
+        return 2
+    found = findings(variants)
     unexpected, missing = compare(entries, found, [v["id"] for v in variants if v["outcome"] != "skip"])
-    metrics = sorted({v.get("metric", "") for v in variants} - {""})
+    metrics = sorted({metric_name(v) for v in variants} - {""})
     counts = {o: sum(v["outcome"] == o for v in variants) for o in ("pass", "skip", *NOT_PASSED)}
     lines = []
     for f in unexpected:
         lines.append(f"  unexpected: {describe(f)}")
     for e in missing:
-        lines.append(f"  expected but not seen: {e['_where']}: {e['outcome']} {e['variant']}"
+        lines.append(f"  expected but not seen: {e['_where']}: {' or '.join(e['_outcomes'])} {e['variant']}"
                      f"{' (' + e['property'] + ')' if e.get('property') else ''}: {e['why']} "
                      f"(the library fixed it, or the harness stopped seeing it: update {expected_path})")
-    summary = (f"{args.library}: {len(metrics)} mapped metric(s), {len(variants)} variant(s) "
-               f"({counts['pass']} pass, {counts['skip']} skip, {len(found)} finding(s)): "
+    seconds = sum(v.get("seconds", 0) for v in variants)
+    classes = mapped_classes(args.library)
+    summary = (f"{args.library}: {'' if classes is None else f'{classes} mapped classes, '}{len(metrics)} metric(s), "
+               f"{len(variants)} variant(s) ({counts['pass']} pass, {counts['skip']} skip, {len(found)} finding(s), "
+               f"{seconds:.0f} s of variant time): "
                f"{len(found) - len(unexpected)} expected, {len(unexpected)} unexpected, "
                f"{len(missing)} expected but not seen")
     for line in lines:
