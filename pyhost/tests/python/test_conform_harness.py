@@ -281,6 +281,9 @@ def test_a_declared_no_data_value_meets_an_expected_not_computable_error(tmp_pat
     assert by["MeanAbsoluteError"]["outcome"] == "pass", by["MeanAbsoluteError"]
     held = next(p for p in by["MeanAbsoluteError"]["properties"] if p["name"] == "expected_error")
     assert "declared convention (no data anywhere: compute() returns zero" in held["message"], held["message"]
+    against = next(p for p in by["MeanAbsoluteError"]["properties"] if p["name"] == "agrees_with_reference")
+    assert against["outcome"] == "skip" and "the reference raises NotComputableError where the metric declares" \
+        in against["message"], against["message"]
     assert by["MeanAbsoluteError[raises]"]["outcome"] == "fail"
     failed = next(p for p in by["MeanAbsoluteError[raises]"]["properties"] if p["name"] == "expected_error")
     assert failed["outcome"] == "fail" and "<- expected NotComputableError" in failed["message"], failed["message"]
