@@ -39,8 +39,7 @@ Options:
   --skip-deps        leave out ci/install-deps.sh (also SKIP_DEPS=1)
   --skip-repros      leave out the reproductions of peers/repro/
   --repros-only      only the reproductions (no conform run, no build)
-  --deadline S       seconds each variant may take (default 10: a hang costs that much; the
-                     slowest variant that passes takes about 3 s on a loaded 2-core machine)
+  --deadline S       seconds each variant may take (default 15: a hang costs that much)
   -h, --help         this text
   --                 everything after it goes to `distmetrics conform`
 
@@ -55,7 +54,7 @@ build_dir=${BUILD_DIR:-build}
 reports_dir=${REPORTS_DIR:-}
 skip_deps=${SKIP_DEPS:-0}
 world_sizes=1,2,3,4
-deadline=10
+deadline=15
 skip_repros=0
 repros_only=0
 selected=()
