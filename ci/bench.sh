@@ -3,7 +3,7 @@
 # table of ratios, each measured side by side in the same run (absolute times on a shared
 # machine are noise; the ratios are the result). docs/performance.md explains every row.
 #   Usage: ci/bench.sh [--quick] [--json FILE] [--build-dir DIR] [--no-build] [-- benchmark flags]
-#   --quick     tiny sizes, one repetition, no whole-library run (~30 s): checks that every
+#   --quick     tiny sizes, one repetition, no whole-library run, no peer run (~30 s): checks that every
 #               benchmark works (CI, ctest bench_quick); its numbers mean nothing
 #   --json FILE the table as JSON (rows with value, baseline, ratio, bar, meets)
 #   Google Benchmark's own output (with every counter) is kept in BUILD_DIR/bench/last.json.
@@ -84,3 +84,21 @@ fi
 report_flags+=(--pytest-json "$pytest_json")
 
 "$python" "$DM_ROOT/bench/report.py" "$raw" "${report_flags[@]}"
+
+# The peer run (ci/run_peers.sh: torchmetrics, Ignite and torcheval in one conform, world sizes
+# 1-4, no repros): its wall time and variants per second. Left out with --quick. Its findings
+# are ci/run_peers.sh's to judge; here only the time counts.
+if [ "$quick" != 1 ]; then
+  peers_dir=$build_dir/bench/peers
+  start=$SECONDS
+  REPORTS_DIR=$peers_dir bash "$DM_ROOT/ci/run_peers.sh" --skip-deps --skip-repros --build-dir "$build_dir" \
+    >"$build_dir/bench/peers.log" 2>&1 || true
+  if [ -s "$peers_dir/peers.json" ]; then
+    "$python" -c 'import json, sys
+r = json.load(open(sys.argv[1])); n = len(r["variants"]); t = float(sys.argv[2])
+print(f"peer run (ci/run_peers.sh, 3 libraries, ws 1-4): {n} variants in {t:.0f} s wall time, "
+      f"{n / max(t, 1e-9):.2f} variants/s (bar: <= 300 s on 2 cores)")' "$peers_dir/peers.json" "$((SECONDS - start))"
+  else
+    echo "(no peer-run row: ci/run_peers.sh wrote no report; see $build_dir/bench/peers.log)"
+  fi
+fi

@@ -19,13 +19,16 @@ Usage: ci/run_peers.sh [options] [extra `distmetrics conform` arguments, e.g. --
 Installs the Debian packages that are missing (ci/install-deps.sh) and the pinned libraries
 (peers/venv.sh: a venv over Debian's torch 1.13, outside the clone, in $DISTMETRICS_PEERS_VENV or
 ~/.cache/distmetrics/peers-torch1.13; nothing is installed when it is up to date), builds
-distmetrics (in BUILD_DIR), then for each library
-  distmetrics conform --python peers/LIB/metrics.py scenarios --backend gloo --world-sizes 1,2,3,4
-                                                -> REPORTS_DIR/LIB.{json,xml,md,html}
-and compares its findings with peers/LIB/expected.toml; then runs each reproduction of
+distmetrics (in BUILD_DIR), then runs every library in ONE conform (each rank worker starts its
+interpreter and imports torch and the libraries once for the whole run):
+  distmetrics conform --python peers/torchmetrics/metrics.py --python peers/ignite/metrics.py \
+    --python peers/torcheval/metrics.py scenarios --backend gloo --world-sizes 1,2,3,4
+                                                -> REPORTS_DIR/peers.{json,xml,md,html}
+and compares each library's findings with peers/LIB/expected.toml; then runs each reproduction of
 peers/repro/ (torch.distributed and the library alone, no distmetrics) under a deadline and
-checks that it still shows its bug. The last lines: one summary per library (mapped metrics,
-variants, findings expected / unexpected / expected but not seen) and one for the repros.
+checks that it still shows its bug. The last lines: one summary per library (mapped classes,
+variants, findings expected / unexpected / expected but not seen), one for the repros, and the
+run's wall time.
 
 Options:
   --library NAME     only this library (torchmetrics, ignite, torcheval); repeatable
@@ -40,7 +43,7 @@ Options:
   -h, --help         this text
   --                 everything after it goes to `distmetrics conform`
 
-Environment: JOBS (cores), SUITE_TIMEOUT (1500 s per library), DISTMETRICS_PEERS_VENV.
+Environment: JOBS (cores), SUITE_TIMEOUT (1800 s for the conform run), DISTMETRICS_PEERS_VENV.
 
 Exit codes: 0 every library's findings are exactly the expected ones; 1 a difference (named);
   2 bad input; 5 setup failed (venv, configure or build).
@@ -93,30 +96,36 @@ dm_run bash peers/venv.sh || { dm_fail "the peers venv could not be made (see ab
 codes=()
 summaries=()
 [ "$repros_only" = 1 ] && selected=()
-for library in "${selected[@]}"; do
-  dm_say "$library: conform over scenarios/ at world sizes $world_sizes on gloo"
+started=$SECONDS
+if [ ${#selected[@]} -gt 0 ]; then
+  sources=()
+  for library in "${selected[@]}"; do sources+=(--python "peers/$library/metrics.py"); done
+  dm_say "${selected[*]}: one conform over scenarios/ at world sizes $world_sizes on gloo"
   code=0
-  dm_run timeout --kill-after=30 "${SUITE_TIMEOUT:-1500}" "$build_dir/bin/distmetrics" conform \
-    --python "peers/$library/metrics.py" scenarios --backend gloo --world-sizes "$world_sizes" --deadline "$deadline" --quiet \
-    --json "$reports/$library.json" --junit "$reports/$library.xml" --markdown "$reports/$library.md" \
-    --html "$reports/$library.html" "${conform_args[@]}" || code=$?
-  if [ "$DM_DRY_RUN" = 1 ]; then
-    continue
+  dm_run timeout --kill-after=30 "${SUITE_TIMEOUT:-1800}" "$build_dir/bin/distmetrics" conform \
+    "${sources[@]}" scenarios --backend gloo --world-sizes "$world_sizes" --deadline "$deadline" --quiet \
+    --json "$reports/peers.json" --junit "$reports/peers.xml" --markdown "$reports/peers.md" \
+    --html "$reports/peers.html" "${conform_args[@]}" || code=$?
+  conform_seconds=$((SECONDS - started))
+  if [ "$DM_DRY_RUN" != 1 ]; then
+    if [ "$code" = 2 ] || [ ! -s "$reports/peers.json" ]; then
+      dm_fail "conform gave exit code $code and no report (bad input: see above)"
+      codes+=("$DM_EXIT_BAD_INPUT")
+      summaries+=("peers: no report (exit code $code)")
+    else
+      # The findings decide, not conform's exit code (which is non-zero whenever a library has one).
+      for library in "${selected[@]}"; do
+        check=0
+        out=$(/usr/bin/python3 peers/expected.py --library "$library" --report "$reports/peers.json" \
+          --markdown "$reports/peers.md") || check=$?
+        echo "$out"
+        summaries+=("$(echo "$out" | tail -n 1)")
+        codes+=("$check")
+      done
+      summaries+=("conform: ${#selected[@]} libraries at world sizes $world_sizes in ${conform_seconds} s wall time")
+    fi
   fi
-  if [ "$code" = 2 ] || [ ! -s "$reports/$library.json" ]; then
-    dm_fail "$library: conform gave exit code $code and no report (bad input: see above)"
-    codes+=("$DM_EXIT_BAD_INPUT")
-    summaries+=("$library: no report (exit code $code)")
-    continue
-  fi
-  # The findings decide, not conform's exit code (which is non-zero whenever a library has one).
-  check=0
-  out=$(/usr/bin/python3 peers/expected.py --library "$library" --report "$reports/$library.json" \
-    --markdown "$reports/$library.md") || check=$?
-  echo "$out"
-  summaries+=("$(echo "$out" | tail -n 1)")
-  codes+=("$check")
-done
+fi
 # The reproductions without distmetrics: each exits 0 while its bug shows (peers/repro/common.py).
 if [ "$skip_repros" != 1 ]; then
   shown=0
@@ -146,7 +155,8 @@ if [ "$DM_DRY_RUN" = 1 ]; then
   dm_say "dry run: nothing was installed, built or run"
   exit 0
 fi
-[ ${#selected[@]} -eq 0 ] || dm_say "reports: $reports/{$(IFS=,; echo "${selected[*]}")}.{json,xml,md,html}"
+[ ${#selected[@]} -eq 0 ] || dm_say "reports: $reports/peers.{json,xml,md,html}"
+summaries+=("peer run: $((SECONDS - started)) s wall time in all")
 for line in "${summaries[@]}"; do
   dm_say "$line"
 done

@@ -45,7 +45,8 @@ def table(library):
     lines = [f"### {LIBRARIES[library]} (`peers/{library}/metrics.py`)", "",
              "| reference | class | scenarios | parameters it takes | inputs | note |", "| --- | --- | --- | --- | --- | --- |"]
     for peer in module.TABLE:
-        lines.append(f"| {peer.reference} | `{peer.cls.replace(':', '.')}` | {when_text(peer)} | "
+        shown = peer.reference + (f" (as `{peer.name}`)" if getattr(peer, "name", "") else "")
+        lines.append(f"| {shown} | `{peer.cls.replace(':', '.')}` | {when_text(peer)} | "
                      f"{', '.join(peer.takes) or '—'} | {peer.inputs} | {peer.note} |")
     mapped = sorted({p.reference for p in module.TABLE})
     lines += ["", f"{len(module.TABLE)} classes mapped onto {len(mapped)} reference metrics. Without a counterpart:", ""]

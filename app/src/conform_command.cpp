@@ -15,6 +15,7 @@
 #include "conform_report.h"
 #include "distmetrics/app/cli.h"
 #include "distmetrics/build_config.h"
+#include "distmetrics/harness/input_dtype.h"
 #include "distmetrics/harness/metric_catalog.h"
 #include "distmetrics/harness/outcome.h"
 #include "distmetrics/harness/property.h"
@@ -35,6 +36,31 @@ using harness::Verdict;
 using nlohmann::json;
 using namespace plugin;
 constexpr int kBadInput = harness::kBadInputExitCode;
+
+// A scenario that expects NotComputableError (no data anywhere) also accepts the value a metric
+// declares for that case (its library's convention "no_data": "zero" or "nan"), given alike by
+// every rank and the single process (check_expected_error).
+void accept_declared_no_data_value(PluginScenario& ps, const json& conventions) {
+  if (ps.scenario.expect.error != "NotComputableError" || !conventions.is_object()) return;
+  const std::string value = conventions.value("no_data", std::string());
+  if (value == "zero" || value == "nan") ps.scenario.expect.no_data_value = value;
+}
+
+// A metric that declares it computes in float32 ("precision": "float32") where its value cannot
+// show it (a float32 sum divided as a Python float) is judged within float32 rounding, as a
+// result observed to be float32 is (widened_for_dtypes).
+void widen_to_declared_precision(PluginScenario& ps, const json& conventions) {
+  if (!conventions.is_object() || conventions.value("precision", std::string()) != "float32") return;
+  const auto* f32 = harness::find_input_dtype("float32");
+  if (!f32) return;
+  auto& tol = ps.scenario.tolerance;
+  tol.rtol = std::max(tol.rtol, f32->rtol);
+  tol.atol = std::max(tol.atol, f32->atol);
+  if (ps.scenario.golden) {
+    ps.scenario.golden->rtol = std::max(ps.scenario.golden->rtol, f32->rtol);
+    ps.scenario.golden->atol = std::max(ps.scenario.golden->atol, f32->atol);
+  }
+}
 
 bool contains(const std::vector<std::string>& list, const std::string& item) {
   return std::find(list.begin(), list.end(), item) != list.end();
@@ -94,12 +120,15 @@ int conform_with(const ConformOptions& o, runtime::PeerRunner* peers, std::ostre
   }
   std::vector<PluginScenario> scenarios;
   std::vector<const Plugin*> source_of;  // per scenario
+  // Each selected metric runs its reference's scenarios (several may stand for one reference:
+  // "Average" and "Average[SumMetric]", harness::reference_metric_name).
   for (const auto* p : plugins)
     for (const auto& s : loaded.scenarios)
-      if (contains(metrics_of[p], s.metric)) {
-        scenarios.push_back(adapt_scenario(s, *p));
-        source_of.push_back(p);
-      }
+      for (const auto& name : metrics_of[p])
+        if (harness::reference_metric_name(name) == s.metric) {
+          scenarios.push_back(adapt_scenario(s, *p, name));
+          source_of.push_back(p);
+        }
   // A Python metric that cannot be built with a scenario's parameters is found before any variant
   // runs. A factory or adapter that raises Unsupported: those variants are skips with its
   // reason. Any other error: those variants are errors naming the parameters; but a metric that
@@ -109,6 +138,7 @@ int conform_with(const ConformOptions& o, runtime::PeerRunner* peers, std::ostre
   auto build_key = [](const PluginScenario& ps) { return ps.scenario.metric + " " + ps.scenario.metric_params.dump(); };
   if (python) {
     std::set<std::string> checked, builds;               // keys checked; metrics that built with some parameters
+    std::map<std::string, json> conventions_of;          // key -> what the metric declares for those parameters
     // qualified metric -> (its name, its first error), for exit 2
     std::map<std::string, std::pair<std::string, std::string>> first_failure;
     for (std::size_t i = 0; i < scenarios.size(); ++i) {
@@ -117,7 +147,7 @@ int conform_with(const ConformOptions& o, runtime::PeerRunner* peers, std::ostre
       const std::string key = build_key(ps);
       if (!checked.insert(key).second) continue;
       try {
-        python_conform_source()->check(*source_of[i], ps.metric, ps.scenario.metric_params);
+        conventions_of[key] = python_conform_source()->check(*source_of[i], ps.metric, ps.scenario.metric_params);
         builds.insert(ps.scenario.metric);
       } catch (const std::exception& e) {
         const std::string params = ps.scenario.metric_params.dump();
@@ -132,6 +162,10 @@ int conform_with(const ConformOptions& o, runtime::PeerRunner* peers, std::ostre
           first_failure[ps.scenario.metric] = {ps.metric, std::string(e.what()) + "\n  (scenario " + ps.scenario.file +
                                                                 ", parameters " + params + ")"};
       }
+    }
+    for (auto& ps : scenarios) {
+      accept_declared_no_data_value(ps, conventions_of[build_key(ps)]);
+      widen_to_declared_precision(ps, conventions_of[build_key(ps)]);
     }
     for (const auto& [qualified, failure] : first_failure) {
       if (builds.count(qualified)) continue;

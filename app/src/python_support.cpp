@@ -87,7 +87,8 @@ void register_conform_source() {
   };
   source.check = [](const Plugin& plugin, const std::string& metric, const nlohmann::json& params) {
     const std::string spec = plugin.path.substr(std::string(pyhost::kPythonQualifier).size());
-    pyhost::check_python_metric(pyhost::load_python_source(spec), metric, params);
+    const auto checked = nlohmann::json::parse(pyhost::check_python_metric(pyhost::load_python_source(spec), metric, params));
+    return checked.value("conventions", nlohmann::json::object());
   };
   source.cannot_run = [](const distmetrics::harness::Variant& variant) {
     return pyhost::python_backend_unavailable(variant.backend).value_or("");

@@ -839,3 +839,68 @@ TEST(Checks, AFloat32ResultIsToldByItsValues) {
   EXPECT_EQ(dtype(json{{"dtype", "float64"}, {"shape", {2}}, {"values", {f32(0.1), 0.1}}}), "");
   EXPECT_EQ(dtype(json{{"precision", f32(0.3)}, {"recall", {{"dtype", "int64"}, {"shape", {1}}, {"values", {3}}}}}), "float32");
 }
+
+TEST(Checks, BatchInvariantToleranceFollowsTheResultsFloat32Precision) {
+  // A float32 library sums in another order at another batch size: float32 rounding, not a
+  // formula that depends on the batching.
+  Fixture f;
+  f.s.tolerance.rtol = 1e-12;
+  f.s.tolerance.atol = 0;
+  const double third32 = f32(1.0 / 3);
+  f.single.full = value(third32);
+  f.single.other_batch_sizes = {{1, value(f32(1.0 / 3 * (1 + 2e-7)))}, {9, value(third32)}};
+  auto p = f.get("batch_invariant");
+  EXPECT_EQ(p.outcome, dh::Outcome::Pass) << p.message;
+  EXPECT_NE(p.message.find("widened from rtol 1e-12, atol 0: the result is float32"), std::string::npos) << p.message;
+  // Float32's precision, not a free pass: 1e-5 apart fails, with the widened tolerance shown.
+  f.single.other_batch_sizes = {{1, value(f32(1.0 / 3 * (1 + 1e-5)))}, {9, value(third32)}};
+  p = f.get("batch_invariant");
+  EXPECT_EQ(p.outcome, dh::Outcome::Fail) << p.message;
+  EXPECT_NE(p.message.find("tolerance: rtol 1e-06, atol 1e-09; integer tensors exact (widened from rtol 1e-12"),
+            std::string::npos)
+      << p.message;
+  // float64 results keep the scenario's tolerance.
+  f.single.full = value(1.0 / 3);
+  f.single.other_batch_sizes = {{1, value(1.0 / 3 + 1e-10)}, {9, value(1.0 / 3)}};
+  p = f.get("batch_invariant");
+  EXPECT_EQ(p.outcome, dh::Outcome::Fail) << p.message;
+  EXPECT_EQ(p.message.find("widened"), std::string::npos) << p.message;
+}
+
+TEST(Checks, ADeclaredNoDataValueMeetsTheExpectedErrorOnlyWhenEveryoneAgrees) {
+  // torchmetrics and torcheval return 0 (or NaN) with a warning when no rank has a sample: a
+  // declared convention, judged by agreement with the single process, not a missing error.
+  Fixture f;
+  f.s.expect.error = "NotComputableError";
+  f.s.script = {dh::parse_step("update rest"), dh::parse_step("compute")};
+  f.s.properties = {"ranks_agree"};
+  f.plan = dh::simulate_script(f.s.script, {0, 0});
+  f.single.at_compute = {value(0.0)};
+  f.ranks = {observation(0, {value(0.0)}, f.plan), observation(1, {value(0.0)}, f.plan)};
+  // Not declared: a value where the error is expected fails.
+  EXPECT_EQ(f.get("expected_error").outcome, dh::Outcome::Fail);
+  f.s.expect.no_data_value = "zero";
+  auto p = f.get("expected_error");
+  EXPECT_EQ(p.outcome, dh::Outcome::Pass) << p.message;
+  EXPECT_NE(p.message.find("declared convention (no data anywhere: compute() returns zero instead of raising "
+                           "NotComputableError): every rank and the single process returned 0 at compute 1"),
+            std::string::npos)
+      << p.message;
+  // NaN everywhere agrees too.
+  f.s.expect.no_data_value = "nan";
+  f.single.at_compute = {nan_value()};
+  f.ranks = {observation(0, {nan_value()}, f.plan), observation(1, {nan_value()}, f.plan)};
+  EXPECT_EQ(f.get("expected_error").outcome, dh::Outcome::Pass) << f.get("expected_error").message;
+  // One rank that differs, or one that raises alone: the convention does not cover it.
+  f.ranks[1] = observation(1, {value(0.5)}, f.plan);
+  p = f.get("expected_error");
+  EXPECT_EQ(p.outcome, dh::Outcome::Fail) << p.message;
+  EXPECT_NE(p.message.find("the metric declares that compute() with no data anywhere returns nan"), std::string::npos)
+      << p.message;
+  f.ranks[1] = observation(1, {raised("NotComputableError")}, f.plan);
+  EXPECT_EQ(f.get("expected_error").outcome, dh::Outcome::Fail);
+  // Everyone raising still holds.
+  f.single.at_compute = {raised("NotComputableError")};
+  f.ranks[0] = observation(0, {raised("NotComputableError")}, f.plan);
+  EXPECT_EQ(f.get("expected_error").outcome, dh::Outcome::Pass);
+}

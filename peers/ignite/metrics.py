@@ -112,12 +112,14 @@ TABLE = [
     Peer("CohenKappa", M + "CohenKappa", takes=("num_classes", "weights"),
          kwargs=lambda p: dict(weights=None if p["weights"] == "none" else p["weights"]), inputs="long_target",
          note="an EpochMetric over scikit-learn's cohen_kappa_score"),
-    Peer("MeanAbsoluteError", M + "MeanAbsoluteError", inputs="rows_to_elements",
-         note="every element a sample, as the reference (Ignite divides by rows: [N, D] becomes [N * D])"),
-    Peer("MeanSquaredError", M + "MeanSquaredError", inputs="rows_to_elements",
-         note="every element a sample, as the reference (Ignite divides by rows: [N, D] becomes [N * D])"),
-    Peer("RootMeanSquaredError", M + "RootMeanSquaredError", inputs="rows_to_elements",
-         note="every element a sample, as the reference (Ignite divides by rows: [N, D] becomes [N * D])"),
+    # mean_absolute_error.py:72, mean_squared_error.py:72: the sum is a float32 tensor (torch.tensor(0.0)),
+    # divided as a Python float in compute(): a float32 result that its value cannot show (declared).
+    Peer("MeanAbsoluteError", M + "MeanAbsoluteError", inputs="rows_to_elements", conventions={"precision": "float32"},
+         note="every element a sample, as the reference (Ignite divides by rows: [N, D] becomes [N * D]); float32 sums"),
+    Peer("MeanSquaredError", M + "MeanSquaredError", inputs="rows_to_elements", conventions={"precision": "float32"},
+         note="every element a sample, as the reference (Ignite divides by rows: [N, D] becomes [N * D]); float32 sums"),
+    Peer("RootMeanSquaredError", M + "RootMeanSquaredError", inputs="rows_to_elements", conventions={"precision": "float32"},
+         note="every element a sample, as the reference (Ignite divides by rows: [N, D] becomes [N * D]); float32 sums"),
     # ignite/metrics/regression/maximum_absolute_error.py:71 takes torch.max of the batch's errors: a
     # batch of no rows raises (declared: not fed, the rest runs; docs/peers.md).
     Peer("MaximumAbsoluteError", R + "MaximumAbsoluteError", conventions={"empty_batch": "rejected"}),

@@ -50,15 +50,17 @@ bool select_metrics(const Plugin& plugin, const std::vector<std::string>& wanted
   return ok;
 }
 
-PluginScenario adapt_scenario(const harness::Scenario& scenario, const Plugin& plugin) {
+PluginScenario adapt_scenario(const harness::Scenario& scenario, const Plugin& plugin, const std::string& registered) {
+  // The plugin's metric of the scenario's name, or one registered for it as "Name[variant]".
+  const std::string name = registered.empty() ? scenario.metric : registered;
   PluginScenario out;
   out.scenario = scenario;
   out.reference = scenario;
-  out.metric = scenario.metric;
-  out.scenario.metric = qualified_metric_name(scenario.metric, plugin.path);
-  const auto* spec = plugin.registry.find(scenario.metric);
+  out.metric = name;
+  out.scenario.metric = qualified_metric_name(name, plugin.path);
+  const auto* spec = plugin.registry.find(name);
   if (!spec) {
-    out.cannot_run = "plugin " + plugin.name + " has no metric " + scenario.metric;
+    out.cannot_run = "plugin " + plugin.name + " has no metric " + name;
     return out;
   }
   // The scenario's parameters were resolved by the reference metric (defaults filled in). The
@@ -77,14 +79,14 @@ PluginScenario adapt_scenario(const harness::Scenario& scenario, const Plugin& p
       for (const auto& p : reference->params)
         if (p.name == key) ref_param = &p;
     if (ref_param && ref_param->default_value == value) continue;
-    out.cannot_run = "plugin " + plugin.name + "'s " + scenario.metric + " takes no parameter '" + key +
+    out.cannot_run = "plugin " + plugin.name + "'s " + name + " takes no parameter '" + key +
                      "', which this scenario sets to " + value.dump();
     return out;
   }
   try {
-    out.scenario.metric_params = plugin.registry.resolve_params(scenario.metric, params);
+    out.scenario.metric_params = plugin.registry.resolve_params(name, params);
   } catch (const std::exception& e) {
-    out.cannot_run = "plugin " + plugin.name + "'s " + scenario.metric + " does not take this scenario's parameters: " +
+    out.cannot_run = "plugin " + plugin.name + "'s " + name + " does not take this scenario's parameters: " +
                      std::string(e.what());
   }
   return out;

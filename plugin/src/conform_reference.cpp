@@ -210,9 +210,18 @@ PropertyResult check_agrees_with_reference(const harness::CheckContext& ctx, con
   std::string widened_by;
   const harness::Tolerance tolerance = harness::widened_for_dtypes(ctx.scenario.tolerance, returned, "", &widened_by);
   const std::string tolerance_said = tolerance_text(tolerance) + (widened_by.empty() ? "" : ", widened: " + widened_by);
+  // No data anywhere: where the reference raises the error the scenario expects and the metric
+  // declares a value instead (Expectation::no_data_value), expected_error judges that compute.
+  const auto& expect = ctx.scenario.expect;
+  int by_convention = 0;
   for (const auto& obs : ctx.ranks) {
     for (const auto& c : obs.computes) {
       if (c.index < 0 || c.index >= static_cast<int>(reference.at_compute.size())) continue;
+      if (!expect.no_data_value.empty() && c.index == expect.compute &&
+          reference.at_compute[c.index].error_type == expect.error && !c.result.raised()) {
+        ++by_convention;
+        continue;
+      }
       const auto comparison = harness::compare_results(reference.at_compute[c.index], c.result, tolerance);
       ++compared;
       largest = std::max(largest, comparison.difference);
@@ -230,7 +239,10 @@ PropertyResult check_agrees_with_reference(const harness::CheckContext& ctx, con
   }
   if (compared == 0) {
     p.outcome = Outcome::Skip;
-    p.message = "agrees_with_reference skipped: no rank reached a compute";
+    p.message = by_convention > 0 ? "agrees_with_reference skipped: the reference raises " + expect.error +
+                                        " where the metric declares that compute() with no data anywhere returns " +
+                                        expect.no_data_value + " (expected_error judges it)"
+                                  : "agrees_with_reference skipped: no rank reached a compute";
     return p;
   }
   p.difference = largest;

@@ -60,7 +60,9 @@ metrics::MetricSpec spec_for(const std::string& registered_name, const std::stri
   spec.family = "python";
   spec.description = description.empty() ? "Python metric (" + adapter + " adapter)" : description;
   // The reference metric's parameters, so the scenario's pass through as they are.
-  if (const auto* reference = metrics::MetricRegistry::reference().find(registered_name)) spec.params = reference->params;
+  // "Average[SumMetric]": the parameters of Average (harness::reference_metric_name).
+  if (const auto* reference = metrics::MetricRegistry::reference().find(harness::reference_metric_name(registered_name)))
+    spec.params = reference->params;
   spec.make = [registered_name, source](const json& params) -> std::unique_ptr<metrics::Metric> {
     return std::make_unique<PythonMetric>(registered_name, params, source);
   };

@@ -160,10 +160,11 @@ def _build(name, params):
 
 
 def check(name, params_json):
-    """Builds the metric once with a scenario's parameters and checks it fits its adapter."""
+    """Builds the metric once with a scenario's parameters and checks it fits its adapter: its
+    adapter style and its conventions for those parameters (JSON), which the harness judges by."""
     try:
         adapter = _build(name, json.loads(params_json))
-        return adapter.style
+        return json.dumps({"style": adapter.style, "conventions": dict(adapter.conventions)})
     except (SourceError, Unsupported):
         raise  # Unsupported: this variant is skipped with its reason
     except BaseException as e:

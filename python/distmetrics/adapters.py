@@ -27,7 +27,10 @@ from .errors import Unsupported
 #                checks still run; docs/peers.md lists the rejection as the library's finding)
 #   merge_state  whether merge_state(metrics) is the library's API: True (torcheval), False
 #                (Ignite, whose __getattr__ makes one up), None: where the class has the method
-CONVENTION_KEYS = ("compute", "no_data", "state_dict", "empty_batch", "merge_state")
+#   precision    "float32": the metric computes in float32 where its value cannot show it (a
+#                float32 sum divided as a Python float, Ignite's MeanSquaredError): golden and
+#                the reference are then judged within float32 rounding, as a float32 result is
+CONVENTION_KEYS = ("compute", "no_data", "state_dict", "empty_batch", "merge_state", "precision")
 
 
 def _method(metric, name):

@@ -145,6 +145,8 @@ class Peer:
     conventions: object = field(default_factory=dict)  # a dict, or params -> dict
     build: Optional[Callable] = None        # (cls, kwargs) -> metric, when a class is not built as cls(**kwargs)
     value: Optional[Callable] = None        # value read-out: (metric) -> value, instead of the adapter's compute
+    name: str = ""                          # registered as: the reference's name, or "Reference[Variant]" for a
+                                            # second registration of one reference (`conform --metric` selects it)
     where: str = ""                         # file:line of this descriptor (filled in)
 
     def __post_init__(self):
@@ -216,8 +218,8 @@ def _check_takes(peer, params):
 
 
 def register_table(table, library, conventions=None):
-    """Registers every Peer of `table` with distmetrics, one factory per reference name. Returns
-    {reference name: [Peer, ...]}."""
+    """Registers every Peer of `table` with distmetrics, one factory per registered name (the
+    reference's, or a Peer's own ``name``, "Average[SumMetric]"). Returns {name: [Peer, ...]}."""
     from . import registry
 
     caller = sys._getframe(1)
@@ -234,8 +236,13 @@ def register_table(table, library, conventions=None):
             "task", "num_classes", "num_labels", "data_range", "loss", "expression", "operands")]
         if unknown:
             raise PeerSetupError(f"{peer.where}: takes: {', '.join(unknown)} is no reference parameter")
+        name = peer.name or peer.reference
+        if name != peer.reference and not (name.startswith(peer.reference + "[") and name.endswith("]")
+                                           and len(name) > len(peer.reference) + 2):
+            raise PeerSetupError(f"{peer.where}: name: {name!r} must be the reference's name {peer.reference!r} or "
+                                 f"'{peer.reference}[VARIANT]' (a second registration of it)")
         _resolve(peer)  # a missing class is bad input now, not a skip later
-        by_name.setdefault(peer.reference, []).append(peer)
+        by_name.setdefault(name, []).append(peer)
 
     for name, peers in by_name.items():
         def factory(params, peers=peers, name=name):

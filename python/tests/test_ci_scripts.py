@@ -342,13 +342,13 @@ def test_peer_job_has_help_and_a_dry_run_over_every_library_at_world_sizes_1_to_
     assert code == 0, out
     commands = machine.commands(out)
     assert commands[0] == "bash peers/venv.sh"  # the pinned libraries before anything runs
-    conform = [c for c in commands if " conform " in c]
-    assert [c.split("--python ")[1].split()[0] for c in conform] == [
+    # One conform for the three libraries: each rank worker imports torch and them once.
+    (conform,) = [c for c in commands if " conform " in c]
+    assert [part.split()[0] for part in conform.split("--python ")[1:]] == [
         "peers/torchmetrics/metrics.py", "peers/ignite/metrics.py", "peers/torcheval/metrics.py"]
-    for c in conform:
-        assert "scenarios --backend gloo --world-sizes 1,2,3,4" in c
-        for ext in ("json", "xml", "md", "html"):
-            assert f"build/reports/peers/{c.split('peers/')[1].split('/')[0]}.{ext}" in c
+    assert "scenarios --backend gloo --world-sizes 1,2,3,4" in conform
+    for ext in ("json", "xml", "md", "html"):
+        assert f"build/reports/peers/peers.{ext}" in conform
     assert not (machine.tmp / "build").exists()
 
 
@@ -361,11 +361,12 @@ def test_peer_job_runs_one_library_and_refuses_an_unknown_one(machine):
     assert machine.commands(out) == []
 
 
-def _report(path, variants):
+def _report(path, variants, source=None):
     import json
     path.write_text(json.dumps({"variants": [
         {"id": vid, "metric": "M", "outcome": outcome, "reason": reason, "diagnosis": reason, "root_cause": None,
-         "properties": [{"name": p, "outcome": outcome if outcome != "pass" else "pass"} for p in props]}
+         "properties": [{"name": p, "outcome": outcome if outcome != "pass" else "pass"} for p in props],
+         **({"source": source(vid)} if source else {})}
         for vid, outcome, props, reason in variants]}))
     return path
 
@@ -398,8 +399,8 @@ def test_the_peer_run_passes_on_exactly_the_expected_findings(tmp_path):
     ok = ("s:gloo-ws1-even-cpu", "pass", ["equal_to_single"], "")
     code, out = run_expected("--library", "lib", "--report", _report(tmp_path / "r.json", [ok, hang]), "--expected", expected)
     assert code == 0, out
-    assert out.strip().endswith("lib: 1 mapped metric(s), 2 variant(s) (1 pass, 0 skip, 1 finding(s)): 1 expected, "
-                                "0 unexpected, 0 expected but not seen")
+    assert out.strip().endswith("lib: 1 metric(s), 2 variant(s) (1 pass, 0 skip, 1 finding(s), 0 s of variant "
+                                "time): 1 expected, 0 unexpected, 0 expected but not seen"), out
     # A new finding is named; so is an expected one that no longer shows (fixed upstream?).
     new = ("s:gloo-ws2-even-cpu", "fail", ["equal_to_single"], "the sync reduces wrongly")
     code, out = run_expected("--library", "lib", "--report", _report(tmp_path / "r.json", [ok, hang, new]), "--expected", expected)
@@ -427,3 +428,31 @@ def test_a_bad_expected_file_names_its_entry_and_field(tmp_path, text, message):
     code, out = run_expected("--library", "lib", "--report", _report(tmp_path / "r.json", []),
                              "--expected", _expected(tmp_path / "e.toml", text))
     assert code == 2 and message in out, out
+
+
+def test_one_report_of_several_libraries_is_judged_per_library(tmp_path):
+    """ci/run_peers.sh runs every library in one conform: each library's findings are those of
+    its own source (peers/<library>/metrics.py), and its expected.toml judges only those."""
+    expected = _expected(tmp_path / "e.toml", ENTRY)
+    hang = ("s:gloo-ws2-empty_rank-cpu", "hang", ["no_hang"], "rank 1 to blame: rank 1 raised X")
+    other = ("t:gloo-ws2-even-cpu", "fail", ["equal_to_single"], "another library's finding")
+    report = _report(tmp_path / "r.json", [hang, other], source=lambda vid: (
+        "python:peers/lib/metrics.py" if vid.startswith("s:") else "python:/abs/peers/other/metrics.py"))
+    code, out = run_expected("--library", "lib", "--report", report, "--expected", expected)
+    assert code == 0 and "lib: 1 metric(s), 1 variant(s)" in out, out
+    code, out = run_expected("--library", "other", "--report", report, "--expected", expected)
+    assert code == 1 and "unexpected: FAIL t:gloo-ws2-even-cpu" in out and "1 variant(s)" in out, out
+    code, out = run_expected("--library", "absent", "--report", report, "--expected", expected)
+    assert code == 2 and "has no variant of absent" in out, out
+
+
+def test_an_entry_may_accept_several_outcomes_of_one_mechanism(tmp_path):
+    expected = _expected(tmp_path / "e.toml", ENTRY.replace('outcome = "hang"', 'outcome = ["crash", "memory_exceeded"]')
+                         .replace("blamed_rank = 1\n", ""))
+    for outcome in ("crash", "memory_exceeded"):
+        found = ("s:gloo-ws2-empty_rank-cpu", outcome, [], "garbage sizes")
+        code, out = run_expected("--library", "lib", "--report", _report(tmp_path / "r.json", [found]), "--expected", expected)
+        assert code == 0, out
+    found = ("s:gloo-ws2-empty_rank-cpu", "hang", [], "a hang instead")
+    code, out = run_expected("--library", "lib", "--report", _report(tmp_path / "r.json", [found]), "--expected", expected)
+    assert code == 1 and "unexpected: HANG" in out and "crash or memory_exceeded s:gloo-ws2-empty_rank-*" in out, out

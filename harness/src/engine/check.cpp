@@ -4,6 +4,7 @@
 #include <cmath>
 #include <functional>
 #include <iomanip>
+#include <optional>
 #include <sstream>
 
 #include "distmetrics/harness/input_dtype.h"
@@ -403,11 +404,21 @@ PropertyResult check_batch_invariant(const CheckContext& ctx, const std::string&
   result.name = "batch_invariant";
   if (ctx.single.other_batch_sizes.empty()) return skipped("batch_invariant", "no other batch size to try");
   result.single = value_json(ctx.single.full);
+  // As golden's: a float32 result (or input) differs between batchings by float32 rounding.
+  std::vector<const json*> returned;
+  if (ctx.single.full.value) returned.push_back(&*ctx.single.full.value);
+  for (const auto& entry : ctx.single.other_batch_sizes)
+    if (entry.second.value) returned.push_back(&*entry.second.value);
+  std::string widened_by;
+  const Tolerance tol = widened_for_dtypes(ctx.scenario.tolerance, returned, ctx.variant.dtype, &widened_by);
+  const std::string tol_text = tolerance_text(tol) + (widened_by.empty() ? "" : " (widened from rtol " +
+                                                          number_text(ctx.scenario.tolerance.rtol) + ", atol " +
+                                                          number_text(ctx.scenario.tolerance.atol) + ": " + widened_by + ")");
   double largest = 0;
   std::ostringstream lines;
   bool failed = false;
   for (const auto& [size, other] : ctx.single.other_batch_sizes) {
-    const auto cmp = compare_results(ctx.single.full, other, ctx.scenario.tolerance);
+    const auto cmp = compare_results(ctx.single.full, other, tol);
     largest = std::max(largest, cmp.difference);
     lines << "  batch size " << size << ": " << other.text();
     if (!other.raised() && !ctx.single.full.raised()) lines << "   difference " << number_text(cmp.difference);
@@ -423,7 +434,7 @@ PropertyResult check_batch_invariant(const CheckContext& ctx, const std::string&
     msg << "batch_invariant held: the single-process result on all the data is the same with batch size "
         << ctx.scenario.batch_size;
     for (const auto& entry : ctx.single.other_batch_sizes) msg << ", " << entry.first;
-    msg << " (largest difference " << number_text(largest) << ")";
+    msg << " (largest difference " << number_text(largest) << (widened_by.empty() ? "" : "; tolerance " + tol_text) << ")";
     result.message = msg.str();
     return result;
   }
@@ -431,7 +442,7 @@ PropertyResult check_batch_invariant(const CheckContext& ctx, const std::string&
   std::ostringstream msg;
   msg << "batch_invariant failed: " << hint << "\n"
       << "  batch size " << ctx.scenario.batch_size << " (the scenario's): " << ctx.single.full.text() << "\n"
-      << lines.str() << "  tolerance: " << tolerance_text(ctx.scenario.tolerance) << "\n"
+      << lines.str() << "  tolerance: " << tol_text << "\n"
       << variant_lines(ctx);
   result.message = msg.str();
   return result;
@@ -520,6 +531,23 @@ PropertyResult check_agrees_with_reference(const CheckContext& ctx, const std::s
   return check_full_data(ctx, "agrees_with_reference", label, *ctx.single.reference, ctx.scenario.tolerance, hint);
 }
 
+namespace {
+// A metric that declares a value for "no data anywhere" (Expectation::no_data_value) meets an
+// expected error when no one raised and every rank returned the single process's value at
+// compute k (NaN equal to NaN): the text of that value, or nothing.
+std::optional<std::string> agreed_no_data_value(const CheckContext& ctx, int k) {
+  if (ctx.scenario.expect.no_data_value.empty()) return std::nullopt;
+  const auto* single = single_at(ctx, k);
+  if (!single || single->raised() || !single->value) return std::nullopt;
+  for (const auto& obs : ctx.ranks) {
+    const auto* record = obs.compute(k);
+    if (!record || record->result.raised() || !compare_results(*single, record->result, ctx.scenario.tolerance).equal)
+      return std::nullopt;
+  }
+  return single->text();
+}
+}  // namespace
+
 PropertyResult check_expected_error(const CheckContext& ctx, const std::string& hint) {
   const auto& want = ctx.scenario.expect.error;
   if (want.empty()) return skipped("expected_error", "the scenario expects no error");
@@ -545,7 +573,16 @@ PropertyResult check_expected_error(const CheckContext& ctx, const std::string& 
                      std::to_string(k + 1) + ", together";
     return result;
   }
+  if (const auto agreed = agreed_no_data_value(ctx, k)) {
+    result.message = "expected_error held by the metric's declared convention (no data anywhere: compute() returns " +
+                     ctx.scenario.expect.no_data_value + " instead of raising " + want + "): every rank and the "
+                     "single process returned " + *agreed + " at compute " + std::to_string(k + 1);
+    return result;
+  }
   result.outcome = Outcome::Fail;
+  if (!ctx.scenario.expect.no_data_value.empty())
+    problems << "  (the metric declares that compute() with no data anywhere returns " << ctx.scenario.expect.no_data_value
+             << ": that also holds only when every rank and the single process return the same value)\n";
   result.message = "expected_error failed: every rank must raise " + want + " at " + compute_phrase(ctx, k) + ", " +
                    hint + "\n" + problems.str() +
                    variant_lines(ctx);

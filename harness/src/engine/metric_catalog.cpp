@@ -2,6 +2,13 @@
 
 namespace distmetrics::harness {
 
+std::string reference_metric_name(const std::string& registered) {
+  const auto open = registered.find('[');
+  if (open == std::string::npos || open == 0 || registered.back() != ']' || open + 2 > registered.size() - 1)
+    return registered;
+  return registered.substr(0, open);
+}
+
 MetricCatalog& MetricCatalog::instance() {
   static MetricCatalog catalog = [] {
     MetricCatalog c;

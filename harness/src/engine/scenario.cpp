@@ -291,7 +291,7 @@ json Scenario::to_json() const {
             {"single_process", single_process},
             {"properties", properties},
             {"tolerance", {{"rtol", tolerance.rtol}, {"atol", tolerance.atol}, {"exact", tolerance.exact}}},
-            {"expect", {{"error", expect.error}, {"compute", expect.compute}, {"fail", expect.fail}, {"reason", expect.reason}}},
+            {"expect", {{"error", expect.error}, {"compute", expect.compute}, {"fail", expect.fail}, {"reason", expect.reason}, {"no_data_value", expect.no_data_value}}},
             {"deadline", deadline_seconds},
             {"batch_invariant_sizes", batch_invariant_sizes}};
   j["golden"] = golden ? json{{"value", golden->value}, {"rtol", golden->rtol}, {"atol", golden->atol}} : json(nullptr);
@@ -320,7 +320,8 @@ Scenario Scenario::from_json(const json& j) {
   const auto& tol = j.at("tolerance");
   s.tolerance = {tol.at("rtol"), tol.at("atol"), tol.at("exact").get<std::vector<std::string>>()};
   const auto& ex = j.at("expect");
-  s.expect = {ex.at("error"), ex.at("compute"), ex.at("fail").get<std::vector<std::string>>(), ex.at("reason")};
+  s.expect = {ex.at("error"), ex.at("compute"), ex.at("fail").get<std::vector<std::string>>(), ex.at("reason"),
+              ex.value("no_data_value", std::string())};
   s.deadline_seconds = j.at("deadline");
   s.batch_invariant_sizes = j.at("batch_invariant_sizes").get<std::vector<std::int64_t>>();
   if (!j.at("golden").is_null())

@@ -172,3 +172,118 @@ def test_several_sources_registering_one_name_each_run_their_own_in_one_run(tmp_
     assert f"--python {no_sync}" in failed["reproduce"], failed["reproduce"]
     assert [p["path"] for p in data["plugins"]] == ["python:" + str(correct), "python:" + str(no_sync)]
     assert "distmetrics conform: correct/metrics, no_sync/metrics: 1 passed, 1 failed" in run.stdout, run.stdout
+
+
+TWO_OF_ONE_NAME = '''
+import torch
+import torch.distributed as dist
+import distmetrics
+
+
+class MAE:
+    """Sums on every rank; all_reduced in compute() unless sync=False. With no data anywhere it
+    returns 0 (torchmetrics' convention) instead of raising."""
+
+    def __init__(self, sync):
+        self.sync = sync
+        self.reset()
+
+    def reset(self):
+        self.total = torch.tensor(0.0, dtype=torch.float64)
+        self.count = torch.tensor(0.0, dtype=torch.float64)
+
+    def update(self, preds, target):
+        self.total += (preds - target).abs().sum().to(torch.float64)
+        self.count += target.numel()
+
+    def compute(self):
+        state = torch.stack([self.total, self.count])
+        if self.sync and dist.is_initialized() and dist.get_world_size() > 1:
+            dist.all_reduce(state)
+        return state[0] / state[1] if state[1] > 0 else torch.tensor(0.0, dtype=torch.float64)
+
+
+distmetrics.register("MeanAbsoluteError", lambda p: MAE(sync=True), adapter="torchmetrics")
+distmetrics.register("MeanAbsoluteError[no_sync]", lambda p: MAE(sync=False), adapter="torchmetrics")
+distmetrics.register("MeanAbsoluteError[raises]", lambda p: MAE(sync=True), adapter="torchmetrics",
+                     conventions={"no_data": "raise"})
+'''
+
+NO_DATA_SCENARIO = """description = "no sample anywhere: NotComputableError expected (test_conform_harness.py)"
+deadline = 30
+script = ["update rest", "compute"]
+
+[metric]
+name = "MeanAbsoluteError"
+
+[data]
+generator = "regression"
+seed = 1242
+num_samples = 0
+batch_size = 4
+dtype = "float64"
+
+[variants]
+world_sizes = [2]
+backends = ["gloo"]
+shards = ["even"]
+
+[expect]
+error = "NotComputableError"
+compute = 1
+"""
+
+
+def run_conform(tmp_path, source, *args):
+    report = tmp_path / "report.json"
+    report.unlink(missing_ok=True)
+    cmd = [os.environ["DISTMETRICS_BIN"], "conform", "--python", str(source), *map(str, args), "--deadline", "30",
+           "--json", str(report)]
+    run = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=180)
+    return run, json.loads(report.read_text()) if report.exists() else None
+
+
+def test_several_registrations_of_one_reference_name_run_side_by_side_and_metric_selects_one(tmp_path):
+    """One source registers MeanAbsoluteError twice more as MeanAbsoluteError[VARIANT]: every one
+    runs the reference's scenarios, judged by the reference, each as its own row; --metric picks one."""
+    source = tmp_path / "two_of_one_name.py"
+    source.write_text(TWO_OF_ONE_NAME)
+    scenario = ROOT / "examples" / "python" / "scenarios" / "mean_absolute_error.toml"
+    run, data = run_conform(tmp_path, source, "--metric", "MeanAbsoluteError", "--metric", "MeanAbsoluteError[no_sync]",
+                            scenario, "--world-sizes", "2", "--shard", "even")
+    assert run.returncode == 1, run.stdout + run.stderr
+    got = sorted((v["metric"], v["outcome"]) for v in data["variants"])
+    assert got == [("MeanAbsoluteError", "pass"), ("MeanAbsoluteError[no_sync]", "fail")], got
+    failed = next(v for v in data["variants"] if v["outcome"] == "fail")
+    assert failed["reason"].startswith("root cause: no sync"), failed["reason"]
+    assert "agrees_with_reference" in [p["name"] for p in failed["properties"] if p["outcome"] == "fail"]
+    assert "--metric 'MeanAbsoluteError[no_sync]'" in failed["reproduce"], failed["reproduce"]
+    # --metric selects one registration alone.
+    run, data = run_conform(tmp_path, source, "--metric", "MeanAbsoluteError[no_sync]", scenario, "--world-sizes", "2",
+                            "--shard", "even")
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert [(v["metric"], v["outcome"]) for v in data["variants"]] == [("MeanAbsoluteError[no_sync]", "fail")]
+
+
+def test_a_declared_no_data_value_meets_an_expected_not_computable_error(tmp_path):
+    """No sample anywhere, NotComputableError expected: a metric that declares no_data = "zero" (the
+    torchmetrics adapter's convention) and returns 0 on every rank and in the single process
+    passes; the same metric declaring no_data = "raise" fails expected_error."""
+    source = tmp_path / "two_of_one_name.py"
+    source.write_text(TWO_OF_ONE_NAME)
+    scenarios = tmp_path / "scenarios"
+    scenarios.mkdir()
+    (scenarios / "no_data_anywhere.toml").write_text(NO_DATA_SCENARIO)
+    run, data = run_conform(tmp_path, source, "--metric", "MeanAbsoluteError", "--metric", "MeanAbsoluteError[raises]",
+                            scenarios)
+    assert run.returncode == 1, run.stdout + run.stderr
+    by = {v["metric"]: v for v in data["variants"]}
+    assert by["MeanAbsoluteError"]["outcome"] == "pass", by["MeanAbsoluteError"]
+    held = next(p for p in by["MeanAbsoluteError"]["properties"] if p["name"] == "expected_error")
+    assert "declared convention (no data anywhere: compute() returns zero" in held["message"], held["message"]
+    against = next(p for p in by["MeanAbsoluteError"]["properties"] if p["name"] == "agrees_with_reference")
+    assert against["outcome"] == "skip" and "the reference raises NotComputableError where the metric declares" \
+        in against["message"], against["message"]
+    assert by["MeanAbsoluteError[raises]"]["outcome"] == "fail"
+    failed = next(p for p in by["MeanAbsoluteError[raises]"]["properties"] if p["name"] == "expected_error")
+    assert failed["outcome"] == "fail" and "<- expected NotComputableError" in failed["message"], failed["message"]

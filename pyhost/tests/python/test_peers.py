@@ -203,6 +203,32 @@ def test_bad_mappings_name_the_file_line_and_field(tmp_path):
         peers.require("no_such_library", "here.py:7")
 
 
+def test_a_second_registration_of_one_reference_name_has_its_own_name(tmp_path):
+    """Two torchmetrics classes for Average in one table: MeanMetric under the reference's name,
+    MeanMetric in float64 as "Average[float64]" (conform --metric selects it); each builds its
+    own class. A name that is not the reference's is bad input naming the line and field."""
+    two = tmp_path / "two_averages.py"
+    two.write_text("import torch\n"
+                   "from distmetrics.peers import Peer, register_table\n"
+                   "TABLE = [\n"
+                   "    Peer('Average', 'torchmetrics.aggregation:MeanMetric'),\n"
+                   "    Peer('Average', 'torchmetrics.aggregation:MeanMetric', name='Average[float64]',\n"
+                   "         build=lambda cls, kw: cls(**kw).set_dtype(torch.float64)),\n"
+                   "]\n"
+                   "register_table(TABLE, 'torchmetrics')\n")
+    described = json.loads(_host.load(str(two), []))
+    assert sorted(m["name"] for m in described["metrics"]) == ["Average", "Average[float64]"]
+    plain, wide = (_host._build(name, {}).metric for name in ("Average", "Average[float64]"))
+    assert plain.mean_value.dtype == torch.float32 and wide.mean_value.dtype == torch.float64
+    bad = tmp_path / "bad_name.py"
+    bad.write_text("from distmetrics.peers import Peer, register_table\n"
+                   "register_table([Peer('Average', 'torchmetrics.aggregation:MeanMetric', name='Mean[x]')],\n"
+                   "               'torchmetrics')\n")
+    with pytest.raises(_host.SourceError, match=r"bad_name.py:2: name: 'Mean\[x\]' must be the reference's name "
+                                                r"'Average' or 'Average\[VARIANT\]'"):
+        _host.load(str(bad), [])
+
+
 # -- two ranks ----------------------------------------------------------------------------------
 
 def _rank(rank, world_size, store_path, case, results):

@@ -37,4 +37,9 @@ class MetricCatalog {
   std::vector<Resolver> resolvers_;
 };
 
+// The reference metric a registered name stands for: a source may register several classes
+// under one reference name as "Average[SumMetric]" (selected with `conform --metric`), each run on
+// the reference's scenarios and judged by it. Any other name is its own ("Average").
+std::string reference_metric_name(const std::string& registered);
+
 }  // namespace distmetrics::harness

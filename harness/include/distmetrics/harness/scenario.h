@@ -59,6 +59,10 @@ struct Expectation {
   // fails when they hold), with the reason.
   std::vector<std::string> fail;
   std::string reason;
+  // What the metric declares compute() returns when no rank has a sample ("zero" or "nan", its
+  // library's convention; `conform` sets it from a Python source): the expected error is then
+  // also met by the same value on every rank and in the single process. Empty: the error only.
+  std::string no_data_value;
 };
 
 struct Scenario {

@@ -47,7 +47,8 @@ struct ConformSource {
   // Loads the source; throws with a message that says what is wrong (conform exits 2).
   std::function<const Plugin&(const std::string& value, const std::vector<std::string>& metrics)> load;
   // Builds `metric` once with a scenario's parameters, before any variant runs; throws with why.
-  std::function<void(const Plugin& source, const std::string& metric, const nlohmann::json& params)> check;
+  // Returns the conventions it declares for them (a JSON object: "no_data", ...; docs/python.md).
+  std::function<nlohmann::json(const Plugin& source, const std::string& metric, const nlohmann::json& params)> check;
   // Why a variant cannot run with this kind of metric (a backend it lacks), or empty.
   std::function<std::string(const harness::Variant& variant)> cannot_run;
 };
@@ -76,7 +77,8 @@ struct PluginScenario {
   std::string metric;           // the unqualified name
   std::optional<std::string> cannot_run;
 };
-PluginScenario adapt_scenario(const harness::Scenario& scenario, const Plugin& plugin);
+PluginScenario adapt_scenario(const harness::Scenario& scenario, const Plugin& plugin,
+                              const std::string& registered = "");
 
 // `distmetrics conform --plugin P --metric M <file> --filter '<id>'` (and --deadline and
 // --rank-memory if given: both can decide the outcome); `--python SOURCE` for a Python source

@@ -45,7 +45,8 @@ const PythonSource& load_python_source(const std::string& value, const std::vect
 // Builds the metric once with these parameters and checks it fits its adapter (the methods and
 // the update() signature the convention needs). Throws PythonSourceError; a metrics::ForeignError
 // of type harness::kUnsupportedType (its message the reason) when the factory or the adapter
-// raised Unsupported: these parameters are not something the metric takes. Returns the adapter's style.
+// raised Unsupported: these parameters are not something the metric takes. Returns JSON: the adapter's
+// "style" and the "conventions" it declares for these parameters.
 std::string check_python_metric(const PythonSource& source, const std::string& metric, const nlohmann::json& params);
 
 // "MeanAbsoluteError@python:/abs/metrics.py"
