@@ -138,23 +138,19 @@ class Explorer {
   std::map<std::string, std::uint64_t> coverage_;
   std::vector<Finding> findings_;
   std::vector<std::string> run_errors_;
+  std::unique_ptr<CaseRunner> runner_;
 };
 
 std::vector<Explorer::Evaluated> Explorer::evaluate(const std::vector<std::pair<harness::Scenario, std::string>>& cases,
                                                     const char* phase, std::uint64_t first_index) {
-  const std::string dir = folder_ + "/run" + std::to_string(runs_++);
-  fs::create_directories(dir);
-  for (std::size_t i = 0; i < cases.size(); ++i) std::ofstream(dir + "/c" + std::to_string(i) + ".toml") << cases[i].second;
-  const auto t = Clock::now();
-  const CaseRun run = run_case_folder(source_, dir);
-  run_seconds_ += since(t);
-  if (!run.error.empty()) run_errors_.push_back(runtime::first_line(run.error));
   std::vector<Evaluated> out;
   for (std::size_t i = 0; i < cases.size(); ++i) {
     Evaluated e{cases[i].first, cases[i].second, nullptr};
-    const auto found = run.verdicts.find("c" + std::to_string(i));
-    if (found != run.verdicts.end()) e.verdict = found->second;
-    else e.verdict = {{"outcome", "error"}, {"reason", run.error.empty() ? "no verdict came back" : runtime::first_line(run.error)}};
+    e.scenario.name = "explore_case";
+    e.scenario.file = folder_ + "/explore_case.toml";
+    const auto t = Clock::now();
+    e.verdict = runner_->run(e.scenario);
+    run_seconds_ += since(t);
     const bool inconclusive = ex::stopped_by_shared_error(e.verdict);
     if (inconclusive) {
       ++inconclusive_;
@@ -165,6 +161,7 @@ std::vector<Explorer::Evaluated> Explorer::evaluate(const std::vector<std::pair<
          {"inconclusive", inconclusive},
          {"case", first_index + i},
          {"seconds_since_start", since(start_)},
+         {"seconds", e.verdict.value("seconds", 0.0)},
          {"outcome", e.verdict.value("outcome", "")},
          {"signature", sig ? json(sig->text()) : json(nullptr)},
          {"reason", e.verdict.value("reason", "")},
@@ -173,7 +170,6 @@ std::vector<Explorer::Evaluated> Explorer::evaluate(const std::vector<std::pair<
          {"scenario", e.toml}});
     out.push_back(std::move(e));
   }
-  fs::remove_all(dir);
   return out;
 }
 
@@ -257,10 +253,10 @@ std::string Explorer::save(const Finding& f, int number) {
       "Failure: " + f.signature.text() + ": " + runtime::first_line(f.verdict.value("reason", "")),
       "Shrunk in " + std::to_string(f.shrink_steps) + " step(s) from " + f.original_size + " to " + f.shrunk_size + ".",
       std::string("Reproduce: distmetrics ") +
-          (source_.plugin.empty() && source_.python.empty()
+          (!source_.plugin
                ? "run " + runtime::shell_quote(path)
-               : "conform " + std::string(source_.plugin.empty() ? "--python " + runtime::shell_quote(source_.python)
-                                                                : "--plugin " + runtime::shell_quote(source_.plugin)) +
+               : "conform " + std::string(source_.plugin_path.empty() ? "--python " + runtime::shell_quote(source_.python)
+                                                                : "--plugin " + runtime::shell_quote(source_.plugin_path)) +
                      " --metric " + runtime::shell_quote(source_.metric) + " " + runtime::shell_quote(path)),
       "Keep it as a regression: move it to scenarios/regression/ and say in `description` what it checks (docs/explore.md)."};
   std::string text = f.toml;
@@ -281,6 +277,7 @@ int Explorer::run(std::ostream& err) {
     return kBadInput;
   }
   folder_ = tmp;
+  runner_ = std::make_unique<CaseRunner>(source_);
   if (!o_.log_file.empty()) {
     log_.open(o_.log_file);
     if (!log_) {
@@ -289,8 +286,8 @@ int Explorer::run(std::ostream& err) {
     }
   }
   out_ << "distmetrics explore: " << source_.metric
-       << (source_.plugin.empty() ? source_.python.empty() ? " (reference)" : " (python " + source_.python + ")"
-                                  : " (plugin " + source_.plugin + ")")
+       << (!source_.plugin ? std::string(" (reference)")
+                           : source_.python.empty() ? " (plugin " + source_.plugin_path + ")" : " (python " + source_.python + ")")
        << " around " << (base_.file.empty() ? std::string("a generated base") : base_.file) << ", seed " << o_.seed
        << ", budget " << fixed(o_.budget) << " s, world sizes";
   for (int w : space_.world_sizes) out_ << " " << w;
@@ -347,6 +344,7 @@ int Explorer::run(std::ostream& err) {
     progress(false);
   }
   progress(true);
+  runner_.reset();  // ends the rank pools
   fs::remove_all(folder_);
   const double seconds = since(start_);
 
@@ -490,6 +488,7 @@ int run_explore(const ExploreOptions& o, std::ostream& out, std::ostream& err) {
     return bad(std::string(o.plugin.empty() ? "--python " + o.python : "--plugin " + o.plugin) + ": " + e.what());
   }
   if (source) {
+    space.input_dtypes = false;  // explore.h: Space::input_dtypes
     registry = &source->registry;
     harness::MetricCatalog::instance().add("plugin " + source->path, &source->registry);
   }
@@ -548,10 +547,12 @@ int run_explore(const ExploreOptions& o, std::ostream& out, std::ostream& err) {
 
   CaseSource cases;
   cases.metric = o.metric;
-  cases.plugin = o.plugin.empty() ? "" : source->path;
+  cases.plugin = source;
+  cases.plugin_path = o.plugin.empty() ? "" : source->path;
   cases.python = o.python;
   cases.deadline = o.deadline;
-  cases.allow_python = o.allow_python;
+  // A C++ rank is light; a Python rank holds an interpreter and torch (about 0.3 GB).
+  cases.max_pools = std::min<std::size_t>(space.world_sizes.size(), o.python.empty() ? 8 : 3);
   Explorer explorer(o, *base, space, cases, out);
   return explorer.run(err);
 }

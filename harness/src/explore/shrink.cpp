@@ -59,7 +59,11 @@ std::vector<Scenario> shrink_candidates(const Scenario& s) {
   const auto* policy = find_shard_policy(shard);
   const int min_w = policy ? policy->min_world_size : 1;
   // Fewer ranks (the smallest first).
-  for (int smaller = std::max(1, min_w); smaller < w; ++smaller) {
+  // 1, 2, 3, half and one less: each new world size starts a rank pool, so not every one.
+  std::set<int> sizes;
+  for (int v : {1, 2, 3, w / 2, w - 1})
+    if (v >= std::max(1, min_w) && v < w) sizes.insert(v);
+  for (int smaller : sizes) {
     Scenario c = s;
     c.world_sizes = {smaller};
     c.script = fit_script(c.script, smaller);

@@ -197,7 +197,7 @@ Case generate_case(const Scenario& base, const Space& space, std::uint64_t seed,
     if (policy.min_world_size <= w && policy.name != "padded") shards.push_back(policy.name);
   s.shards = {r.pick(shards)};
   s.dtypes.clear();
-  if (r.chance(0.2)) s.dtypes = {r.pick(input_dtype_names())};
+  if (r.chance(0.2) && space.input_dtypes) s.dtypes = {r.pick(input_dtype_names())};
 
   if (s.data.file.empty()) {
     s.data.seed = static_cast<std::uint64_t>(r.between(0, 999999));

@@ -48,7 +48,11 @@ struct Space {
   std::string backend = "gloo";
   std::int64_t max_samples = 20000;  // the large-count end of num_samples
   double deadline_seconds = 10;      // each case's deadline
-  bool vary_metric_params = true;    // a base scenario file given: false keeps its parameters
+  bool vary_metric_params = true;    // --param given: false keeps the parameters
+  // [variants] dtypes. Off for plugins and Python sources: conform builds their single-process
+  // reference from the data as generated, not rounded through the input dtype the ranks get
+  // (plugin/src/conform_reference.cpp), so every such case would fail for the harness's reason.
+  bool input_dtypes = true;
 };
 
 // One generated case: the scenario (not yet loaded) and the parts of the space it touched
