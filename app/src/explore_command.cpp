@@ -91,6 +91,35 @@ std::optional<harness::Scenario> base_from_generators(const std::string& metric,
   return std::nullopt;
 }
 
+// The properties checked only when listed (state_roundtrip, merge_state; docs/properties.md),
+// added to the ones the loader derives from the script; a metric that cannot save its state has
+// them skip.
+const std::vector<std::string>& listed_only_properties() {
+  static const std::vector<std::string> names = {"state_roundtrip", "merge_state"};
+  return names;
+}
+
+bool lists_extras(const harness::Scenario& s) {
+  return std::find(s.properties.begin(), s.properties.end(), listed_only_properties().front()) != s.properties.end();
+}
+
+// The scenario as a case: loaded with the properties its script gives, and with the listed-only
+// ones when `extras`. nullopt (with why) when the loader refuses it.
+std::optional<std::pair<harness::Scenario, std::string>> load_as_case(const harness::Scenario& s, bool extras,
+                                                                      std::string* why = nullptr) {
+  std::string toml = ex::scenario_to_toml(s, {}, false);
+  auto loaded = ex::load_case(toml, "case", why);
+  if (!loaded) return std::nullopt;
+  if (extras) {
+    for (const auto& p : listed_only_properties())
+      if (std::find(loaded->properties.begin(), loaded->properties.end(), p) == loaded->properties.end())
+        loaded->properties.push_back(p);
+    std::string with = ex::scenario_to_toml(*loaded, {}, true);
+    if (auto again = ex::load_case(with, "case")) return std::make_pair(std::move(*again), with);
+  }
+  return std::make_pair(std::move(*loaded), toml);
+}
+
 struct Finding {
   ex::Signature signature;
   std::uint64_t index = 0;
@@ -144,7 +173,11 @@ class Explorer {
 std::vector<Explorer::Evaluated> Explorer::evaluate(const std::vector<std::pair<harness::Scenario, std::string>>& cases,
                                                     const char* phase, std::uint64_t first_index) {
   std::vector<Evaluated> out;
+  // The search stops at its budget, shrinking at its limit, also within a batch (a hanging case
+  // costs its deadline and a pool's restart).
+  const double stop_at = std::string(phase) == "search" ? o_.budget : 2 * o_.budget;
   for (std::size_t i = 0; i < cases.size(); ++i) {
+    if (i > 0 && since(start_) > stop_at) break;
     Evaluated e{cases[i].first, cases[i].second, nullptr};
     e.scenario.name = "explore_case";
     e.scenario.file = folder_ + "/explore_case.toml";
@@ -203,11 +236,12 @@ Finding Explorer::shrink(const Evaluated& failing, const ex::Signature& signatur
   while (progressed && !f.shrink_cut) {
     progressed = false;
     std::vector<std::pair<harness::Scenario, std::string>> candidates;
+    const bool extras = lists_extras(current);
     for (auto& c : ex::shrink_candidates(current)) {
       c.description = current.description;
-      const std::string toml = ex::scenario_to_toml(c, {}, false);
-      if (!seen.insert(toml).second) continue;
-      if (auto loaded = ex::load_case(toml, "candidate")) candidates.emplace_back(std::move(*loaded), toml);
+      auto loaded = load_as_case(c, extras);
+      if (!loaded || !seen.insert(loaded->second).second) continue;
+      candidates.push_back(std::move(*loaded));
     }
     // In order, a few at a time: the first that keeps the signature wins, whatever the timing.
     constexpr std::size_t kChunk = 4;
@@ -263,7 +297,7 @@ std::string Explorer::save(const Finding& f, int number) {
   if (scenario) {
     scenario->description = "explore: " + source_.metric + " " + f.signature.text() + " (seed " + std::to_string(o_.seed) +
                             ", case " + std::to_string(f.index) + ")";
-    text = ex::scenario_to_toml(*scenario, header, false);
+    text = ex::scenario_to_toml(*scenario, header, lists_extras(*scenario));
   }
   std::ofstream(path) << text;
   return path;
@@ -306,15 +340,16 @@ int Explorer::run(std::ostream& err) {
     for (int k = 0; k < batch; ++k, ++index) {
       if (o_.max_cases > 0 && tried_ + cases.size() >= static_cast<std::uint64_t>(o_.max_cases)) break;
       const ex::Case c = ex::generate_case(base_, space, o_.seed, index);
-      const std::string toml = ex::scenario_to_toml(c.scenario, {}, false);
       std::string why;
-      auto loaded = ex::load_case(toml, "case", &why);
+      // Half the cases also check the listed-only properties (the choice is the case's own).
+      const bool extras = ex::Rng(o_.seed * 7919ull + index).chance(0.5);
+      auto loaded = load_as_case(c.scenario, extras, &why);
       if (!loaded) {
         ++rejected_;
-        log({{"phase", "refused"}, {"case", index}, {"why", why}, {"scenario", toml}});
+        log({{"phase", "refused"}, {"case", index}, {"why", why}, {"scenario", ex::scenario_to_toml(c.scenario, {}, false)}});
         continue;
       }
-      cases.emplace_back(std::move(*loaded), toml);
+      cases.push_back(std::move(*loaded));
       indices.push_back(index);
     }
     if (cases.empty()) continue;

@@ -148,13 +148,20 @@ std::int64_t draw_samples(Rng& r, std::int64_t max_samples) {
   return std::min(n, std::max<std::int64_t>(max_samples, 0));
 }
 
+// At most kMaxBatches batches a rank: thousands of one-sample batches (each a call into the metric,
+// a Python one included, several times over for batch_invariant) would spend a case's deadline.
+constexpr std::int64_t kMaxBatches = 200;
+
 std::int64_t draw_batch_size(Rng& r, std::int64_t samples, int world_size) {
   const std::int64_t per_rank = std::max<std::int64_t>(1, samples / std::max(world_size, 1));
+  const std::int64_t least = (per_rank + kMaxBatches - 1) / kMaxBatches;
   const auto roll = r.between(0, 99);
-  if (roll < 20) return 1;
-  if (roll < 45) return r.between(2, 8);
-  if (roll < 80) return r.between(1, per_rank);
-  return per_rank + r.between(0, 3);  // one batch per rank (or fewer rows than a batch)
+  std::int64_t size;
+  if (roll < 20) size = 1;
+  else if (roll < 45) size = r.between(2, 8);
+  else if (roll < 80) size = r.between(1, per_rank);
+  else size = per_rank + r.between(0, 3);  // one batch per rank (or fewer rows than a batch)
+  return std::max(size, least);
 }
 
 }  // namespace
@@ -293,6 +300,8 @@ std::vector<std::string> features_of(const Scenario& s) {
     if (v >= 1e6) f.push_back("data=extreme_large");
     if (v > 0 && v <= 1e-6) f.push_back("data=extreme_small");
   }
+  for (const auto& name : s.properties)
+    if (name == "state_roundtrip" || name == "merge_state") f.push_back("property=" + name);
   for (const auto& [key, value] : s.metric_params.items())
     if (value.is_primitive()) f.push_back("param " + key + "=" + (value.is_string() ? value.get<std::string>() : value.dump()));
   std::sort(f.begin(), f.end());
