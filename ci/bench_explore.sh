@@ -4,16 +4,18 @@
 # each reference metric listed must show no failure. Prints time to first failure, the shrunk
 # size, the search's variants/s, and the library run's variants/s beside it. Opt-in (`ci/bench.sh
 # --explore`, or this script alone): a 60 s budget per example is about 20 minutes on 2 cores.
-#   Usage: ci/bench_explore.sh [--budget SECONDS] [--build-dir DIR] [--seed N]
+#   Usage: ci/bench_explore.sh [--budget SECONDS] [--build-dir DIR] [--seed N] [--only REGEX]
+#   --only REGEX  only the rows whose name matches (e.g. 'python/broken')
 # Exit 0 when every row meets its expectation, 1 otherwise (a bench: printed, never a test).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-budget=60 build_dir="$root/build" seed=1
+budget=60 build_dir="$root/build" seed=1 only=""
 while [ $# -gt 0 ]; do
   case $1 in
     --budget) budget=$2; shift 2 ;;
     --build-dir) build_dir=$2; shift 2 ;;
     --seed) seed=$2; shift 2 ;;
+    --only) only=$2; shift 2 ;;
     *) echo "bench_explore: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -53,6 +55,7 @@ met=0 total=0
 printf '%-44s %-6s %-7s %9s %-46s %8s\n' example want got first_s "shrunk to" "var/s"
 for row in "${rows[@]}"; do
   IFS='|' read -r name want args <<<"$row"
+  [[ -n "$only" && ! "$name" =~ $only ]] && continue
   total=$((total + 1))
   json="$out/$total.json"
   # shellcheck disable=SC2086
