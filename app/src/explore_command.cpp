@@ -538,10 +538,14 @@ int run_explore(const ExploreOptions& o, std::ostream& out, std::ostream& err) {
     if (!kv) return bad("--param '" + text + "': give key=value");
     params[kv->first] = kv->second;
   }
-  try {
-    registry->resolve_params(o.metric, params);
-  } catch (const std::exception& e) {
-    return bad("--param: " + runtime::first_line(e.what()));
+  // Names here; values when the base scenario is loaded with them (below), beside the
+  // parameters the metric needs and the base sets.
+  {
+    std::vector<std::string> known;
+    for (const auto& p : registry->find(o.metric)->params) known.push_back(p.name);
+    for (const auto& [key, value] : params.items())
+      if (std::find(known.begin(), known.end(), key) == known.end())
+        return bad("--param: " + runtime::unknown_param_message("metric '" + o.metric + "'", key, known));
   }
   harness::allow_scenario_python(o.allow_python);
 
