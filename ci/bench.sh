@@ -2,7 +2,8 @@
 # The benchmarks: builds distmetrics_bench and the CLI, runs every benchmark once, and prints ONE
 # table of ratios, each measured side by side in the same run (absolute times on a shared
 # machine are noise; the ratios are the result). docs/performance.md explains every row.
-#   Usage: ci/bench.sh [--quick] [--json FILE] [--build-dir DIR] [--no-build] [-- benchmark flags]
+#   Usage: ci/bench.sh [--quick] [--json FILE] [--build-dir DIR] [--no-build] [--explore] [-- benchmark flags]
+#   --explore   also ci/bench_explore.sh: `distmetrics explore` on every example (opt-in, ~20 min)
 #   --quick     tiny sizes, one repetition, no whole-library run, no peer run (~30 s): checks that every
 #               benchmark works (CI, ctest bench_quick); its numbers mean nothing
 #   --json FILE the table as JSON (rows with value, baseline, ratio, bar, meets)
@@ -15,15 +16,16 @@ DM_JOB=bench  # read by ci/lib.sh
 source "$(dirname "$0")/lib.sh"
 cd "$DM_ROOT"
 
-quick=0 json="" build_dir=${BUILD_DIR:-build} build=1 extra=()
+quick=0 json="" build_dir=${BUILD_DIR:-build} build=1 extra=() explore=0
 while [ $# -gt 0 ]; do
   case $1 in
     --quick) quick=1 ;;
     --json) json=$2; shift ;;
     --build-dir) build_dir=$2; shift ;;
     --no-build) build=0 ;;
+    --explore) explore=1 ;;  # also ci/bench_explore.sh (opt-in: ~20 min)
     --) shift; extra=("$@"); break ;;
-    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) dm_fail "unknown argument '$1' (see --help)"; exit 2 ;;
   esac
   shift
@@ -101,4 +103,9 @@ print(f"peer run (ci/run_peers.sh, 3 libraries, ws 1-4): {n} variants in {t:.0f}
   else
     echo "(no peer-run row: ci/run_peers.sh wrote no report; see $build_dir/bench/peers.log)"
   fi
+fi
+
+# `distmetrics explore` on the examples (opt-in, not timed tests): ci/bench_explore.sh.
+if [ "$explore" = 1 ]; then
+  bash "$DM_ROOT/ci/bench_explore.sh" --build-dir "$build_dir" || true  # its bars printed, never enforced
 fi

@@ -20,6 +20,7 @@
 #include <sstream>
 
 #include "conform_command.h"
+#include "explore_command.h"
 #include "metrics_command.h"
 #include "distmetrics/build_config.h"
 #include "distmetrics/harness/engine.h"
@@ -350,6 +351,8 @@ int cli_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
   add_allow_python_flag(*conform, o.allow_python);
   MetricsOptions metrics_options;
   auto* metrics = add_metrics_command(app, metrics_options);
+  ExploreOptions explore_options;  // explore_command.h
+  auto* explore = add_explore_command(app, explore_options);
   if (const auto unknown = unknown_subcommand(app, argc, argv)) {
     err << "distmetrics: " << *unknown << "\nRun 'distmetrics --help' for usage.\n";
     return kBadInput;
@@ -378,6 +381,7 @@ int cli_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
   harness::allow_scenario_python(o.allow_python);
   if (*conform) return run_conform(conform_options, out, err);
   if (*metrics) return run_metrics(metrics_options, out, err);
+  if (*explore) return run_explore(explore_options, out, err);
   if (!check_selection(o.selection, err)) return kBadInput;
   if (*validate) return cmd_validate(o, out, err);
   if (*list) return cmd_list(o, out, err);

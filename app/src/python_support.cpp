@@ -1,5 +1,7 @@
 #include "python_support.h"
 
+#include "explore_command.h"
+
 #include <algorithm>
 #include <cstdlib>
 #include <map>
@@ -93,6 +95,7 @@ void register_conform_source() {
   source.cannot_run = [](const distmetrics::harness::Variant& variant) {
     return pyhost::python_backend_unavailable(variant.backend).value_or("");
   };
+  register_explore_python_loader([load = source.load](const std::string& spec) -> const Plugin& { return load(spec, {}); });
   distmetrics::plugin::register_python_conform_source(std::move(source));
 }
 }  // namespace

@@ -6,4 +6,5 @@ checkout on ``PYTHONPATH``); the repository's ``conftest.py`` loads it for runs 
 The hooks are written in ``plugin.py``.
 """
 
-from .plugin import pytest_addoption, pytest_collect_file, pytest_configure  # noqa: F401
+from .plugin import (pytest_addoption, pytest_collect_file, pytest_collection_modifyitems,  # noqa: F401
+                     pytest_configure)

@@ -19,6 +19,7 @@ try:
 except ImportError:  # pragma: no cover - older Pythons use the default deadline
     tomllib = None
 
+from . import explore
 from .processes import describe_returncode, run_with_timeout
 from .report import describe_variant, passed, read_variant
 from .runner import (RunnerError, Selection, Variant, find_runner, list_variants,
@@ -76,6 +77,7 @@ def pytest_addoption(parser):
                     help="start variants of the mpi backend as `COMMAND -np N --oversubscribe "
                          "distmetrics run ... --launcher mpi` (default: the runner starts its "
                          "own mpirun)")
+    explore.add_options(group)  # --distmetrics-explore (explore.py)
 
 
 def pytest_configure(config):
@@ -503,3 +505,8 @@ class VariantItem(pytest.Item):
     def reportinfo(self):
         # A line number is needed for pytest to place a skip raised at run time.
         return self.path, 0, f"distmetrics {self.variant.id}"
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """--distmetrics-explore: one `distmetrics explore` item per metric (explore.py)."""
+    explore.add_items(session, config, items)

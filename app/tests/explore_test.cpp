@@ -1,0 +1,153 @@
+// explore's engine-side parts against the loader (harness/explore.h): the TOML writer gives back
+// the scenario the loader built, generated cases are scenario files the loader accepts, the
+// same (seed, index) draws the same case, and signatures read real verdict fields.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "distmetrics/harness/explore.h"
+#include "distmetrics/harness/scenario_files.h"
+
+namespace ex = distmetrics::harness::explore;
+using distmetrics::harness::Scenario;
+using nlohmann::json;
+
+namespace {
+
+std::vector<Scenario> core_scenarios() {
+  auto loaded = distmetrics::harness::load_scenarios({std::string(DISTMETRICS_SCENARIO_ROOT) + "/core"});
+  EXPECT_TRUE(loaded.diagnostics.empty());
+  std::vector<Scenario> out;
+  for (auto& s : loaded.scenarios)
+    if (!s.data.generator.empty() && !s.names_python()) out.push_back(std::move(s));
+  return out;
+}
+
+// What the writer leaves out (explore's cases have none of these) and where a file came from.
+json comparable(Scenario s) {
+  s.golden.reset();
+  s.expect = {};
+  s.reference.reset();
+  s.batch_invariant_sizes.clear();
+  s.name.clear();
+  s.file.clear();
+  return s.to_json();
+}
+
+const Scenario* find(const std::vector<Scenario>& all, const std::string& name) {
+  for (const auto& s : all)
+    if (s.name == name) return &s;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST(ExploreToml, EveryCoreScenarioWrittenBackLoadsAsTheSameScenario) {
+  const auto scenarios = core_scenarios();
+  ASSERT_GT(scenarios.size(), 20u);
+  int compared = 0;
+  for (const auto& s : scenarios) {
+    if (s.golden || !s.expect.error.empty() || !s.expect.fail.empty()) continue;  // not written back
+    const std::string toml = ex::scenario_to_toml(s, {"a header"}, true);
+    std::string why;
+    const auto back = ex::load_case(toml, s.name, &why);
+    ASSERT_TRUE(back) << s.name << ": " << why << "\n" << toml;
+    EXPECT_EQ(comparable(*back), comparable(s)) << s.name << "\n" << toml;
+    ++compared;
+  }
+  EXPECT_GE(compared, 15);
+}
+
+TEST(ExploreSpace, CasesAreScenarioFilesTheLoaderAcceptsAndTheSeedReproducesThem) {
+  const auto scenarios = core_scenarios();
+  ex::Space space;
+  space.world_sizes = {1, 2, 3, 5, 8};
+  for (const char* name : {"core/mean_absolute_error", "core/accuracy_multiclass", "core/roc_auc", "core/precision_macro"}) {
+    const Scenario* base = find(scenarios, name);
+    ASSERT_TRUE(base) << name;
+    int loaded = 0;
+    std::set<std::string> texts;
+    std::set<int> sizes;
+    for (std::uint64_t i = 0; i < 60; ++i) {
+      const ex::Case c = ex::generate_case(*base, space, 7, i);
+      const std::string toml = ex::scenario_to_toml(c.scenario, {}, false);
+      EXPECT_EQ(toml, ex::scenario_to_toml(ex::generate_case(*base, space, 7, i).scenario, {}, false));
+      texts.insert(toml);
+      if (const auto s = ex::load_case(toml, "case")) {
+        ++loaded;
+        ASSERT_EQ(s->world_sizes.size(), 1u);
+        sizes.insert(s->world_sizes.front());
+        EXPECT_NE(std::find(space.world_sizes.begin(), space.world_sizes.end(), s->world_sizes.front()), space.world_sizes.end());
+        EXPECT_EQ(s->shards.size(), 1u);
+        EXPECT_NE(s->shards.front(), "padded");
+      }
+    }
+    EXPECT_EQ(texts.size(), 60u) << name;       // no two cases alike
+    EXPECT_GE(loaded, 30) << name;             // most draws are valid scenarios
+    EXPECT_GE(sizes.size(), 4u) << name;
+    // Another seed, other cases.
+    EXPECT_NE(ex::scenario_to_toml(ex::generate_case(*base, space, 8, 0).scenario, {}, false),
+              ex::scenario_to_toml(ex::generate_case(*base, space, 7, 0).scenario, {}, false));
+  }
+}
+
+TEST(ExploreShrink, CandidatesAreSmallerDeterministicAndStartWithFewerRanks) {
+  const auto scenarios = core_scenarios();
+  const Scenario* base = find(scenarios, "core/mean_absolute_error");
+  ASSERT_TRUE(base);
+  ex::Space space;
+  space.world_sizes = {6};
+  auto c = ex::generate_case(*base, space, 3, 0).scenario;
+  c.data.num_samples = 100;
+  c.batch_size = 3;
+  const auto toml = ex::scenario_to_toml(c, {}, false);
+  const auto s = ex::load_case(toml, "case");
+  ASSERT_TRUE(s) << toml;
+  const auto candidates = ex::shrink_candidates(*s);
+  ASSERT_FALSE(candidates.empty());
+  EXPECT_EQ(candidates.front().world_sizes, std::vector<int>{1});  // the smallest world size first
+  std::vector<int> ranks;
+  for (const auto& cand : candidates)
+    if (cand.world_sizes.front() != 6) ranks.push_back(cand.world_sizes.front());
+  EXPECT_EQ(ranks, (std::vector<int>{1, 2, 3, 5}));
+  std::vector<std::int64_t> samples;
+  for (const auto& cand : candidates)
+    if (cand.data.num_samples != 100) samples.push_back(cand.data.num_samples);
+  EXPECT_EQ(samples.front(), 0);
+  EXPECT_TRUE(std::is_sorted(samples.begin(), samples.end()));
+  const auto again = ex::shrink_candidates(*s);
+  ASSERT_EQ(again.size(), candidates.size());
+  for (std::size_t i = 0; i < again.size(); ++i) {
+    EXPECT_EQ(ex::scenario_to_toml(again[i], {}, false), ex::scenario_to_toml(candidates[i], {}, false));
+    EXPECT_NE(ex::scenario_to_toml(again[i], {}, false), toml);
+  }
+}
+
+TEST(ExploreSignature, ReadsOutcomeFirstHandPropertiesAndRankStates) {
+  const json pass = {{"outcome", "pass"}, {"properties", json::array()}, {"ranks", json::array()}};
+  EXPECT_FALSE(ex::failure_signature(pass));
+  const json hang = {
+      {"outcome", "hang"},
+      {"properties",
+       {{{"name", "no_hang"}, {"outcome", "fail"}, {"consequence_of", nullptr}, {"expected_failure", false}},
+        {{"name", "ranks_agree"}, {"outcome", "fail"}, {"consequence_of", "no_hang"}, {"expected_failure", false}}}},
+      {"ranks", {{{"rank", 0}, {"state", "stuck"}}, {{"rank", 1}, {"state", "raised"}}, {{"rank", 2}, {"state", "stuck"}}}}};
+  const auto sig = ex::failure_signature(hang);
+  ASSERT_TRUE(sig);
+  EXPECT_EQ(sig->text(), "hang [no_hang] ranks: raised, stuck");
+  // Fewer ranks, the same pattern: the same failure.
+  json smaller = hang;
+  smaller["ranks"] = {{{"rank", 0}, {"state", "raised"}}, {{"rank", 1}, {"state", "stuck"}}};
+  EXPECT_TRUE(*ex::failure_signature(smaller) == *sig);
+  // Every rank stopped at the error the single process raised too: inconclusive.
+  const json stopped = {
+      {"outcome", "fail"},
+      {"properties",
+       {{{"name", "idempotent"}, {"outcome", "fail"}, {"consequence_of", nullptr}, {"single", nullptr}, {"ranks", {nullptr, nullptr}}}}},
+      {"ranks", {{{"state", "finished"}, {"error", "NotComputableError at compute: none"}},
+                 {{"state", "finished"}, {"error", "NotComputableError at compute: none"}}}}};
+  EXPECT_TRUE(ex::stopped_by_shared_error(stopped));
+  json judged = stopped;
+  judged["properties"][0]["ranks"] = {1.5, 2.5};
+  EXPECT_FALSE(ex::stopped_by_shared_error(judged));
+}

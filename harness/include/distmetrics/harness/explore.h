@@ -1,0 +1,102 @@
+// `distmetrics explore`'s engine-side parts (docs/explore.md): random scenarios drawn around a
+// base scenario, written back as scenario TOML (the one format; every case is loaded by the same
+// loader as a file before it runs), the failure signature read from a verdict, and the
+// candidates that shrink a failing case. Running cases is the caller's (app/src/explore_*).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "distmetrics/harness/scenario.h"
+
+namespace distmetrics::harness::explore {
+
+// Deterministic on every platform (std::uniform_*_distribution is not): splitmix64.
+class Rng {
+ public:
+  explicit Rng(std::uint64_t seed) : state_(seed) {}
+  std::uint64_t next();
+  std::int64_t between(std::int64_t low, std::int64_t high);  // inclusive
+  bool chance(double p);
+  double unit();  // [0, 1)
+  template <class T>
+  const T& pick(const std::vector<T>& items) {
+    return items[static_cast<std::size_t>(between(0, static_cast<std::int64_t>(items.size()) - 1))];
+  }
+
+ private:
+  std::uint64_t state_;
+};
+
+// The scenario as TOML that load_scenario_text reads back to the same Scenario (for what explore
+// produces: generated data or a data file, no golden value, no expectations). `header` lines are
+// written as comments first. `properties` is written only when `with_properties` (otherwise the
+// loader derives them from the script, as for a file that leaves them out).
+std::string scenario_to_toml(const Scenario& scenario, const std::vector<std::string>& header, bool with_properties);
+
+// Loads TOML text as a scenario file named `name`; nullopt with the first diagnostic in `why`.
+std::optional<Scenario> load_case(const std::string& toml, const std::string& name, std::string* why = nullptr);
+
+// What the search may vary.
+struct Space {
+  std::vector<int> world_sizes;  // drawn from
+  std::string backend = "gloo";
+  std::int64_t max_samples = 20000;  // the large-count end of num_samples
+  double deadline_seconds = 10;      // each case's deadline
+  bool vary_metric_params = true;    // --param given: false keeps the parameters
+  // [variants] dtypes. Off for plugins and Python sources: conform builds their single-process
+  // reference from the data as generated, not rounded through the input dtype the ranks get
+  // (plugin/src/conform_reference.cpp), so every such case would fail for the harness's reason.
+  bool input_dtypes = true;
+};
+
+// One generated case: the scenario (not yet loaded) and the parts of the space it touched
+// (coverage keys such as "world_size=3", "batch=1", "step=update empty", "data=absent_class").
+struct Case {
+  Scenario scenario;
+  std::vector<std::string> features;
+};
+
+// Case `index` of the search seeded `seed`: a function of (base, space, seed, index) only, so a
+// seed reproduces the search whatever the budget cut off.
+Case generate_case(const Scenario& base, const Space& space, std::uint64_t seed, std::uint64_t index);
+
+// The parts of the space a scenario touches (generate_case's `features`, for any scenario).
+std::vector<std::string> features_of(const Scenario& scenario);
+
+// What makes two failures the same: the outcome, the properties that failed first-hand (not as a
+// consequence of another), and how the ranks that did not finish ended. nullopt: not a failure
+// (pass, skip).
+struct Signature {
+  std::string outcome;
+  std::vector<std::string> properties;
+  std::vector<std::string> blame;  // distinct end states of ranks that did not finish ("raised", "stuck")
+  std::string text() const;        // "hang [no_hang] ranks: raised, stuck"
+  bool operator==(const Signature& other) const {
+    return outcome == other.outcome && properties == other.properties && blame == other.blame;
+  }
+};
+std::optional<Signature> failure_signature(const nlohmann::json& verdict);
+
+// A failure that says nothing about the metric: every property that failed first-hand has no
+// value on any rank nor in the single process, because every rank stopped its script at the same
+// error the single process raised too (a compute with no samples anywhere, then more computes).
+// The checks compare a later compute the ranks never reached; explore counts such a case as
+// inconclusive, not as a failure (docs/explore.md).
+bool stopped_by_shared_error(const nlohmann::json& verdict);
+
+// Simpler scenarios than `s`, simplest first, each one step smaller in one thing: world size,
+// samples, script steps, batches, shard policy, input dtype, data parameters (classes,
+// magnitudes) and metric parameters back to their defaults, the seed. They are not yet loaded
+// (a candidate the loader rejects is dropped by the caller).
+std::vector<Scenario> shrink_candidates(const Scenario& s);
+
+// A size to print: "ws 2, 3 samples, batch 1, 2 steps".
+std::string size_text(const Scenario& s);
+
+}  // namespace distmetrics::harness::explore

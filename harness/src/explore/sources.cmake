@@ -1,0 +1,5 @@
+# `distmetrics explore`'s engine-side parts (harness/explore.h, docs/explore.md).
+list(APPEND DISTMETRICS_HARNESS_SOURCES
+  src/explore/scenario_toml.cpp
+  src/explore/space.cpp
+  src/explore/shrink.cpp)

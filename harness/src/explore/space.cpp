@@ -1,0 +1,356 @@
+// The search space of `distmetrics explore` (explore.h, docs/explore.md): a case is the base
+// scenario with its variant axes, data, batches, script and parameters drawn at random.
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <sstream>
+
+#include "distmetrics/harness/data.h"
+#include "distmetrics/harness/explore.h"
+#include "distmetrics/harness/input_dtype.h"
+#include "distmetrics/harness/metric_catalog.h"
+#include "distmetrics/harness/shard.h"
+
+namespace distmetrics::harness::explore {
+namespace {
+
+using nlohmann::json;
+
+std::uint64_t mix(std::uint64_t a, std::uint64_t b) {
+  Rng r(a ^ (b * 0x9E3779B97F4A7C15ull));
+  r.next();
+  return r.next();
+}
+
+// Parameters tied between the metric and its data: the same class count on both sides.
+bool is_class_count(const std::string& name) { return name == "num_classes" || name == "num_labels"; }
+
+// Magnitudes at the ends of what floating point holds well, and the degenerate ones.
+const std::vector<double>& magnitudes() {
+  static const std::vector<double> values = {0.0, 1e-7, 1e-3, 1.0, 3.0, 1e3, 1e6, 1e9, 1e12};
+  return values;
+}
+
+json draw_float_param(Rng& r, const std::string& name, const json& current) {
+  if (name == "positive_rate") return std::vector<double>{0.0, 1.0, 0.5, 0.05, 0.95}[r.between(0, 4)];
+  if (name == "separation") return std::vector<double>{0.0, 0.5, 1.5, 5.0}[r.between(0, 3)];
+  if (name == "outliers") return std::vector<double>{0.0, 0.1, 0.5}[r.between(0, 2)];
+  if (name == "offset" || name == "mean" || name == "low")
+    return (r.chance(0.5) ? -1.0 : 1.0) * r.pick(magnitudes());
+  if (name == "threshold") return std::vector<double>{0.0, 0.25, 0.5, 0.75, 1.0}[r.between(0, 4)];
+  if (name == "weight_low") return std::vector<double>{0.0, 1.0, 2.0}[r.between(0, 2)];
+  if (name == "weight_high") return std::vector<double>{2.0, 1e3, 4194304.0}[r.between(0, 2)];
+  if (name == "noise") return std::vector<double>{0.0, 1e-7, 0.5, 1e3, 1e6}[r.between(0, 4)];
+  if (name == "high") {
+    const double low = 0;
+    return low + r.pick(magnitudes());
+  }
+  (void)current;
+  return r.pick(magnitudes());
+}
+
+// A value for a declared parameter, or null to leave it alone.
+json draw_param(Rng& r, const runtime::ParamDecl& p, const json& current) {
+  if (!p.choices.empty()) return r.pick(p.choices);
+  if (p.type == "bool") return !(current.is_boolean() && current.get<bool>());
+  if (p.type == "float") return draw_float_param(r, p.name, current);
+  if (p.type == "int") {
+    if (p.name == "dims") return r.between(0, 3);
+    if (p.name == "height" || p.name == "width") return r.between(1, 8);
+    if (p.name == "channels") return r.between(1, 3);
+    if (p.name == "top_k" || p.name == "k") return r.between(1, 3);
+    if (current.is_number_integer()) return std::max<std::int64_t>(0, current.get<std::int64_t>() + r.between(-2, 2));
+    return r.between(0, 4);
+  }
+  return nullptr;  // lists, tables: kept as they are
+}
+
+const std::vector<runtime::ParamDecl>* metric_params_of(const std::string& metric) {
+  const auto* registry = MetricCatalog::instance().registry_for(metric);
+  if (!registry) return nullptr;
+  const auto* spec = registry->find(metric);
+  return spec ? &spec->params : nullptr;
+}
+
+std::int64_t class_count(const Scenario& s) {
+  for (const char* key : {"num_classes", "num_labels"}) {
+    if (s.data.params.contains(key) && s.data.params[key].is_number_integer()) return s.data.params[key].get<std::int64_t>();
+    if (s.metric_params.contains(key) && s.metric_params[key].is_number_integer()) return s.metric_params[key].get<std::int64_t>();
+  }
+  return 0;
+}
+
+void set_class_count(Scenario& s, std::int64_t classes) {
+  for (const char* key : {"num_classes", "num_labels"}) {
+    if (s.data.params.contains(key)) s.data.params[key] = classes;
+    if (s.metric_params.contains(key) && s.metric_params[key].is_number_integer()) s.metric_params[key] = classes;
+  }
+  if (s.data.params.contains("class_weights") && s.data.params["class_weights"].is_array() &&
+      !s.data.params["class_weights"].empty())
+    s.data.params["class_weights"] = json::array();
+}
+
+Step step(const std::string& text) { return parse_step(text); }
+
+std::vector<Step> draw_script(Rng& r, int world_size) {
+  std::vector<Step> script;
+  const int length = static_cast<int>(r.between(1, 8));
+  bool reset = false;
+  bool compute_every = false;
+  // Mostly data first: a compute before any update raises on every rank (no samples anywhere),
+  // which ends the ranks' scripts and leaves the rest of the case unjudged.
+  if (r.chance(0.85)) script.push_back(step(r.chance(0.5) ? "update" : "update " + std::to_string(r.between(1, 9) * 10) + "%"));
+  for (int i = 0; i < length; ++i) {
+    if (!script.empty() && script.back().op == Step::Op::Reset && r.chance(0.8)) {
+      script.push_back(step(r.chance(0.5) ? "replay" : "update"));
+      continue;
+    }
+    const auto roll = r.between(0, 99);
+    std::string text;
+    if (roll < 14) text = "update";
+    else if (roll < 22) text = "update " + std::to_string(r.between(2, 4));
+    else if (roll < 30) text = "update " + std::to_string(r.between(1, 9) * 10) + "%";
+    else if (roll < 40) text = "update rest";
+    else if (roll < 48) text = "update empty";
+    else if (roll < 58 && world_size > 1) {  // ranks reach the next compute with different update counts
+      std::string ranks;
+      for (int rank = 0; rank < world_size; ++rank)
+        if (r.chance(0.5)) ranks += (ranks.empty() ? "" : ",") + std::to_string(rank);
+      if (ranks.empty()) ranks = std::to_string(r.between(0, world_size - 1));
+      text = std::string(r.chance(0.3) ? "update empty" : "update") + " ranks=" + ranks;
+    } else if (roll < 72) text = "compute";
+    else if (roll < 80) {
+      script.push_back(step("compute"));
+      text = "compute";  // compute twice
+    } else if (roll < 88) {
+      text = "reset";
+      reset = true;
+    } else if (roll < 94 && reset) text = "replay";
+    else if (roll < 97 && !compute_every) {
+      text = "compute every";
+      compute_every = true;
+    } else text = "update rest";
+    script.push_back(step(text));
+  }
+  if (script.empty() || script.back().op != Step::Op::Compute) script.push_back(step("compute"));
+  return script;
+}
+
+std::int64_t draw_samples(Rng& r, std::int64_t max_samples) {
+  const auto roll = r.between(0, 99);
+  std::int64_t n;
+  if (roll < 5) n = 0;
+  else if (roll < 18) n = r.between(1, 3);
+  else if (roll < 55) n = r.between(4, 40);
+  else if (roll < 85) n = r.between(41, 400);
+  else if (roll < 95) n = r.between(401, 5000);
+  else n = r.between(5001, std::max<std::int64_t>(5001, max_samples));
+  return std::min(n, std::max<std::int64_t>(max_samples, 0));
+}
+
+// At most kMaxBatches batches a rank: thousands of one-sample batches (each a call into the metric,
+// a Python one included, several times over for batch_invariant) would spend a case's deadline.
+constexpr std::int64_t kMaxBatches = 200;
+
+std::int64_t draw_batch_size(Rng& r, std::int64_t samples, int world_size) {
+  const std::int64_t per_rank = std::max<std::int64_t>(1, samples / std::max(world_size, 1));
+  const std::int64_t least = (per_rank + kMaxBatches - 1) / kMaxBatches;
+  const auto roll = r.between(0, 99);
+  std::int64_t size;
+  if (roll < 20) size = 1;
+  else if (roll < 45) size = r.between(2, 8);
+  else if (roll < 80) size = r.between(1, per_rank);
+  else size = per_rank + r.between(0, 3);  // one batch per rank (or fewer rows than a batch)
+  return std::max(size, least);
+}
+
+}  // namespace
+
+std::uint64_t Rng::next() {
+  std::uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+std::int64_t Rng::between(std::int64_t low, std::int64_t high) {
+  if (high <= low) return low;
+  const auto span = static_cast<std::uint64_t>(high - low) + 1;
+  return low + static_cast<std::int64_t>(next() % span);
+}
+
+bool Rng::chance(double p) { return unit() < p; }
+double Rng::unit() { return static_cast<double>(next() >> 11) * (1.0 / 9007199254740992.0); }
+
+Case generate_case(const Scenario& base, const Space& space, std::uint64_t seed, std::uint64_t index) {
+  Rng r(mix(seed, index));
+  Case c;
+  Scenario& s = c.scenario;
+  s = base;
+  s.golden.reset();
+  s.reference.reset();
+  s.expect = Expectation{};
+  s.properties.clear();
+  s.batch_invariant_sizes.clear();
+  s.deadline_seconds = space.deadline_seconds;
+  const int w = space.world_sizes.empty() ? 1 : r.pick(space.world_sizes);
+  s.world_sizes = {w};
+  s.backends = {space.backend};
+  s.placements = {"cpu"};
+  std::vector<std::string> shards;
+  // Not "padded": it repeats samples as torch's DistributedSampler does, so equal_to_single fails
+  // for every metric by design (regression/pytorch_25162_padded_sampler expects it).
+  for (const auto& policy : shard_policies())
+    if (policy.min_world_size <= w && policy.name != "padded") shards.push_back(policy.name);
+  s.shards = {r.pick(shards)};
+  s.dtypes.clear();
+  if (r.chance(0.2) && space.input_dtypes) s.dtypes = {r.pick(input_dtype_names())};
+
+  if (s.data.file.empty()) {
+    s.data.seed = static_cast<std::uint64_t>(r.between(0, 999999));
+    s.data.num_samples = draw_samples(r, space.max_samples);
+    if (r.chance(0.3)) s.data.dtype = r.chance(0.5) ? "float32" : "float64";
+    if (const auto* generator = find_generator(s.data.generator)) {
+      for (const auto& p : generator->params) {
+        if (is_class_count(p.name) || !r.chance(0.3)) continue;
+        const json current = s.data.params.value(p.name, p.default_value);
+        json value = draw_param(r, p, current);
+        if (!value.is_null()) s.data.params[p.name] = value;
+      }
+      if (s.data.params.contains("low") && s.data.params.contains("high") && s.data.params["low"].is_number() &&
+          s.data.params["high"].is_number() && s.data.params["high"].get<double>() <= s.data.params["low"].get<double>())
+        s.data.params["high"] = s.data.params["low"].get<double>() + 1.0;
+    }
+    // Classes: a count from 1 (a single class) up, and weights with absent classes.
+    if (const auto classes = class_count(s); classes > 0 && r.chance(0.4)) set_class_count(s, r.between(1, 8));
+    if (const auto classes = class_count(s); classes > 0 && s.data.params.contains("class_weights") && r.chance(0.4)) {
+      json weights = json::array();
+      const auto only = r.chance(0.3) ? r.between(0, classes - 1) : -1;  // a single class present
+      for (std::int64_t k = 0; k < classes; ++k)
+        weights.push_back(only >= 0 ? (k == only ? 1.0 : 0.0) : (r.chance(0.3) ? 0.0 : static_cast<double>(r.between(1, 10))));
+      s.data.params["class_weights"] = weights;
+    }
+  } else {
+    s.data.seed = static_cast<std::uint64_t>(r.between(0, 999999));  // draws the uneven shard sizes
+  }
+  const std::int64_t samples = std::max<std::int64_t>(s.data.num_samples, 1);
+  s.batch_size = draw_batch_size(r, samples, w);
+  s.script = draw_script(r, w);
+  if (space.vary_metric_params) {
+    if (const auto* params = metric_params_of(s.metric)) {
+      for (const auto& p : *params) {
+        // An accumulator's dtype stays the scenario's: a float32 sum is a precision choice whose
+        // dependence on the batches the harness itself names "float32 rounding".
+        const bool precision = p.name.size() > 6 && p.name.compare(p.name.size() - 6, 6, "_dtype") == 0;
+        if (is_class_count(p.name) || precision || !r.chance(0.3)) continue;
+        const json current = s.metric_params.value(p.name, p.default_value);
+        json value = draw_param(r, p, current);
+        if (!value.is_null()) s.metric_params[p.name] = value;
+      }
+    }
+  }
+  s.description = "explore case " + std::to_string(index) + " of seed " + std::to_string(seed) + " around " +
+                  (base.name.empty() ? base.metric : base.name);
+  c.features = features_of(s);
+  return c;
+}
+
+std::vector<std::string> features_of(const Scenario& s) {
+  std::vector<std::string> f;
+  for (int w : s.world_sizes) f.push_back("world_size=" + std::to_string(w));
+  for (const auto& shard : s.shards) f.push_back("shard=" + shard);
+  f.push_back("dtype=" + s.data.dtype);
+  for (const auto& d : s.dtypes) f.push_back("input_dtype=" + d);
+  const auto n = s.data.num_samples;
+  f.push_back(n < 0 ? "samples=file" : n == 0 ? "samples=0" : n <= 3 ? "samples=1-3" : n <= 40 ? "samples=4-40"
+              : n <= 400 ? "samples=41-400" : n <= 5000 ? "samples=401-5000" : "samples=5001+");
+  const int w = s.world_sizes.empty() ? 1 : s.world_sizes.front();
+  if (s.batch_size == 1) f.push_back("batch=1");
+  if (n > 0 && n < w) f.push_back("ranks_without_data");
+  if (n > 0 && (n / std::max(w, 1)) % std::max<std::int64_t>(s.batch_size, 1) != 0) f.push_back("batch=uneven_last");
+  if (n > 0 && s.batch_size >= (n + w - 1) / std::max(w, 1)) f.push_back("batch=one_per_rank");
+  std::set<std::string> steps;
+  for (const auto& step : s.script) {
+    std::string kind = step.text;
+    if (step.op == Step::Op::Update) {
+      kind = step.amount == Step::Amount::Empty ? "update empty" : step.amount == Step::Amount::Rest ? "update rest"
+             : step.amount == Step::Amount::Percent ? "update P%" : "update N";
+      if (!step.ranks.empty()) kind += " ranks=";
+    }
+    steps.insert(kind);
+  }
+  for (std::size_t i = 1; i < s.script.size(); ++i)
+    if (s.script[i].op == Step::Op::Compute && s.script[i - 1].op == Step::Op::Compute) steps.insert("compute twice");
+  for (const auto& k : steps) f.push_back("step=" + k);
+  const auto& p = s.data.params;
+  auto number = [&](const char* key) { return p.contains(key) && p[key].is_number() ? p[key].get<double>() : NAN; };
+  if (p.contains("class_weights") && p["class_weights"].is_array()) {
+    int zeros = 0, nonzero = 0;
+    for (const auto& weight : p["class_weights"]) (weight.is_number() && weight.get<double>() == 0 ? zeros : nonzero)++;
+    if (zeros > 0) f.push_back("data=absent_class");
+    if (nonzero == 1) f.push_back("data=single_class");
+  }
+  if (class_count(s) == 1) f.push_back("data=single_class");
+  if (number("scale") == 0) f.push_back("data=constant_target");
+  if (number("noise") == 0) f.push_back("data=exact_predictions");
+  if (number("positive_rate") == 0 || number("positive_rate") == 1) f.push_back("data=one_label_only");
+  if (p.contains("ties") && p["ties"] == true) f.push_back("data=ties");
+  for (const char* key : {"scale", "offset", "low", "high", "mean", "data_range", "noise"}) {
+    const double v = std::fabs(number(key));
+    if (v >= 1e6) f.push_back("data=extreme_large");
+    if (v > 0 && v <= 1e-6) f.push_back("data=extreme_small");
+  }
+  for (const auto& name : s.properties)
+    if (name == "state_roundtrip" || name == "merge_state") f.push_back("property=" + name);
+  for (const auto& [key, value] : s.metric_params.items())
+    if (value.is_primitive()) f.push_back("param " + key + "=" + (value.is_string() ? value.get<std::string>() : value.dump()));
+  std::sort(f.begin(), f.end());
+  f.erase(std::unique(f.begin(), f.end()), f.end());
+  return f;
+}
+
+std::string Signature::text() const {
+  std::string out = outcome + " [";
+  for (std::size_t i = 0; i < properties.size(); ++i) out += (i ? ", " : "") + properties[i];
+  out += "]";
+  if (!blame.empty()) {
+    out += " ranks:";
+    for (std::size_t i = 0; i < blame.size(); ++i) out += (i ? ", " : " ") + blame[i];
+  }
+  return out;
+}
+
+bool stopped_by_shared_error(const json& verdict) {
+  if (verdict.value("outcome", "") != "fail") return false;
+  std::set<std::string> errors;
+  for (const auto& r : verdict.value("ranks", json::array())) {
+    if (r.value("state", "") != "finished" || !r["error"].is_string()) return false;
+    errors.insert(r["error"].get<std::string>());
+  }
+  if (errors.size() != 1) return false;
+  bool any = false;
+  for (const auto& p : verdict.value("properties", json::array())) {
+    if (p.value("outcome", "") != "fail" || !p["consequence_of"].is_null() || p.value("expected_failure", false)) continue;
+    any = true;
+    for (const auto& v : p.value("ranks", json::array()))
+      if (!v.is_null()) return false;
+  }
+  return any;
+}
+
+std::optional<Signature> failure_signature(const json& verdict) {
+  Signature sig;
+  sig.outcome = verdict.value("outcome", "");
+  if (sig.outcome == "pass" || sig.outcome == "skip" || sig.outcome.empty()) return std::nullopt;
+  for (const auto& p : verdict.value("properties", json::array()))
+    if (p.value("outcome", "") == "fail" && !p.value("expected_failure", false) && p["consequence_of"].is_null())
+      sig.properties.push_back(p.value("name", ""));
+  std::set<std::string> states;
+  for (const auto& r : verdict.value("ranks", json::array()))
+    if (r.value("state", "finished") != "finished") states.insert(r.value("state", ""));
+  sig.blame.assign(states.begin(), states.end());
+  std::sort(sig.properties.begin(), sig.properties.end());
+  return sig;
+}
+
+}  // namespace distmetrics::harness::explore
