@@ -83,7 +83,7 @@ class PoolStoreClient final : public c10d::Store {
   void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override;
 
   // This end's address when the store is reached over TCP ("" on a Unix socket).
-  std::string local_address() const { return detail::local_address(channel_->fd()); }
+  std::string local_address() const { return detail::local_address(connection_->channel->fd()); }
 
  private:
   struct Connection {
