@@ -11,31 +11,17 @@
 #   ci/torch2-venv.sh --path     print the venv's python if it is ready (exit 1 if not), install nothing
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-reqs=$here/requirements-torch2.txt
-torch_version=$(sed -n 's/^torch==\([0-9.]*\)$/\1/p' "$reqs")
-[ -n "$torch_version" ] || { echo "ci/torch2-venv.sh: no line torch==X.Y.Z in $reqs" >&2; exit 2; }
-venv=${DISTMETRICS_TORCH2_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/distmetrics/torch2-$torch_version}
-stamp=$venv/.distmetrics-requirements.sha256
-want=$(sha256sum "$reqs" | cut -d' ' -f1)
-base_python=${DISTMETRICS_BASE_PYTHON:-/usr/bin/python3}
+torch_version=$(sed -n 's/^torch==\([0-9.]*\)$/\1/p' "$here/requirements-torch2.txt")
+[ -n "$torch_version" ] || { echo "ci/torch2-venv.sh: no line torch==X.Y.Z in $here/requirements-torch2.txt" >&2; exit 2; }
+. "$here/pinned_venv.sh"
+pinned_venv_init ci/torch2-venv.sh "$here/requirements-torch2.txt" \
+  "${DISTMETRICS_TORCH2_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/distmetrics/torch2-$torch_version}"
+[ "${1:-}" = --path ] && pinned_venv_path
 
-ready() {
-  [ -x "$venv/bin/python" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]
-}
-
-if [ "${1:-}" = --path ]; then
-  ready && { echo "$venv/bin/python"; exit 0; }
-  echo "ci/torch2-venv.sh: no venv for $reqs at $venv (run bash ci/torch2-venv.sh)" >&2
-  exit 1
-fi
-
-if ready; then
+if pinned_venv_ready; then
   echo "ci/torch2-venv.sh: $venv is up to date with $(basename "$reqs") (sha256 ${want:0:12}): nothing installed"
 else
-  echo "ci/torch2-venv.sh: making $venv from $reqs"
-  rm -rf "$venv"
-  mkdir -p "$(dirname "$venv")"
-  "$base_python" -m venv --system-site-packages "$venv"
+  pinned_venv_fresh
   # Bounded: pip's timeout per connection, and one backstop for the whole (a cold download is
   # several GB). nice: the build machines are shared.
   timeout "${DISTMETRICS_TORCH2_INSTALL_TIMEOUT:-2400}" nice -n 15 "$venv/bin/python" -m pip install \
@@ -50,6 +36,6 @@ if torch.__version__.split("+")[0] != sys.argv[1] or not torch.__file__.startswi
 print(f"ci/torch2-venv.sh: torch {torch.__version__} (CUDA {torch.version.cuda}, gloo {dist.is_gloo_available()}, "
       f"nccl {dist.is_nccl_available()}) from {torch.__file__}; pybind11 {pybind11.__version__}, numpy {numpy.__version__}")
 PY
-  echo "$want" >"$stamp"
+  pinned_venv_stamp
 fi
 echo "$venv/bin/python"

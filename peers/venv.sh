@@ -11,29 +11,15 @@
 #   peers/venv.sh --path     print the venv's python if it is ready (exit 1 if not), install nothing
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-reqs=$here/requirements-torch1.13.txt
-venv=${DISTMETRICS_PEERS_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/distmetrics/peers-torch1.13}
-stamp=$venv/.distmetrics-requirements.sha256
-want=$(sha256sum "$reqs" | cut -d' ' -f1)
-base_python=${DISTMETRICS_BASE_PYTHON:-/usr/bin/python3}
+. "$here/../ci/pinned_venv.sh"
+pinned_venv_init peers/venv.sh "$here/requirements-torch1.13.txt" \
+  "${DISTMETRICS_PEERS_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/distmetrics/peers-torch1.13}"
+[ "${1:-}" = --path ] && pinned_venv_path
 
-ready() {
-  [ -x "$venv/bin/python" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]
-}
-
-if [ "${1:-}" = --path ]; then
-  ready && { echo "$venv/bin/python"; exit 0; }
-  echo "peers/venv.sh: no venv for $reqs at $venv (run bash peers/venv.sh)" >&2
-  exit 1
-fi
-
-if ready; then
+if pinned_venv_ready; then
   echo "peers/venv.sh: $venv is up to date with $(basename "$reqs") (sha256 ${want:0:12}): nothing installed"
 else
-  echo "peers/venv.sh: making $venv from $reqs"
-  rm -rf "$venv"
-  mkdir -p "$(dirname "$venv")"
-  "$base_python" -m venv --system-site-packages "$venv"
+  pinned_venv_fresh
   # A bounded install: pip's own timeout per connection, and one backstop for the whole.
   timeout 600 "$venv/bin/python" -m pip install --disable-pip-version-check --no-input --timeout 60 \
     --no-deps -r "$reqs"
@@ -51,6 +37,6 @@ import torcheval.metrics.toolkit  # noqa: F401
 print(f"peers/venv.sh: torch {torch.__version__} ({torch.__file__}), torchmetrics {torchmetrics.__version__}, "
       f"pytorch-ignite {ignite.__version__}, torcheval {torcheval.__version__}")
 PY
-  echo "$want" >"$stamp"
+  pinned_venv_stamp
 fi
 echo "$venv/bin/python"
