@@ -34,10 +34,12 @@ std::chrono::milliseconds ms(double seconds) {
 using runtime::first_line;
 
 // Runs on the helper worker: the plugin's metric (resolved by its qualified name) in one
-// process, without a communicator, on the variant's data.
+// process, without a communicator, on the variant's data: for an input dtype's variant, the
+// values the ranks were fed (rounded through that dtype), as the engine's own reference has them.
 json plugin_single_process_task(runtime::TaskContext& ctx) {
   const auto scenario = harness::Scenario::from_json(ctx.params.at("scenario"));
-  const harness::Dataset data = harness::generate_data(scenario.data);
+  const harness::Dataset data =
+      harness::rounded_through_input_dtype(harness::generate_data(scenario.data), ctx.params.value("dtype", std::string()));
   const harness::VariantPlan p =
       harness::plan_variant(scenario, data, ctx.params.at("shard").get<std::string>(), ctx.params.at("world_size").get<int>());
   SingleProcessReference reference;
@@ -128,7 +130,10 @@ SingleProcessReference RemoteReference::build(const harness::Scenario& scenario,
   runtime::Job request;
   request.id = variant.id + "/single-process";
   request.task = kPluginReferenceTask;
-  request.params = {{"scenario", scenario.to_json()}, {"shard", variant.shard}, {"world_size", variant.world_size}};
+  request.params = {{"scenario", scenario.to_json()},
+                    {"shard", variant.shard},
+                    {"world_size", variant.world_size},
+                    {"dtype", variant.dtype}};
   request.backend = backend_;
   request.comm_device = "cpu";
   request.deadline = ms(deadline);

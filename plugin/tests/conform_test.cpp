@@ -101,6 +101,33 @@ TEST(Conform, TheCorrectExamplePassesEveryPropertyWithReports) {
   std::filesystem::remove(junit);
 }
 
+// An input dtype's variant: the plugin's single-process run (on the helper worker) gets the values
+// the ranks were fed, rounded through that dtype, as `run`'s reference does. Inputs near 1e6 in
+// bfloat16 lose everything below 4096, so a reference on the unrounded values (MAE 0.44 here)
+// would fail the correct plugin on equal_to_single at every world size.
+TEST(Conform, AnInputDtypesSingleProcessRunGetsTheRoundedValuesTheRanksWereFed) {
+  const std::string folder = conform_test::temp_file("dtype_scenario");
+  std::filesystem::create_directories(folder);
+  const std::string scenario = folder + "/mae_bfloat16_offset.toml";
+  {
+    std::ofstream out(scenario);
+    out << "description = \"MeanAbsoluteError on bfloat16 inputs near 1e6\"\n"
+           "[metric]\nname = \"MeanAbsoluteError\"\n"
+           "[data]\ngenerator = \"regression\"\nparams = { offset = 1e6, noise = 0.5 }\nseed = 7\n"
+           "num_samples = 40\nbatch_size = 4\n"
+           "[variants]\nbackends = [\"gloo\"]\nworld_sizes = [1, 2]\nshards = [\"even\"]\ndtypes = [\"bfloat16\"]\n";
+  }
+  const auto run = conform("--plugin " + quote(PLUGIN_EXAMPLE_REGRESSION_METRICS) + " " + quote(scenario), "dtype.json");
+  std::filesystem::remove_all(folder);
+  EXPECT_EQ(run.rc, 0) << run.output;
+  ASSERT_TRUE(run.report.is_object()) << run.output;
+  EXPECT_EQ(run.report.at("summary").at("total"), 2) << run.output;
+  EXPECT_EQ(run.report.at("summary").at("pass"), 2) << run.output;
+  for (const char* id : {"mae_bfloat16_offset:gloo-ws1-even-cpu-bfloat16", "mae_bfloat16_offset:gloo-ws2-even-cpu-bfloat16"}) {
+    EXPECT_EQ(outcome(run.report, id), "pass") << id << "\n" << run.output;
+  }
+}
+
 // A correct metric (the reference Accuracy itself, as a plugin's) on a scenario whose padded
 // shards are expected to differ from the single process: conform honours [expect] fail as run
 // does, and agrees_with_reference compares like with like (the reference on the same padded
