@@ -217,11 +217,15 @@ int conform_with(const ConformOptions& o, runtime::PeerRunner* peers, std::ostre
   }
 
   ConformChecks checks(scenarios, o.deadline);
+  std::optional<runtime::Job> pool_warm_up;
+  if (python && python_conform_source()->pool_warm_up) pool_warm_up = python_conform_source()->pool_warm_up();
+  checks.set_pool_warm_up(pool_warm_up);
   if (std::any_of(items.begin(), items.end(), [](const Item& item) { return !item.variant.skip && !item.build_error; }))
     checks.warm_up();
   harness::SessionOptions session_options;
   session_options.engine = checks.engine_options();
   session_options.rank_memory_gib = o.rank_memory_gib;
+  session_options.pool_warm_up = pool_warm_up;
   auto session = peers ? std::make_unique<harness::Session>(std::move(session_options), *peers)
                        : std::make_unique<harness::Session>(std::move(session_options));
 

@@ -13,6 +13,7 @@
 #include "distmetrics/plugin/conform.h"
 #include "distmetrics/pyhost/scenario_code.h"
 #include "distmetrics/pyhost/source.h"
+#include "distmetrics/runtime/task.h"
 
 namespace distmetrics::app {
 namespace {
@@ -49,6 +50,23 @@ void preload_python_source() {
   }
 }
 
+// The rank pools' warm-up (runtime::PoolOptions::warm_up): imports each source the supervisor
+// loaded, with its metric names. Workers forked from the zygote, which started before any source
+// was known, have not run preload_python_source(); this job makes them import at the pool's start.
+constexpr const char* kPreloadTask = "python/preload";
+
+nlohmann::json preload_task(distmetrics::runtime::TaskContext& ctx) {
+  for (const auto& source : ctx.params.at("sources"))
+    distmetrics::pyhost::load_python_source(source.at("spec"), source.at("metrics").get<std::vector<std::string>>());
+  return nlohmann::json::object();
+}
+
+// The sources `conform --python` loaded, in order: (spec, comma-separated metric names).
+std::vector<std::pair<std::string, std::string>>& loaded_sources() {
+  static std::vector<std::pair<std::string, std::string>> loaded;
+  return loaded;
+}
+
 // Python metrics: their qualified names resolve on every rank, and `conform --python` presents a
 // Python source as a plugin.
 void register_conform_source() {
@@ -69,10 +87,11 @@ void register_conform_source() {
       plugin->build.torch_version = python.torch_version;
       for (const auto& name : python.registry.names()) plugin->registry.add(*python.registry.find(name));
     }
-    // Rank workers spawned from here on start their interpreter and import the source while
-    // they start up (bounded by the pool's startup deadline), not inside a variant's deadline.
-    // Every source loaded so far (conform takes several), in the order given, each with its names.
-    static std::vector<std::pair<std::string, std::string>> loaded;
+    // Rank workers exec'd from here on import the source as they start up (preload_python_source);
+    // those forked from the zygote import it in the pools' warm-up job (loaded_sources_job).
+    // Either way the pool's start pays for it, not a variant's deadline. Every source loaded so
+    // far (conform takes several), in the order given, each with its names.
+    auto& loaded = loaded_sources();
     if (std::none_of(loaded.begin(), loaded.end(), [&](const auto& l) { return l.first == python.spec; })) {
       std::string names;
       for (const auto& name : python.registry.names()) names += (names.empty() ? "" : ",") + name;
@@ -92,6 +111,14 @@ void register_conform_source() {
     const auto checked = nlohmann::json::parse(pyhost::check_python_metric(pyhost::load_python_source(spec), metric, params));
     return checked.value("conventions", nlohmann::json::object());
   };
+  source.pool_warm_up = [] {
+    distmetrics::runtime::Job job;
+    job.task = kPreloadTask;
+    nlohmann::json sources = nlohmann::json::array();
+    for (const auto& [spec, names] : loaded_sources()) sources.push_back({{"spec", spec}, {"metrics", split(names, ',')}});
+    job.params = {{"sources", sources}};
+    return job;
+  };
   source.cannot_run = [](const distmetrics::harness::Variant& variant) {
     return pyhost::python_backend_unavailable(variant.backend).value_or("");
   };
@@ -101,6 +128,7 @@ void register_conform_source() {
 }  // namespace
 
 void register_python_support() {
+  distmetrics::runtime::TaskRegistry::instance().add(kPreloadTask, preload_task);
   register_conform_source();
   distmetrics::pyhost::install_scenario_python_hooks();  // data.python, reference.python (with --allow-python)
   preload_python_source();  // set only in the rank workers of `conform --python`

@@ -122,6 +122,7 @@ void RemoteReference::ensure_pool() {
   runtime::PoolOptions options;
   options.world_size = 1;
   options.launch = runtime::pool_launch_for(backend_);
+  options.warm_up = pool_warm_up_;
   pool_ = std::make_unique<runtime::RankPool>(options);
 }
 

@@ -96,6 +96,20 @@ DISTMETRICS_TASK(launch_noisy) {
   return nlohmann::json::object();
 }
 
+// PoolOptions::warm_up: takes a while (as importing a Python source does), and leaves a mark in
+// the worker process that later jobs read.
+bool warmed_up = false;
+DISTMETRICS_TASK(launch_slow_warm_up) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(param(ctx, "sleep_ms")));
+  if (param(ctx, "fail", 0) != 0) throw std::runtime_error("the source does not import");
+  warmed_up = true;
+  return nlohmann::json::object();
+}
+DISTMETRICS_TASK(launch_was_warmed_up) {
+  ctx.comm.barrier();
+  return {{"warmed_up", warmed_up}, {"pid", static_cast<long>(::getpid())}};
+}
+
 bool process_is_gone(long pid) { return ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH; }
 
 size_t entries_in(const char* dir) {
@@ -175,6 +189,47 @@ TEST_P(RankPoolTest, ASkippedCollectiveIsAHangBlamedOnTheSkipperAndThePoolRecove
 
   expect_completed(pool, 3);  // a fresh pool
   EXPECT_EQ(pool.spawn_count(), 2);
+}
+
+TEST_P(RankPoolTest, TheWarmUpRunsOnEveryStartAndIsNotChargedToTheFirstJob) {
+  PoolOptions options;
+  options.world_size = 2;
+  options.launch = GetParam().launch;
+  options.term_grace = 500ms;
+  Job warm;
+  warm.task = "launch_slow_warm_up";
+  warm.params = {{"sleep_ms", 1500}};
+  options.warm_up = warm;
+  RankPool pool(options);
+  // The first job's deadline (1 s) is shorter than the warm-up (1.5 s): it still completes.
+  JobResult run = pool.run(request("launch_was_warmed_up", {}, 1s));
+  ASSERT_EQ(run.status, RunStatus::Completed) << run.diagnosis;
+  for (const auto& rank : run.ranks) EXPECT_TRUE(rank.result["warmed_up"].get<bool>()) << "rank " << rank.rank;
+  EXPECT_GE(run.start_seconds, 1.5);
+  // A hang restarts the pool: the new workers are warmed up again before the next job.
+  EXPECT_EQ(pool.run(request("launch_skip_second_collective", {{"skipper", 1}}, 2s)).status, RunStatus::Hang);
+  run = pool.run(request("launch_was_warmed_up", {}, 1s));
+  ASSERT_EQ(run.status, RunStatus::Completed) << run.diagnosis;
+  for (const auto& rank : run.ranks) EXPECT_TRUE(rank.result["warmed_up"].get<bool>()) << "rank " << rank.rank;
+  EXPECT_EQ(pool.spawn_count(), 2);
+}
+
+TEST_P(RankPoolTest, AWarmUpThatFailsIsTheStartsFailureAndSaysSo) {
+  PoolOptions options;
+  options.world_size = 2;
+  options.launch = GetParam().launch;
+  options.term_grace = 500ms;
+  Job warm;
+  warm.task = "launch_slow_warm_up";
+  warm.params = {{"sleep_ms", 0}, {"fail", 1}};
+  options.warm_up = warm;
+  RankPool pool(options);
+  const JobResult run = pool.run(request("launch_was_warmed_up", {}, 2s));
+  EXPECT_NE(run.status, RunStatus::Completed);
+  EXPECT_NE(run.diagnosis.find("warm-up job (launch_slow_warm_up, run once when the pool starts) did not complete"),
+            std::string::npos) << run.diagnosis;
+  EXPECT_NE(run.diagnosis.find("the source does not import"), std::string::npos) << run.diagnosis;
+  EXPECT_TRUE(pool.worker_pids().empty());  // down again: the next job starts it afresh
 }
 
 TEST_P(RankPoolTest, ARankTooSlowForTheCollectiveTimeoutIsBlamed) {

@@ -39,6 +39,7 @@ Session::Session(SessionOptions options)
     : deadline_seconds_(options.engine.deadline_seconds), engine_(std::move(options.engine)) {
   runtime::PoolOptions pool_options;
   pool_options.rank_memory_bytes = rank_memory_bytes(options.rank_memory_gib);
+  pool_options.warm_up = options.pool_warm_up;
   pools_ = std::make_unique<LocalPools>(pool_options, options.max_pools);
 }
 

@@ -480,7 +480,10 @@ class RankPool::Impl {
     if (alive() && !healthy()) end_workers();
     double start_seconds = 0;
     if (!alive()) {
-      if (auto failure = start(Deadline::after(options_.startup_deadline))) {
+      const Deadline startup = Deadline::after(options_.startup_deadline);
+      std::optional<JobResult> failure = start(startup);
+      if (!failure && options_.warm_up) failure = warm_up(request, startup);
+      if (failure) {
         failure->seconds = seconds_since(started);
         return *failure;
       }
@@ -509,6 +512,22 @@ class RankPool::Impl {
   }
 
   bool alive() const { return !workers_.empty(); }
+
+  // PoolOptions::warm_up, on `first`'s backend and device, by the start's deadline. Returns the
+  // failure (the pool is then down again) or nothing.
+  std::optional<JobResult> warm_up(const Job& first, const Deadline& startup) {
+    Job job = *options_.warm_up;
+    job.id = "pool/warm-up (" + job.task + ")";
+    job.backend = first.backend;
+    job.comm_device = first.comm_device;
+    job.deadline = std::max<std::chrono::milliseconds>(startup.remaining(), std::chrono::milliseconds(1));
+    JobResult warmed = supervise(job);
+    if (warmed.status == RunStatus::Completed) return std::nullopt;
+    if (alive()) end_workers();
+    warmed.diagnosis = "the rank pool's warm-up job (" + job.task + ", run once when the pool starts) did not complete: " +
+                       warmed.diagnosis;
+    return warmed;
+  }
 
   void validate(const Job& request) const {
     if (request.task.empty()) throw ConfigError("variant " + request.id + ": no task named");

@@ -23,6 +23,7 @@
 #include "distmetrics/harness/scenario.h"
 #include "distmetrics/harness/variant.h"
 #include "distmetrics/harness/verdict.h"
+#include "distmetrics/runtime/job.h"
 
 namespace distmetrics::runtime {
 class PeerRunner;
@@ -45,6 +46,9 @@ struct SessionOptions {
   // Local pools kept alive at once. 1 where the session orders the variants itself; `serve`
   // answers in its caller's order and keeps one per world size of a usual file.
   std::size_t max_pools = 1;
+  // Run once by each local pool as it (re)starts, before its first variant (runtime::PoolOptions::
+  // warm_up): `conform --python` imports its sources there, so no variant's deadline pays for it.
+  std::optional<runtime::Job> pool_warm_up;
 };
 
 // --rank-memory's GiB in bytes (0: no limit); no value: runtime::default_rank_memory_bytes().

@@ -22,6 +22,7 @@
 
 #include "distmetrics/harness/check.h"
 #include "distmetrics/harness/data.h"
+#include "distmetrics/runtime/job.h"
 #include "distmetrics/harness/engine.h"
 #include "distmetrics/runtime/deadline.h"
 #include "distmetrics/runtime/rank_pool.h"
@@ -51,6 +52,9 @@ struct ConformSource {
   std::function<nlohmann::json(const Plugin& source, const std::string& metric, const nlohmann::json& params)> check;
   // Why a variant cannot run with this kind of metric (a backend it lacks), or empty.
   std::function<std::string(const harness::Variant& variant)> cannot_run;
+  // The job every rank pool of the run (and the helper worker) runs as it starts: imports the
+  // sources loaded so far, so that a pool's start, not a variant's deadline, pays for it.
+  std::function<runtime::Job()> pool_warm_up;
 };
 void register_python_conform_source(ConformSource source);
 // The registered Python source, or null (distmetrics was built without pyhost/).
@@ -102,9 +106,13 @@ class RemoteReference {
   // interpreter and a Python source) is not charged to the first variant's deadline. A helper
   // that cannot start is left for build() to report.
   void warm_up();
+  // Run by the helper worker each time it (re)starts (runtime::PoolOptions::warm_up). Set it
+  // before the helper starts.
+  void set_pool_warm_up(std::optional<runtime::Job> job) { pool_warm_up_ = std::move(job); }
 
  private:
   std::optional<double> deadline_seconds_;
+  std::optional<runtime::Job> pool_warm_up_;
   std::string backend_;
   std::unique_ptr<runtime::RankPool> pool_;
   void ensure_pool();
@@ -117,6 +125,7 @@ class ConformChecks {
   // `scenarios` (every scenario of the run, adapted) must outlive this object.
   ConformChecks(const std::vector<PluginScenario>& scenarios, std::optional<double> deadline_seconds);
   void warm_up();  // RemoteReference::warm_up
+  void set_pool_warm_up(std::optional<runtime::Job> job) { remote_.set_pool_warm_up(std::move(job)); }
   // --deadline, the reference and the extra check; they refer to this object, which must
   // outlive the engine that uses them.
   harness::EngineOptions engine_options();

@@ -50,6 +50,12 @@ struct PoolOptions {
   // memory: past it an allocation fails on that rank, reported as RankMemoryExceeded naming the
   // rank. 0: no limit. The default is default_rank_memory_bytes().
   std::uint64_t rank_memory_bytes = default_rank_memory_bytes();
+  // A job every (re)started pool runs once before the job that started it, e.g. importing a
+  // Python source (seconds) that the workers, forked from a zygote made before the source was
+  // known, have not loaded: that cost belongs to the start, not to the first variant's deadline.
+  // It runs on that job's backend and device, within what is left of `startup_deadline`; a
+  // warm-up that does not complete is the start's failure (its diagnosis says so).
+  std::optional<Job> warm_up;
 };
 
 class RankPool : public JobRunner {
