@@ -287,3 +287,87 @@ def test_a_declared_no_data_value_meets_an_expected_not_computable_error(tmp_pat
     assert by["MeanAbsoluteError[raises]"]["outcome"] == "fail"
     failed = next(p for p in by["MeanAbsoluteError[raises]"]["properties"] if p["name"] == "expected_error")
     assert failed["outcome"] == "fail" and "<- expected NotComputableError" in failed["message"], failed["message"]
+
+
+FLOAT32_SUMS = '''
+import torch
+import torch.distributed as dist
+import distmetrics
+
+
+class Float32MAE:
+    """Sums in float32 tensors (as Ignite's MeanAbsoluteError does) and divides them as Python
+    floats, so its value is a double that cannot show it was computed in float32."""
+
+    def __init__(self):
+        self.reset()
+
+    def reset(self):
+        self.total = torch.tensor(0.0, dtype=torch.float32)
+        self.count = torch.tensor(0.0, dtype=torch.float32)
+
+    def update(self, preds, target):
+        self.total += (preds - target).abs().sum().to(torch.float32)
+        self.count += target.numel()
+
+    def compute(self):
+        state = torch.stack([self.total, self.count])
+        if dist.is_initialized() and dist.get_world_size() > 1:
+            dist.all_reduce(state)
+        return float(state[0].item()) / float(state[1].item())
+
+
+distmetrics.register("MeanAbsoluteError[undeclared]", lambda p: Float32MAE(), adapter="torchmetrics")
+distmetrics.register("MeanAbsoluteError[float32]", lambda p: Float32MAE(), adapter="torchmetrics",
+                     conventions={"precision": "float32"})
+'''
+
+TIGHT_SCENARIO = """description = "float64 data, float64 tolerance (test_conform_harness.py)"
+deadline = 30
+
+[metric]
+name = "MeanAbsoluteError"
+
+[data]
+generator = "regression"
+params = { dims = 3, noise = 0.7 }
+seed = 3202
+num_samples = 400
+batch_size = 7
+dtype = "float64"
+
+[tolerance]
+rtol = 1e-12
+atol = 0.0
+
+[variants]
+world_sizes = [1, 2]
+backends = ["gloo"]
+shards = ["uneven"]
+"""
+
+
+def test_a_declared_float32_precision_is_judged_within_float32_rounding(tmp_path):
+    """The same float32-summing metric twice: undeclared, its float32 rounding (~1e-7 relative)
+    fails the scenario's float64 tolerance against the float64 reference (agrees_with_reference);
+    declaring precision = "float32" (as the Ignite mapping does for MeanAbsoluteError) judges it
+    within float32 rounding, and every variant passes."""
+    source = tmp_path / "float32_sums.py"
+    source.write_text(FLOAT32_SUMS)
+    scenarios = tmp_path / "scenarios"
+    scenarios.mkdir()
+    (scenarios / "tight.toml").write_text(TIGHT_SCENARIO)
+    run, data = run_conform(tmp_path, source, scenarios)
+    assert run.returncode == 1, run.stdout + run.stderr
+    by = {}
+    for v in data["variants"]:
+        by.setdefault(v["metric"], []).append(v)
+    assert sorted(by) == ["MeanAbsoluteError[float32]", "MeanAbsoluteError[undeclared]"], sorted(by)
+    assert [v["outcome"] for v in by["MeanAbsoluteError[float32]"]] == ["pass", "pass"], by["MeanAbsoluteError[float32]"]
+    for v in by["MeanAbsoluteError[undeclared]"]:
+        assert v["outcome"] == "fail", v
+        failed = [p["name"] for p in v["properties"] if p["outcome"] == "fail"]
+        assert "agrees_with_reference" in failed, failed
+        assert v["tolerance"]["rtol"] == 1e-12, v["tolerance"]
+    for v in by["MeanAbsoluteError[float32]"]:
+        assert v["tolerance"]["rtol"] > 1e-8, v["tolerance"]  # widened to float32 rounding
