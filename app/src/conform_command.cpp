@@ -37,29 +37,6 @@ using nlohmann::json;
 using namespace plugin;
 constexpr int kBadInput = harness::kBadInputExitCode;
 
-// A scenario that expects NotComputableError (no data anywhere) also accepts the value a metric
-// declares for that case (its library's convention "no_data": "zero" or "nan"), given alike by
-// every rank and the single process (check_expected_error).
-void accept_declared_no_data_value(PluginScenario& ps, const json& conventions) {
-  if (ps.scenario.expect.error != "NotComputableError" || !conventions.is_object()) return;
-  const std::string value = conventions.value("no_data", std::string());
-  if (value == "zero" || value == "nan") ps.scenario.expect.no_data_value = value;
-}
-
-// A metric that declares it computes in float32 ("precision": "float32") where its value cannot
-// show it (a float32 sum divided as a Python float) is judged within float32 rounding, as a
-// result observed to be float32 is (widened_for_dtypes).
-void widen_to_declared_precision(PluginScenario& ps, const json& conventions) {
-  if (!conventions.is_object() || conventions.value("precision", std::string()) != "float32") return;
-  const auto* f32 = harness::find_input_dtype("float32");
-  if (!f32) return;
-  ps.scenario = harness::judged_for_input_dtype(ps.scenario, "float32");  // the tolerance; golden's below
-  if (ps.scenario.golden) {
-    ps.scenario.golden->rtol = std::max(ps.scenario.golden->rtol, f32->rtol);
-    ps.scenario.golden->atol = std::max(ps.scenario.golden->atol, f32->atol);
-  }
-}
-
 bool contains(const std::vector<std::string>& list, const std::string& item) {
   return std::find(list.begin(), list.end(), item) != list.end();
 }
@@ -161,10 +138,7 @@ int conform_with(const ConformOptions& o, runtime::PeerRunner* peers, std::ostre
                                                                 ", parameters " + params + ")"};
       }
     }
-    for (auto& ps : scenarios) {
-      accept_declared_no_data_value(ps, conventions_of[build_key(ps)]);
-      widen_to_declared_precision(ps, conventions_of[build_key(ps)]);
-    }
+    for (auto& ps : scenarios) apply_declared_conventions(ps, conventions_of[build_key(ps)]);
     for (const auto& [qualified, failure] : first_failure) {
       if (builds.count(qualified)) continue;
       err << "distmetrics conform: " << failure.second << ": " << failure.first

@@ -9,6 +9,7 @@
 #include "distmetrics/runtime/text.h"
 #include "distmetrics/plugin/catalog.h"
 #include "distmetrics/plugin/conform.h"
+#include "distmetrics/harness/input_dtype.h"
 
 namespace distmetrics::plugin {
 namespace {
@@ -48,6 +49,23 @@ bool select_metrics(const Plugin& plugin, const std::vector<std::string>& wanted
     ok = false;
   }
   return ok;
+}
+
+void apply_declared_conventions(PluginScenario& ps, const json& conventions) {
+  if (!conventions.is_object()) return;
+  if (ps.scenario.expect.error == "NotComputableError") {
+    const std::string value = conventions.value("no_data", std::string());
+    if (value == "zero" || value == "nan") ps.scenario.expect.no_data_value = value;
+  }
+  if (conventions.value("precision", std::string()) == "float32") {
+    if (const auto* f32 = harness::find_input_dtype("float32")) {
+      ps.scenario = harness::judged_for_input_dtype(ps.scenario, "float32");  // the tolerance; golden's below
+      if (ps.scenario.golden) {
+        ps.scenario.golden->rtol = std::max(ps.scenario.golden->rtol, f32->rtol);
+        ps.scenario.golden->atol = std::max(ps.scenario.golden->atol, f32->atol);
+      }
+    }
+  }
 }
 
 PluginScenario adapt_scenario(const harness::Scenario& scenario, const Plugin& plugin, const std::string& registered) {

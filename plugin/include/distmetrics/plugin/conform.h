@@ -83,6 +83,14 @@ struct PluginScenario {
 };
 PluginScenario adapt_scenario(const harness::Scenario& scenario, const Plugin& plugin,
                               const std::string& registered = "");
+// What the metric declares for these parameters (ConformSource::check: "no_data", "precision",
+// ...; docs/python.md), applied to how its variants are judged:
+//  - no_data "zero"/"nan": a scenario that expects NotComputableError (no data anywhere) also
+//    accepts that value, given alike by every rank and the single process (check_expected_error);
+//  - precision "float32": judged within float32 rounding (the tolerance and golden's), as a
+//    result observed to be float32 is (widened_for_dtypes), for a metric whose value cannot show
+//    it (a float32 sum divided as a Python float).
+void apply_declared_conventions(PluginScenario& ps, const nlohmann::json& conventions);
 
 // `distmetrics conform --plugin P --metric M <file> --filter '<id>'` (and --deadline and
 // --rank-memory if given: both can decide the outcome); `--python SOURCE` for a Python source
