@@ -16,6 +16,13 @@ distmetrics_test(launch_peer_tests
 target_compile_definitions(launch_peer_tests PRIVATE DISTMETRICS_PEER_PROBE="$<TARGET_FILE:launch_peer_probe>")
 add_dependencies(launch_peer_tests launch_peer_probe)
 
+# The peer launcher's parts: its environment, its store and check-in, the MPI agent's rank side,
+# the gloo task's kept child.
+distmetrics_test(launch_peer_parts_tests
+  SOURCES launch_peer_env_test.cpp launch_peer_store_test.cpp launch_peer_task_test.cpp launch_mpi_agent_test.cpp
+  LINK distmetrics::runtime
+  LABELS runtime)
+
 # Strangers, private rendezvous, process hygiene (issue 12).
 distmetrics_test(launch_security_tests
   SOURCES launch_security_test.cpp

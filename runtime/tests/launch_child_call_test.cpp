@@ -2,7 +2,9 @@
 // nothing of it left afterwards (what it forked included).
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -109,6 +111,73 @@ TEST(ChildCall, DestroyedUnwaitedEndsTheChildAndWhatItForked) {
   const pid_t forked = pipe_fds[0];
   for (int i = 0; i < 100 && !gone(forked); ++i) std::this_thread::sleep_for(20ms);
   EXPECT_TRUE(gone(forked)) << "the process the child forked (" << forked << ") is still there";
+}
+
+// A kept call (a peer rank's task): the child answers, then keeps what it holds (its
+// communicator) and stays until released; released, it drops its hold and leaves on its own.
+TEST(ChildCall, AKeptChildHoldsUntilReleasedThenLeavesOnItsOwn) {
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe2(pipe_fds, O_NONBLOCK), 0);
+  struct SaysWhenDropped {
+    explicit SaysWhenDropped(int to) : fd(to) {}
+    ~SaysWhenDropped() { (void)!::write(fd, "dropped", 7); }
+    int fd;
+  };
+  ChildCall call(KeepUntilReleased{}, [&](ChildHold& hold) {
+    hold = std::make_shared<SaysWhenDropped>(pipe_fds[1]);
+    return nlohmann::json{{"pid", ::getpid()}};
+  });
+  const auto r = call.wait(Deadline::after(10s));
+  ASSERT_EQ(r.ended, Ended::Returned) << r.error << r.how_died;
+  const pid_t child = r.value.at("pid").get<pid_t>();
+  EXPECT_EQ(child, call.pid());
+  std::this_thread::sleep_for(100ms);
+  EXPECT_FALSE(gone(child)) << "a kept child left before it was released";
+  char said[16] = {0};
+  EXPECT_EQ(::read(pipe_fds[0], said, sizeof(said)), -1) << "the hold was dropped before the release";
+  call.release(5s);
+  EXPECT_TRUE(gone(child));
+  ASSERT_EQ(::read(pipe_fds[0], said, sizeof(said)), 7);
+  EXPECT_EQ(std::string(said, 7), "dropped");
+  ::close(pipe_fds[0]);
+  ::close(pipe_fds[1]);
+}
+
+// A child that stops itself is still there at the deadline: TimedOut with the signal. A kept one
+// stays (stopped) until released; another is ended at once.
+TEST(ChildCall, AChildThatStopsItselfIsSaidStopped) {
+  ChildCall kept(KeepUntilReleased{}, [](ChildHold&) -> nlohmann::json {
+    ::raise(SIGSTOP);
+    return nullptr;
+  });
+  const auto r = kept.wait(Deadline::after(500ms));
+  EXPECT_EQ(r.ended, Ended::TimedOut);
+  EXPECT_EQ(r.stop_signal, SIGSTOP);
+  EXPECT_EQ(r.how_died, "stopped by SIGSTOP");
+  EXPECT_FALSE(gone(kept.pid()));
+  kept.release(0ms);
+  EXPECT_TRUE(gone(kept.pid()));
+
+  ChildCall plain([]() -> nlohmann::json {
+    ::raise(SIGSTOP);
+    return nullptr;
+  });
+  const auto p = plain.wait(Deadline::after(500ms));
+  EXPECT_EQ(p.ended, Ended::TimedOut);
+  EXPECT_EQ(p.stop_signal, SIGSTOP);
+  EXPECT_TRUE(gone(plain.pid()));
+}
+
+TEST(ChildCall, AKeptChildThatExitsGivesItsWaitStatus) {
+  ChildCall call(KeepUntilReleased{}, [](ChildHold&) -> nlohmann::json { ::_exit(3); });
+  const auto r = call.wait(Deadline::after(10s));
+  ASSERT_EQ(r.ended, Ended::Died);
+  EXPECT_EQ(r.how_died, "exit status 3");
+  ASSERT_TRUE(r.wait_status.has_value());
+  EXPECT_TRUE(WIFEXITED(*r.wait_status));
+  EXPECT_EQ(WEXITSTATUS(*r.wait_status), 3);
+  EXPECT_TRUE(gone(call.pid()));
+  call.release(0ms);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 """Ranks on several hosts: network namespaces of ci/hosts.sh (h1, h2, h3 on 10.77.0.0/24), the
 env launcher (MASTER_ADDR on h1's veth address, gloo), mpirun with a host file (gloo and mpi),
-the rendezvous store's address and secret, and faults across the hosts.
+the rendezvous store's address and secret, and faults across the hosts (env launcher; a host's
+ranks killed under mpirun too).
 
   launch_multihost_test.py HOSTS_SH PROBE DISTMETRICS SCENARIOS [MPIRUN]
 
@@ -9,6 +10,7 @@ Prints the fault table (kind, blamed rank and host, verdict latency); every run 
 host's processes are checked to be gone after each case, and the bed is removed at the end.
 Traffic goes only to the namespaces' own addresses.
 """
+import glob
 import json
 import os
 import re
@@ -155,6 +157,68 @@ def fault_case(name, expect_status, expect_blamed, deadline_ms, iterations, duri
             check(saw[0] == (status, str(blamed)), "%s: rank %d saw %s, rank 0 %s" % (name, r, saw[0], (status, blamed)))
     print("  %s: %s, blamed %s, %.2f s; diagnosis: %s" % (name, status, blamed, latency, report["diagnosis"].replace("\n", " | ")),
           flush=True)
+    nothing_left(name)
+
+
+def mpirun_fault_case(name, expect_status, expect_blamed, deadline_ms, iterations, kill_host, budget=40):
+    """mpirun on h1 with a host file (h1, h2, h3: one rank each), --launcher mpi, gloo: every process
+    of `kill_host` (its orted, its rank, the rank's agent and task child) killed mid-collective.
+    Rank 0's report must come before mpirun ends the job for the daemon it lost."""
+    if not MPIRUN:
+        print("  %s: not built with Open MPI, not run" % name)
+        return
+    scratch = tempfile.mkdtemp(prefix="dm_mh_")
+    hostfile = os.path.join(scratch, "hosts")
+    with open(hostfile, "w") as f:
+        f.write("h1 slots=1\nh2 slots=1\nh3 slots=1\n")
+    env = dict(ENV, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMPI_MCA_btl_vader_single_copy_mechanism="none")
+    # Each rank's output in a file of its own (mpirun's forwarded chunks of several ranks interleave).
+    outputs = os.path.join(scratch, "ranks")
+    launcher_out = open(os.path.join(scratch, "mpirun.out"), "w+")
+    proc = subprocess.Popen(["bash", HOSTS_SH, "exec", "h1", MPIRUN, "--hostfile", hostfile, "-np", "3", "--bind-to", "none",
+                             "--mca", "plm_rsh_agent", "%s rsh" % os.path.abspath(HOSTS_SH),
+                             "--mca", "oob_tcp_if_include", "eth0", "--mca", "btl_tcp_if_include", "eth0",
+                             "--mca", "btl", "self,tcp,vader", "--output-filename", outputs,
+                             PROBE, "mpi", "gloo", "multihost", str(iterations), str(deadline_ms)],
+                            env=env, stdout=launcher_out, stderr=subprocess.STDOUT)
+    rank_out = lambda r: (lambda found: open(found[0]).read() if found else "")(
+        sorted(glob.glob(os.path.join(outputs, "*", "rank.%d" % r, "stdout"))))
+    # The files are written as the ranks end; while they run, mpirun's forwarded output says it.
+    in_collectives = lambda: set(re.findall(r"RANK (\d) IN COLLECTIVES", open(launcher_out.name).read())) == {"0", "1", "2"}
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not in_collectives():
+        time.sleep(0.02)
+    check(in_collectives(), "%s: the ranks did not reach their collectives within 30 s" % name)
+    time.sleep(0.3)
+    for pid in pids_in(kill_host):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    try:
+        code = proc.wait(timeout=budget)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        code = proc.wait()
+        check(False, "%s: mpirun did not end within %d s" % (name, budget))
+    launcher_out.seek(0)
+    report = report_of(rank_out(0))
+    if report is None:
+        check(False, "%s: rank 0 printed no report (mpirun exit %s)\n%s\n%s" % (name, code, rank_out(0), launcher_out.read()[-3000:]))
+        nothing_left(name)
+        return
+    status, blamed = report["status"], report.get("blamed_rank", -1)
+    host = PLACEMENT[blamed] if 0 <= blamed < len(PLACEMENT) else "-"
+    latency = report.get("seconds", 0.0)
+    limit = deadline_ms / 1000.0 + 1.0
+    table.append((name, status, "%d (%s)" % (blamed, host) if blamed >= 0 else "-", latency, limit))
+    check(status == expect_status, "%s: status %s, expected %s\n%s" % (name, status, expect_status, report["diagnosis"]))
+    check(blamed == expect_blamed, "%s: blamed rank %s, expected %s\n%s" % (name, blamed, expect_blamed, report["diagnosis"]))
+    check("host " + host in report["diagnosis"], "%s: the diagnosis does not name host %s:\n%s" % (name, host, report["diagnosis"]))
+    check(latency <= limit, "%s: verdict after %.2f s, more than deadline + 1 s (%.1f s)" % (name, latency, limit))
+    print("  %s: %s, blamed %s, %.2f s; mpirun exit %s; diagnosis: %s"
+          % (name, status, blamed, latency, code, report["diagnosis"].replace("\n", " | ")), flush=True)
     nothing_left(name)
 
 
@@ -388,6 +452,7 @@ def main():
 
 def faults():
     fault_case("host h3's ranks killed", "crash", 2, 6000, 400, during=kill_host_after("h3", 0.3))
+    mpirun_fault_case("host h3's ranks killed (mpirun)", "crash", 2, 6000, 400, "h3")
     fault_case("partition (h3's link down)", "hang", 2, 3000, 400, during=link_down_after("h3", 0.3),
                after=lambda: hosts("link", "h3", "up"), port=29405)
     # A slow link: 40 ms more each way with netem; where the kernel has none, h2's link

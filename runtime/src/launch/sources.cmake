@@ -11,5 +11,9 @@ list(APPEND DISTMETRICS_RUNTIME_SOURCES
   src/launch/zygote.cpp
   src/launch/diagnosis.cpp
   src/launch/rank_pool.cpp
+  src/launch/peer_env.cpp
+  src/launch/peer_store.cpp
+  src/launch/peer_task.cpp
+  src/launch/mpi_agent.cpp
   src/launch/peer_runner.cpp
   src/launch/child_call.cpp)

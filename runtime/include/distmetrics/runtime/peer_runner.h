@@ -5,8 +5,10 @@
 // Every process runs the same variants in the same order (lockstep). Each variant gets a fresh
 // process group: a prefix per variant over one store that rank 0 hosts (every rank on this host:
 // a Unix socket in a private 0700 folder, its path sent through MPI or derived from MASTER_PORT;
-// across hosts a TCPStore at MASTER_PORT in env mode, or on a free port sent to the others
-// through MPI in mpi mode), or a fresh MPI_Comm_dup for the mpi backend. Each rank runs the task in its own process; rank 0 gathers
+// across hosts the project's store on the rendezvous address alone, admitting only the run's
+// secret: MASTER_ADDR:MASTER_PORT in env mode, or an address and port sent to the others through
+// MPI in mpi mode), or a fresh MPI_Comm_dup for the mpi backend. Each rank runs the task in its
+// own process; rank 0 gathers
 // every rank's outcome through the store (within the variant's deadline plus a grace), diagnoses
 // the run and publishes it, so that every rank returns the same JobResult.
 //
