@@ -242,6 +242,24 @@ TEST(EngineRun, AnErrorTheSingleProcessDoesNotRaiseIsAnErrorOutcome) {
   EXPECT_NE(v.diagnosis.find("[distmetrics::metrics::InputError]"), std::string::npos) << v.diagnosis;
 }
 
+// Every rank and the single process raise NotComputableError at the compute after a reset with
+// no data: every script ends there, so the compute after it (update_after_compute's) is reached
+// by no process and not judged, instead of failing with "did not get there".
+TEST(EngineRun, AnErrorEveryProcessRaisesEndsTheScriptForTheSingleProcessToo) {
+  const auto v = run("stops_at_shared_error").at(0);
+  ASSERT_EQ(v.outcome, dh::Outcome::Pass) << explain(v);
+  ASSERT_NE(v.property("reset_replay"), nullptr);
+  EXPECT_EQ(v.property("reset_replay")->outcome, dh::Outcome::Pass) << explain(v);  // the same error on both sides
+  ASSERT_NE(v.property("update_after_compute"), nullptr);
+  const auto& later = *v.property("update_after_compute");
+  EXPECT_EQ(later.outcome, dh::Outcome::Skip) << explain(v);
+  EXPECT_EQ(later.message, "update_after_compute: not judged: every rank's script stopped at compute 2 (script step 4: "
+                           "'compute'), raising NotComputableError as the single process does there; no process reached "
+                           "the computes after it")
+      << explain(v);
+  EXPECT_EQ(v.property("equal_to_single")->outcome, dh::Outcome::Pass) << explain(v);
+}
+
 TEST(EngineRun, AnEmptyBatchTheMetricRejectsIsAFindingOfItsOwnAndTheScriptGoesOn) {
   const auto verdicts = run("rejects_empty");
   ASSERT_EQ(verdicts.size(), 3u);
