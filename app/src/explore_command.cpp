@@ -188,6 +188,7 @@ class Explorer {
     std::string toml;
     json verdict;
     harness::Verdict object;  // the verdict itself (the reports' views)
+    double finished_at = 0;   // seconds since the start
   };
   // Runs the scenarios (already loaded) as one folder; nullopt verdict where none came back.
   std::vector<Evaluated> evaluate(const std::vector<std::pair<harness::Scenario, std::string>>& cases, const char* phase,
@@ -227,7 +228,7 @@ std::vector<Explorer::Evaluated> Explorer::evaluate(const std::vector<std::pair<
   // started runs to its end or its deadline).
   for (std::size_t i = 0; i < cases.size(); ++i) {
     if (since(start_) >= o_.budget) break;
-    Evaluated e{cases[i].first, cases[i].second, nullptr, {}};
+    Evaluated e{cases[i].first, cases[i].second, nullptr, {}, 0};
     e.scenario.name = "explore_case";
     e.scenario.file = folder_ + "/explore_case.toml";
     const auto t = Clock::now();
@@ -249,6 +250,7 @@ std::vector<Explorer::Evaluated> Explorer::evaluate(const std::vector<std::pair<
       }
     }
     run_seconds_ += since(t);
+    e.finished_at = since(start_);
     const auto sig = ex::failure_signature(e.verdict);
     log({{"phase", phase},
          {"case", first_index + i},
@@ -480,7 +482,7 @@ int Explorer::run(std::ostream& err) {
       if (!sig) continue;
       const auto known = found_at.find(sig->text());
       if (known != found_at.end()) continue;  // reported once
-      const double found_after = since(start_);
+      const double found_after = r.finished_at;  // when that case ended, not its batch
       out_ << "explore: case " << indices[i] << " fails: " << sig->text() << ": "
            << runtime::first_line(r.verdict.value("reason", "")) << "\n  shrinking " << ex::size_text(r.scenario) << " ...\n"
            << std::flush;

@@ -82,6 +82,20 @@ CaseRunner::CaseRunner(const CaseSource& source) : state_(std::make_unique<State
         p.message = "agrees_with_reference skipped: a rank pool's warm-up";
         return p;
       }
+      // No rank had a sample at any compute: what compute() returns then (raise, 0 or NaN) is a
+      // convention the source declares (docs/python.md, "no_data"), which `conform` judges where
+      // a scenario expects it; not what explore looks for. The metric's own single process still
+      // judges it (equal_to_single, ranks_agree). Explore's false failures on 0-sample cases.
+      bool any_data = false;
+      for (const auto& point : ctx.plan.computes)
+        for (std::size_t r = 0; r < point.fed.size() && r < shards.ranks.size(); ++r)
+          for (std::size_t b = 0; b < point.fed[r] && b < shards.ranks[r].size(); ++b)
+            any_data = any_data || !shards.ranks[r][b].empty();
+      if (!any_data) {
+        p.message = "agrees_with_reference skipped: no rank had a sample at any compute (what compute() returns then "
+                    "is the source's declared no-data convention, which conform judges)";
+        return p;
+      }
       if (!metrics::MetricRegistry::reference().find(reference.metric)) {
         p.message = "agrees_with_reference skipped: distmetrics has no reference implementation of " + reference.metric;
         return p;
