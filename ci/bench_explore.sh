@@ -62,7 +62,7 @@ for row in "${rows[@]}"; do
   json="$out/$total.json"
   # shellcheck disable=SC2086
   "$dm" explore $args --budget "$budget" --seed "$seed" --json "$json" --quiet >"$out/$total.log" 2>&1
-  read -r got first shrunk rate total < <("$python" - "$json" <<'PY'
+  read -r got first shrunk rate took < <("$python" - "$json" <<'PY'
 import json, sys
 try:
     r = json.load(open(sys.argv[1]))
@@ -76,7 +76,7 @@ print(got, first, shrunk, "%.1f" % r["variants_per_second"], "%.1f" % r["seconds
 PY
 )
   [ "$got" = "$want" ] && met=$((met + 1))
-  printf '%-44s %-6s %-7s %9s %-46s %8s %7s\n' "$name" "$want" "$got" "$first" "${shrunk//_/ }" "$rate" "$total"
+  printf '%-44s %-6s %-7s %9s %-46s %8s %7s\n' "$name" "$want" "$got" "$first" "${shrunk//_/ }" "$rate" "$took"
   if [ "$got" != "$want" ]; then
     echo "    (see the log: $(tail -3 "$out/$total.log" | tr '\n' ' '))"
   fi
