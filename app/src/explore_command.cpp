@@ -120,6 +120,45 @@ std::optional<std::pair<harness::Scenario, std::string>> load_as_case(const harn
   return std::make_pair(std::move(*loaded), toml);
 }
 
+std::string script_text(const harness::Scenario& s) {
+  std::string text;
+  for (const auto& step : s.script) text += step.text + ";";
+  return text;
+}
+
+// What a shrink cut short had not tried: "stopped at the budget (20.0 s): 14 candidate(s) of
+// this round untried (fewer samples, fewer steps, ...)".
+std::string cut_text(const std::string& at, const harness::Scenario& current,
+                     const std::vector<std::pair<harness::Scenario, std::string>>& candidates, std::size_t from) {
+  std::vector<std::string> kinds;
+  for (std::size_t i = from; i < candidates.size(); ++i) {
+    const auto& c = candidates[i].first;
+    const std::string kind = c.world_sizes != current.world_sizes       ? "fewer ranks"
+                             : c.data.num_samples != current.data.num_samples ? "fewer samples"
+                             : c.script.size() != current.script.size()     ? "fewer steps"
+                             : script_text(c) != script_text(current)       ? "plainer steps"
+                             : c.batch_size != current.batch_size           ? "fewer batches"
+                                                                            : "plainer data or parameters";
+    if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) kinds.push_back(kind);
+  }
+  std::string text = "stopped at " + at + ": " + std::to_string(candidates.size() - std::min(from, candidates.size())) +
+                     " candidate(s) of this round untried";
+  for (std::size_t k = 0; k < kinds.size(); ++k) text += (k ? ", " : " (") + kinds[k] + (k + 1 == kinds.size() ? ")" : "");
+  return text;
+}
+
+// A hang with no sign of a bug of the metric's own: no rank raised, crashed or timed out inside
+// a collective, and the ranks' collectives did not part (no deviation). A rank still busy at
+// the deadline on a loaded machine looks like this.
+bool maybe_slow(const json& verdict) {
+  if (verdict.value("outcome", "") != "hang" || !verdict.value("deviation", json()).is_null()) return false;
+  for (const auto& r : verdict.value("ranks", json::array())) {
+    const std::string state = r.value("state", "");
+    if (state == "raised" || state == "crashed" || state == "timed_out") return false;
+  }
+  return true;
+}
+
 struct Finding {
   ex::Signature signature;
   std::uint64_t index = 0;
@@ -127,9 +166,13 @@ struct Finding {
   std::string original_size, shrunk_size;
   std::string toml;  // the shrunk scenario
   json verdict;      // the shrunk case's verdict
+  harness::Verdict object;
   int shrink_steps = 0, shrink_tried = 0;
-  bool shrink_cut = false;  // stopped at its attempt or time limit
+  // Why shrinking stopped before no candidate kept the signature (the budget, or
+  // --shrink-attempts), and what it had not tried; empty when it ran to its end.
+  std::string shrink_cut;
   std::string saved;
+  std::string reproduce;  // the command that reproduces it
 };
 
 class Explorer {
@@ -144,14 +187,20 @@ class Explorer {
     harness::Scenario scenario;
     std::string toml;
     json verdict;
+    harness::Verdict object;  // the verdict itself (the reports' views)
+    double finished_at = 0;   // seconds since the start
   };
   // Runs the scenarios (already loaded) as one folder; nullopt verdict where none came back.
   std::vector<Evaluated> evaluate(const std::vector<std::pair<harness::Scenario, std::string>>& cases, const char* phase,
                                   std::uint64_t first_index);
   void log(const json& line);
+  // --junit, --html: each finding's shrunk case as a variant of its own ("explore/METRIC_N"),
+  // or, when none was found, one passing variant for the search.
+  std::vector<harness::Verdict> report_verdicts() const;
   void progress(bool last);
   Finding shrink(const Evaluated& failing, const ex::Signature& signature, std::uint64_t index);
   std::string save(const Finding& f, int number);
+  std::string reproduce_command(const std::string& saved) const;
 
   const ExploreOptions& o_;
   harness::Scenario base_;
@@ -161,8 +210,10 @@ class Explorer {
   std::string folder_;
   std::ofstream log_;
   Clock::time_point start_ = Clock::now();
+  std::string started_ = harness::now_iso8601();
   Clock::time_point last_progress_ = Clock::now();
-  std::uint64_t tried_ = 0, rejected_ = 0, inconclusive_ = 0, shrink_runs_ = 0, runs_ = 0;
+  std::uint64_t tried_ = 0, rejected_ = 0, shrink_runs_ = 0;
+  std::uint64_t slow_ = 0;  // hangs that ran to their end with three times the deadline
   double run_seconds_ = 0;
   std::map<std::string, std::uint64_t> coverage_;
   std::vector<Finding> findings_;
@@ -173,26 +224,37 @@ class Explorer {
 std::vector<Explorer::Evaluated> Explorer::evaluate(const std::vector<std::pair<harness::Scenario, std::string>>& cases,
                                                     const char* phase, std::uint64_t first_index) {
   std::vector<Evaluated> out;
-  // The search stops at its budget, shrinking at its limit, also within a batch (a hanging case
-  // costs its deadline and a pool's restart).
-  const double stop_at = std::string(phase) == "search" ? o_.budget : 2 * o_.budget;
+  // The budget bounds the whole run, search and shrinking, also within a batch (a case that has
+  // started runs to its end or its deadline).
   for (std::size_t i = 0; i < cases.size(); ++i) {
-    if (i > 0 && since(start_) > stop_at) break;
-    Evaluated e{cases[i].first, cases[i].second, nullptr};
+    if (since(start_) >= o_.budget) break;
+    Evaluated e{cases[i].first, cases[i].second, nullptr, {}, 0};
     e.scenario.name = "explore_case";
     e.scenario.file = folder_ + "/explore_case.toml";
     const auto t = Clock::now();
-    e.verdict = runner_->run(e.scenario);
-    run_seconds_ += since(t);
-    const bool inconclusive = ex::stopped_by_shared_error(e.verdict);
-    if (inconclusive) {
-      ++inconclusive_;
-      e.verdict["explore_inconclusive"] = true;
+    e.object = runner_->run(e.scenario, std::max(0.0, o_.budget - since(start_)));
+    e.verdict = e.object.to_json();
+    // A hang that may be the machine's load, not the metric (no rank raised, crashed or timed
+    // out in a collective, and their collectives did not part): run again with three times the
+    // deadline. Only if it hangs again is it a hang; otherwise the longer run's verdict stands.
+    bool slow = false;
+    if (maybe_slow(e.verdict) && since(start_) < o_.budget) {
+      harness::Scenario longer = e.scenario;
+      longer.deadline_seconds = 3 * e.scenario.deadline_seconds;
+      harness::Verdict again = runner_->run(longer, std::max(0.0, o_.budget - since(start_)));
+      if (again.outcome != harness::Outcome::Hang && again.outcome != harness::Outcome::Skip) {
+        slow = true;
+        ++slow_;
+        e.object = std::move(again);
+        e.verdict = e.object.to_json();
+      }
     }
-    const auto sig = inconclusive ? std::nullopt : ex::failure_signature(e.verdict);
+    run_seconds_ += since(t);
+    e.finished_at = since(start_);
+    const auto sig = ex::failure_signature(e.verdict);
     log({{"phase", phase},
-         {"inconclusive", inconclusive},
          {"case", first_index + i},
+         {"slow", slow},
          {"seconds_since_start", since(start_)},
          {"seconds", e.verdict.value("seconds", 0.0)},
          {"outcome", e.verdict.value("outcome", "")},
@@ -202,6 +264,37 @@ std::vector<Explorer::Evaluated> Explorer::evaluate(const std::vector<std::pair<
          {"features", ex::features_of(e.scenario)},
          {"scenario", e.toml}});
     out.push_back(std::move(e));
+  }
+  return out;
+}
+
+std::vector<harness::Verdict> Explorer::report_verdicts() const {
+  std::string metric = source_.metric;
+  for (auto& ch : metric)
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  std::vector<harness::Verdict> out;
+  for (std::size_t i = 0; i < findings_.size(); ++i) {
+    harness::Verdict v = findings_[i].object;
+    auto& variant = v.variant;
+    variant.scenario = "explore/" + metric + "_" + std::to_string(i + 1);
+    variant.file = findings_[i].saved;
+    variant.id = harness::variant_id(variant.scenario, variant.backend, variant.world_size, variant.shard, variant.placement,
+                                     variant.dtype);
+    variant.reproduce_command = findings_[i].reproduce;
+    out.push_back(std::move(v));
+  }
+  if (out.empty()) {
+    harness::Verdict v;
+    v.variant.scenario = "explore/" + metric;
+    v.variant.id = v.variant.scenario + ":search";
+    v.variant.backend = space_.backend;
+    v.seconds = since(start_);
+    harness::PropertyResult p;
+    p.name = "explore";
+    p.message = "explore held: " + std::to_string(tried_) + " case(s) of seed " + std::to_string(o_.seed) +
+                ", no failure within the budget of " + fixed(o_.budget) + " s";
+    v.properties.push_back(p);
+    out.push_back(std::move(v));
   }
   return out;
 }
@@ -216,7 +309,7 @@ void Explorer::progress(bool last) {
   last_progress_ = Clock::now();
   const double seconds = since(start_);
   out_ << "explore: " << fixed(seconds) << " s, " << tried_ << " case(s) tried (" << rejected_ << " drawn and refused by "
-       << "the loader, " << inconclusive_ << " inconclusive), " << shrink_runs_ << " shrink case(s), " << fixed((tried_ + shrink_runs_) / std::max(run_seconds_, 1e-9))
+       << "the loader; " << slow_ << " slow hang(s) that finished with 3x the deadline), " << shrink_runs_ << " shrink case(s), " << fixed((tried_ + shrink_runs_) / std::max(run_seconds_, 1e-9))
        << " variants/s, " << findings_.size() << " failure(s)\n"
        << std::flush;
 }
@@ -229,11 +322,13 @@ Finding Explorer::shrink(const Evaluated& failing, const ex::Signature& signatur
   harness::Scenario current = failing.scenario;
   f.toml = failing.toml;
   f.verdict = failing.verdict;
+  f.object = failing.object;
   std::set<std::string> seen = {failing.toml};
-  // Shrinking may run past the search budget by as much again, never more.
-  const double limit = 2 * o_.budget;
+  // Shrinking takes its time from the budget: what is left of it, at most (the search goes on
+  // after it while any is left). Cut there, the finding is the smallest case found so far.
+  const double limit = o_.budget;
   bool progressed = true;
-  while (progressed && !f.shrink_cut) {
+  while (progressed && f.shrink_cut.empty()) {
     progressed = false;
     std::vector<std::pair<harness::Scenario, std::string>> candidates;
     const bool extras = lists_extras(current);
@@ -246,24 +341,31 @@ Finding Explorer::shrink(const Evaluated& failing, const ex::Signature& signatur
     // In order, a few at a time: the first that keeps the signature wins, whatever the timing.
     constexpr std::size_t kChunk = 4;
     for (std::size_t at = 0; at < candidates.size() && !progressed; at += kChunk) {
-      if (f.shrink_tried >= o_.shrink_attempts || since(start_) > limit) {
-        f.shrink_cut = true;
+      const bool attempts = f.shrink_tried >= o_.shrink_attempts;
+      if (attempts || since(start_) >= limit) {
+        f.shrink_cut = cut_text(attempts ? "--shrink-attempts " + std::to_string(o_.shrink_attempts)
+                                         : "the budget (" + fixed(o_.budget) + " s)",
+                                current, candidates, at);
         break;
       }
       const std::vector<std::pair<harness::Scenario, std::string>> chunk(
           candidates.begin() + static_cast<std::ptrdiff_t>(at),
           candidates.begin() + static_cast<std::ptrdiff_t>(std::min(candidates.size(), at + kChunk)));
       const auto results = evaluate(chunk, "shrink", index);
-      f.shrink_tried += static_cast<int>(chunk.size());
-      shrink_runs_ += chunk.size();
+      f.shrink_tried += static_cast<int>(results.size());
+      shrink_runs_ += results.size();
+      if (results.size() < chunk.size() && f.shrink_cut.empty())  // the budget ended within the chunk
+        f.shrink_cut = cut_text("the budget (" + fixed(o_.budget) + " s)", current, candidates, at + results.size());
       for (const auto& r : results) {
-        const auto sig = r.verdict.contains("explore_inconclusive") ? std::nullopt : ex::failure_signature(r.verdict);
+        const auto sig = ex::failure_signature(r.verdict);
         if (!sig || !(*sig == signature)) continue;
         current = r.scenario;
         f.toml = r.toml;
         f.verdict = r.verdict;
+        f.object = r.object;
         ++f.shrink_steps;
         progressed = true;
+        f.shrink_cut.clear();  // a smaller case kept it; the next round starts from that one
         break;
       }
       progress(false);
@@ -271,6 +373,18 @@ Finding Explorer::shrink(const Evaluated& failing, const ex::Signature& signatur
   }
   f.shrunk_size = ex::size_text(current);
   return f;
+}
+
+std::string Explorer::reproduce_command(const std::string& path) const {
+  const std::string source = source_.plugin_path.empty() ? "--python " + runtime::shell_quote(source_.python)
+                                                         : "--plugin " + runtime::shell_quote(source_.plugin_path);
+  if (path.empty())  // not saved: the search again, which finds it the same way (a budget cut aside)
+    return "distmetrics explore " + (source_.plugin ? source + " " : std::string()) + "--metric " +
+           runtime::shell_quote(source_.metric) + " --seed " + std::to_string(o_.seed) + " --budget " + fixed(o_.budget) +
+           " --save DIR";
+  return !source_.plugin ? "distmetrics run " + runtime::shell_quote(path)
+                         : "distmetrics conform " + source + " --metric " + runtime::shell_quote(source_.metric) + " " +
+                               runtime::shell_quote(path);
 }
 
 std::string Explorer::save(const Finding& f, int number) {
@@ -282,16 +396,15 @@ std::string Explorer::save(const Finding& f, int number) {
                                                       std::to_string(number) + ".toml")).string();
   auto scenario = ex::load_case(f.toml, "saved");
   std::vector<std::string> header = {
-      "Found by `distmetrics explore --metric " + source_.metric + " --seed " + std::to_string(o_.seed) + "` (case " +
+      "Found by `distmetrics explore " +
+          (source_.plugin ? (source_.plugin_path.empty() ? "--python " + runtime::shell_quote(source_.python)
+                                                         : "--plugin " + runtime::shell_quote(source_.plugin_path)) + " "
+                          : std::string()) +
+          "--metric " + source_.metric + " --seed " + std::to_string(o_.seed) + "` (case " +
           std::to_string(f.index) + ", after " + fixed(f.found_after) + " s).",
       "Failure: " + f.signature.text() + ": " + runtime::first_line(f.verdict.value("reason", "")),
       "Shrunk in " + std::to_string(f.shrink_steps) + " step(s) from " + f.original_size + " to " + f.shrunk_size + ".",
-      std::string("Reproduce: distmetrics ") +
-          (!source_.plugin
-               ? "run " + runtime::shell_quote(path)
-               : "conform " + std::string(source_.plugin_path.empty() ? "--python " + runtime::shell_quote(source_.python)
-                                                                : "--plugin " + runtime::shell_quote(source_.plugin_path)) +
-                     " --metric " + runtime::shell_quote(source_.metric) + " " + runtime::shell_quote(path)),
+      "Reproduce: " + reproduce_command(path),
       "Keep it as a regression: move it to scenarios/regression/ and say in `description` what it checks (docs/explore.md)."};
   std::string text = f.toml;
   if (scenario) {
@@ -328,13 +441,20 @@ int Explorer::run(std::ostream& err) {
   out_ << ", backend " << space_.backend << "\n";
   std::map<std::string, std::size_t> found_at;  // signature text -> finding
   std::uint64_t index = 0;
-  const int batch = std::max(1, o_.batch);
+  // A Python rank pool costs about 17 s to start here (a C++ one well under 1 s): more cases
+  // per world size for a Python source.
+  const int batch = o_.batch > 0 ? o_.batch : source_.python.empty() ? 8 : 16;
   for (std::uint64_t batch_number = 0; since(start_) < o_.budget; ++batch_number) {
     if (o_.max_cases > 0 && tried_ >= static_cast<std::uint64_t>(o_.max_cases)) break;
     // Each batch runs at one world size (one rank pool); its cases are (seed, index) functions.
     ex::Rng size_rng(o_.seed * 1000003ull + batch_number);
     ex::Space space = space_;
-    space.world_sizes = {size_rng.pick(space_.world_sizes)};
+    // The first batch is distributed and small (2 or 3 ranks, where most sync bugs already show
+    // and a pool starts fastest) when those sizes are allowed; later ones draw from them all.
+    std::vector<int> first;
+    for (int w : space_.world_sizes)
+      if (w == 2 || w == 3) first.push_back(w);
+    space.world_sizes = {size_rng.pick(batch_number == 0 && !first.empty() ? first : space_.world_sizes)};
     std::vector<std::pair<harness::Scenario, std::string>> cases;
     std::vector<std::uint64_t> indices;
     for (int k = 0; k < batch; ++k, ++index) {
@@ -358,19 +478,20 @@ int Explorer::run(std::ostream& err) {
     for (std::size_t i = 0; i < results.size(); ++i) {
       const auto& r = results[i];
       for (const auto& f : ex::features_of(r.scenario)) ++coverage_[f];
-      const auto sig = r.verdict.contains("explore_inconclusive") ? std::nullopt : ex::failure_signature(r.verdict);
+      const auto sig = ex::failure_signature(r.verdict);
       if (!sig) continue;
       const auto known = found_at.find(sig->text());
       if (known != found_at.end()) continue;  // reported once
-      const double found_after = since(start_);
+      const double found_after = r.finished_at;  // when that case ended, not its batch
       out_ << "explore: case " << indices[i] << " fails: " << sig->text() << ": "
            << runtime::first_line(r.verdict.value("reason", "")) << "\n  shrinking " << ex::size_text(r.scenario) << " ...\n"
            << std::flush;
       Finding f = shrink(r, *sig, indices[i]);
       f.found_after = found_after;
       if (!o_.save_dir.empty()) f.saved = save(f, static_cast<int>(findings_.size()) + 1);
+      f.reproduce = reproduce_command(f.saved);
       out_ << "  shrunk in " << f.shrink_steps << " step(s) (" << f.shrink_tried << " candidate(s)"
-           << (f.shrink_cut ? ", stopped at the limit" : "") << ") to " << f.shrunk_size
+           << (f.shrink_cut.empty() ? "" : "; " + f.shrink_cut) << ") to " << f.shrunk_size
            << (f.saved.empty() ? "" : ": " + f.saved) << "\n"
            << std::flush;
       found_at[sig->text()] = findings_.size();
@@ -409,7 +530,7 @@ int Explorer::run(std::ostream& err) {
        << fixed(throughput) << " variants/s), " << findings_.size() << " distinct failure(s)\n";
 
   json summary = {{"metric", source_.metric},     {"seed", o_.seed},        {"budget", o_.budget},
-                  {"seconds", seconds},           {"cases", tried_},        {"refused", rejected_}, {"inconclusive", inconclusive_},
+                  {"seconds", seconds},           {"cases", tried_},        {"refused", rejected_}, {"slow", slow_},
                   {"shrink_cases", shrink_runs_}, {"variants_per_second", throughput},
                   {"coverage", coverage_},        {"findings", json::array()}};
   for (const auto& f : findings_)
@@ -423,7 +544,7 @@ int Explorer::run(std::ostream& err) {
                                    {"shrunk_size", f.shrunk_size},
                                    {"shrink_steps", f.shrink_steps},
                                    {"shrink_candidates", f.shrink_tried},
-                                   {"shrink_cut", f.shrink_cut},
+                                   {"shrink_cut", f.shrink_cut.empty() ? json(nullptr) : json(f.shrink_cut)},
                                    {"saved", f.saved.empty() ? json(nullptr) : json(f.saved)},
                                    {"scenario", f.toml},
                                    {"verdict", f.verdict}});
@@ -437,6 +558,14 @@ int Explorer::run(std::ostream& err) {
       md << "- **" << f.signature.text() << "** (case " << f.index << "): " << runtime::first_line(f.verdict.value("reason", ""))
          << "; shrunk to " << f.shrunk_size << "\n\n```toml\n" << f.toml << "```\n";
     written = harness::write_report_file(o_.markdown_file, md.str(), err) && written;
+  }
+  if (!o_.junit_file.empty() || !o_.html_file.empty()) {
+    harness::ReportFiles files;
+    files.junit = o_.junit_file;
+    files.html = o_.html_file;
+    const auto verdicts = report_verdicts();
+    const json report = harness::json_report(verdicts, started_, seconds);
+    written = harness::write_reports(files, report, harness::report_model(report), verdicts, seconds, err) && written;
   }
   if (!written) return kBadInput;
   if (tried_ == 0) {
@@ -473,11 +602,15 @@ CLI::App* add_explore_command(CLI::App& app, ExploreOptions& o) {
   cmd->add_option("--log", o.log_file, "write a JSON line per tried case to FILE");
   cmd->add_option("--json", o.json_file, "write the summary (findings, coverage, counts) as JSON to FILE");
   cmd->add_option("--markdown", o.markdown_file, "write the summary as Markdown to FILE");
+  cmd->add_option("--junit", o.junit_file, "write JUnit XML to FILE: each finding's shrunk case as a failing test case "
+                                           "(one passing case for the search when none was found)");
+  cmd->add_option("--html", o.html_file, "write the HTML report of the findings' shrunk cases to FILE");
   cmd->add_option("--deadline", o.deadline, "seconds each case may take (default 10)")->check(CLI::Range(0.5, 600.0));
   cmd->add_option("--max-samples", o.max_samples, "the most samples a case draws (default 20000)")->check(CLI::Range(0, 1000000));
   cmd->add_option("--max-cases", o.max_cases, "stop after this many cases as well (default: the budget alone decides)")
       ->check(CLI::Range(0, 100000000));
-  cmd->add_option("--batch", o.batch, "cases per run of the rank pools (default 8)")->check(CLI::Range(1, 256));
+  cmd->add_option("--batch", o.batch, "cases per world size before the next is drawn (default 8; 16 for a Python source)")
+      ->check(CLI::Range(1, 256));
   cmd->add_option("--shrink-attempts", o.shrink_attempts, "candidate cases tried at most per failure (default 150)")
       ->check(CLI::Range(0, 100000));
   cmd->add_flag("--quiet", o.quiet, "print only the failures and the last lines");

@@ -32,10 +32,11 @@ struct ExploreOptions {
   std::string log_file;             // --log FILE: a JSON line per tried case
   std::string json_file;            // --json FILE: the summary
   std::string markdown_file;        // --markdown FILE: the summary as Markdown
+  std::string junit_file, html_file;  // --junit, --html: the shrunk findings as variants (write_reports)
   double deadline = 10;             // each case's deadline
   std::int64_t max_samples = 20000;
   std::int64_t max_cases = 0;       // 0: as many as the budget allows
-  int batch = 8;                    // cases per run of the rank pools
+  int batch = 0;                    // cases per world size; 0: 8, or 16 for a Python source
   int shrink_attempts = 150;        // candidate cases at most, per failure
   bool quiet = false;
   bool verbose = false;

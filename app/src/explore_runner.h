@@ -1,8 +1,8 @@
-// How `explore` runs its cases: each through the engine as `distmetrics run` runs a reference
-// metric's variant and `distmetrics conform` a plugin's or a Python source's (adapt_scenario, the
-// single-process reference on a helper worker, agrees_with_reference), on rank pools kept for the
-// whole search, so that a pool (and a Python rank's interpreter) starts once per world size, not
-// once per case. (When harness::Session lands, this is the one place to point at it.)
+// How `explore` runs its cases: each through a harness::Session as `distmetrics run` runs a
+// reference metric's variant and `distmetrics conform` a plugin's or a Python source's
+// (adapt_scenario, the single-process reference on a helper worker, agrees_with_reference), on
+// rank pools the session keeps for the whole search, so that a pool (and a Python rank's
+// interpreter) starts once per world size, not once per case.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -11,6 +11,7 @@
 #include <string>
 
 #include "distmetrics/harness/scenario.h"
+#include "distmetrics/harness/verdict.h"
 
 namespace distmetrics::plugin {
 struct Plugin;
@@ -30,8 +31,9 @@ class CaseRunner {
  public:
   explicit CaseRunner(const CaseSource& source);
   ~CaseRunner();
-  // The verdict on the scenario's one variant (the JSON report's variant object).
-  nlohmann::json run(const harness::Scenario& scenario);
+  // The verdict on the scenario's one variant. `seconds_left`: the budget's, which bounds a
+  // fresh pool's warm-up.
+  harness::Verdict run(const harness::Scenario& scenario, double seconds_left);
 
  private:
   struct State;

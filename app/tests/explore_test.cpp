@@ -3,6 +3,7 @@
 // same (seed, index) draws the same case, and signatures read real verdict fields.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <set>
 
 #include "distmetrics/harness/explore.h"
@@ -100,6 +101,7 @@ TEST(ExploreShrink, CandidatesAreSmallerDeterministicAndStartWithFewerRanks) {
   auto c = ex::generate_case(*base, space, 3, 0).scenario;
   c.data.num_samples = 100;
   c.batch_size = 3;
+  c.shards = {"even"};  // a policy that needs no more than one rank
   const auto toml = ex::scenario_to_toml(c, {}, false);
   const auto s = ex::load_case(toml, "case");
   ASSERT_TRUE(s) << toml;
@@ -139,15 +141,105 @@ TEST(ExploreSignature, ReadsOutcomeFirstHandPropertiesAndRankStates) {
   json smaller = hang;
   smaller["ranks"] = {{{"rank", 0}, {"state", "raised"}}, {{"rank", 1}, {"state", "stuck"}}};
   EXPECT_TRUE(*ex::failure_signature(smaller) == *sig);
-  // Every rank stopped at the error the single process raised too: inconclusive.
-  const json stopped = {
+}
+
+// Fewer samples come first with the batch size scaled down alike (every rank keeps its number of
+// batches, so 'update N' and 'update P%' feed the same share), then with the batch size kept.
+TEST(ExploreShrink, FewerSamplesKeepTheNumberOfBatchesFirst) {
+  const auto scenarios = core_scenarios();
+  const Scenario* base = find(scenarios, "core/mean_absolute_error");
+  ASSERT_TRUE(base);
+  ex::Space space;
+  space.world_sizes = {2};
+  auto c = ex::generate_case(*base, space, 3, 0).scenario;
+  c.data.num_samples = 20000;
+  c.batch_size = 1000;  // 10 batches a rank
+  const auto s = ex::load_case(ex::scenario_to_toml(c, {}, false), "case");
+  ASSERT_TRUE(s);
+  std::vector<std::pair<std::int64_t, std::int64_t>> sizes;  // (samples, batch) in candidate order
+  for (const auto& cand : ex::shrink_candidates(*s))
+    if (cand.data.num_samples != 20000) sizes.emplace_back(cand.data.num_samples, cand.batch_size);
+  const auto at = [&](std::int64_t samples) {
+    std::vector<std::int64_t> batches;
+    for (const auto& [n, b] : sizes)
+      if (n == samples) batches.push_back(b);
+    return batches;
+  };
+  EXPECT_EQ(at(10000), (std::vector<std::int64_t>{500, 1000}));  // scaled first, then kept
+  EXPECT_EQ(at(16), (std::vector<std::int64_t>{1, 16}));
+  EXPECT_EQ(at(0), (std::vector<std::int64_t>{1}));
+}
+
+// A drawn spread below 1e-3 of the data's magnitude is widened (a one-pass variance would cancel
+// to rounding: R2Score's value would depend on the batching); the magnitudes stay extreme.
+TEST(ExploreSpace, TheDataSpreadStaysResolvableAgainstItsMagnitude) {
+  const auto scenarios = core_scenarios();
+  const Scenario* base = find(scenarios, "core/r2_score");
+  ASSERT_TRUE(base);
+  ASSERT_EQ(base->data.params.at("offset"), 3.0);
+  ex::Space space;
+  space.world_sizes = {2};
+  int extreme = 0, widened = 0;
+  for (std::uint64_t i = 0; i < 400; ++i) {
+    const auto s = ex::generate_case(*base, space, 5, i).scenario;
+    const double offset = s.data.params.value("offset", 0.0), scale = s.data.params.value("scale", 1.0);
+    if (scale > 0) EXPECT_GE(scale, std::fabs(offset) * 1e-3) << "case " << i << ": " << s.data.params.dump();
+    extreme += std::fabs(offset) >= 1e9 || scale >= 1e9;
+    widened += scale > 0 && scale == std::fabs(offset) * 1e-3;
+    // And its shrink candidates (a parameter back to its default must not narrow it).
+    for (const auto& c : ex::shrink_candidates(s)) {
+      const double o = c.data.params.value("offset", 0.0), sc = c.data.params.value("scale", 1.0);
+      if (sc > 0) EXPECT_GE(sc, std::fabs(o) * 1e-3) << "case " << i << ": " << c.data.params.dump();
+    }
+  }
+  EXPECT_GT(extreme, 0);
+  EXPECT_GT(widened, 0);  // drawn narrower (1e-7 around 3, ...), widened
+}
+
+// A comparison with the single process that failed where equal_to_single judged nothing is the
+// same failure as equal_to_single's (a maximum reduced with SUM, seen through 'reset, update,
+// compute'); where equal_to_single held, update_after_compute keeps its own name.
+TEST(ExploreSignature, AComparisonWithTheSingleProcessWhereEqualToSingleJudgedNothingIsEqualToSingle) {
+  const json through_reset = {
       {"outcome", "fail"},
       {"properties",
-       {{{"name", "idempotent"}, {"outcome", "fail"}, {"consequence_of", nullptr}, {"single", nullptr}, {"ranks", {nullptr, nullptr}}}}},
-      {"ranks", {{{"state", "finished"}, {"error", "NotComputableError at compute: none"}},
-                 {{"state", "finished"}, {"error", "NotComputableError at compute: none"}}}}};
-  EXPECT_TRUE(ex::stopped_by_shared_error(stopped));
-  json judged = stopped;
-  judged["properties"][0]["ranks"] = {1.5, 2.5};
-  EXPECT_FALSE(ex::stopped_by_shared_error(judged));
+       {{{"name", "equal_to_single"}, {"outcome", "skip"}, {"consequence_of", nullptr}},
+        {{"name", "reset_replay"}, {"outcome", "fail"}, {"consequence_of", nullptr}},
+        {{"name", "ranks_agree"}, {"outcome", "pass"}, {"consequence_of", nullptr}}}},
+      {"ranks", {{{"state", "finished"}}, {{"state", "finished"}}}}};
+  const json fresh = {
+      {"outcome", "fail"},
+      {"properties",
+       {{{"name", "equal_to_single"}, {"outcome", "fail"}, {"consequence_of", nullptr}},
+        {{"name", "update_after_compute"}, {"outcome", "fail"}, {"consequence_of", "equal_to_single"}}}},
+      {"ranks", {{{"state", "finished"}}, {{"state", "finished"}}}}};
+  ASSERT_TRUE(ex::failure_signature(through_reset));
+  EXPECT_EQ(ex::failure_signature(through_reset)->text(), "fail [equal_to_single]");
+  EXPECT_TRUE(*ex::failure_signature(through_reset) == *ex::failure_signature(fresh));
+  json later = fresh;  // equal_to_single held: a later compute's own failure
+  later["properties"][0]["outcome"] = "pass";
+  later["properties"][1]["consequence_of"] = nullptr;
+  EXPECT_EQ(ex::failure_signature(later)->text(), "fail [update_after_compute]");
+}
+
+// A reset goes with the replays after it: alone, either would leave the script invalid or
+// feeding nothing, and 'update, reset, replay, compute' would not shrink to 'update, compute'.
+TEST(ExploreShrink, AResetIsLeftOutWithItsReplays) {
+  const auto scenarios = core_scenarios();
+  const Scenario* base = find(scenarios, "core/mean_absolute_error");
+  ASSERT_TRUE(base);
+  ex::Space space;
+  space.world_sizes = {2};
+  auto c = ex::generate_case(*base, space, 3, 0).scenario;
+  c.script.clear();
+  for (const char* step : {"update", "reset", "replay", "compute"}) c.script.push_back(distmetrics::harness::parse_step(step));
+  const auto s = ex::load_case(ex::scenario_to_toml(c, {}, false), "case");
+  ASSERT_TRUE(s);
+  bool plain = false;
+  for (const auto& cand : ex::shrink_candidates(*s)) {
+    std::vector<std::string> steps;
+    for (const auto& step : cand.script) steps.push_back(step.text);
+    plain = plain || steps == std::vector<std::string>{"update", "compute"};
+  }
+  EXPECT_TRUE(plain);
 }

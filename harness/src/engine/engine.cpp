@@ -187,6 +187,26 @@ bool error_matches_reference(const StepError& error, const RankObservation& obs,
   return false;
 }
 
+// The compute where every rank's script stopped, each raising there what the single process
+// raised at the same compute (e.g. NotComputableError after a reset with no data anywhere), or
+// -1. A script ends at its first error on every process: the single process stops there too, and
+// the computes after it, which no process reached, are not judged (judging them would read the
+// ranks' absence as a difference).
+int compute_where_every_process_stopped(const std::vector<RankObservation>& observations,
+                                        const SingleProcessReference& single) {
+  int stopped = -1;
+  for (const auto& obs : observations) {
+    if (!obs.error || obs.error->op != "compute" || obs.computes.empty()) return -1;
+    const auto& last = obs.computes.back();  // the compute that raised ends the rank's records
+    if (last.step != obs.error->step || !last.result.raised() || last.result.error_type != obs.error->type) return -1;
+    if (last.index >= static_cast<int>(single.at_compute.size()) || single.at_compute[last.index].error_type != obs.error->type)
+      return -1;
+    if (stopped >= 0 && stopped != last.index) return -1;
+    stopped = last.index;
+  }
+  return stopped;
+}
+
 // What the report shows of each rank: its state, its share of the data and its collectives,
 // with the script step each was issued in when the rank returned its observation.
 std::vector<RankReport> rank_reports(const Scenario& scenario, const runtime::JobResult& run) {
@@ -524,8 +544,31 @@ Verdict Engine::judge(const Scenario& given, const Variant& variant, const runti
     return v;
   }
 
-  const CheckContext ctx{scenario, variant, script, single, observations};
+  // Where every process's script ended at the same error, what follows is not judged.
+  ScriptPlan judged_script;
+  const ScriptPlan* judged = &script;
+  if (const int stopped = compute_where_every_process_stopped(observations, single);
+      stopped >= 0 && stopped + 1 < static_cast<int>(script.computes.size())) {
+    judged_script = script;
+    judged_script.computes.resize(static_cast<std::size_t>(stopped) + 1);
+    single.at_compute.resize(std::min(single.at_compute.size(), judged_script.computes.size()));
+    judged = &judged_script;
+  }
+  const CheckContext ctx{scenario, variant, *judged, single, observations};
   v.properties = check_properties(ctx);
+  if (judged != &script) {  // say why a property that had computes to judge judged none
+    const auto& stop = judged->computes.back();
+    const std::string why = "every rank's script stopped at compute " + std::to_string(stop.index + 1) + " (script step " +
+                            std::to_string(stop.step + 1) + ": '" + scenario.script.at(stop.step).text + "'), raising " +
+                            observations.front().error->type + " as the single process does there; no process " +
+                            "reached the computes after it";
+    const CheckContext whole{scenario, variant, script, single, observations};
+    const auto unstopped = check_properties(whole);
+    for (auto& p : v.properties)
+      for (const auto& q : unstopped)
+        if (q.name == p.name && p.outcome == Outcome::Skip && q.outcome != Outcome::Skip)
+          p.message = p.name + ": not judged: " + why;
+  }
   const auto variant_until =
       runtime::Deadline::after(ms(std::max(0.0, deadline - std::chrono::duration<double>(Clock::now() - started).count())));
   for (const auto& extra : options_.extra_checks) {

@@ -30,6 +30,20 @@ bool failed(const std::vector<PropertyResult>& results, const std::string& name)
   return p && p->outcome == Outcome::Fail && !p->expected_failure;
 }
 
+// update_after_compute, or reset_replay where it compares with the single process (no earlier
+// compute saw the same batches), failed where equal_to_single judged nothing: the first
+// comparison with the single process failed, as equal_to_single's would (explore found
+// "reset() leaves something behind" said of a maximum reduced with SUM). Null otherwise.
+const char* first_comparison_with_single(const CheckContext& ctx, const std::vector<PropertyResult>& results) {
+  const auto* fresh = find(results, "equal_to_single");
+  if (fresh && fresh->outcome != Outcome::Skip) return nullptr;
+  if (failed(results, "update_after_compute")) return "update_after_compute";
+  if (!failed(results, "reset_replay")) return nullptr;
+  for (const auto& point : ctx.plan.computes)
+    if (point.role == ComputeRole::AfterReset && point.replay_of >= 0) return nullptr;
+  return "reset_replay";
+}
+
 // The magnitude of a Value JSON number (a scalar, or a 1-element tensor); NaN otherwise.
 double magnitude(const nlohmann::json& value) {
   if (value.is_number()) return std::fabs(value.get<double>());
@@ -285,6 +299,18 @@ std::optional<RootCause> find_root_cause(const CheckContext& ctx, const std::vec
                    "not divided by the world size (#991), a mean of per-rank means, a per-sample history all_reduced "
                    "(#1283)";
     }
+  } else if (const char* first = first_comparison_with_single(ctx, results)) {
+    // No compute before it was compared with the single process: nothing says the sync was right.
+    cause.property = first;
+    cause.headline = ctx.variant.world_size > 1
+                         ? "the ranks differ from the single process at the first compute compared with it (no "
+                           "earlier compute shows the sync right)"
+                         : "the metric's result differs from the single process at the first compute compared with it";
+    cause.evidence = std::string(first) + " failed against the single process; equal_to_single judged no compute (the "
+                     "script has no compute before every other compute), so no earlier compute shows the sync right";
+    cause.hint = "first check what equal_to_single would: each state's reduction (a maximum reduced with SUM, "
+                 "PyTorch-Ignite #1813; a sum not divided by the world size, #991); a script with a compute before "
+                 "any reset or other compute tells the two apart";
   } else if (failed(results, "update_after_compute")) {
     cause.property = "update_after_compute";
     cause.headline = "an earlier compute changes what a later one gives, though the state digest is unchanged";

@@ -270,7 +270,19 @@ bool check_structured_data_for_metric(ScenarioReader& L, const Scenario& s, cons
 }
 
 void dry_run(ScenarioReader& L, const Scenario& s, const toml::table* metric_table) {
-  if (s.data.num_samples == 0) return;
+  if (s.data.num_samples == 0) {
+    // No samples to feed, but the factory still judges the parameters (every rank builds the
+    // metric before its script starts).
+    try {
+      MetricCatalog::instance().registry_for(s.metric)->make(s.metric, s.metric_params, c10::Device(c10::kCPU));
+    } catch (const std::exception& e) {
+      std::string message = e.what();
+      if (message.size() > 600) message = message.substr(0, 600) + "...";
+      L.error_at(L.line_of(metric_table, "name"), "metric",
+                 "metric '" + s.metric + "' cannot be built with parameters " + s.metric_params.dump() + ": " + message);
+    }
+    return;
+  }
   DataSpec small = s.data;
   small.num_samples = std::min<std::int64_t>(s.data.num_samples, std::max<std::int64_t>(s.batch_size, 2));
   try {

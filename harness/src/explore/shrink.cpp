@@ -76,17 +76,45 @@ std::vector<Scenario> shrink_candidates(const Scenario& s) {
     for (std::int64_t v : {0, 1, 2, 3, 4, 5, 6, 8, 10, 12, 16}) add_unique(sizes, v, n);
     for (std::int64_t v : {n / 16, n / 8, n / 4, n / 2, n - 1}) add_unique(sizes, v, n);
     std::sort(sizes.begin(), sizes.end());
+    // Each size twice: first with the batch size scaled down with the samples, so that every rank
+    // keeps its number of batches (and 'update N', 'update P%' and 'ranks=' steps feed the same
+    // share of the data), then with the batch size kept (fewer batches).
     for (auto v : sizes) {
-      Scenario c = s;
-      c.data.num_samples = v;
-      c.batch_size = std::max<std::int64_t>(1, std::min(c.batch_size, std::max<std::int64_t>(v, 1)));
-      out.push_back(std::move(c));
+      const std::int64_t kept = std::max<std::int64_t>(1, std::min(s.batch_size, std::max<std::int64_t>(v, 1)));
+      const std::int64_t scaled = std::max<std::int64_t>(1, (s.batch_size * v + n - 1) / n);
+      std::vector<std::int64_t> batches = {scaled};
+      if (kept != scaled) batches.push_back(kept);
+      for (const auto batch : batches) {
+        Scenario c = s;
+        c.data.num_samples = v;
+        c.batch_size = batch;
+        out.push_back(std::move(c));
+      }
     }
   }
   // Fewer script steps: each step left out, then each update made a plain one.
   for (std::size_t i = 0; i < s.script.size(); ++i) {
     Scenario c = s;
     c.script.erase(c.script.begin() + static_cast<std::ptrdiff_t>(i));
+    c.script = fit_script(c.script, w);
+    if (!c.script.empty()) out.push_back(std::move(c));
+  }
+  // A reset left out with the replays it makes possible (alone, each would leave the other
+  // invalid or feeding nothing): 'update, reset, replay, compute' becomes 'update, compute'.
+  for (std::size_t i = 0; i < s.script.size(); ++i) {
+    if (s.script[i].op != Step::Op::Reset) continue;
+    Scenario c = s;
+    c.script.clear();
+    bool after = false;
+    for (std::size_t j = 0; j < s.script.size(); ++j) {
+      if (j == i) {
+        after = true;
+        continue;
+      }
+      if (after && s.script[j].op == Step::Op::Reset) after = false;
+      if (after && s.script[j].op == Step::Op::Replay) continue;
+      c.script.push_back(s.script[j]);
+    }
     c.script = fit_script(c.script, w);
     if (!c.script.empty()) out.push_back(std::move(c));
   }
@@ -170,6 +198,7 @@ std::vector<Scenario> shrink_candidates(const Scenario& s) {
     c.data.seed = 0;
     out.push_back(std::move(c));
   }
+  for (auto& c : out) keep_spread_resolvable(c);  // a parameter back to its default may narrow it
   return out;
 }
 

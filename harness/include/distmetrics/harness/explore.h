@@ -83,12 +83,11 @@ struct Signature {
 };
 std::optional<Signature> failure_signature(const nlohmann::json& verdict);
 
-// A failure that says nothing about the metric: every property that failed first-hand has no
-// value on any rank nor in the single process, because every rank stopped its script at the same
-// error the single process raised too (a compute with no samples anywhere, then more computes).
-// The checks compare a later compute the ranks never reached; explore counts such a case as
-// inconclusive, not as a failure (docs/explore.md).
-bool stopped_by_shared_error(const nlohmann::json& verdict);
+// Widens a generated data spread that is below 1e-3 of the data's magnitude (scale against
+// offset or mean, high - low against them): below that a one-pass variance cancels to float64
+// rounding and its value depends on the batching, which equal_to_single cannot tell from a sync
+// bug (space.cpp says more). The generator and every shrink candidate go through it.
+void keep_spread_resolvable(Scenario& s);
 
 // Simpler scenarios than `s`, simplest first, each one step smaller in one thing: world size,
 // samples, script steps, batches, shard policy, input dtype, data parameters (classes,
