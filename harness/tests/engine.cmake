@@ -1,7 +1,7 @@
 # Tests of the scenario engine.
 distmetrics_test(engine_unit_tests
   SOURCES engine_basics_test.cpp engine_check_test.cpp engine_scenario_test.cpp engine_tables_test.cpp
-          engine_data_files_test.cpp
+          engine_data_files_test.cpp engine_data_lazy_test.cpp
   LINK distmetrics::harness
   LABELS engine)
 target_compile_definitions(engine_unit_tests PRIVATE
@@ -37,6 +37,15 @@ foreach(_part ${_library_parts})
            COMMAND scenario_library_tests --gtest_filter=${_backend}_ws${_ws}/*)
   set_tests_properties(scenarios/${_backend}/ws${_ws} PROPERTIES TIMEOUT 900 LABELS "engine;scenarios")
 endforeach()
+
+# Large generated data (docs/scenarios.md, "Large data"): 2^25 + 1 samples made batch by batch.
+# Outside the default library (scenarios/), which the per-backend entries above, the peer run and
+# the equivalence check run several times over: here once, at world sizes 1 and 2 on gloo.
+if(DISTMETRICS_HAVE_GLOO)
+  add_test(NAME scenarios_large
+           COMMAND distmetrics run "${PROJECT_SOURCE_DIR}/scenarios_large" --backend gloo --world-sizes 1,2)
+  set_tests_properties(scenarios_large PROPERTIES TIMEOUT 600 LABELS "engine;scenarios")
+endif()
 
 # Golden values in the scenario library against an independent source: the data generators
 # re-implemented in Python and the metrics from scikit-learn.

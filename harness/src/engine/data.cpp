@@ -12,6 +12,7 @@
 
 #include "counter_rng.h"
 #include "distmetrics/harness/data_files.h"
+#include "distmetrics/harness/input_dtype.h"
 #include "distmetrics/runtime/text.h"
 
 namespace distmetrics::harness {
@@ -236,168 +237,227 @@ at::Tensor elementwise_output(const std::vector<double>& logits, const std::stri
   return long_tensor(labels, shape);
 }
 
-void generate_binary(const DataSpec& d, Dataset& out) {
+// Each generator makes the rows `rows` (global sample indices, in that order) of its data: sample
+// i's numbers come from counters of i only (i * per + j for its j-th number), so a row made alone
+// is the same row, to the bit, as in the whole data set.
+using Rows = std::vector<std::int64_t>;
+
+std::int64_t count_of(const Rows& rows) { return static_cast<std::int64_t>(rows.size()); }
+
+void generate_binary(const DataSpec& d, const Rows& rows, Dataset& out) {
   const auto& p = d.params;
   const CounterRng target(d.seed, kTargetStream), noise(d.seed, kNoiseStream);
   const double rate = p.at("positive_rate"), sep = p.at("separation");
-  std::vector<std::int64_t> t(d.num_samples);
-  std::vector<double> logits(d.num_samples);
-  for (std::int64_t i = 0; i < d.num_samples; ++i) {
-    t[i] = target.uniform(i) < rate ? 1 : 0;
-    logits[i] = sep * (2.0 * t[i] - 1.0) + noise.normal(i);
+  const std::int64_t n = count_of(rows);
+  std::vector<std::int64_t> t(n);
+  std::vector<double> logits(n);
+  for (std::int64_t r = 0; r < n; ++r) {
+    const std::int64_t i = rows[r];
+    t[r] = target.uniform(i) < rate ? 1 : 0;
+    logits[r] = sep * (2.0 * t[r] - 1.0) + noise.normal(i);
   }
-  out.input = elementwise_output(logits, p.at("output"), {d.num_samples}, float_type(d.dtype));
-  out.target = long_tensor(t, {d.num_samples});
+  out.input = elementwise_output(logits, p.at("output"), {n}, float_type(d.dtype));
+  out.target = long_tensor(t, {n});
 }
 
-void generate_multiclass(const DataSpec& d, Dataset& out) {
+void generate_multiclass(const DataSpec& d, const Rows& rows, Dataset& out) {
   const auto& p = d.params;
   const std::int64_t c = p.at("num_classes");
   const CounterRng target(d.seed, kTargetStream), noise(d.seed, kNoiseStream);
   const auto cdf = class_cdf(p.at("class_weights"), c);
   const double sep = p.at("separation");
-  std::vector<std::int64_t> t(d.num_samples);
-  Scores s{std::vector<double>(d.num_samples * c), d.num_samples, c};
-  for (std::int64_t i = 0; i < d.num_samples; ++i) {
-    t[i] = draw_class(cdf, target.uniform(i));
-    for (std::int64_t j = 0; j < c; ++j) s.logits[i * c + j] = noise.normal(i * c + j) + (j == t[i] ? sep : 0.0);
+  const std::int64_t n = count_of(rows);
+  std::vector<std::int64_t> t(n);
+  Scores s{std::vector<double>(n * c), n, c};
+  for (std::int64_t r = 0; r < n; ++r) {
+    const std::int64_t i = rows[r];
+    t[r] = draw_class(cdf, target.uniform(i));
+    for (std::int64_t j = 0; j < c; ++j) s.logits[r * c + j] = noise.normal(i * c + j) + (j == t[r] ? sep : 0.0);
   }
-  out.input = class_output(s, p.at("output"), {d.num_samples, c}, {d.num_samples}, float_type(d.dtype));
-  out.target = long_tensor(t, {d.num_samples});
+  out.input = class_output(s, p.at("output"), {n, c}, {n}, float_type(d.dtype));
+  out.target = long_tensor(t, {n});
 }
 
-void generate_multilabel(const DataSpec& d, Dataset& out) {
+void generate_multilabel(const DataSpec& d, const Rows& rows, Dataset& out) {
   const auto& p = d.params;
   const std::int64_t l = p.at("num_labels");
   const CounterRng target(d.seed, kTargetStream), noise(d.seed, kNoiseStream);
   const double rate = p.at("positive_rate"), sep = p.at("separation");
-  std::vector<std::int64_t> t(d.num_samples * l);
-  std::vector<double> logits(d.num_samples * l);
-  for (std::int64_t k = 0; k < d.num_samples * l; ++k) {
-    t[k] = target.uniform(k) < rate ? 1 : 0;
-    logits[k] = sep * (2.0 * t[k] - 1.0) + noise.normal(k);
+  const std::int64_t n = count_of(rows);
+  std::vector<std::int64_t> t(n * l);
+  std::vector<double> logits(n * l);
+  for (std::int64_t r = 0; r < n; ++r) {
+    for (std::int64_t j = 0; j < l; ++j) {
+      const std::int64_t k = rows[r] * l + j, at = r * l + j;
+      t[at] = target.uniform(k) < rate ? 1 : 0;
+      logits[at] = sep * (2.0 * t[at] - 1.0) + noise.normal(k);
+    }
   }
-  out.input = elementwise_output(logits, p.at("output"), {d.num_samples, l}, float_type(d.dtype));
-  out.target = long_tensor(t, {d.num_samples, l});
+  out.input = elementwise_output(logits, p.at("output"), {n, l}, float_type(d.dtype));
+  out.target = long_tensor(t, {n, l});
 }
 
 std::vector<std::int64_t> row_shape(std::int64_t n, std::int64_t dims) {
   return dims == 0 ? std::vector<std::int64_t>{n} : std::vector<std::int64_t>{n, dims};
 }
 
-void generate_regression(const DataSpec& d, Dataset& out) {
+void generate_regression(const DataSpec& d, const Rows& rows, Dataset& out) {
   const auto& p = d.params;
   const std::int64_t dims = p.at("dims"), per = std::max<std::int64_t>(dims, 1);
   const CounterRng target(d.seed, kTargetStream), noise(d.seed, kNoiseStream), outlier(d.seed, kOutlierStream);
   const double offset = p.at("offset"), scale = p.at("scale"), err = p.at("noise"), outliers = p.at("outliers");
-  std::vector<double> y(d.num_samples * per), yhat(d.num_samples * per);
-  for (std::int64_t i = 0; i < d.num_samples; ++i) {
+  const std::int64_t n = count_of(rows);
+  std::vector<double> y(n * per), yhat(n * per);
+  for (std::int64_t r = 0; r < n; ++r) {
+    const std::int64_t i = rows[r];
     const double factor = outlier.uniform(i) < outliers ? 10.0 : 1.0;
     for (std::int64_t j = 0; j < per; ++j) {
-      const std::int64_t k = i * per + j;
-      y[k] = offset + scale * target.normal(k);
-      yhat[k] = y[k] + factor * err * noise.normal(k);
+      const std::int64_t k = i * per + j, at = r * per + j;
+      y[at] = offset + scale * target.normal(k);
+      yhat[at] = y[at] + factor * err * noise.normal(k);
     }
   }
-  out.input = float_tensor(yhat, row_shape(d.num_samples, dims), float_type(d.dtype));
-  out.target = float_tensor(y, row_shape(d.num_samples, dims), float_type(d.dtype));
+  out.input = float_tensor(yhat, row_shape(n, dims), float_type(d.dtype));
+  out.target = float_tensor(y, row_shape(n, dims), float_type(d.dtype));
 }
 
-void generate_segmentation(const DataSpec& d, Dataset& out) {
+void generate_segmentation(const DataSpec& d, const Rows& rows, Dataset& out) {
   const auto& p = d.params;
   const std::int64_t c = p.at("num_classes"), h = p.at("height"), w = p.at("width"), hw = h * w;
   const CounterRng target(d.seed, kTargetStream), noise(d.seed, kNoiseStream);
   const auto cdf = class_cdf(p.at("class_weights"), c);
   const double sep = p.at("separation");
-  std::vector<std::int64_t> t(d.num_samples * hw);
+  const std::int64_t n = count_of(rows);
+  std::vector<std::int64_t> t(n * hw);
   // Pixel-major scores (sample, pixel, class), transposed to [N, C, H, W] below.
-  Scores s{std::vector<double>(d.num_samples * hw * c), d.num_samples * hw, c};
-  for (std::int64_t k = 0; k < d.num_samples * hw; ++k) {
-    t[k] = draw_class(cdf, target.uniform(k));
-    for (std::int64_t j = 0; j < c; ++j) s.logits[k * c + j] = noise.normal(k * c + j) + (j == t[k] ? sep : 0.0);
+  Scores s{std::vector<double>(n * hw * c), n * hw, c};
+  for (std::int64_t r = 0; r < n; ++r) {
+    for (std::int64_t q = 0; q < hw; ++q) {
+      const std::int64_t k = rows[r] * hw + q, at = r * hw + q;
+      t[at] = draw_class(cdf, target.uniform(k));
+      for (std::int64_t j = 0; j < c; ++j) s.logits[at * c + j] = noise.normal(k * c + j) + (j == t[at] ? sep : 0.0);
+    }
   }
   const std::string output = p.at("output");
-  auto input = class_output(s, output, {d.num_samples, h, w, c}, {d.num_samples, h, w}, float_type(d.dtype));
+  auto input = class_output(s, output, {n, h, w, c}, {n, h, w}, float_type(d.dtype));
   out.input = output == "labels" ? input : input.permute({0, 3, 1, 2}).contiguous();
-  out.target = long_tensor(t, {d.num_samples, h, w});
+  out.target = long_tensor(t, {n, h, w});
 }
 
-void generate_scores(const DataSpec& d, Dataset& out) {
+void generate_scores(const DataSpec& d, const Rows& rows, Dataset& out) {
   const auto& p = d.params;
   const CounterRng target(d.seed, kTargetStream), noise(d.seed, kNoiseStream);
   const double rate = p.at("positive_rate"), sep = p.at("separation");
   const bool probabilities = p.at("output") == "probabilities", ties = p.at("ties");
-  std::vector<std::int64_t> t(d.num_samples);
-  std::vector<double> s(d.num_samples);
-  for (std::int64_t i = 0; i < d.num_samples; ++i) {
-    t[i] = target.uniform(i) < rate ? 1 : 0;
-    s[i] = sep * t[i] + noise.normal(i);
-    if (probabilities) s[i] = sigmoid(s[i]);
-    if (ties) s[i] = std::round(s[i] * (probabilities ? 10.0 : 2.0)) / (probabilities ? 10.0 : 2.0);
+  const std::int64_t n = count_of(rows);
+  std::vector<std::int64_t> t(n);
+  std::vector<double> s(n);
+  for (std::int64_t r = 0; r < n; ++r) {
+    const std::int64_t i = rows[r];
+    t[r] = target.uniform(i) < rate ? 1 : 0;
+    s[r] = sep * t[r] + noise.normal(i);
+    if (probabilities) s[r] = sigmoid(s[r]);
+    if (ties) s[r] = std::round(s[r] * (probabilities ? 10.0 : 2.0)) / (probabilities ? 10.0 : 2.0);
   }
-  out.input = float_tensor(s, {d.num_samples}, float_type(d.dtype));
-  out.target = long_tensor(t, {d.num_samples});
+  out.input = float_tensor(s, {n}, float_type(d.dtype));
+  out.target = long_tensor(t, {n});
 }
 
-void generate_values(const DataSpec& d, Dataset& out) {
+void generate_values(const DataSpec& d, const Rows& rows, Dataset& out) {
   const auto& p = d.params;
   const std::int64_t dims = p.at("dims"), per = std::max<std::int64_t>(dims, 1);
   const CounterRng draw(d.seed, kTargetStream);
   const std::string dist = p.at("distribution");
   const double low = p.at("low"), high = p.at("high"), mean = p.at("mean"), scale = p.at("scale");
-  std::vector<double> v(d.num_samples * per);
-  for (std::int64_t k = 0; k < d.num_samples * per; ++k) {
-    if (dist == "uniform") v[k] = low + (high - low) * draw.uniform(k);
-    else if (dist == "normal") v[k] = mean + scale * draw.normal(k);
-    else if (dist == "exponential") v[k] = -scale * std::log(draw.uniform(k));
-    else {
-      const double lo = std::ceil(low), span = std::floor(high) - lo + 1;
-      v[k] = lo + static_cast<double>(draw.below(k, static_cast<std::uint64_t>(std::max(span, 1.0))));
+  const std::int64_t n = count_of(rows);
+  std::vector<double> v(n * per);
+  for (std::int64_t r = 0; r < n; ++r) {
+    for (std::int64_t j = 0; j < per; ++j) {
+      const std::int64_t k = rows[r] * per + j, at = r * per + j;
+      if (dist == "uniform") v[at] = low + (high - low) * draw.uniform(k);
+      else if (dist == "normal") v[at] = mean + scale * draw.normal(k);
+      else if (dist == "exponential") v[at] = -scale * std::log(draw.uniform(k));
+      else {
+        const double lo = std::ceil(low), span = std::floor(high) - lo + 1;
+        v[at] = lo + static_cast<double>(draw.below(k, static_cast<std::uint64_t>(std::max(span, 1.0))));
+      }
     }
   }
-  out.input = float_tensor(v, row_shape(d.num_samples, dims), float_type(d.dtype));
+  out.input = float_tensor(v, row_shape(n, dims), float_type(d.dtype));
 }
 
-void generate_images(const DataSpec& d, Dataset& out) {
+void generate_images(const DataSpec& d, const Rows& rows, Dataset& out) {
   const auto& p = d.params;
   const std::int64_t c = p.at("channels"), h = p.at("height"), w = p.at("width"), per = c * h * w;
   const CounterRng target(d.seed, kTargetStream), noise(d.seed, kNoiseStream);
   const double range = p.at("data_range"), err = p.at("noise");
-  std::vector<double> y(d.num_samples * per), yhat(d.num_samples * per);
-  for (std::int64_t k = 0; k < d.num_samples * per; ++k) {
-    y[k] = range * target.uniform(k);
-    yhat[k] = std::clamp(y[k] + err * range * noise.normal(k), 0.0, range);
+  const std::int64_t n = count_of(rows);
+  std::vector<double> y(n * per), yhat(n * per);
+  for (std::int64_t r = 0; r < n; ++r) {
+    for (std::int64_t j = 0; j < per; ++j) {
+      const std::int64_t k = rows[r] * per + j, at = r * per + j;
+      y[at] = range * target.uniform(k);
+      yhat[at] = std::clamp(y[at] + err * range * noise.normal(k), 0.0, range);
+    }
   }
-  out.input = float_tensor(yhat, {d.num_samples, c, h, w}, float_type(d.dtype));
-  out.target = float_tensor(y, {d.num_samples, c, h, w}, float_type(d.dtype));
+  out.input = float_tensor(yhat, {n, c, h, w}, float_type(d.dtype));
+  out.target = float_tensor(y, {n, c, h, w}, float_type(d.dtype));
 }
 
-void generate_weights(const DataSpec& d, Dataset& out) {
+void generate_weights(const DataSpec& d, const Rows& rows, Dataset& out) {
   const auto& p = d.params;
   const std::string kind = p.at("weights");
   if (kind == "none") return;
   const CounterRng draw(d.seed, kWeightStream);
   const double low = p.at("weight_low"), high = p.at("weight_high");
-  std::vector<double> w(d.num_samples);
-  for (std::int64_t i = 0; i < d.num_samples; ++i) {
+  const std::int64_t n = count_of(rows);
+  std::vector<double> w(n);
+  for (std::int64_t r = 0; r < n; ++r) {
+    const std::int64_t i = rows[r];
     if (kind == "uniform") {
-      w[i] = low + (high - low) * draw.uniform(i);
+      w[r] = low + (high - low) * draw.uniform(i);
     } else {
       const double lo = std::ceil(low), span = std::floor(high) - lo + 1;
-      w[i] = lo + static_cast<double>(draw.below(i, static_cast<std::uint64_t>(std::max(span, 1.0))));
+      w[r] = lo + static_cast<double>(draw.below(i, static_cast<std::uint64_t>(std::max(span, 1.0))));
     }
   }
-  out.weight = float_tensor(w, {d.num_samples}, float_type(d.dtype));
+  out.weight = float_tensor(w, {n}, float_type(d.dtype));
 }
 
-const std::map<std::string, std::function<void(const DataSpec&, Dataset&)>>& generator_functions() {
-  static const std::map<std::string, std::function<void(const DataSpec&, Dataset&)>> fns = {
+using RowGenerator = void (*)(const DataSpec&, const Rows&, Dataset&);
+
+const std::map<std::string, RowGenerator>& generator_functions() {
+  static const std::map<std::string, RowGenerator> fns = {
       {"binary", generate_binary},         {"multiclass", generate_multiclass},
       {"multilabel", generate_multilabel}, {"regression", generate_regression},
       {"segmentation", generate_segmentation}, {"scores", generate_scores},
       {"values", generate_values},         {"images", generate_images}};
   return fns;
 }
+
+RowGenerator generator_of(const DataSpec& spec) {
+  const auto& fns = generator_functions();
+  const auto fn = fns.find(spec.generator);
+  if (fn == fns.end()) throw std::invalid_argument("unknown data generator '" + spec.generator + "'");
+  return fn->second;
+}
+
+// The rows of a generator's data, in the generated dtypes (no input dtype applied).
+Dataset generated_rows(const DataSpec& spec, const Rows& rows) {
+  Dataset out;
+  generator_of(spec)(spec, rows, out);
+  generate_weights(spec, rows, out);
+  return out;
+}
+
+Rows first_rows(std::int64_t begin, std::int64_t end) {
+  Rows rows(static_cast<std::size_t>(std::max<std::int64_t>(end - begin, 0)));
+  for (std::size_t r = 0; r < rows.size(); ++r) rows[r] = begin + static_cast<std::int64_t>(r);
+  return rows;
+}
+
+// Sort keys of lazy data are made this many rows at a time.
+constexpr std::int64_t kSortKeyChunk = 1 << 16;
 
 }  // namespace
 
@@ -463,6 +523,37 @@ DataSpec DataSpec::from_json(const json& j) {
   return d;
 }
 
+std::int64_t generator_elements_per_sample(const std::string& generator, const json& p) {
+  auto get = [&](const char* k, std::int64_t fallback) {
+    return p.contains(k) && p.at(k).is_number_integer() ? std::max<std::int64_t>(p.at(k).get<std::int64_t>(), 1)
+                                                        : fallback;
+  };
+  if (generator == "multiclass") return get("num_classes", 2) + 1;
+  if (generator == "multilabel") return 2 * get("num_labels", 1);
+  if (generator == "segmentation") return (get("num_classes", 2) + 1) * get("height", 8) * get("width", 8);
+  if (generator == "images") return 2 * get("channels", 3) * get("height", 8) * get("width", 8);
+  return 2 * std::max<std::int64_t>(get("dims", 1), 1) + 1;
+}
+
+bool generated_lazily(const DataSpec& spec) {
+  if (spec.generator.empty() || !spec.file.empty() || !spec.python.empty() || spec.structured) return false;
+  const std::int64_t per = generator_elements_per_sample(spec.generator, spec.params);
+  return spec.num_samples > kWholeDataElements / std::max<std::int64_t>(per, 1);
+}
+
+Dataset generate_whole_data(const DataSpec& spec) {
+  Dataset out = generated_rows(spec, first_rows(0, spec.num_samples));
+  out.sort_key = label_sort_keys(out, spec.num_samples);
+  return out;
+}
+
+Dataset generate_lazy_data(const DataSpec& spec) {
+  generator_of(spec);  // an unknown generator fails here, as it does for whole data
+  Dataset out;
+  out.lazy = std::make_shared<const DataSpec>(spec);
+  return out;
+}
+
 Dataset generate_data(const DataSpec& spec) {
   if (spec.structured) {  // the Python side reads the samples; here each is its index
     if (spec.file.empty() || spec.num_samples < 0)
@@ -477,24 +568,56 @@ Dataset generate_data(const DataSpec& spec) {
   if (!spec.file.empty()) return load_data_file(spec);
   if (!spec.python.empty())  // the supervisor writes a Python generator's data to a file before any rank runs
     throw std::invalid_argument("the data of " + spec.source_text() + " were not made before the variant ran");
-  const auto& fns = generator_functions();
-  const auto fn = fns.find(spec.generator);
-  if (fn == fns.end()) throw std::invalid_argument("unknown data generator '" + spec.generator + "'");
-  Dataset out;
-  fn->second(spec, out);
-  generate_weights(spec, out);
-  out.sort_key = label_sort_keys(out, spec.num_samples);
-  return out;
+  return generated_lazily(spec) ? generate_lazy_data(spec) : generate_whole_data(spec);
+}
+
+std::int64_t Dataset::size() const {
+  if (lazy) return lazy->num_samples;
+  return static_cast<std::int64_t>(sort_key.size());
 }
 
 metrics::Batch Dataset::rows(const std::vector<std::int64_t>& indices) const {
-  const auto index = long_tensor(indices, {static_cast<std::int64_t>(indices.size())});
   metrics::Batch batch;
+  if (lazy) {
+    const std::int64_t n = lazy->num_samples;
+    for (const auto i : indices)
+      if (i < 0 || i >= n)
+        throw std::out_of_range("row " + std::to_string(i) + " asked of " + lazy->source_text() + ", which has " +
+                                std::to_string(n) + " samples");
+    const Dataset made = generated_rows(*lazy, indices);
+    batch.input = to_input_dtype(made.input, lazy_dtype, lazy_round_back);
+    batch.target = to_input_dtype(made.target, lazy_dtype, lazy_round_back);
+    batch.weight = to_input_dtype(made.weight, lazy_dtype, lazy_round_back);
+    return batch;
+  }
+  const auto index = long_tensor(indices, {static_cast<std::int64_t>(indices.size())});
   batch.input = input.index_select(0, index);
   if (target.defined()) batch.target = target.index_select(0, index);
   if (weight.defined()) batch.weight = weight.index_select(0, index);
   batch.structured_file = structured_file;
   return batch;
+}
+
+std::vector<double> Dataset::sort_keys() const {
+  if (!lazy) return sort_key;
+  std::vector<double> keys;
+  keys.reserve(static_cast<std::size_t>(lazy->num_samples));
+  for (std::int64_t begin = 0; begin < lazy->num_samples; begin += kSortKeyChunk) {
+    const std::int64_t end = std::min(lazy->num_samples, begin + kSortKeyChunk);
+    const auto chunk = label_sort_keys(generated_rows(*lazy, first_rows(begin, end)), end - begin);
+    keys.insert(keys.end(), chunk.begin(), chunk.end());
+  }
+  return keys;
+}
+
+void Dataset::require_whole(const std::string& field) const {
+  if (!lazy) return;
+  throw std::invalid_argument(
+      field + " needs the whole data at once, and the " + std::to_string(lazy->num_samples) + " samples of " +
+      lazy->source_text() + " (data.num_samples) are generated batch by batch: they hold about " +
+      std::to_string(lazy->num_samples * generator_elements_per_sample(lazy->generator, lazy->params)) +
+      " numbers, more than the " + std::to_string(kWholeDataElements) +
+      " held whole; use fewer samples (or smaller ones) for " + field);
 }
 
 }  // namespace distmetrics::harness

@@ -273,7 +273,8 @@ runtime::Job make_variant_job(const Scenario& scenario, const Variant& variant, 
 
 VariantPlan plan_variant(const Scenario& scenario, const Dataset& data, const std::string& shard, int world_size) {
   VariantPlan plan;
-  plan.shards = make_shard_plan(shard, data.sort_key, world_size, scenario.batch_size, scenario.data.seed);
+  plan.shards = make_shard_plan(shard, ShardSamples{data.size(), [&] { return data.sort_keys(); }}, world_size,
+                                scenario.batch_size, scenario.data.seed);
   if (scenario.single_process == "per_step") pad_to_common_steps(plan.shards);
   std::vector<std::size_t> batches_per_rank;
   for (int r = 0; r < world_size; ++r) batches_per_rank.push_back(plan.shards.batches_of(r));

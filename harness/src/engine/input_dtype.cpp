@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <stdexcept>
 
 namespace distmetrics::harness {
 
@@ -48,6 +49,13 @@ Dataset convert(const Dataset& data, const std::string& dtype, bool back) {
   const auto* d = find_input_dtype(dtype);
   if (!d) return data;
   Dataset out = data;
+  if (data.is_lazy()) {  // its rows are cast as rows() makes them
+    if (!data.lazy_dtype.empty())
+      throw std::logic_error("lazy data already cast to " + data.lazy_dtype + " cannot be cast to " + dtype + " as well");
+    out.lazy_dtype = dtype;
+    out.lazy_round_back = back;
+    return out;
+  }
   out.input = cast(data.input, *d, back);
   out.target = cast(data.target, *d, back);
   out.weight = cast(data.weight, *d, back);
@@ -55,6 +63,11 @@ Dataset convert(const Dataset& data, const std::string& dtype, bool back) {
 }
 
 }  // namespace
+
+at::Tensor to_input_dtype(const at::Tensor& t, const std::string& dtype, bool back) {
+  const auto* d = find_input_dtype(dtype);
+  return d ? cast(t, *d, back) : t;
+}
 
 Dataset cast_to_input_dtype(const Dataset& data, const std::string& dtype) { return convert(data, dtype, false); }
 Dataset rounded_through_input_dtype(const Dataset& data, const std::string& dtype) { return convert(data, dtype, true); }

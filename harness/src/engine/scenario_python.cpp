@@ -51,6 +51,7 @@ const ScenarioPython& scenario_python() {
 
 nlohmann::json python_reference_value(const Scenario& scenario, const Dataset& data) {
   if (!scenario.reference) throw std::logic_error("the scenario has no [reference]");
+  data.require_whole("reference.python");
   struct Answer {
     nlohmann::json value;
     std::string error;

@@ -23,18 +23,6 @@ namespace {
 
 using nlohmann::json;
 
-std::int64_t elements_per_sample(const std::string& generator, const json& p) {
-  auto get = [&](const char* k, std::int64_t fallback) {
-    return p.contains(k) && p.at(k).is_number_integer() ? std::max<std::int64_t>(p.at(k).get<std::int64_t>(), 1)
-                                                        : fallback;
-  };
-  if (generator == "multiclass") return get("num_classes", 2) + 1;
-  if (generator == "multilabel") return 2 * get("num_labels", 1);
-  if (generator == "segmentation") return (get("num_classes", 2) + 1) * get("height", 8) * get("width", 8);
-  if (generator == "images") return 2 * get("channels", 3) * get("height", 8) * get("width", 8);
-  return 2 * std::max<std::int64_t>(get("dims", 1), 1) + 1;
-}
-
 std::vector<metrics::ParamSpec> metric_param_specs(const metrics::MetricRegistry& registry, const std::string& name) {
   const auto* spec = registry.find(name);
   return spec ? spec->params : std::vector<metrics::ParamSpec>{};
@@ -185,7 +173,8 @@ void validate_data(ScenarioReader& L, Scenario& s, const toml::table* data, bool
   const toml::table* params = L.table_field(*data, "params", "data.params", false, data);
   // The seed and the size are the generator's; a file has its own samples (num_samples keeps the first).
   const auto seed = L.int_field(*data, "seed", "data.seed", generated, data, 0, INT64_MAX);
-  const auto n = L.int_field(*data, "num_samples", "data.num_samples", generated, data, 0, kMaxSamples);
+  const auto n = L.int_field(*data, "num_samples", "data.num_samples", generated, data, 0,
+                             generated ? kMaxGeneratedSamples : kMaxSamples);
   const auto batch = L.int_field(*data, "batch_size", "data.batch_size", true, data, 1, kMaxSamples);
   const auto dtype = L.string_field(*data, "dtype", "data.dtype", false, data);
   bool ok = (seed || !generated) && (n || !generated) && batch && sources == 1;
@@ -245,11 +234,20 @@ void validate_data(ScenarioReader& L, Scenario& s, const toml::table* data, bool
   }
   if (!ok) return;
   s.data.generator = *generator;
-  const std::int64_t elements = *n * elements_per_sample(*generator, s.data.params);
-  if (elements > kMaxElements) {
+  // Past kWholeDataElements numbers the data are generated batch by batch: then the batch must fit.
+  const std::int64_t per_sample = generator_elements_per_sample(*generator, s.data.params);
+  const std::int64_t elements = *n * per_sample;
+  if (elements > kMaxGeneratedElements) {
     L.error_at(L.line_of(data, "num_samples"), "data.num_samples",
                "the data would hold about " + std::to_string(elements) + " numbers (limit " +
-                   std::to_string(kMaxElements) + "): use fewer or smaller samples");
+                   std::to_string(kMaxGeneratedElements) + ", generated batch by batch): use fewer or smaller samples");
+    return;
+  }
+  if (generated_lazily(s.data) && s.batch_size * per_sample > kMaxElements) {
+    L.error_at(L.line_of(data, "batch_size"), "data.batch_size",
+               "a batch would hold about " + std::to_string(s.batch_size * per_sample) + " numbers (limit " +
+                   std::to_string(kMaxElements) + " for data generated batch by batch, which these " +
+                   std::to_string(*n) + " samples are): use smaller batches");
     return;
   }
   data_ok = true;
@@ -328,6 +326,14 @@ void validate_reference(ScenarioReader& L, Scenario& s, const toml::table& root,
   if (!s.checks("agrees_with_reference") && root.get("properties"))
     L.error(table, "reference", "a [reference] is given but 'agrees_with_reference' is not in 'properties'");
   if (!data_ok) return;
+  if (generated_lazily(s.data)) {  // never held whole, so no callable can take them
+    try {
+      generate_lazy_data(s.data).require_whole("reference.python");
+    } catch (const std::exception& e) {
+      L.error_at(L.line_of(table, "python"), "reference.python", e.what());
+    }
+    return;
+  }
   // Once on the whole data here, so that a callable that does not take them fails validation.
   try {
     python_reference_value(s, generate_data(s.data));

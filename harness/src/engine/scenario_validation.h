@@ -13,9 +13,15 @@
 
 namespace distmetrics::harness::detail {
 
-// Limits that keep a scenario from exhausting memory or time by mistake.
+// Limits that keep a scenario from exhausting memory or time by mistake. Data held whole (files,
+// Python data, and generated data of up to kWholeDataElements numbers) keep the first two; a
+// generator's larger data are generated batch by batch (data.h), so their limit is the shard
+// plan's index vectors (8 bytes a sample in every rank) and time: at most kMaxGeneratedSamples
+// samples and kMaxGeneratedElements numbers, and one batch at most kMaxElements numbers.
 constexpr std::int64_t kMaxSamples = 1'000'000;
 constexpr std::int64_t kMaxElements = 20'000'000;
+constexpr std::int64_t kMaxGeneratedSamples = std::int64_t{1} << 26;  // 67,108,864
+constexpr std::int64_t kMaxGeneratedElements = std::int64_t{1} << 31;
 constexpr int kMaxWorldSize = 64;
 constexpr double kMaxDeadline = 3600;
 

@@ -11,12 +11,6 @@ namespace {
 
 constexpr std::uint64_t kUnevenStream = 100;
 
-SampleIndices range(std::int64_t begin, std::int64_t end) {
-  SampleIndices out(std::max<std::int64_t>(end - begin, 0));
-  std::iota(out.begin(), out.end(), begin);
-  return out;
-}
-
 // Contiguous blocks of the given sizes, over `order` (global indices).
 std::vector<SampleIndices> blocks(const SampleIndices& order, const std::vector<std::int64_t>& sizes) {
   std::vector<SampleIndices> out;
@@ -54,63 +48,89 @@ std::vector<std::vector<SampleIndices>> batched(const std::vector<SampleIndices>
   return out;
 }
 
-SampleIndices all_samples(const std::vector<double>& sort_key) {
-  return range(0, static_cast<std::int64_t>(sort_key.size()));
+// Batches of the samples [begin, end), made directly (no list of all samples first): the plan
+// of a large data set is then its index vectors and nothing more.
+std::vector<SampleIndices> range_batches(std::int64_t begin, std::int64_t end, std::int64_t batch_size) {
+  std::vector<SampleIndices> out;
+  for (std::int64_t b = begin; b < end; b += batch_size) {
+    SampleIndices batch(static_cast<std::size_t>(std::min(end, b + batch_size) - b));
+    std::iota(batch.begin(), batch.end(), b);
+    out.push_back(std::move(batch));
+  }
+  return out;
 }
 
-void split_even(ShardPlan& plan, const std::vector<double>& sort_key, std::int64_t batch_size, std::uint64_t) {
-  const auto all = all_samples(sort_key);
-  plan.ranks = batched(blocks(all, even_sizes(static_cast<std::int64_t>(all.size()), plan.world_size)), batch_size);
+// Contiguous blocks of the given sizes over 0, 1, ..., cut into batches.
+void contiguous(ShardPlan& plan, const std::vector<std::int64_t>& sizes, std::int64_t batch_size) {
+  plan.ranks.clear();
+  std::int64_t begin = 0;
+  for (auto size : sizes) {
+    plan.ranks.push_back(range_batches(begin, begin + size, batch_size));
+    begin += size;
+  }
 }
 
-void split_uneven(ShardPlan& plan, const std::vector<double>& sort_key, std::int64_t batch_size, std::uint64_t seed) {
-  const auto all = all_samples(sort_key);
-  plan.ranks =
-      batched(blocks(all, uneven_sizes(static_cast<std::int64_t>(all.size()), plan.world_size, seed)), batch_size);
+void split_even(ShardPlan& plan, const ShardSamples& samples, std::int64_t batch_size, std::uint64_t) {
+  contiguous(plan, even_sizes(samples.count, plan.world_size), batch_size);
 }
 
-void split_empty_rank(ShardPlan& plan, const std::vector<double>& sort_key, std::int64_t batch_size, std::uint64_t) {
-  const auto all = all_samples(sort_key);
+void split_uneven(ShardPlan& plan, const ShardSamples& samples, std::int64_t batch_size, std::uint64_t seed) {
+  contiguous(plan, uneven_sizes(samples.count, plan.world_size, seed), batch_size);
+}
+
+void split_empty_rank(ShardPlan& plan, const ShardSamples& samples, std::int64_t batch_size, std::uint64_t) {
   const int w = plan.world_size;
-  auto sizes = w == 1 ? std::vector<std::int64_t>{0} : even_sizes(static_cast<std::int64_t>(all.size()), w - 1);
+  auto sizes = w == 1 ? std::vector<std::int64_t>{0} : even_sizes(samples.count, w - 1);
   if (w > 1) sizes.push_back(0);
-  plan.ranks = batched(blocks(all, sizes), batch_size);
+  contiguous(plan, sizes, batch_size);
 }
 
-void split_skewed(ShardPlan& plan, const std::vector<double>& sort_key, std::int64_t batch_size, std::uint64_t) {
-  SampleIndices order = all_samples(sort_key);
+void split_skewed(ShardPlan& plan, const ShardSamples& samples, std::int64_t batch_size, std::uint64_t) {
+  const std::vector<double> sort_key = samples.sort_keys ? samples.sort_keys() : std::vector<double>{};
+  if (static_cast<std::int64_t>(sort_key.size()) != samples.count)
+    throw std::invalid_argument("the skewed shard policy needs one sort key per sample: " +
+                                std::to_string(sort_key.size()) + " keys for " + std::to_string(samples.count) +
+                                " samples");
+  SampleIndices order(static_cast<std::size_t>(samples.count));
+  std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return sort_key[a] < sort_key[b]; });
-  auto per_rank = blocks(order, even_sizes(static_cast<std::int64_t>(order.size()), plan.world_size));
+  auto per_rank = blocks(order, even_sizes(samples.count, plan.world_size));
   for (auto& indices : per_rank) std::sort(indices.begin(), indices.end());  // global order within a rank
   plan.ranks = batched(per_rank, batch_size);
 }
 
-void split_round_robin(ShardPlan& plan, const std::vector<double>& sort_key, std::int64_t batch_size, std::uint64_t) {
+void split_round_robin(ShardPlan& plan, const ShardSamples& samples, std::int64_t batch_size, std::uint64_t) {
   plan.ranks.assign(plan.world_size, {});
-  const auto global = cut_batches(all_samples(sort_key), batch_size);
-  for (std::size_t b = 0; b < global.size(); ++b) plan.ranks[b % plan.world_size].push_back(global[b]);
+  auto global = range_batches(0, samples.count, batch_size);
+  for (std::size_t b = 0; b < global.size(); ++b) plan.ranks[b % plan.world_size].push_back(std::move(global[b]));
 }
 
-// Sample i of `order` goes to rank i % world size.
-void deal(ShardPlan& plan, const SampleIndices& order, std::int64_t batch_size) {
-  std::vector<SampleIndices> per_rank(plan.world_size);
-  for (std::size_t i = 0; i < order.size(); ++i) per_rank[i % plan.world_size].push_back(order[i]);
-  plan.ranks = batched(per_rank, batch_size);
-}
-
-void split_scattered(ShardPlan& plan, const std::vector<double>& sort_key, std::int64_t batch_size, std::uint64_t) {
-  deal(plan, all_samples(sort_key), batch_size);
-}
-
-void split_padded(ShardPlan& plan, const std::vector<double>& sort_key, std::int64_t batch_size, std::uint64_t) {
-  SampleIndices order = all_samples(sort_key);
-  const auto n = static_cast<std::int64_t>(order.size());
-  if (n > 0) {
-    const std::int64_t total = (n + plan.world_size - 1) / plan.world_size * plan.world_size;
-    for (std::int64_t i = 0; static_cast<std::int64_t>(order.size()) < total; ++i) order.push_back(i % n);
-    plan.duplicates = total - n;
+// Entry i of a list of `total` samples, whose entry i is sample `sample(i)`, goes to rank
+// i % world size; batches filled as they go.
+template <typename Sample>
+void deal(ShardPlan& plan, std::int64_t total, Sample sample, std::int64_t batch_size) {
+  const int w = plan.world_size;
+  plan.ranks.assign(w, {});
+  for (std::int64_t i = 0; i < total; ++i) {
+    auto& batches = plan.ranks[i % w];
+    if (batches.empty() || static_cast<std::int64_t>(batches.back().size()) == batch_size) {
+      const std::int64_t left = (total - i + w - 1) / w;  // entries this rank has still to get
+      batches.emplace_back().reserve(static_cast<std::size_t>(std::min(left, batch_size)));
+    }
+    batches.back().push_back(sample(i));
   }
-  deal(plan, order, batch_size);
+}
+
+void split_scattered(ShardPlan& plan, const ShardSamples& samples, std::int64_t batch_size, std::uint64_t) {
+  deal(plan, samples.count, [](std::int64_t i) { return i; }, batch_size);
+}
+
+void split_padded(ShardPlan& plan, const ShardSamples& samples, std::int64_t batch_size, std::uint64_t) {
+  const std::int64_t n = samples.count;
+  const std::int64_t total = n == 0 ? 0 : (n + plan.world_size - 1) / plan.world_size * plan.world_size;
+  plan.duplicates = total - n;
+  // The padding repeats the first samples: entry n + k is sample k % n.
+  deal(plan, total, [n](std::int64_t i) { return i < n ? i : (i - n) % n; }, batch_size);
 }
 
 }  // namespace
@@ -167,13 +187,20 @@ std::vector<SampleIndices> cut_batches(const SampleIndices& indices, std::int64_
 
 ShardPlan make_shard_plan(const std::string& policy, const std::vector<double>& sort_key, int world_size,
                           std::int64_t batch_size, std::uint64_t seed) {
+  return make_shard_plan(policy, ShardSamples{static_cast<std::int64_t>(sort_key.size()), [&] { return sort_key; }},
+                         world_size, batch_size, seed);
+}
+
+ShardPlan make_shard_plan(const std::string& policy, const ShardSamples& samples, int world_size,
+                          std::int64_t batch_size, std::uint64_t seed) {
   if (world_size < 1) throw std::invalid_argument("make_shard_plan: world size must be >= 1");
+  if (batch_size < 1) throw std::invalid_argument("make_shard_plan: batch size must be >= 1");
   ShardPlan plan;
   plan.policy = policy;
   plan.world_size = world_size;
   const ShardPolicy* p = find_shard_policy(policy);
   if (p == nullptr) throw std::invalid_argument("unknown shard policy '" + policy + "'");
-  p->split(plan, sort_key, batch_size, seed);
+  p->split(plan, samples, batch_size, seed);
   return plan;
 }
 

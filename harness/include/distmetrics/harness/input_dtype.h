@@ -28,7 +28,11 @@ const std::vector<InputDtype>& input_dtypes();
 const InputDtype* find_input_dtype(const std::string& name);
 std::vector<std::string> input_dtype_names();
 
-// The data the ranks of a variant of `dtype` get ("" or unknown: `data` as it is).
+// One tensor as a variant of `dtype` has it: cast to it (and back to its own dtype when `back`)
+// when it is of the dtype's kind, else as it is ("" or unknown: as it is).
+at::Tensor to_input_dtype(const at::Tensor& t, const std::string& dtype, bool back);
+// The data the ranks of a variant of `dtype` get ("" or unknown: `data` as it is). Lazy data
+// (data.h) stay lazy: their rows are cast as they are made.
 Dataset cast_to_input_dtype(const Dataset& data, const std::string& dtype);
 // The data the single-process reference gets: the same values, in the generated dtypes.
 Dataset rounded_through_input_dtype(const Dataset& data, const std::string& dtype);
