@@ -428,6 +428,16 @@ void add_selection_options(CLI::App& command, std::vector<std::string>& paths, h
   one_value(cmd->add_option("--filter", selection.filters, "glob on variant ids; repeat to OR several"));
 }
 
+// The --launcher choices: the local pool, then every peer launcher some backend runs under (the
+// backend table's peer_launchers), in table order.
+static std::vector<std::string> launcher_choices() {
+  std::vector<std::string> choices = {"local"};
+  for (const auto& backend : runtime::backends())
+    for (const auto& launcher : backend.peer_launchers)
+      if (std::find(choices.begin(), choices.end(), launcher) == choices.end()) choices.push_back(launcher);
+  return choices;
+}
+
 void add_launch_options(CLI::App& command, std::optional<double>& rank_memory_gib, std::string& launcher) {
   command.add_option("--rank-memory", rank_memory_gib,
                      "GiB of address space each rank of the local pool may use (RLIMIT_AS); past it the rank's "
@@ -437,7 +447,7 @@ void add_launch_options(CLI::App& command, std::optional<double>& rank_memory_gi
   command.add_option("--launcher", launcher,
                      "local (a supervised rank pool), mpi (started by mpirun) or env (RANK, WORLD_SIZE, ... set); "
                      "default: the launcher that started this process, else local")
-      ->check(CLI::IsMember({"local", "mpi", "env"}));
+      ->check(CLI::IsMember(launcher_choices()));
 }
 
 void add_console_flags(CLI::App& command, harness::ConsoleOptions& options) {

@@ -16,17 +16,6 @@ namespace {
 using harness::Outcome;
 using harness::Verdict;
 
-// Column order: the property table's, then conform's own check.
-const std::vector<std::string>& known_columns() {
-  static const std::vector<std::string> columns = [] {
-    std::vector<std::string> out;
-    for (const auto* p : harness::properties_by_column()) out.push_back(p->name);
-    if (std::find(out.begin(), out.end(), "agrees_with_reference") == out.end()) out.push_back("agrees_with_reference");
-    return out;
-  }();
-  return columns;
-}
-
 std::vector<std::string> columns_for(const ConformResult& result, const std::vector<const Verdict*>& verdicts) {
   std::vector<std::string> seen;
   auto see = [&seen](const std::string& name) {
@@ -38,12 +27,9 @@ std::vector<std::string> columns_for(const ConformResult& result, const std::vec
     if (it != result.checked.end())
       for (const auto& name : it->second) see(name);
   }
-  std::vector<std::string> columns;
-  for (const auto& name : known_columns())
-    if (std::find(seen.begin(), seen.end(), name) != seen.end()) columns.push_back(name);
-  for (const auto& name : seen)
-    if (std::find(columns.begin(), columns.end(), name) == columns.end()) columns.push_back(name);
-  if (columns.empty()) columns.push_back("no_hang");
+  // The property table's column order (run's too), then any check the table does not know.
+  std::vector<std::string> columns = harness::in_column_order(seen);
+  if (columns.empty()) columns.push_back(harness::properties_by_column().front()->name);  // no_hang
   return columns;
 }
 

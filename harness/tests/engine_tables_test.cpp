@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <functional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -167,31 +168,90 @@ TEST(TablesTest, DocsListExactlyTheShardPoliciesPlacementsAndBackends) {
 }
 
 TEST(TablesTest, EveryPropertyIsCompleteAndHasItsOwnColumn) {
-  std::set<int> orders;
-  std::set<std::string> columns;
-  for (const auto& p : property_table()) {
-    SCOPED_TRACE(p.name);
-    EXPECT_FALSE(p.holds_when.empty());
-    EXPECT_EQ(p.needs_compute.has_value(), !p.needs_compute_text.empty());
-    EXPECT_EQ(p.check == nullptr, p.hint == nullptr) << "a checker comes with its hint";
-    if (p.hint) {
-      EXPECT_FALSE(p.hint().empty());
-    }
-    EXPECT_TRUE(p.listable || p.checked_anyway) << "a property no scenario can list must be checked some other way";
-    EXPECT_TRUE(orders.insert(p.column_order).second) << "column order " << p.column_order << " used twice";
-    EXPECT_TRUE(columns.insert(p.column).second) << "column '" << p.column << "' used twice";
-    EXPECT_EQ(find_property(p.name), &p);
-  }
+  EXPECT_EQ(property_table_problems(property_table()), std::vector<std::string>{});
+  for (const auto& p : property_table()) EXPECT_EQ(find_property(p.name), &p);
   EXPECT_EQ(find_property("equal_to_singel"), nullptr);
   // The names a scenario may list: all but expected_error (it comes from [expect]).
   EXPECT_EQ(property_names(), (std::vector<std::string>{"equal_to_single", "ranks_agree", "idempotent",
                                                         "update_after_compute", "reset_replay", "batch_invariant",
                                                         "no_hang", "golden", "agrees_with_reference", "state_roundtrip",
                                                         "merge_state", "accepts_empty_batch"}));
+  // One column order for run's and conform's reports, labels from the table.
   std::vector<std::string> by_column;
-  for (const auto* p : properties_by_column()) by_column.push_back(p->name);
-  EXPECT_EQ(by_column.front(), "no_hang");
-  EXPECT_EQ(by_column.back(), "expected_error");
+  for (const auto* p : properties_by_column()) by_column.push_back(property_label(p->name));
+  EXPECT_EQ(by_column, (std::vector<std::string>{"no_hang", "equal", "agree", "idem", "update", "reset", "batch",
+                                                 "golden", "ref", "trip", "merge", "empty", "expect"}));
+  EXPECT_EQ(in_column_order({"my_check", "expected_error", "ranks_agree", "no_hang"}),
+            (std::vector<std::string>{"no_hang", "ranks_agree", "expected_error", "my_check"}));
+  EXPECT_EQ(property_label("my_check"), "my_check");
+  // The property that judges each compute role (the NaN-after-an-empty-batch cause names it).
+  EXPECT_EQ(property_judging(ComputeRole::Fresh)->name, "equal_to_single");
+  EXPECT_EQ(property_judging(ComputeRole::Repeat)->name, "idempotent");
+  EXPECT_EQ(property_judging(ComputeRole::AfterUpdate)->name, "update_after_compute");
+  EXPECT_EQ(property_judging(ComputeRole::AfterReset)->name, "reset_replay");
+  // The rank-side probes: the two properties that need every rank's state saved.
+  std::vector<std::string> probed;
+  for (const auto& p : property_table())
+    if (p.probe) probed.push_back(p.name);
+  EXPECT_EQ(probed, (std::vector<std::string>{"state_roundtrip", "merge_state"}));
+}
+
+PropertyResult some_checker(const CheckContext&, const std::string&) { return {}; }
+std::optional<RootCause> some_rule(const Evidence&) { return std::nullopt; }
+
+// A sound descriptor, then each field the views need left out or doubled: the check names it.
+TEST(TablesTest, ADescriptorLackingAFieldTheViewsNeedIsAProblem) {
+  Property sound;
+  sound.name = "sound";
+  sound.holds_when = "it holds";
+  sound.label = "snd";
+  sound.column_order = 0;
+  sound.check = some_checker;
+  sound.hint = "what a failure means";
+  sound.root_causes = {{5, some_rule}};
+  EXPECT_EQ(property_table_problems({sound}), std::vector<std::string>{});
+  auto problems_of = [&](const std::function<void(Property&)>& spoil) {
+    Property p = sound;
+    p.name = "spoilt";
+    spoil(p);
+    return property_table_problems({p});
+  };
+  auto one = [](const std::vector<std::string>& problems, const std::string& text) {
+    EXPECT_EQ(problems.size(), 1u) << ::testing::PrintToString(problems);
+    return !problems.empty() && problems.front().find(text) != std::string::npos;
+  };
+  EXPECT_TRUE(one(problems_of([](Property& p) { p.label.clear(); }), "property 'spoilt': no label"));
+  EXPECT_TRUE(one(problems_of([](Property& p) { p.holds_when.clear(); }), "no holds_when"));
+  EXPECT_TRUE(one(problems_of([](Property& p) { p.column_order = -1; }), "no column_order"));
+  EXPECT_TRUE(one(problems_of([](Property& p) { p.check = nullptr; }), "no checker"));
+  EXPECT_TRUE(one(problems_of([](Property& p) { p.hint.clear(); }), "no hint"));
+  EXPECT_TRUE(one(problems_of([](Property& p) { p.root_causes = {{0, some_rule}}; }), "a root-cause rule without a priority"));
+  EXPECT_TRUE(one(problems_of([](Property& p) { p.root_causes = {{5, nullptr}}; }), "without its finder"));
+  EXPECT_TRUE(one(problems_of([](Property& p) { p.root_causes = {{5, some_rule}, {5, some_rule}}; }),
+                  "root-cause priority 5 is also spoilt's"));
+  EXPECT_TRUE(one(problems_of([](Property& p) { p.needs_compute = ComputeRole::Fresh; }), "needs_compute"));
+  EXPECT_TRUE(one(problems_of([](Property& p) { p.listable = false; }), "nothing else checks it"));
+  EXPECT_TRUE(one(problems_of([](Property& p) { p.judged_by_the_engine = true; }), "yet it has a checker"));
+  Property engine_judged = sound;  // no checker, no hint: the engine judges it (no_hang)
+  engine_judged.check = nullptr;
+  engine_judged.hint.clear();
+  engine_judged.judged_by_the_engine = true;
+  EXPECT_EQ(property_table_problems({engine_judged}), std::vector<std::string>{});
+  // Two descriptors that share what must be their own.
+  Property other = sound;
+  other.name = "other";
+  other.root_causes = {{6, some_rule}};
+  EXPECT_EQ(property_table_problems({sound, other}),
+            (std::vector<std::string>{"property 'other': label 'snd' is used twice",
+                                      "property 'other': column_order 0 is also sound's"}));
+  other.label = "oth";
+  other.column_order = 1;
+  other.root_causes = {{5, some_rule}};
+  EXPECT_EQ(property_table_problems({sound, other}),
+            (std::vector<std::string>{"property 'other': root-cause priority 5 is also sound's"}));
+  other.name = "sound";
+  other.root_causes.clear();
+  EXPECT_EQ(property_table_problems({sound, other}), (std::vector<std::string>{"property 'sound': its name is used twice"}));
 }
 
 TEST(TablesTest, DefaultPropertiesFollowTheScriptAndTheScenario) {

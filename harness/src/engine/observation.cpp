@@ -76,8 +76,11 @@ json RankObservation::to_json() const {
                              {"digest_after", c.digest_after},
                              {"collectives", c.collectives},
                              {"seconds", c.seconds}});
-    if (c.restored) computes_json.back()["restored"] = c.restored->to_json();
-    if (c.merged) computes_json.back()["merged"] = c.merged->to_json();
+    if (!c.probed.empty()) {
+      json probed = json::object();
+      for (const auto& [property, result] : c.probed) probed[property] = result.to_json();
+      computes_json.back()["probed"] = probed;
+    }
   }
   json j = {{"rank", rank},
             {"devices", {{"state", state_device}, {"input", input_device}, {"comm", comm_device}}},
@@ -88,9 +91,8 @@ json RankObservation::to_json() const {
             {"trace", trace},
             {"trace_steps", trace_steps},
             {"seconds", seconds},
-            {"roundtrip_skipped", roundtrip_skipped},
-            {"roundtrip_error", roundtrip_error},
-            {"merge_skipped", merge_skipped}};
+            {"probe_skipped", probe_skipped},
+            {"probe_error", probe_error}};
   j["error"] = step_error_json(error);
   if (empty_rejected) j["empty_rejected"] = step_error_json(empty_rejected);
   return j;
@@ -114,17 +116,16 @@ RankObservation RankObservation::from_json(const json& j) {
     r.digest_after = c.at("digest_after");
     r.collectives = c.at("collectives");
     r.seconds = c.at("seconds");
-    if (c.contains("restored")) r.restored = ComputeResult::from_json(c.at("restored"));
-    if (c.contains("merged")) r.merged = ComputeResult::from_json(c.at("merged"));
+    if (c.contains("probed"))
+      for (const auto& [property, result] : c.at("probed").items()) r.probed[property] = ComputeResult::from_json(result);
     o.computes.push_back(std::move(r));
   }
   o.collectives = j.at("collectives");
   if (j.contains("trace")) o.trace = j.at("trace").get<std::vector<std::string>>();
   if (j.contains("trace_steps")) o.trace_steps = j.at("trace_steps").get<std::vector<int>>();
   o.seconds = j.at("seconds");
-  o.roundtrip_skipped = j.value("roundtrip_skipped", "");
-  o.roundtrip_error = j.value("roundtrip_error", "");
-  o.merge_skipped = j.value("merge_skipped", "");
+  if (j.contains("probe_skipped")) o.probe_skipped = j.at("probe_skipped").get<std::map<std::string, std::string>>();
+  if (j.contains("probe_error")) o.probe_error = j.at("probe_error").get<std::map<std::string, std::string>>();
   o.error = step_error_from_json(j.at("error"));
   if (j.contains("empty_rejected")) o.empty_rejected = step_error_from_json(j.at("empty_rejected"));
   return o;

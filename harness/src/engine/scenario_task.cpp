@@ -17,7 +17,9 @@
 #include "distmetrics/harness/metric_catalog.h"
 #include "distmetrics/harness/observation.h"
 #include "distmetrics/harness/placement.h"
+#include "distmetrics/harness/property.h"
 #include "distmetrics/runtime/text.h"
+#include "../properties/rank_probe.h"
 
 namespace distmetrics::harness {
 namespace {
@@ -35,9 +37,9 @@ metrics::Batch on_device(metrics::Batch batch, const c10::Device& device) {
   return batch;
 }
 
-// compute() as a result: the value, or the error it raised (a collective's error is rethrown: the
-// runtime records where the rank was blocked).
-ComputeResult computed(metrics::Metric& metric, int step) {
+}  // namespace
+
+ComputeResult computed_result(metrics::Metric& metric, int step) {
   ComputeResult result;
   try {
     result.value = metric.compute().to_json();
@@ -51,45 +53,6 @@ ComputeResult computed(metrics::Metric& metric, int step) {
   }
   return result;
 }
-
-ComputeResult raised_result(const std::string& type, const std::string& message) {
-  ComputeResult result;
-  result.error_type = type;
-  result.error = message;
-  return result;
-}
-
-// merge_state: every rank's saved state travels to every rank (one all_gather of bytes); a fresh
-// single-process instance loads rank 0's, merges the others' and computes.
-ComputeResult merged_result(const metrics::Metric& metric, runtime::Communicator& comm,
-                            const std::function<std::unique_ptr<metrics::Metric>()>& make, int step) {
-  std::string saved, save_error;
-  try {
-    saved = metric.save_state().value_or("");
-  } catch (const std::exception& e) {
-    if (runtime::is_allocation_failure(e)) throw;
-    save_error = runtime::exception_type_name(e) + ": " + runtime::first_line(e.what());
-  }
-  // Every rank takes part in the gather, a rank whose save_state() raised too (with no bytes).
-  const auto bytes = at::from_blob(const_cast<char*>(saved.data()), {static_cast<std::int64_t>(saved.size())}, at::kByte);
-  const auto per_rank = comm.all_gather(bytes.clone());
-  std::vector<std::string> states;
-  for (const auto& t : per_rank) {
-    const auto c = t.to(at::kCPU).contiguous();
-    states.emplace_back(static_cast<const char*>(c.data_ptr()), static_cast<std::size_t>(c.numel()));
-  }
-  if (!save_error.empty()) return raised_result("SaveStateError", "save_state() raised " + save_error);
-  auto merged = make();
-  try {
-    merged->load_state(states.front());
-    merged->merge_state(std::vector<std::string>(states.begin() + 1, states.end()));
-  } catch (const std::exception& e) {
-    return raised_result(runtime::exception_type_name(e), "merging the ranks' states: " + runtime::first_line(e.what()));
-  }
-  return computed(*merged, step);
-}
-
-}  // namespace
 
 // The task body: returns a RankObservation as JSON. Outside the anonymous namespace, so that a
 // crash report's backtrace names it (distmetrics::harness::run_scenario_variant_task).
@@ -117,6 +80,9 @@ nlohmann::json run_scenario_variant_task(runtime::TaskContext& ctx) {
   // A compute raised: the script stops there (obs.error says where), for peers may be waiting
   // in a collective this rank will never enter.
   bool stopped = false;
+  // The rank-side probes of the properties the scenario checks (state_roundtrip's restored
+  // instance, merge_state's merge), in table order on every rank.
+  std::vector<std::pair<std::string, std::unique_ptr<RankProbe>>> probes;
   try {
     const Dataset data = cast_to_input_dtype(generate_data(scenario.data), dtype);
     const VariantPlan planned = plan_variant(scenario, data, shard, ctx.world_size);
@@ -135,16 +101,9 @@ nlohmann::json run_scenario_variant_task(runtime::TaskContext& ctx) {
     auto make = [&] { return registry->make(scenario.metric, scenario.metric_params, devices.state); };
     auto metric = make();
     metric->set_communicator(&ctx.comm);
-    // state_roundtrip: before the first compute, the state goes into a fresh instance (the twin),
-    // which then takes every step the original takes.
-    const bool roundtrip = scenario.checks("state_roundtrip");
-    const bool merging = scenario.checks("merge_state");
-    std::unique_ptr<metrics::Metric> twin;
-    bool roundtrip_done = false;
-    if (merging && !metric->can_merge_state())
-      obs.merge_skipped = metric->name() + " cannot merge saved states (Metric::can_merge_state is false)";
-    else if (merging && !metric->save_state())
-      obs.merge_skipped = metric->name() + " cannot save its state (Metric::save_state gives nothing)";
+    for (const auto& property : property_table())
+      if (property.probe && scenario.checks(property.name))
+        probes.emplace_back(property.name, property.probe(ProbeSetup{*metric, ctx.comm, make}));
 
     const auto& mine = plan.ranks[ctx.rank];
     for (std::size_t s = 0; s < script.steps.size(); ++s) {
@@ -159,24 +118,7 @@ nlohmann::json run_scenario_variant_task(runtime::TaskContext& ctx) {
       auto compute_at = [&](int k) -> bool {
         ctx.comm.set_issuer(step, k);
         op = "compute";
-        if (roundtrip && !roundtrip_done) {
-          roundtrip_done = true;
-          runtime::set_task_context(where + "save_state() and load_state() into a fresh instance");
-          try {
-            if (const auto saved = metric->save_state()) {
-              twin = make();
-              twin->load_state(*saved);
-              twin->set_communicator(&ctx.comm);
-            } else {
-              obs.roundtrip_skipped = metric->name() + " cannot save its state (Metric::save_state gives nothing)";
-            }
-          } catch (const std::exception& e) {
-            if (runtime::is_allocation_failure(e)) throw;
-            twin.reset();
-            obs.roundtrip_error = "saving the state and loading it into a fresh instance raised " +
-                                  runtime::exception_type_name(e) + ": " + runtime::first_line(e.what());
-          }
-        }
+        for (auto& [name, probe] : probes) probe->before_compute(where);
         runtime::set_task_context(where + "compute() " + std::to_string(k + 1));
         ComputeRecord record;
         record.index = k;
@@ -199,15 +141,9 @@ nlohmann::json run_scenario_variant_task(runtime::TaskContext& ctx) {
         record.collectives = ctx.comm.collectives_issued() - issued;
         record.digest_after = metric->state_digest();
         if (!record.result.raised()) {
-          // Both after the original's compute, on every rank alike, so the collectives pair up.
-          if (twin) {
-            runtime::set_task_context(where + "compute() of the restored instance");
-            record.restored = computed(*twin, step);
-          }
-          if (merging && obs.merge_skipped.empty()) {
-            runtime::set_task_context(where + "merge_state() of every rank's state");
-            record.merged = merged_result(*metric, ctx.comm, make, step);
-          }
+          // After the original's compute, on every rank alike, so the collectives pair up.
+          for (auto& [name, probe] : probes)
+            if (auto probed = probe->after_compute(step, where)) record.probed[name] = std::move(*probed);
         }
         obs.computes.push_back(record);
         if (record.result.raised()) {
@@ -238,14 +174,17 @@ nlohmann::json run_scenario_variant_task(runtime::TaskContext& ctx) {
               if (rejected.type == kUnsupportedType) throw;
               obs.empty_rejected = std::move(rejected);
             }
-            if (twin && !obs.empty_rejected) twin->update(on_device(data.rows({}), devices.input));
+            if (!obs.empty_rejected && !probes.empty()) {
+              const auto empty = on_device(data.rows({}), devices.input);
+              for (auto& [name, probe] : probes) probe->updated(empty);
+            }
           }
           auto feed = [&](std::size_t b) {
             runtime::set_task_context(where + "update() of batch " + std::to_string(b + 1) + " (" +
                                       std::to_string(mine[b].size()) + " samples)");
             const auto batch = on_device(data.rows(mine[b]), devices.input);
             metric->update(batch);
-            if (twin) twin->update(batch);
+            for (auto& [name, probe] : probes) probe->updated(batch);
           };
           if (action.round_computes.empty()) {
             for (std::size_t b = from; b < to; ++b) feed(b);
@@ -264,7 +203,7 @@ nlohmann::json run_scenario_variant_task(runtime::TaskContext& ctx) {
           op = "reset";
           runtime::set_task_context(where + "reset()");
           metric->reset();
-          if (twin) twin->reset();
+          for (auto& [name, probe] : probes) probe->reset();
           break;
         case Step::Op::Compute:
           if (!compute_at(action.compute)) stopped = true;
@@ -280,6 +219,11 @@ nlohmann::json run_scenario_variant_task(runtime::TaskContext& ctx) {
     if (runtime::is_allocation_failure(e)) throw;  // the rank's memory limit: its outcome says so
     obs.error = step_error(step, op, e);
   }
+  for (const auto& [name, probe] : probes) {
+    if (!probe->skipped.empty()) obs.probe_skipped[name] = probe->skipped;
+    if (!probe->error.empty()) obs.probe_error[name] = probe->error;
+  }
+  probes.clear();  // they hold the metric's instances: gone with it
   runtime::set_task_context("");
   ctx.comm.set_issuer(-1, -1);
   obs.collectives = ctx.comm.collectives_issued();

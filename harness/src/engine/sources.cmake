@@ -14,7 +14,6 @@ list(APPEND DISTMETRICS_HARNESS_SOURCES
   src/engine/compare.cpp
   src/engine/observation.cpp
   src/engine/check.cpp
-  src/engine/properties.cpp
   src/engine/root_cause.cpp
   src/engine/variant.cpp
   src/engine/input_dtype.cpp

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "distmetrics/harness/property.h"
 #include "distmetrics/harness/report_model.h"
 #include "text.h"
 

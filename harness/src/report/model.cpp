@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "distmetrics/harness/compare.h"
+#include "distmetrics/harness/property.h"
 #include "distmetrics/harness/report_model.h"
 #include "text.h"
 
@@ -15,18 +16,6 @@ namespace distmetrics::harness {
 namespace {
 
 using nlohmann::json;
-
-// The properties in the order of docs/properties.md, with their short matrix headers; a
-// property not listed (a plugin's own) keeps its name and comes after these.
-const std::vector<std::pair<std::string, std::string>>& known_properties() {
-  static const std::vector<std::pair<std::string, std::string>> known = {
-      {"no_hang", "no_hang"},       {"equal_to_single", "equal"},      {"ranks_agree", "agree"},
-      {"idempotent", "idem"},       {"update_after_compute", "update"}, {"reset_replay", "reset"},
-      {"batch_invariant", "batch"}, {"golden", "golden"},             {"state_roundtrip", "trip"},
-      {"merge_state", "merge"},     {"expected_error", "expect"},
-      {"agrees_with_reference", "ref"}, {"accepts_empty_batch", "empty"}};
-  return known;
-}
 
 const json& field(const json& j, const char* name, const std::string& where) {
   if (!j.is_object() || !j.contains(name))
@@ -42,15 +31,6 @@ std::string str(const json& j, const char* name) {
 std::optional<std::int64_t> opt_int(const json& j, const char* name) {
   if (!j.is_object() || !j.contains(name) || !j.at(name).is_number()) return std::nullopt;
   return j.at(name).get<std::int64_t>();
-}
-
-std::vector<std::string> ordered_properties(const std::vector<std::string>& seen) {
-  std::vector<std::string> out;
-  for (const auto& [name, label] : known_properties())
-    if (std::find(seen.begin(), seen.end(), name) != seen.end()) out.push_back(name);
-  for (const auto& name : seen)
-    if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
-  return out;
 }
 
 std::string anchor_of(const std::string& prefix, const std::string& text) {
@@ -222,12 +202,6 @@ std::optional<Timeline> timeline_of(const json& ranks, const json& deviation) {
 
 }  // namespace
 
-std::string property_label(const std::string& property) {
-  for (const auto& [name, label] : known_properties())
-    if (name == property) return label;
-  return property;
-}
-
 std::string ReportCell::counts() const {
   if (ran == 0) return skipped ? std::to_string(skipped) + " skipped" : "";
   if (bad == 0) return std::to_string(ran) + "/" + std::to_string(ran) + " pass";
@@ -324,8 +298,8 @@ ReportModel report_model(const json& report) {
   if (report.contains("properties") && report.at("properties").is_array())
     model.columns = report.at("properties").get<std::vector<std::string>>();
   else
-    model.columns = ordered_properties(seen);
-  if (model.columns.empty() && !model.variants.empty()) model.columns.push_back("no_hang");
+    model.columns = in_column_order(seen);
+  if (model.columns.empty() && !model.variants.empty()) model.columns.push_back(properties_by_column().front()->name);
 
   // Each variant's outcome per column. A variant that hung, crashed, raised or was skipped has
   // that outcome in every column of its row: none of its properties could be judged.

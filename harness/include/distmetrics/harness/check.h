@@ -1,7 +1,7 @@
-// Property checkers: each judges a variant's observations against the single-process reference
-// (docs/properties.md). One small checker and one hint (what a failure means, said in its
-// message) per property, both named in the property table (property.h); check_properties runs
-// the ones the scenario checks, in table order, and applies its expected failures.
+// What property checkers judge: a variant's observations against the single-process reference
+// (docs/properties.md). Each property's checker and hint are in its descriptor, in its own file
+// (harness/src/properties/, property.h); check_properties runs the ones the scenario checks, in
+// table order, and applies its expected failures.
 //
 // Which compute each property judges follows from its place in the script (script.h):
 //   equal_to_single       the first compute (before any other)       vs the single process
@@ -58,34 +58,6 @@ struct CheckContext {
   const SingleProcessReference& single;
   const std::vector<RankObservation>& ranks;  // indexed by rank
 };
-
-// The checkers; `hint` is the property's hint, said in the failure message.
-PropertyResult check_equal_to_single(const CheckContext& ctx, const std::string& hint);
-PropertyResult check_update_after_compute(const CheckContext& ctx, const std::string& hint);
-PropertyResult check_idempotent(const CheckContext& ctx, const std::string& hint);
-PropertyResult check_reset_replay(const CheckContext& ctx, const std::string& hint);
-PropertyResult check_ranks_agree(const CheckContext& ctx, const std::string& hint);
-PropertyResult check_batch_invariant(const CheckContext& ctx, const std::string& hint);
-PropertyResult check_golden(const CheckContext& ctx, const std::string& hint);
-PropertyResult check_expected_error(const CheckContext& ctx, const std::string& hint);
-PropertyResult check_agrees_with_reference(const CheckContext& ctx, const std::string& hint);
-PropertyResult check_state_roundtrip(const CheckContext& ctx, const std::string& hint);
-PropertyResult check_merge_state(const CheckContext& ctx, const std::string& hint);
-PropertyResult check_accepts_empty_batch(const CheckContext& ctx, const std::string& hint);
-
-// The hints: what a failure of the property means, and so what to fix.
-std::string equal_to_single_hint();
-std::string update_after_compute_hint();
-std::string idempotent_hint();
-std::string reset_replay_hint();
-std::string ranks_agree_hint();
-std::string batch_invariant_hint();
-std::string golden_hint();
-std::string expected_error_hint();
-std::string agrees_with_reference_hint();
-std::string state_roundtrip_hint();
-std::string merge_state_hint();
-std::string accepts_empty_batch_hint();
 
 // Every property the scenario checks that has a checker (no_hang excepted: the engine judges it
 // from the run), in property table order, expected_error when one is declared; expected

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -33,11 +34,10 @@ struct ComputeRecord {
   std::string digest_after;
   std::uint64_t collectives = 0;  // issued during this compute
   double seconds = 0;
-  // state_roundtrip: the same compute on the instance restored from the state this rank saved
-  // before its first compute (it took every later update and compute the original took).
-  std::optional<ComputeResult> restored;
-  // merge_state: a fresh single-process instance that merged every rank's saved state, computed.
-  std::optional<ComputeResult> merged;
+  // Per property with a rank-side probe, its result at this compute (state_roundtrip: the
+  // instance restored from the state saved before the first compute; merge_state: one that
+  // merged every rank's saved state).
+  std::map<std::string, ComputeResult> probed;
 };
 
 struct StepError {
@@ -78,9 +78,9 @@ struct RankObservation {
   // The first update() of an empty batch that raised: the script went on without that update
   // (and later empty ones), so that the properties still judge the rest.
   std::optional<StepError> empty_rejected;
-  // Why state_roundtrip / merge_state have nothing to judge on this rank (the metric cannot save
-  // or merge its state); and an error saving or loading it (the property fails with it).
-  std::string roundtrip_skipped, roundtrip_error, merge_skipped;
+  // Per property with a rank-side probe: why it has nothing to judge on this rank (the metric
+  // cannot save or merge its state), and an error that fails it (saving or loading raised).
+  std::map<std::string, std::string> probe_skipped, probe_error;
   std::uint64_t collectives = 0;   // in the whole script
   // Every collective this rank issued, in order: "all_reduce(sum) #3 (int64 [2])".
   std::vector<std::string> trace;

@@ -25,8 +25,8 @@ namespace distmetrics::harness {
 
 // A cell shows the worst of its variants' outcomes (outcome_severity, outcome.h). "pass" above
 // "skip" (nothing ran) is not a ranking: a cell with any run variant shows that one.
-// The matrix's short column header for a property ("equal" for equal_to_single).
-std::string property_label(const std::string& property);
+// Columns come in the property table's column order, headed by each property's label
+// (property.h: in_column_order, property_label).
 
 struct ReportCell {
   std::string worst;  // the worst outcome of its run variants, "skip" when all skipped, "" not checked

@@ -2,6 +2,10 @@
 // metric better than each failure alone. A verdict leads with the root cause and lists the
 // failures that follow from it under it (docs/properties.md, "Root cause").
 //
+// Each property's descriptor carries the rules its failure can show, each with a priority
+// (property.h, RootCauseRule); find_root_cause tries every rule of the table lowest priority
+// first, and the first that names a cause wins. The chain they make, top down:
+//
 //   evidence                                                  root cause (first match)
 //   only accepts_empty_batch failed                           the metric rejects an empty batch (any
 //                                                             other failure leads instead: the rest
@@ -21,6 +25,8 @@
 //   a second compute differs, state intact                    a cache or "already reduced" flag
 //   only the replay after reset() differs                     reset() forgets a state
 //   batch sizes disagree within float32 rounding              float32 rounding, not a formula
+//   the saved state does not restore the metric               a state left out of the saved state
+//   the merged states give another result                     a merge that forgets its own state
 //
 // And for runs where every rank finished its script: a rank whose wait gave up (a c10d work's
 // or a collective's timeout) after a peer raised or left is a hang blamed on that peer, whatever
@@ -45,6 +51,25 @@ struct RootCause {
   std::vector<std::string> consequences;  // failed properties that follow from it
   nlohmann::json to_json() const;
 };
+
+// What a root-cause rule reads: the variant's observations and every property's result.
+struct Evidence {
+  const CheckContext& ctx;
+  const std::vector<PropertyResult>& results;
+
+  const PropertyResult* result(const std::string& property) const;  // nullptr: not checked
+  // Failed, and not as the scenario expects.
+  bool failed(const std::string& property) const;
+  // Every property that failed so (the engine's no_hang aside), in the results' order.
+  std::vector<std::string> failed_properties() const;
+  // Its largest difference is within float32 rounding of its single-process value (relative 2e-5).
+  bool within_float32_rounding(const std::string& property) const;
+  // Its largest difference relative to its single-process value's magnitude.
+  double relative_difference(const std::string& property) const;
+};
+
+// A number as root-cause texts show it (3 significant digits).
+std::string cause_number(double v);
 
 // The root cause of a variant's failed properties (expected failures excepted), or none when
 // nothing failed. Always names one when something failed (at worst the first failure itself).

@@ -1,0 +1,87 @@
+// expected_error: every rank and the single process raise [expect] error at [expect] compute,
+// together. Checked whenever [expect] names an error; a scenario never lists it.
+#include <sstream>
+
+#include "checking.h"
+#include "distmetrics/harness/property.h"
+
+namespace distmetrics::harness::properties {
+namespace {
+
+using namespace checking;
+
+// A metric that declares a value for "no data anywhere" (Expectation::no_data_value) meets an
+// expected error when no one raised and every rank returned the single process's value at
+// compute k (NaN equal to NaN): the text of that value, or nothing.
+std::optional<std::string> agreed_no_data_value(const CheckContext& ctx, int k) {
+  if (ctx.scenario.expect.no_data_value.empty()) return std::nullopt;
+  const auto* single = single_at(ctx, k);
+  if (!single || single->raised() || !single->value) return std::nullopt;
+  for (const auto& obs : ctx.ranks) {
+    const auto* record = obs.compute(k);
+    if (!record || record->result.raised() || !compare_results(*single, record->result, ctx.scenario.tolerance).equal)
+      return std::nullopt;
+  }
+  return single->text();
+}
+
+PropertyResult check(const CheckContext& ctx, const std::string& hint) {
+  const auto& want = ctx.scenario.expect.error;
+  if (want.empty()) return skipped("expected_error", "the scenario expects no error");
+  const int k = ctx.scenario.expect.compute;
+  PropertyResult result;
+  result.name = "expected_error";
+  std::ostringstream problems;
+  const auto* single = single_at(ctx, k);
+  if (!single || single->error_type != want)
+    problems << "  single process: " << (single ? single->text() : "did not get there")
+             << "   <- the scenario expects " << want << " here too\n";
+  for (const auto& obs : ctx.ranks) {
+    const auto* record = obs.compute(k);
+    result.ranks.push_back(value_json(record ? &record->result : nullptr));
+    if (!record) {
+      problems << "  rank " << obs.rank << ": " << missing_text(obs) << "\n";
+    } else if (record->result.error_type != want) {
+      problems << "  rank " << obs.rank << ": " << record->result.text() << "   <- expected " << want << "\n";
+    }
+  }
+  if (problems.str().empty()) {
+    result.message = "expected_error held: every rank and the single process raised " + want + " at compute " +
+                     std::to_string(k + 1) + ", together";
+    return result;
+  }
+  if (const auto agreed = agreed_no_data_value(ctx, k)) {
+    result.message = "expected_error held by the metric's declared convention (no data anywhere: compute() returns " +
+                     ctx.scenario.expect.no_data_value + " instead of raising " + want + "): every rank and the "
+                     "single process returned " + *agreed + " at compute " + std::to_string(k + 1);
+    return result;
+  }
+  result.outcome = Outcome::Fail;
+  if (!ctx.scenario.expect.no_data_value.empty())
+    problems << "  (the metric declares that compute() with no data anywhere returns " << ctx.scenario.expect.no_data_value
+             << ": that also holds only when every rank and the single process return the same value)\n";
+  result.message = "expected_error failed: every rank must raise " + want + " at " + compute_phrase(ctx, k) + ", " +
+                   hint + "\n" + problems.str() +
+                   variant_lines(ctx);
+  return result;
+}
+
+bool when_an_error_is_expected(const Scenario& s) { return !s.expect.error.empty(); }
+
+}  // namespace
+
+// No root-cause rule: a rank that raises alone is a hang the engine blames on it.
+Property expected_error() {
+  Property p;
+  p.name = "expected_error";
+  p.holds_when = "every rank and the single process raise the `[expect] error` at `[expect] compute`, together";
+  p.label = "expect";
+  p.column_order = 12;
+  p.listable = false;
+  p.checked_anyway = when_an_error_is_expected;
+  p.check = check;
+  p.hint = "together (decided from synced state), as the single process does";
+  return p;
+}
+
+}  // namespace distmetrics::harness::properties
