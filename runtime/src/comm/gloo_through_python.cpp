@@ -21,6 +21,8 @@
 
 #include <cstdlib>
 #include <mutex>
+#include <optional>
+#include <string>
 
 #include "distmetrics/runtime/embedded_python.h"
 #include "gloo_collectives.h"
@@ -77,6 +79,26 @@ c10::intrusive_ptr<c10d::Backend> gloo_group_from_torch(const CommSpec& spec, co
 }
 
 }  // namespace
+
+std::optional<std::string> gloo_through_python_unavailable() {
+  static std::once_flag checked;
+  static std::optional<std::string> reason;
+  std::call_once(checked, [] {
+    try {
+      ensure_embedded_python();
+      py::gil_scoped_acquire gil;
+      try {
+        if (!py::module_::import("torch.distributed").attr("is_gloo_available")().cast<bool>())
+          reason = "gloo: the torch Python package of this build has no gloo";
+      } catch (py::error_already_set& e) {
+        reason = std::string("gloo: the embedded interpreter cannot import torch.distributed: ") + e.what();
+      }
+    } catch (const std::exception& e) {
+      reason = std::string("gloo: cannot start the embedded Python interpreter: ") + short_what(e);
+    }
+  });
+  return reason;
+}
 
 std::unique_ptr<Communicator> make_gloo_communicator(const CommSpec& spec, const c10::intrusive_ptr<c10d::Store>& store,
                                                      const Deadline& deadline) {
