@@ -32,7 +32,7 @@ EOF
 build_dir=${BUILD_DIR:-build-torch2}
 jobs=${JOBS:-$(nproc)}
 skip_venv=0 build=1 cli=1 route_check=0
-ctest_regex='^(Collectives|SingleProcess|PoolStore)'
+ctest_regex='Collectives|SingleProcessComm|PoolStore'
 while [ $# -gt 0 ]; do
   case "$1" in
     -h | --help) usage; exit 0 ;;
