@@ -110,13 +110,9 @@ if(NOT DISTMETRICS_WITH_GLOO STREQUAL "OFF")
   if(DISTMETRICS_GLOO_HEADERS AND DISTMETRICS_C10D_GLOO_HEADER)
     set(DISTMETRICS_HAVE_GLOO ON)
   endif()
-  _distmetrics_backend_wanted(DISTMETRICS_WITH_GLOO DISTMETRICS_HAVE_GLOO "${_gloo_missing}")
 endif()
-if(DISTMETRICS_HAVE_GLOO OR DISTMETRICS_WITH_GLOO STREQUAL "OFF")
-  message(STATUS "distmetrics: gloo backend: ${DISTMETRICS_HAVE_GLOO}")
-else()
-  message(STATUS "distmetrics: gloo backend: OFF (${_gloo_missing})")
-endif()
+# Without the headers, a pip torch still gets gloo through its Python binding: decided after the
+# Python metrics' dependencies below (it needs the same ones).
 
 # --- NCCL (through c10d, CUDA LibTorch only) ---------------------------------------------------
 set(DISTMETRICS_HAVE_NCCL OFF)
@@ -240,6 +236,10 @@ if(NOT DISTMETRICS_WITH_PYTHON STREQUAL "OFF" AND DISTMETRICS_PYTHON)
       add_library(distmetrics_dep_python INTERFACE)
       target_include_directories(distmetrics_dep_python SYSTEM INTERFACE "${_py_include}" "${DISTMETRICS_PYBIND11_INCLUDE_DIR}")
       target_link_libraries(distmetrics_dep_python INTERFACE "${_py_libdir}/${_py_ldlibrary}" "${DISTMETRICS_TORCH_PYTHON_LIBRARY}")
+      if(DISTMETRICS_TORCH_FROM_PIP)
+        # The embedded interpreter starts as the venv's python (runtime/embedded_python.h).
+        target_compile_definitions(distmetrics_dep_python INTERFACE DISTMETRICS_EMBEDDED_PYTHON="${DISTMETRICS_PYTHON}")
+      endif()
     endif()
   endif()
 endif()
@@ -257,6 +257,38 @@ if(DISTMETRICS_HAVE_PYHOST)
 else()
   set(DISTMETRICS_PYHOST_MISSING "${_pyhost_missing}")
   message(STATUS "distmetrics: python metrics (pyhost): OFF (${_pyhost_missing})")
+endif()
+
+# --- Gloo without gloo headers: torch's own ProcessGroupGloo through its Python binding ---------
+# A pip torch (the wheel ships no gloo headers) makes the group with torch._C._distributed_c10d in
+# the rank's embedded interpreter (runtime/src/comm/gloo_through_python.cpp), compiled against the
+# wheel's pybind11 and linked with the wheel's libtorch_python: the pyhost dependencies. Only for
+# DISTMETRICS_TORCH=pip, where libtorch_python is the same build as the LibTorch linked.
+set(DISTMETRICS_GLOO_THROUGH_PYTHON OFF)
+if(NOT DISTMETRICS_HAVE_GLOO AND NOT DISTMETRICS_WITH_GLOO STREQUAL "OFF" AND DISTMETRICS_TORCH_FROM_PIP)
+  if(NOT DISTMETRICS_HAVE_PYHOST)
+    string(APPEND _gloo_missing "; through torch's Python binding it needs what Python metrics need: ${_pyhost_missing}")
+  else()
+    execute_process(COMMAND "${DISTMETRICS_PYTHON}" -c "import torch.distributed as d, sys; sys.exit(0 if d.is_gloo_available() else 1)"
+                    RESULT_VARIABLE _rc OUTPUT_QUIET ERROR_QUIET)
+    if(_rc EQUAL 0)
+      set(DISTMETRICS_HAVE_GLOO ON)
+      set(DISTMETRICS_GLOO_THROUGH_PYTHON ON)
+    else()
+      string(APPEND _gloo_missing "; and ${DISTMETRICS_PYTHON}'s torch.distributed has no gloo either")
+    endif()
+  endif()
+endif()
+if(NOT DISTMETRICS_WITH_GLOO STREQUAL "OFF")
+  _distmetrics_backend_wanted(DISTMETRICS_WITH_GLOO DISTMETRICS_HAVE_GLOO "${_gloo_missing}")
+endif()
+if(DISTMETRICS_GLOO_THROUGH_PYTHON)
+  message(STATUS "distmetrics: gloo backend: ON, torch's ProcessGroupGloo through its Python binding "
+                 "(LibTorch ${Torch_VERSION} ships no gloo headers; the kept transport is off)")
+elseif(DISTMETRICS_HAVE_GLOO OR DISTMETRICS_WITH_GLOO STREQUAL "OFF")
+  message(STATUS "distmetrics: gloo backend: ${DISTMETRICS_HAVE_GLOO}")
+else()
+  message(STATUS "distmetrics: gloo backend: OFF (${_gloo_missing})")
 endif()
 
 # --- GoogleTest ---------------------------------------------------------------------------------

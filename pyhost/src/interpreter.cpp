@@ -2,9 +2,11 @@
 
 #include <cstdlib>
 #include <mutex>
+#include <optional>
 
 #include "distmetrics/build_config.h"
 #include "distmetrics/pyhost/source.h"
+#include "distmetrics/runtime/embedded_python.h"
 
 namespace distmetrics::pyhost::detail {
 namespace {
@@ -105,8 +107,12 @@ namespace distmetrics::pyhost::detail {
 void ensure_interpreter() {
   std::call_once(started, [] {
     try {
-      if (!Py_IsInitialized()) py::initialize_interpreter(/*init_signal_handlers=*/false);
+      // The interpreter may run already: the gloo backend of a pip-torch build starts it to make
+      // torch's ProcessGroupGloo (runtime/embedded_python.h); then it is joined, GIL taken.
+      const bool started_here = runtime::start_embedded_python();
       {
+        std::optional<py::gil_scoped_acquire> gil;
+        if (!started_here) gil.emplace();
         // The user's modules are found from the working directory, as `python3 -m` would; the
         // distmetrics package from DISTMETRICS_PYTHONPATH, an install, or this source tree.
         py::module_ sys = py::module_::import("sys");
@@ -127,7 +133,7 @@ void ensure_interpreter() {
         host = new py::module_(py::module_::import("distmetrics._host"));
         host->attr("install_tracing")();
       }
-      PyEval_SaveThread();  // from here on, every call into Python takes the GIL
+      if (started_here) PyEval_SaveThread();  // from here on, every call into Python takes the GIL
     } catch (const py::error_already_set& e) {
       start_error = e.what();
     } catch (const std::exception& e) {

@@ -7,6 +7,12 @@
 #include "distmetrics/runtime/errors.h"
 
 namespace distmetrics::runtime {
+#if DISTMETRICS_GLOO_THROUGH_PYTHON
+namespace detail {
+// Why torch's Python package cannot give gloo in this process (nullopt: it can).
+std::optional<std::string> gloo_through_python_unavailable();
+}  // namespace detail
+#endif
 namespace {
 
 std::optional<std::string> gloo_unavailable(const std::string& comm_device, int) {
@@ -16,6 +22,11 @@ std::optional<std::string> gloo_unavailable(const std::string& comm_device, int)
       return std::string("gloo: this build has no Gloo: LibTorch " DISTMETRICS_TORCH_VERSION " ships no gloo headers (docs/gpu.md)");
     return std::string("gloo: this build has no Gloo (install libgloo-dev and reconfigure)");
   }
+#if DISTMETRICS_GLOO_THROUGH_PYTHON
+  // Imports torch.distributed once per process (gloo_through_python.cpp): here, before a variant's
+  // deadline starts, and in a peer rank before it forks the variant's task child.
+  if (auto reason = detail::gloo_through_python_unavailable()) return reason;
+#endif
   if (comm_device == "cuda") {
     if (!DISTMETRICS_TORCH_HAS_CUDA) return std::string("gloo on cuda: this LibTorch has no CUDA");
     if (visible_gpu_count() < 1) return std::string("gloo on cuda: needs a GPU, found 0");

@@ -18,7 +18,9 @@
 #include "distmetrics/build_config.h"
 #include "distmetrics/runtime/comm.h"
 
-#if DISTMETRICS_HAVE_GLOO
+#if DISTMETRICS_HAVE_GLOO && DISTMETRICS_GLOO_THROUGH_PYTHON
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#elif DISTMETRICS_HAVE_GLOO
 #ifndef USE_C10D_GLOO
 #define USE_C10D_GLOO
 #endif
@@ -43,10 +45,22 @@ c10::intrusive_ptr<Group> process_group_as(const runtime::Communicator& comm) {
   return c10::intrusive_ptr<Group>::unsafe_reclaim_from_nonowning(group);
 }
 
+#if DISTMETRICS_HAVE_GLOO && DISTMETRICS_GLOO_THROUGH_PYTHON
+// A LibTorch without gloo headers (the pip wheel): the group is torch's own ProcessGroupGloo,
+// made through its Python binding, and C++ reaches it as the c10d::Backend it derives from (the
+// same collectives: allreduce, allgather, broadcast, barrier).
+using GlooProcessGroup = c10d::Backend;
+#elif DISTMETRICS_HAVE_GLOO
+using GlooProcessGroup = c10d::ProcessGroupGloo;
+#endif
 #if DISTMETRICS_HAVE_GLOO
-// The c10d::ProcessGroupGloo of a gloo communicator; null for other backends.
-inline c10::intrusive_ptr<c10d::ProcessGroupGloo> gloo_process_group(const runtime::Communicator& comm) {
-  return process_group_as<c10d::ProcessGroupGloo>(comm);
+// The Gloo group of a gloo communicator; null for other backends.
+inline c10::intrusive_ptr<GlooProcessGroup> gloo_process_group(const runtime::Communicator& comm) {
+  auto group = process_group_as<GlooProcessGroup>(comm);
+#if DISTMETRICS_GLOO_THROUGH_PYTHON
+  if (group && group->getBackendName() != "gloo") return {};  // every c10d group is a Backend (nccl too)
+#endif
+  return group;
 }
 #endif
 

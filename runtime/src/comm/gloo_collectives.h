@@ -1,0 +1,106 @@
+// The collectives of a gloo communicator over c10d's group interface, shared by both ways this
+// build may make the group: gloo.cpp (ProcessGroupGloo from its C++ header, where LibTorch ships
+// the gloo headers that match it) and gloo_through_python.cpp (torch's ProcessGroupGloo made
+// through its Python binding, used as a c10d::Backend: the pip wheel). `Group` is the type the
+// group is held as: c10d::ProcessGroup-like (torch 1.13) or c10d::Backend (torch 2.x).
+#pragma once
+
+#include <torch/csrc/distributed/c10d/Types.hpp>
+#include <torch/csrc/distributed/c10d/Work.hpp>
+
+#include <ATen/ATen.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "backend_factory.h"
+#include "c10d_ops.h"
+#include "distmetrics/runtime/errors.h"
+
+namespace distmetrics::runtime::detail {
+
+// Gloo's own timeout sits a little after ours, so that our deadline, not Gloo's, reports a hang
+// (as a timeout, with the collective's record) and Gloo still frees its threads soon after.
+constexpr std::chrono::milliseconds kGlooTimeoutMargin{1000};
+
+// Waits for a Gloo work item until the deadline. Past it: BackendTimeout. A failure Gloo
+// reports (a peer that closed its connection, say) is rethrown as it is.
+inline void wait_for_gloo(const c10::intrusive_ptr<c10d::Work>& work, const Deadline& deadline) {
+  const auto left = std::max(deadline.remaining(), std::chrono::milliseconds(1));  // 0 would mean "forever"
+  try {
+    if (work->wait(left)) return;
+  } catch (const std::exception& e) {
+    if (work->isCompleted()) throw std::runtime_error(short_what(e));
+  }
+  throw BackendTimeout("gloo work still pending at the deadline");
+}
+
+template <class Group>
+class GlooCollectives : public Communicator {
+ public:
+  GlooCollectives(const CommSpec& spec, at::Device device, c10::intrusive_ptr<Group> group,
+                  c10::intrusive_ptr<c10d::Store> store)
+      : Communicator(spec.rank, spec.world_size, device), group_(std::move(group)), store_(std::move(store)) {}
+  std::string backend() const override { return "gloo"; }
+  c10::intrusive_ptr<c10::intrusive_ptr_target> process_group() const override { return group_; }
+  c10::intrusive_ptr<c10::intrusive_ptr_target> rendezvous_store() const override { return store_; }
+
+ protected:
+  void all_reduce_flat(at::Tensor& buffer, ReduceOp op, const Deadline& deadline) override {
+    // Gloo reduces float16/32/64, int8/32/64 and uint8. Bool goes as uint8 (sum and max are
+    // "or", prod and min are "and", as for torch bools); int16 and bfloat16 through a wider type.
+    at::Tensor work_buffer = buffer;
+    ReduceOp work_op = op;
+    switch (buffer.scalar_type()) {
+      case at::kBool:
+        work_buffer = buffer.to(at::kByte);
+        work_op = (op == ReduceOp::Sum || op == ReduceOp::Max) ? ReduceOp::Max : ReduceOp::Min;
+        break;
+      case at::kShort: work_buffer = buffer.to(at::kInt); break;
+      case at::kBFloat16: work_buffer = buffer.to(at::kFloat); break;
+      case at::kFloat: case at::kDouble: case at::kHalf: case at::kChar: case at::kByte: case at::kInt:
+      case at::kLong:
+        break;
+      default:
+        throw std::runtime_error(std::string("gloo cannot all_reduce ") + c10::toString(buffer.scalar_type()));
+    }
+    std::vector<at::Tensor> tensors{work_buffer};
+    c10d::AllreduceOptions options;
+    options.reduceOp = to_c10d(work_op);
+    options.timeout = deadline.remaining() + kGlooTimeoutMargin;
+    wait_for_gloo(group_->allreduce(tensors, options), deadline);
+    if (!work_buffer.is_same(buffer)) buffer.copy_(work_buffer.to(buffer.scalar_type()));
+  }
+
+  void all_gather_flat(const at::Tensor& input, at::Tensor& output, const Deadline& deadline) override {
+    // A pure data move: bytes, whatever the dtype (Gloo gathers only some dtypes).
+    const std::int64_t n = input.numel() * static_cast<std::int64_t>(input.element_size());
+    at::Tensor output_bytes = output.view(at::kByte);
+    std::vector<std::vector<at::Tensor>> outputs(1);
+    for (int r = 0; r < world_size(); ++r) outputs[0].push_back(output_bytes.narrow(0, r * n, n));
+    std::vector<at::Tensor> inputs{input.view(at::kByte)};
+    c10d::AllgatherOptions options;
+    options.timeout = deadline.remaining() + kGlooTimeoutMargin;
+    wait_for_gloo(group_->allgather(outputs, inputs, options), deadline);
+  }
+
+  void broadcast_flat(at::Tensor& buffer, int root, const Deadline& deadline) override {
+    std::vector<at::Tensor> tensors{buffer.view(at::kByte)};
+    c10d::BroadcastOptions options;
+    options.rootRank = root;
+    options.timeout = deadline.remaining() + kGlooTimeoutMargin;
+    wait_for_gloo(group_->broadcast(tensors, options), deadline);
+  }
+
+  void barrier_flat(const Deadline& deadline) override {
+    c10d::BarrierOptions options;
+    options.timeout = deadline.remaining() + kGlooTimeoutMargin;
+    wait_for_gloo(group_->barrier(options), deadline);
+  }
+
+  c10::intrusive_ptr<Group> group_;
+  c10::intrusive_ptr<c10d::Store> store_;
+};
+
+}  // namespace distmetrics::runtime::detail
