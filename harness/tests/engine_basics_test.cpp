@@ -16,10 +16,13 @@
 #include "distmetrics/harness/placement.h"
 #include "distmetrics/harness/script.h"
 #include "distmetrics/harness/shard.h"
+#include "engine_data_helpers.h"
 
 namespace dh = distmetrics::harness;
 namespace dr = distmetrics::runtime;
 using nlohmann::json;
+using distmetrics::harness::testing_data::fnv;
+using distmetrics::harness::testing_data::spec;
 
 // --- names --------------------------------------------------------------------------------------
 
@@ -38,27 +41,10 @@ TEST(Names, SuggestsTyposAndPrefixes) {
 
 namespace {
 
-dh::DataSpec spec(const std::string& generator, json params, std::int64_t n, std::string dtype = "float32",
-                  std::uint64_t seed = 7) {
-  dh::DataSpec s;
-  s.generator = generator;
-  s.params = dh::resolve_generator_params(generator, params);
-  s.seed = seed;
-  s.num_samples = n;
-  s.dtype = dtype;
-  return s;
+std::uint64_t fnv(const dh::Dataset& d) {
+  namespace td = distmetrics::harness::testing_data;
+  return td::fnv(d.weight, td::fnv(d.target, td::fnv(d.input)));
 }
-
-// FNV-1a over a tensor's bytes: pins generated data to the byte.
-std::uint64_t fnv(const at::Tensor& t, std::uint64_t h = 1469598103934665603ULL) {
-  if (!t.defined()) return h;
-  auto c = t.contiguous();
-  const auto* p = static_cast<const unsigned char*>(c.data_ptr());
-  for (std::size_t i = 0; i < c.nbytes(); ++i) h = (h ^ p[i]) * 1099511628211ULL;
-  return h;
-}
-
-std::uint64_t fnv(const dh::Dataset& d) { return fnv(d.weight, fnv(d.target, fnv(d.input))); }
 
 }  // namespace
 

@@ -13,31 +13,14 @@
 #include "distmetrics/harness/data.h"
 #include "distmetrics/harness/input_dtype.h"
 #include "distmetrics/harness/shard.h"
+#include "engine_data_helpers.h"
 
 namespace dh = distmetrics::harness;
 using nlohmann::json;
+using distmetrics::harness::testing_data::fnv;
+using distmetrics::harness::testing_data::spec;
 
 namespace {
-
-dh::DataSpec spec(const std::string& generator, json params, std::int64_t n, std::string dtype = "float32",
-                  std::uint64_t seed = 7) {
-  dh::DataSpec s;
-  s.generator = generator;
-  s.params = dh::resolve_generator_params(generator, params);
-  s.seed = seed;
-  s.num_samples = n;
-  s.dtype = dtype;
-  return s;
-}
-
-// FNV-1a over a tensor's bytes.
-std::uint64_t fnv(const at::Tensor& t, std::uint64_t h = 1469598103934665603ULL) {
-  if (!t.defined()) return h;
-  auto c = t.contiguous();
-  const auto* p = static_cast<const unsigned char*>(c.data_ptr());
-  for (std::size_t i = 0; i < c.nbytes(); ++i) h = (h ^ p[i]) * 1099511628211ULL;
-  return h;
-}
 
 std::uint64_t fnv_keys(const std::vector<double>& keys) {
   std::uint64_t h = 1469598103934665603ULL;

@@ -22,15 +22,6 @@ namespace distmetrics::runtime {
 
 namespace {
 
-void write_all(int fd, const std::string& text) {
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    done += static_cast<size_t>(n);
-  }
-}
 
 // A fork keeps no thread pool: the child computes on one thread. Where ATen runs on OpenMP,
 // setting OpenMP's count is enough; at::set_num_threads would also build caffe2's pthreadpool
@@ -75,7 +66,7 @@ bool drain(int fd, std::string& into) {
   } catch (...) {
     answer = {{"error", "an exception that is not a std::exception"}};
   }
-  write_all(out_fd, answer.dump() + "\n");
+  detail::write_all(out_fd, answer.dump() + "\n");
   ::close(out_fd);
   if (release_fd >= 0) {
     // Kept: until released (the parent closes its end), or the parent is gone.

@@ -36,15 +36,6 @@ class StoreProgress final : public CollectiveObserver {
   nlohmann::json entered_ = nlohmann::json::array();
 };
 
-void write_all(int fd, const std::string& text) {
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    done += static_cast<size_t>(n);
-  }
-}
 
 // What a gloo task's child holds until it is released: its communicator over its own store.
 struct HeldTask {

@@ -544,4 +544,14 @@ std::string OutputCapture::tail(size_t max_bytes) const {
   return text;
 }
 
+void write_all(int fd, const std::string& text) {
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    done += static_cast<size_t>(n);
+  }
+}
+
 }  // namespace distmetrics::runtime::detail

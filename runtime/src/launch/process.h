@@ -72,6 +72,10 @@ std::string mpirun_rank_output(const std::string& tagged, int rank, bool with_la
 // The path of this executable (/proc/self/exe resolved).
 std::string current_executable();
 
+// Writes all of `text` to `fd` (a pipe to a parent: a child's one-line answer), retrying
+// interrupted writes; stops quietly when the reader is gone.
+void write_all(int fd, const std::string& text);
+
 // A file in memory (memfd) that children can write their output to: it never blocks them, it
 // leaves nothing on disk, and its tail can be read at any time. O_APPEND, so truncating it
 // between variants keeps the children's writes at the start.
