@@ -119,6 +119,7 @@ void register_conform_source() {
     job.params = {{"sources", sources}};
     return job;
   };
+  source.prepare_workers = [] { return pyhost::fork_workers_with_python_loaded(); };
   source.cannot_run = [](const distmetrics::harness::Variant& variant) {
     return pyhost::python_backend_unavailable(variant.backend).value_or("");
   };

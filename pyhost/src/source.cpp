@@ -216,4 +216,26 @@ std::optional<std::string> python_backend_unavailable(const std::string& backend
          " process group (Debian's torch has gloo only), so a Python metric's own collectives cannot run on " + backend;
 }
 
+bool fork_workers_with_python_loaded() {
+  if (!Py_IsInitialized()) return false;
+  // Python's own rule for fork (os.fork does the same): the forking thread holds the GIL and
+  // calls PyOS_BeforeFork, then PyOS_AfterFork_Parent or _Child; the child then lets the GIL go,
+  // as this process's threads do between calls into Python.
+  static PyGILState_STATE held;
+  runtime::ForkHooks hooks;
+  hooks.before = [] {
+    held = PyGILState_Ensure();
+    PyOS_BeforeFork();
+  };
+  hooks.in_parent = [] {
+    PyOS_AfterFork_Parent();
+    PyGILState_Release(held);
+  };
+  hooks.in_child = [] {
+    PyOS_AfterFork_Child();
+    PyGILState_Release(held);
+  };
+  return runtime::restart_worker_zygote(std::move(hooks));
+}
+
 }  // namespace distmetrics::pyhost

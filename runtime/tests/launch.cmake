@@ -1,6 +1,6 @@
 # The rank pool (hangs, crashes, errors, clean-up) and the peer launch modes.
 distmetrics_test(launch_tests
-  SOURCES launch_rank_pool_test.cpp launch_diagnosis_test.cpp launch_pool_store_test.cpp
+  SOURCES launch_rank_pool_test.cpp launch_diagnosis_test.cpp launch_pool_store_test.cpp launch_zygote_test.cpp
   LINK distmetrics::runtime
   LABELS runtime)
 

@@ -27,6 +27,11 @@ constexpr int kReplyTimeoutMs = 10000;
 std::mutex zygote_mutex;
 pid_t zygote_pid = 0;
 int zygote_fd = -1;  // our end of the request socket
+ForkHooks fork_hooks;  // run around the zygote's forks (restart_worker_zygote)
+
+void run(const std::function<void()>& hook) {
+  if (hook) hook();
+}
 
 int thread_count() {
   DIR* dir = ::opendir("/proc/self/task");
@@ -93,14 +98,20 @@ int thread_count() {
     int pid_pipe[2];
     pid_t worker = -1;
     if (::pipe2(pid_pipe, O_CLOEXEC) == 0) {
+      // The hooks bracket the two forks as one: the middle child runs nothing but fork and exit.
+      run(fork_hooks.before);
       const pid_t middle = ::fork();
       if (middle == 0) {
         const pid_t child = ::fork();
-        if (child == 0) become_worker(args, output_fd);
+        if (child == 0) {
+          run(fork_hooks.in_child);
+          become_worker(args, output_fd);
+        }
         ssize_t ignored = ::write(pid_pipe[1], &child, sizeof(child));
         (void)ignored;
         ::_exit(0);
       }
+      run(fork_hooks.in_parent);
       ::close(pid_pipe[1]);
       if (middle > 0) {
         if (::read(pid_pipe[0], &worker, sizeof(worker)) != sizeof(worker)) worker = -1;
@@ -155,36 +166,59 @@ std::optional<pid_t> spawn_from_zygote(const std::vector<std::string>& argv, int
 
 }  // namespace detail
 
-void start_worker_zygote() {
-  std::lock_guard<std::mutex> lock(detail::zygote_mutex);
-  if (detail::zygote_fd >= 0) return;
-  if (detail::thread_count() != 1) return;  // fork is only safe before any thread starts
+namespace detail {
+namespace {
+
+// Forks a zygote from this process (zygote_mutex held, no zygote running). False when it cannot.
+bool fork_zygote(const ForkHooks& hooks) {
+  if (thread_count() != 1) return false;  // fork is only safe before any thread starts
   int sv[2];
-  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) return;
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) return false;
   // Workers are forked by the zygote's children; when those exit the workers become ours.
   if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) {
     ::close(sv[0]);
     ::close(sv[1]);
-    return;
+    return false;
   }
   std::cout.flush();
   std::cerr.flush();
   std::fflush(nullptr);
   const pid_t parent = ::getpid();
+  run(hooks.before);
   const pid_t pid = ::fork();
   if (pid == 0) {
+    run(hooks.in_child);
+    fork_hooks = hooks;
     ::close(sv[0]);
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlives the supervisor
     if (::getppid() != parent) ::_exit(0);
-    detail::serve(sv[1]);
+    serve(sv[1]);
   }
+  run(hooks.in_parent);
   ::close(sv[1]);
   if (pid < 0) {
     ::close(sv[0]);
-    return;
+    return false;
   }
-  detail::zygote_pid = pid;
-  detail::zygote_fd = sv[0];
+  zygote_pid = pid;
+  zygote_fd = sv[0];
+  return true;
+}
+
+}  // namespace
+}  // namespace detail
+
+void start_worker_zygote() {
+  std::lock_guard<std::mutex> lock(detail::zygote_mutex);
+  if (detail::zygote_fd >= 0) return;
+  detail::fork_zygote({});
+}
+
+bool restart_worker_zygote(ForkHooks hooks) {
+  std::lock_guard<std::mutex> lock(detail::zygote_mutex);
+  if (detail::thread_count() != 1) return false;  // keep the old one: a new one cannot be made
+  detail::forget_zygote();
+  return detail::fork_zygote(hooks);
 }
 
 void stop_worker_zygote() {

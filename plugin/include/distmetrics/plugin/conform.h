@@ -55,6 +55,10 @@ struct ConformSource {
   // The job every rank pool of the run (and the helper worker) runs as it starts: imports the
   // sources loaded so far, so that a pool's start, not a variant's deadline, pays for it.
   std::function<runtime::Job()> pool_warm_up;
+  // Called once every source is loaded and checked, before any pool starts: lets workers start
+  // with the sources already loaded (forked from a copy of this process); pool_warm_up then finds
+  // them imported. Returns whether it could (false: the warm-up imports them).
+  std::function<bool()> prepare_workers;
 };
 void register_python_conform_source(ConformSource source);
 // The registered Python source, or null (distmetrics was built without pyhost/).

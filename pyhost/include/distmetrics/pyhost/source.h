@@ -60,4 +60,10 @@ void install_python_resolver();
 // backend: Debian's torch has no MPI process group), or nullopt.
 std::optional<std::string> python_backend_unavailable(const std::string& backend);
 
+// Makes rank workers forked from now on start with every source loaded so far imported (torch
+// and the library: seconds each): the worker zygote is restarted from this process, with the
+// interpreter's fork handling (GIL, import lock) around each fork. False when it cannot be (threads
+// run already; no interpreter started): workers then import in the pools' warm-up as before.
+bool fork_workers_with_python_loaded();
+
 }  // namespace distmetrics::pyhost

@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -93,5 +94,22 @@ bool this_process_is_a_rank_worker();
 // failure falls back to exec'ing workers. stop_worker_zygote() ends the helper.
 void start_worker_zygote();
 void stop_worker_zygote();
+
+// What a process that holds state fork() does not keep sound by itself (an embedded Python
+// interpreter: its GIL and import lock) runs around each fork of the zygote: `before` in the
+// forking process, then `in_parent` there and `in_child` in the new process. Called on the
+// forking thread; either may be empty.
+struct ForkHooks {
+  std::function<void()> before;
+  std::function<void()> in_parent;
+  std::function<void()> in_child;
+};
+
+// Replaces the zygote with a copy of this process as it is now, so that workers forked from then
+// on start with what it has loaded since (a Python source and torch imported: seconds per worker,
+// paid once here). The hooks run around this fork and each of the new zygote's forks. Does
+// nothing and returns false when threads already run (fork is only safe before any starts) or
+// the fork fails; the old zygote, if any, is then kept. Returns true when the new zygote serves.
+bool restart_worker_zygote(ForkHooks hooks);
 
 }  // namespace distmetrics::runtime
