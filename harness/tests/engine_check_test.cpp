@@ -666,6 +666,25 @@ TEST(RootCause, BatchSizesThatDifferWithinFloat32RoundingAreRoundingNotPerBatchS
   EXPECT_EQ(c.headline, "the result depends on the batch size: per-batch statistics");
 }
 
+TEST(RootCause, ALaterComputeOffByFloat32RoundingIsRoundingNotACache) {
+  // The default script: computes 1 and 2 at 50% (0.5), compute 3 after the rest (0.75), reset,
+  // replay, compute 4 (0.75). Compute 3 off by 3e-7 relative on every rank: the totals' float32
+  // rounding (torchmetrics' MeanMetric on Ignite PR #2959's large counts).
+  Fixture f;
+  f.s.tolerance.rtol = 1e-12;
+  f.s.tolerance.atol = 0;
+  for (int r = 0; r < 2; ++r) f.ranks[r] = observation(r, {value(0.5), value(0.5), value(0.75 * (1 + 3e-7)), value(0.75)}, f.plan);
+  EXPECT_EQ(failing(f.check()), (std::vector<std::string>{"update_after_compute"}));
+  auto c = cause_of(f);
+  EXPECT_EQ(c.property, "update_after_compute");
+  EXPECT_EQ(c.headline.rfind("float32 rounding at a later compute", 0), 0u) << c.headline;
+  EXPECT_NE(c.evidence.find("relative difference of 3e-07"), std::string::npos) << c.evidence;
+  // Beyond float32 rounding it is still what an earlier compute left behind.
+  for (int r = 0; r < 2; ++r) f.ranks[r] = observation(r, {value(0.5), value(0.5), value(0.75 * (1 + 1e-3)), value(0.75)}, f.plan);
+  c = cause_of(f);
+  EXPECT_EQ(c.headline.rfind("an earlier compute changes what a later one gives", 0), 0u) << c.headline;
+}
+
 TEST(RootCause, OnlyTheReplayDifferingIsAResetThatForgets) {
   Fixture f;
   for (int r = 0; r < 2; ++r) f.ranks[r] = observation(r, {value(0.5), value(0.5), value(0.75), value(0.6)}, f.plan);

@@ -47,6 +47,24 @@ std::optional<RootCause> first_comparison_with_single(const Evidence& e) {
   return cause;
 }
 
+// Exact at the first compute, off by float32 rounding once more data came in: the totals grew
+// past what float32 holds exactly (2^24), not a cache (which would give an earlier value back).
+// Seen on torchmetrics' MeanMetric with Ignite PR #2959's large counts.
+std::optional<RootCause> later_compute_within_float32(const Evidence& e) {
+  if (!e.failed("update_after_compute") || e.failed("ranks_agree") || !e.within_float32_rounding("update_after_compute"))
+    return std::nullopt;
+  RootCause cause;
+  cause.property = "update_after_compute";
+  cause.headline = "float32 rounding at a later compute: every rank agrees, within float32 precision of the "
+                   "single-process value, once more data was fed";
+  cause.evidence = "update_after_compute failed by a relative difference of " +
+                   cause_number(e.relative_difference("update_after_compute")) +
+                   " (a cache would give an earlier compute's value back), ranks agree";
+  cause.hint = "keep sums, counts and the collectives that carry them in float64 or int64: float32 is exact only up "
+               "to 2^24, which the totals passed between the computes (PyTorch-Ignite PR #2959)";
+  return cause;
+}
+
 std::optional<RootCause> later_compute_differs(const Evidence& e) {
   if (!e.failed("update_after_compute")) return std::nullopt;
   RootCause cause;
@@ -76,7 +94,7 @@ Property update_after_compute() {
   p.check = check;
   p.hint = "after a mid-stream compute and more updates, every rank must still give the single-process result "
            "(a compute that folds synced values into the local state counts samples twice)";
-  p.root_causes = {{65, first_comparison_with_single}, {70, later_compute_differs}};
+  p.root_causes = {{65, first_comparison_with_single}, {68, later_compute_within_float32}, {70, later_compute_differs}};
   return p;
 }
 
