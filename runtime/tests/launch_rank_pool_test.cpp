@@ -87,6 +87,13 @@ DISTMETRICS_TASK(launch_desync) {
   return nlohmann::json::object();
 }
 
+// The odd rank all_reduces 5 elements where its peers all_reduce 4, then every rank barriers.
+DISTMETRICS_TASK(launch_shape_mismatch) {
+  ctx.comm.all_reduce_copy(at::ones({ctx.rank == param(ctx, "odd") ? 5 : 4}, at::kDouble), ReduceOp::Sum);
+  ctx.comm.barrier();
+  return nlohmann::json::object();
+}
+
 // Far more output than a pipe holds: a worker must never block on its own stderr.
 DISTMETRICS_TASK(launch_noisy) {
   const std::string line(1023, 'x');
@@ -312,6 +319,21 @@ TEST_P(RankPoolTest, RanksIssuingDifferentCollectivesAreNamed) {
                                "all_gather(shapes)"),
             std::string::npos) << run.diagnosis;
   EXPECT_EQ(run.blamed_rank, 0);
+  expect_completed(pool, 3);
+}
+
+// Ranks seen in one collective with contributions that do not match can never complete it: the
+// pool ends the variant on that sight, not when the backend's own timeout (here 40 s) or the
+// deadline would, so every rank still inside a collective is stuck, none timed out.
+TEST_P(RankPoolTest, AMismatchedCollectiveEndsTheVariantWithoutWaitingForTheBackendsTimeout) {
+  RankPool pool = make_pool(3);
+  Job job = request("launch_shape_mismatch", {{"odd", 1}}, 60s);
+  job.op_timeout = 40s;
+  const JobResult run = pool.run(job);
+  EXPECT_EQ(run.status, RunStatus::Hang) << run.diagnosis;
+  EXPECT_EQ(run.blamed_rank, 1) << run.diagnosis;
+  EXPECT_NE(run.diagnosis.find("(float64 [5])"), std::string::npos) << run.diagnosis;
+  for (const auto& rank : run.ranks) EXPECT_NE(rank.state, RankState::TimedOut) << "rank " << rank.rank << ": " << run.diagnosis;
   expect_completed(pool, 3);
 }
 

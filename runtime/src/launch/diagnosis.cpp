@@ -579,6 +579,8 @@ void diagnose_error(JobResult& run) {
 
 }  // namespace
 
+bool same_collective(const CollectiveRecord& a, const CollectiveRecord& b) { return key_of(a) == key_of(b); }
+
 void diagnose(JobResult& run, const std::vector<std::string>& phases, std::chrono::milliseconds deadline) {
   bool crashed = false, hung = false, raised = false;
   for (const auto& r : run.ranks) {

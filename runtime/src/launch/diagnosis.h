@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "distmetrics/runtime/comm.h"
 #include "distmetrics/runtime/job.h"
 
 namespace distmetrics::runtime::detail {
@@ -18,5 +19,9 @@ void diagnose(JobResult& run, const std::vector<std::string>& phases, std::chron
 
 // "rank 2" or "ranks 0, 1, 3".
 std::string describe_ranks(const std::vector<int>& ranks);
+
+// Whether two ranks' records of one collective (the same sequence number) match: the same
+// operation and dtype, and the same shape but for an all_gather (whose contributions may differ).
+bool same_collective(const CollectiveRecord& a, const CollectiveRecord& b);
 
 }  // namespace distmetrics::runtime::detail

@@ -45,6 +45,9 @@ namespace {
 // After the first sign of a hang or crash, how long to keep listening for the other ranks'
 // reports (they make the diagnosis better) before ending the pool.
 constexpr auto kSettle = 300ms;
+// After two ranks were seen in one collective with contributions that do not match: a hang,
+// unless the backend aborts first (gloo does on some: a crash, which says more), given this long.
+constexpr auto kMismatchSettle = 1s;
 constexpr auto kSendBudget = 5s;
 // How often the supervisor looks at its children's exit while waiting (a rank can die while a
 // process it forked keeps its connection open).
@@ -696,6 +699,7 @@ class RankPool::Impl {
       }
       if (std::all_of(workers_.begin(), workers_.end(), [](const WorkerLink& w) { return w.answered(); })) break;
       if (!settle && (any_lost() || any_timed_out() || certain_hang())) settle = Deadline::after(kSettle);
+      if (!settle && mismatched_collective()) settle = Deadline::after(kMismatchSettle);
       if (settle && settle->expired()) break;
       if (deadline.expired()) {
         by_deadline = true;
@@ -742,6 +746,23 @@ class RankPool::Impl {
       if (!done.outcome) continue;
       for (const auto& waiting : workers_) {
         if (waiting.open && waiting.open->seq >= done.outcome->trace.size()) return true;
+      }
+    }
+    return false;
+  }
+
+  // A rank waits inside collective #n, and another rank entered #n with another operation, dtype
+  // or shape: they can never complete it together (PyTorch-Ignite's Precision on an empty rank
+  // sends int64 [] where its peers send float64 [5]; gloo waits out its own timeout).
+  bool mismatched_collective() const {
+    for (const auto& waiting : workers_) {
+      if (!waiting.open) continue;
+      for (const auto& other : workers_) {
+        if (&other == &waiting) continue;
+        const auto& trace = other.outcome ? other.outcome->trace : other.entered;
+        const auto same_seq = std::find_if(trace.rbegin(), trace.rend(),
+                                           [&](const CollectiveRecord& r) { return r.seq == waiting.open->seq; });
+        if (same_seq != trace.rend() && !detail::same_collective(*waiting.open, *same_seq)) return true;
       }
     }
     return false;
