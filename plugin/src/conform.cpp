@@ -165,7 +165,7 @@ harness::EngineOptions ConformChecks::engine_options() {
       p.message = "agrees_with_reference skipped: distmetrics has no reference implementation of " + reference.metric;
       return p;
     }
-    return check_agrees_with_reference(ctx, reference, data, shards, until);
+    return check_agrees_with_reference(ctx, reference, remote_, until);
   });
   return options;
 }

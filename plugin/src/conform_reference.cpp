@@ -51,6 +51,18 @@ json plugin_single_process_task(runtime::TaskContext& ctx) {
   return harness::reference_to_json(reference);
 }
 
+// Runs on the helper worker: the reference implementation on the samples the ranks fed (as often
+// as they fed them), through the variant's judged computes.
+json reference_as_fed_task(runtime::TaskContext& ctx) {
+  const auto scenario = harness::Scenario::from_json(ctx.params.at("scenario"));
+  const harness::Dataset data =
+      harness::rounded_through_input_dtype(harness::generate_data(scenario.data), ctx.params.value("dtype", std::string()));
+  harness::VariantPlan p =
+      harness::plan_variant(scenario, data, ctx.params.at("shard").get<std::string>(), ctx.params.at("world_size").get<int>());
+  const auto computes = ctx.params.at("computes").get<std::size_t>();
+  if (computes < p.script.computes.size()) p.script.computes.resize(computes);
+  return harness::reference_to_json(harness::build_reference(scenario, data, p.shards, p.script, harness::ReferenceData::AsFed));
+}
 
 std::string rank_problem(const runtime::JobResult& run, double deadline) {
   if (run.ranks.empty()) return run.diagnosis.empty() ? "no answer from the helper worker" : run.diagnosis;
@@ -83,6 +95,7 @@ std::string tolerance_text(const harness::Tolerance& tol) {
 void register_reference_task() {
   runtime::TaskRegistry::instance().add(kPluginReferenceTask, plugin_single_process_task);
   runtime::TaskRegistry::instance().add(kHelperReadyTask, [](runtime::TaskContext&) { return json::object(); });
+  runtime::TaskRegistry::instance().add(kReferenceAsFedTask, reference_as_fed_task);
 }
 
 json reference_to_json(const SingleProcessReference& reference) { return harness::reference_to_json(reference); }
@@ -153,44 +166,59 @@ SingleProcessReference RemoteReference::build(const harness::Scenario& scenario,
   return reference;
 }
 
-PropertyResult check_agrees_with_reference(const harness::CheckContext& ctx, const harness::Scenario& reference_scenario,
-                                           const harness::Dataset& data, const harness::ShardPlan& shards,
-                                           const runtime::Deadline& until) {
+RemoteReference::AsFed RemoteReference::build_as_fed(const harness::Scenario& reference, const harness::Variant& variant,
+                                                     std::size_t computes, const runtime::Deadline& until) {
+  runtime::Job request;
+  request.id = variant.id + "/reference-as-fed";
+  request.task = kReferenceAsFedTask;
+  request.params = {{"scenario", reference.to_json()},
+                    {"shard", variant.shard},
+                    {"world_size", variant.world_size},
+                    {"dtype", variant.dtype},
+                    {"computes", computes}};
+  request.backend = backend_;
+  request.comm_device = "cpu";
+  request.deadline = std::max(until.remaining(), std::chrono::milliseconds(1));
+  AsFed built;
+  try {
+    ensure_pool();
+    const runtime::JobResult run = pool_->run(request);
+    if (run.status == runtime::RunStatus::Completed && !run.ranks.empty()) {
+      try {
+        built.reference = harness::reference_from_json(run.ranks.front().result);
+      } catch (const std::exception& e) {
+        built.reference.failure = std::string("its result could not be read back: ") + e.what();
+      }
+    } else if (run.status == runtime::RunStatus::Hang) {
+      built.timed_out = true;
+    } else {
+      built.reference.failure = rank_problem(run, std::chrono::duration<double>(request.deadline).count());
+    }
+  } catch (const std::exception& e) {
+    built.reference.failure = "the helper process could not run it: " + std::string(e.what());
+  }
+  return built;
+}
+
+namespace {
+
+PropertyResult judge_agrees_with_reference(const harness::CheckContext& ctx, const harness::Scenario& reference_scenario,
+                                           const RemoteReference::AsFed& built, std::chrono::steady_clock::time_point started,
+                                           const char* where) {
   PropertyResult p;
   p.name = kAgreesWithReference;
-  // Like with like: the reference implementation on the samples the ranks fed, as often as they
-  // fed them, so that a sampler's padding (PyTorch #25162) counts the same in both. In a child
-  // process, so that one past the variant's deadline is ended, not waited for.
-  const auto started = std::chrono::steady_clock::now();
-  const runtime::ChildCallResult built = runtime::call_in_child(
-      [&] {
-        return harness::reference_to_json(
-            harness::build_reference(reference_scenario, data, shards, ctx.plan, harness::ReferenceData::AsFed));
-      },
-      until);
-  SingleProcessReference reference;
-  switch (built.ended) {
-    case runtime::ChildCallResult::Ended::Returned:
-      try {
-        reference = harness::reference_from_json(built.value);
-      } catch (const std::exception& e) {
-        reference.failure = std::string("its result could not be read back: ") + e.what();
-      }
-      break;
-    case runtime::ChildCallResult::Ended::Threw: reference.failure = built.error; break;
-    case runtime::ChildCallResult::Ended::Died: reference.failure = "it crashed (" + built.how_died + ")"; break;
-    case runtime::ChildCallResult::Ended::TimedOut: {
-      std::ostringstream msg;
-      msg << "agrees_with_reference: the reference implementation of " << reference_scenario.metric
-          << " did not finish within the variant's deadline (ended after " << std::fixed << std::setprecision(2)
-          << std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()
-          << " s, what the ranks and the single-process run left of it)\n"
-          << "It runs in a child process on all the data the ranks fed. Every phase of a variant counts against its "
-             "deadline: raise it (--deadline or the scenario's `deadline`), or use less data.";
-      p.outcome = Outcome::Hang;
-      p.message = msg.str();
-      return p;
-    }
+  const SingleProcessReference& reference = built.reference;
+  if (built.timed_out) {
+    std::ostringstream msg;
+    msg << "agrees_with_reference: the reference implementation of " << reference_scenario.metric
+        << " did not finish within the variant's deadline (ended after " << std::fixed << std::setprecision(2)
+        << std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()
+        << " s, what the ranks and the single-process run left of it)\n"
+        << "It runs " << where << " on all the data the ranks fed. Every phase of a variant counts against its "
+           "deadline: raise it (--deadline or the scenario's `deadline`), or use less data.";
+    p.outcome = Outcome::Hang;
+    p.message = msg.str();
+    return p;
   }
   if (!reference.failure.empty()) {
     p.outcome = Outcome::Skip;
@@ -288,6 +316,44 @@ PropertyResult check_agrees_with_reference(const harness::CheckContext& ctx, con
       << "  reproduce: " << v.reproduce();
   p.message = msg.str();
   return p;
+}
+
+}  // namespace
+
+// Like with like: the reference implementation on the samples the ranks fed, as often as they fed
+// them, so that a sampler's padding (PyTorch #25162) counts the same in both. Built where one past
+// the variant's deadline is ended, not waited for.
+PropertyResult check_agrees_with_reference(const harness::CheckContext& ctx, const harness::Scenario& reference_scenario,
+                                           const harness::Dataset& data, const harness::ShardPlan& shards,
+                                           const runtime::Deadline& until) {
+  const auto started = std::chrono::steady_clock::now();
+  const runtime::ChildCallResult child = runtime::call_in_child(
+      [&] {
+        return harness::reference_to_json(
+            harness::build_reference(reference_scenario, data, shards, ctx.plan, harness::ReferenceData::AsFed));
+      },
+      until);
+  RemoteReference::AsFed built;
+  switch (child.ended) {
+    case runtime::ChildCallResult::Ended::Returned:
+      try {
+        built.reference = harness::reference_from_json(child.value);
+      } catch (const std::exception& e) {
+        built.reference.failure = std::string("its result could not be read back: ") + e.what();
+      }
+      break;
+    case runtime::ChildCallResult::Ended::Threw: built.reference.failure = child.error; break;
+    case runtime::ChildCallResult::Ended::Died: built.reference.failure = "it crashed (" + child.how_died + ")"; break;
+    case runtime::ChildCallResult::Ended::TimedOut: built.timed_out = true; break;
+  }
+  return judge_agrees_with_reference(ctx, reference_scenario, built, started, "in a child process");
+}
+
+PropertyResult check_agrees_with_reference(const harness::CheckContext& ctx, const harness::Scenario& reference_scenario,
+                                           RemoteReference& remote, const runtime::Deadline& until) {
+  const auto started = std::chrono::steady_clock::now();
+  const auto built = remote.build_as_fed(reference_scenario, ctx.variant, ctx.plan.computes.size(), until);
+  return judge_agrees_with_reference(ctx, reference_scenario, built, started, "on the helper worker");
 }
 
 }  // namespace distmetrics::plugin

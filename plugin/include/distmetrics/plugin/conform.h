@@ -39,6 +39,9 @@ constexpr const char* kAgreesWithReference = "agrees_with_reference";
 constexpr const char* kPluginReferenceTask = "plugin_single_process";
 // A no-op task: the helper worker is up (RemoteReference::warm_up).
 constexpr const char* kHelperReadyTask = "plugin_helper_ready";
+// The helper worker's task for agrees_with_reference: the reference implementation on the
+// samples the ranks fed (harness::ReferenceData::AsFed).
+constexpr const char* kReferenceAsFedTask = "reference_as_fed";
 
 // Metrics from elsewhere than a plugin's shared library: Python sources (`--python`), which the
 // CLI's main() registers when distmetrics was built with pyhost/. Such a source is presented as
@@ -114,6 +117,16 @@ class RemoteReference {
   explicit RemoteReference(std::optional<double> deadline_seconds);
   ~RemoteReference();
   harness::SingleProcessReference build(const harness::Scenario& scenario, const harness::Variant& variant);
+  // The reference implementation (`reference`: the scenario as written) on the samples the
+  // variant's ranks fed, its first `computes` computes, on the helper worker (no fork of this
+  // process per variant: a supervisor that imported torch and a library pays tens of ms for
+  // each), ended at `until`. timed_out: it did not finish by then.
+  struct AsFed {
+    harness::SingleProcessReference reference;
+    bool timed_out = false;
+  };
+  AsFed build_as_fed(const harness::Scenario& reference, const harness::Variant& variant, std::size_t computes,
+                     const runtime::Deadline& until);
   // Starts the helper worker now (a no-op job), so that its start (loading the plugin, or the
   // interpreter and a Python source) is not charged to the first variant's deadline. A helper
   // that cannot start is left for build() to report.
@@ -155,5 +168,8 @@ class ConformChecks {
 harness::PropertyResult check_agrees_with_reference(const harness::CheckContext& ctx, const harness::Scenario& reference,
                                                     const harness::Dataset& data, const harness::ShardPlan& shards,
                                                     const runtime::Deadline& until);
+// The same, with the reference built on `remote`'s helper worker (RemoteReference::build_as_fed).
+harness::PropertyResult check_agrees_with_reference(const harness::CheckContext& ctx, const harness::Scenario& reference,
+                                                    RemoteReference& remote, const runtime::Deadline& until);
 
 }  // namespace distmetrics::plugin
