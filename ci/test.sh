@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The README's test command: installs what is missing (Debian packages, the peers venv),
 # configures, builds, runs every test (GoogleTest suites and the pytest suite) through ctest, then
-# the peer run at world size 2 and the reproductions of the real libraries' bugs (ci/run_peers.sh).
+# the whole peer run and the reproductions of the real libraries' bugs (ci/run_peers.sh).
 #   BUILD_DIR (default build)   JOBS (default: number of cores)   CTEST_ARGS (extra ctest flags)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,8 +21,8 @@ if why=$(bash ci/hosts.sh check); then echo "test.sh: multi-host tests run (netw
 else echo "test.sh: multi-host tests skipped: $why"; fi
 # shellcheck disable=SC2086
 ctest --test-dir "$build_dir" --output-on-failure -j "$jobs" ${CTEST_ARGS:-}
-# The real libraries: every mapped class over the scenario library at world size 2 (the subset
-# that covers each class; the whole run, ws 1-4, takes about 4 times as long), its findings
-# compared with peers/<library>/expected.toml, then the reproductions of peers/repro/
-# (torch.distributed and each library alone, no distmetrics): each must still show its bug.
-bash ci/run_peers.sh --skip-deps --build-dir "$build_dir" --world-sizes 2
+# The real libraries: the whole peer run (every mapped class over the scenario library at world
+# sizes 1-4, about 5 minutes on 2 cores), its findings compared with peers/<library>/expected.toml,
+# then the reproductions of peers/repro/ (torch.distributed and each library alone, no
+# distmetrics): each must still show its bug.
+bash ci/run_peers.sh --skip-deps --build-dir "$build_dir"
