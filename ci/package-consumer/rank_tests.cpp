@@ -24,7 +24,7 @@ DISTMETRICS_RANK_TEST(Consumer, MeanSquaredErrorOnUnevenShards, DISTMETRICS_WORL
   spec.num_samples = 23;
   spec.dtype = "float64";
   const dh::Dataset data = dh::generate_data(spec);
-  const dh::ShardPlan plan = dh::make_shard_plan("uneven", data.sort_key, ctx.world_size, /*batch_size=*/4, spec.seed);
+  const dh::ShardPlan plan = dh::make_shard_plan("uneven", data.sort_keys(), ctx.world_size, /*batch_size=*/4, spec.seed);
   auto metric = distmetrics::metrics::MetricRegistry::reference().make("MeanSquaredError", nlohmann::json::object());
   metric->set_communicator(&ctx.comm);
   for (const auto& batch : plan.ranks.at(ctx.rank)) metric->update(data.rows(batch));
