@@ -81,7 +81,9 @@ TEST(Cli, ExitCodesAndReports) {
   EXPECT_EQ(listed[0], nlohmann::json({{"id", "broken/correct_mean:mpi-ws1-even-cpu"},
                                        {"scenario", "broken/correct_mean"},
                                        {"file", kDir + "/correct_mean.toml"},
+                                       {"metric", "CorrectMean"},
                                        {"backend", "mpi"},
+                                       {"launch", "mpirun"},  // the backend table's pool_launch
                                        {"world_size", 1},
                                        {"shard", "even"},
                                        {"placement", "cpu"},

@@ -24,7 +24,10 @@ The example plugins are built once: their ABI does not change with the harness, 
 load the same ones. An older build kept as a copy of its bin/distmetrics and its five
 libdistmetrics_*.so.0 runs with LD_LIBRARY_PATH naming that copy (it takes precedence over the
 build's RUNPATH). `--only NAME,...` runs some commands (a capture adds them to --out's);
-`--new-list-fields F,...` leaves fields that `list --json` gained on purpose out of the compare. The compare takes about 5 minutes on 2 cores; it exits 1 and prints a diff
+`--new-list-fields F,...` leaves fields that `list --json` gained on purpose out of the compare;
+`--changed 'OLD=>NEW'` replaces a text changed on purpose in the reference first; `--results FILE`
+compares a kept capture instead of running the binary (a command rerun with --only, e.g. after
+a hang of a loaded machine, merged into it). The compare takes about 5 minutes on 2 cores; it exits 1 and prints a diff
 of each command whose results differ.
 """
 import argparse
@@ -146,11 +149,21 @@ def main():
     parser.add_argument("--new-list-fields", help="compare: fields this build adds to every `list --json` entry "
                                                   "on purpose (comma-separated): each must be there, and is left "
                                                   "out of the comparison")
+    parser.add_argument("--changed", action="append", default=[], metavar="OLD=>NEW",
+                        help="compare: a text this build changed on purpose; replaced in the reference capture "
+                             "before comparing (repeatable)")
+    parser.add_argument("--results", help="compare: this capture instead of running --bin (e.g. one kept with "
+                                          "--keep, with commands rerun by --only merged in)")
     parser.add_argument("--only", help="these commands only (comma-separated names); capture: added to "
                                        "--out's commands when it exists")
     a = parser.parse_args()
     only = set(a.only.split(",")) if a.only else None
-    results = run_all(str(Path(a.bin).resolve()), Path(a.plugins).resolve(), only)
+    if a.results:
+        results = json.loads(Path(a.results).read_text())
+        if only:
+            results = {name: entry for name, entry in results.items() if name in only}
+    else:
+        results = run_all(str(Path(a.bin).resolve()), Path(a.plugins).resolve(), only)
     if a.mode == "capture":
         kept = json.loads(Path(a.out).read_text()) if only and Path(a.out).exists() else {}
         kept.update(results)
@@ -158,7 +171,11 @@ def main():
         return 0
     if a.keep:
         Path(a.keep).write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
-    ref = json.loads(Path(a.ref).read_text())
+    ref_text = Path(a.ref).read_text()
+    for change in a.changed:
+        before, after = change.split("=>", 1)
+        ref_text = ref_text.replace(json.dumps(before)[1:-1], json.dumps(after)[1:-1])
+    ref = json.loads(ref_text)
     added = a.new_list_fields.split(",") if a.new_list_fields else []
     missing = 0
     for name, entry in results.items():
