@@ -129,11 +129,10 @@ std::optional<int> prepare_run(const Options& o, Plan& plan, std::ostream& err, 
 int finish_run(const Options& o, const std::vector<Verdict>& verdicts, ConsoleReport& console, const std::string& started,
                std::chrono::steady_clock::time_point start, std::ostream& err) {
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  // One model from the JSON report for every view.
-  const nlohmann::json report = json_report(verdicts, started, seconds);
-  const ReportModel model = report_model(report);
+  // One model of the verdicts; the console and every report file are views of it.
+  const ReportModel model = report_model(verdicts, started, seconds);
   console.finish(model);
-  const bool written = write_reports(o.reports, report, model, verdicts, seconds, err);
+  const bool written = write_reports(o.reports, model, err);
   // A selection that matches nothing is a mistake (a typo in --filter), not a success.
   return exit_code(verdicts, !written || verdicts.empty());
 }
@@ -259,13 +258,13 @@ int cmd_serve(const Options& o, std::ostream& err) {
       answer(verdict);
       continue;
     }
+    // The id names its scenario and its parts: that one variant is made, no other expanded.
     const Scenario* scenario = nullptr;
     for (const auto& s : loaded.scenarios) {
-      if (id.rfind(s.name + ":", 0) != 0) continue;
-      for (auto& v : expand_variants(s, gpus)) {
-        if (v.id != id) continue;
+      if (auto v = find_variant(s, id, gpus)) {
         scenario = &s;
-        verdict.variant = std::move(v);
+        verdict.variant = std::move(*v);
+        break;
       }
     }
     if (!scenario) {

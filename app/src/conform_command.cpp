@@ -254,17 +254,16 @@ int conform_with(const ConformOptions& o, runtime::PeerRunner* peers, std::ostre
   result.started = started;
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
-  // One model from the JSON report for every view.
-  const json report = conform_report::json_report(result);
-  const harness::ReportModel model = conform_report::report_model(result, report);
+  // One model of the verdicts; the console and every report file are views of it.
+  const harness::ReportModel model = conform_report::report_model(result);
   // A metric's own findings, once each (every variant's verdict has it as accepts_empty_batch).
-  for (const auto& f : report.at("findings"))
+  for (const auto& f : model.json_fields.at("findings"))
     out << "distmetrics conform: " << f.at("metric").get<std::string>() << " " << f.at("finding").get<std::string>()
         << " (" << f.at("error").get<std::string>() << "): " << f.at("variants").size()
         << " variant(s) ran the rest of their script without the empty update, so their other properties were still "
            "judged\n";
   console.finish(model);
-  const bool written = harness::write_reports(o.reports, report, model, result.verdicts, result.seconds, err);
+  const bool written = harness::write_reports(o.reports, model, err);
   return harness::exit_code(result.verdicts, !written);
 }
 

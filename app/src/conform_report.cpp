@@ -41,12 +41,6 @@ std::vector<std::string> matrix_properties(const ConformResult& result) {
   return columns_for(result, all);
 }
 
-std::string matrix_cell(const Verdict& verdict, const std::string& property) {
-  if (verdict.outcome != Outcome::Pass && verdict.outcome != Outcome::Fail) return harness::to_string(verdict.outcome);
-  const auto* p = verdict.property(property);
-  return p ? harness::to_string(p->outcome) : "";
-}
-
 nlohmann::json metric_findings(const ConformResult& result) {
   nlohmann::json findings = nlohmann::json::array();
   std::map<std::string, std::size_t> at;  // metric -> its entry
@@ -71,57 +65,37 @@ nlohmann::json metric_findings(const ConformResult& result) {
   return findings;
 }
 
-nlohmann::json json_report(const ConformResult& result) {
-  auto described = [](const Plugin& plugin) -> nlohmann::json {
-    return {{"path", plugin.path},
-            {"name", plugin.name},
-            {"version", plugin.version},
-            {"interface", plugin.build.interface_version},
-            {"torch_version", plugin.build.torch_version},
-            {"distmetrics_version", plugin.build.distmetrics_version},
-            {"compiler", plugin.build.compiler},
-            {"metrics", plugin.metric_names()}};
-  };
-  nlohmann::json report = harness::json_report(result.verdicts, result.started, result.seconds);
-  report["plugin"] = described(*result.plugin);
-  if (result.plugins.size() > 1) {  // several --python sources in one run
-    report["plugins"] = nlohmann::json::array();
-    for (const auto* p : result.plugins) report["plugins"].push_back(described(*p));
-  }
-  const auto columns = matrix_properties(result);
-  report["properties"] = columns;
-  nlohmann::json matrix = nlohmann::json::array();
-  for (std::size_t i = 0; i < result.verdicts.size(); ++i) {
-    const auto& v = result.verdicts[i];
-    report["variants"][i]["metric"] = result.metrics[i];
-    if (result.plugins.size() > 1) report["variants"][i]["source"] = result.sources[i]->path;
-    nlohmann::json cells = nlohmann::json::object();
-    for (const auto& c : columns) {
-      const std::string cell = matrix_cell(v, c);
-      cells[c] = cell.empty() ? nlohmann::json(nullptr) : nlohmann::json(cell);
-    }
-    matrix.push_back({{"metric", result.metrics[i]},
-                      {"variant", v.variant.id},
-                      {"scenario", v.variant.scenario},
-                      {"backend", v.variant.backend},
-                      {"world_size", v.variant.world_size},
-                      {"shard", v.variant.shard},
-                      {"placement", v.variant.placement},
-                      {"outcome", harness::to_string(v.outcome)},
-                      {"properties", cells}});
-  }
-  report["matrix"] = matrix;
-  report["findings"] = metric_findings(result);
-  return report;
+
+namespace {
+
+nlohmann::json described(const Plugin& plugin) {
+  return {{"path", plugin.path},
+          {"name", plugin.name},
+          {"version", plugin.version},
+          {"interface", plugin.build.interface_version},
+          {"torch_version", plugin.build.torch_version},
+          {"distmetrics_version", plugin.build.distmetrics_version},
+          {"compiler", plugin.build.compiler},
+          {"metrics", plugin.metric_names()}};
 }
 
-}  // namespace distmetrics::app::conform_report
+}  // namespace
 
-namespace distmetrics::app::conform_report {
-
-harness::ReportModel report_model(const ConformResult& result, const nlohmann::json& report) {
+harness::ReportModel report_model(const ConformResult& result) {
   const auto& plugin = *result.plugin;
-  harness::ReportModel model = harness::report_model(report);
+  harness::ReportLayout layout;
+  layout.by_metric = true;
+  layout.metrics = result.metrics;
+  layout.columns = matrix_properties(result);
+  if (result.plugins.size() > 1)  // several --python sources in one run
+    for (const auto* source : result.sources) layout.sources.push_back(source->path);
+  harness::ReportModel model = harness::report_model(result.verdicts, result.started, result.seconds, layout);
+  model.json_fields["plugin"] = described(plugin);
+  if (result.plugins.size() > 1) {
+    model.json_fields["plugins"] = nlohmann::json::array();
+    for (const auto* p : result.plugins) model.json_fields["plugins"].push_back(described(*p));
+  }
+  model.json_fields["findings"] = metric_findings(result);
   std::string names, paths;
   for (const auto* p : result.plugins.empty() ? std::vector<const Plugin*>{result.plugin} : result.plugins) {
     const auto labelled = result.labels.find(p);

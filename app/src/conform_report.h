@@ -1,8 +1,8 @@
-// The conformance report's data: the JSON report (the `run` report plus the plugin, the
-// properties and the matrix metric x property x variant with pass, fail, hang, crash, error or
-// skip in every cell), and the report model built from it with conform's header (the plugin
-// and the reference it was compared with). The views (console, Markdown, HTML) are harness's
-// (report_model.h); JUnit is `run`'s.
+// The conformance report: the report model of conform's verdicts, laid out as a matrix metric x
+// property (pass, fail, hang, crash, error or skip in every cell), with conform's header (the
+// plugin and the reference it was compared with) and the fields its JSON report adds to `run`'s
+// (the plugin, the properties, the matrix, the findings). The views (JSON, JUnit, console,
+// Markdown, HTML) are harness's (report_model.h).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -39,18 +39,13 @@ struct ConformResult {
 // expected_error and agrees_with_reference.
 std::vector<std::string> matrix_properties(const ConformResult& result);
 
-// A cell: an outcome name (harness/outcome.h), or "" when the property was not checked on that
-// variant. A variant that did not pass or fail (hung, crashed, went past its memory limit,
-// raised, was skipped) has its outcome in every column: none of its properties could be judged.
-std::string matrix_cell(const harness::Verdict& verdict, const std::string& property);
-
 // Findings about a metric rather than one variant, once per metric: "rejects an empty batch"
 // (the variants that failed accepts_empty_batch; the rest of their scripts ran without it):
 // [{metric, finding, error, variants: [ids]}]. The JSON report's "findings".
 nlohmann::json metric_findings(const ConformResult& result);
 
-nlohmann::json json_report(const ConformResult& result);
-// The model of `report` (json_report(result)), titled and headed for the plugin; rows are metrics.
-harness::ReportModel report_model(const ConformResult& result, const nlohmann::json& report);
+// The model of the run's verdicts, titled and headed for the plugin; rows are metrics, cells
+// harness::matrix_cell; its JSON fields: "plugin", "plugins" (several sources), "findings".
+harness::ReportModel report_model(const ConformResult& result);
 
 }  // namespace distmetrics::app::conform_report

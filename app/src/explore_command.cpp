@@ -564,8 +564,7 @@ int Explorer::run(std::ostream& err) {
     files.junit = o_.junit_file;
     files.html = o_.html_file;
     const auto verdicts = report_verdicts();
-    const json report = harness::json_report(verdicts, started_, seconds);
-    written = harness::write_reports(files, report, harness::report_model(report), verdicts, seconds, err) && written;
+    written = harness::write_reports(files, harness::report_model(verdicts, started_, seconds), err) && written;
   }
   if (!written) return kBadInput;
   if (tried_ == 0) {

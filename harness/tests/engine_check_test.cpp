@@ -379,11 +379,11 @@ TEST(Reports, ConsoleMatrixFailuresOnceAndTheLastLine) {
 }
 
 TEST(Reports, ModelMatrixCellsSkipsAndVerdict) {
-  const auto model = dh::report_model(dh::json_report(
+  const auto model = dh::report_model(
       {verdict(dh::Outcome::Pass, "core/a", "even"), verdict(dh::Outcome::Fail, "core/a", "uneven"),
        verdict(dh::Outcome::Skip, "core/b", "even"), verdict(dh::Outcome::Skip, "core/b", "round_robin"),
        verdict(dh::Outcome::Hang, "core/b", "uneven")},
-      "2024-05-01T12:00:00Z", 3.0));
+      "2024-05-01T12:00:00Z", 3.0);
   EXPECT_EQ(model.columns, (std::vector<std::string>{"no_hang", "equal_to_single"}));
   ASSERT_EQ(model.rows.size(), 2u);
   const auto& equal_a = model.rows[0].cells[1];
@@ -403,7 +403,6 @@ TEST(Reports, ModelMatrixCellsSkipsAndVerdict) {
   EXPECT_EQ(failure.findings[0].single, "0.5");
   ASSERT_EQ(failure.findings[0].ranks.size(), 2u);
   EXPECT_EQ(failure.findings[0].ranks[1].value, "0.6");
-  EXPECT_THROW(dh::report_model(json{{"summary", json::object()}}), std::invalid_argument);
 
   // Markdown: a matrix row per scenario, one <details> per variant that did not pass, each
   // reproduce command once.
@@ -468,7 +467,7 @@ TEST(Reports, TheTimelineMarksTheStepWhereTheBlamedRanksBrokeThePattern) {
   even.variant.id = dh::variant_id("core/d", "gloo", 4, "uneven", "cpu");
   even.variant.scenario = "core/d";
   even.deviation["blamed"] = nlohmann::json::array();
-  const auto model = dh::report_model(dh::json_report({extra, cached, even}, "2024-05-01T12:00:00Z", 3.0));
+  const auto model = dh::report_model({extra, cached, even}, "2024-05-01T12:00:00Z", 3.0);
   ASSERT_EQ(model.not_passed().size(), 3u);
   // cell(variant, seq, rank)
   auto cell = [&](std::size_t v, std::uint64_t seq, std::size_t rank) {
@@ -507,8 +506,9 @@ TEST(Reports, TheTimelineMarksTheStepWhereTheBlamedRanksBrokeThePattern) {
 }
 
 TEST(Reports, JsonFollowsTheContract) {
-  const auto j = dh::json_report({verdict(dh::Outcome::Pass, "core/a", "even"), verdict(dh::Outcome::Fail, "core/a", "uneven")},
-                                 "2024-05-01T12:00:00Z", 1.5);
+  const std::vector<dh::Verdict> verdicts = {verdict(dh::Outcome::Pass, "core/a", "even"),
+                                             verdict(dh::Outcome::Fail, "core/a", "uneven")};
+  const auto j = dh::render_json(dh::report_model(verdicts, "2024-05-01T12:00:00Z", 1.5));
   for (const char* key : {"distmetrics_version", "torch_version", "started", "seconds", "summary", "variants"})
     EXPECT_TRUE(j.contains(key)) << key;
   EXPECT_EQ(j["summary"], json({{"pass", 1}, {"fail", 1}, {"hang", 0}, {"crash", 0}, {"memory_exceeded", 0}, {"error", 0},
@@ -530,10 +530,80 @@ TEST(Reports, JsonFollowsTheContract) {
   EXPECT_EQ(p["difference"], 0.1);
 }
 
+// The JSON report is a view of the model: each variant exactly as its verdict writes itself,
+// the counts and times of the run; `run`'s has no conform matrix.
+TEST(Reports, TheJsonViewWritesEachVerdictAsItIs) {
+  dh::Verdict hang = verdict(dh::Outcome::Hang, "core/b", "uneven");
+  dh::RankReport rank;
+  rank.rank = 1;
+  rank.state = "timed_out";
+  rank.trace = {{0, "all_reduce(sum)", "int64", {3}, 2, "compute"}};
+  rank.blocked_in = 0;
+  hang.ranks = {rank};
+  const std::vector<dh::Verdict> verdicts = {verdict(dh::Outcome::Pass, "core/a", "even"),
+                                             verdict(dh::Outcome::Fail, "core/a", "uneven"), hang,
+                                             verdict(dh::Outcome::Skip, "core/b", "even")};
+  const auto j = dh::render_json(dh::report_model(verdicts, "2024-05-01T12:00:00Z", 2.5));
+  ASSERT_EQ(j["variants"].size(), 4u);
+  for (std::size_t i = 0; i < verdicts.size(); ++i) EXPECT_EQ(j["variants"][i], verdicts[i].to_json()) << i;
+  EXPECT_EQ(j["variants"][2]["ranks"][0]["trace"][0]["step"], "compute");
+  EXPECT_EQ(j["started"], "2024-05-01T12:00:00Z");
+  EXPECT_EQ(j["seconds"], 2.5);
+  EXPECT_EQ(j["summary"]["total"], 4);
+  EXPECT_EQ(j["summary"]["hang"], 1);
+  for (const char* key : {"matrix", "properties", "findings", "plugin"}) EXPECT_FALSE(j.contains(key)) << key;
+  EXPECT_FALSE(j["variants"][0].contains("metric"));
+}
+
+// conform's layout: rows are the metrics it was given, its columns as given, a variant that hung
+// has that outcome in every column (run's shows it only where its row checks), and its JSON adds
+// the columns, the matrix, each variant's metric and source, and its own fields.
+TEST(Reports, ConformsLayoutRowsAreMetricsAndItsJsonCarriesTheMatrix) {
+  const std::vector<dh::Verdict> verdicts = {verdict(dh::Outcome::Pass, "core/a", "even"),
+                                             verdict(dh::Outcome::Hang, "core/b", "uneven"),
+                                             verdict(dh::Outcome::Fail, "core/a", "uneven")};
+  dh::ReportLayout layout;
+  layout.by_metric = true;
+  layout.metrics = {"MeanAbsoluteError (a)", "MeanAbsoluteError (b)", "MeanAbsoluteError (a)"};
+  layout.sources = {"a.py", "b.py", "a.py"};
+  layout.columns = {"no_hang", "equal_to_single", "agrees_with_reference"};
+  auto model = dh::report_model(verdicts, "2024-05-01T12:00:00Z", 1.0, layout);
+  model.json_fields["findings"] = json::array();
+  EXPECT_EQ(model.row_kind, "metric");
+  ASSERT_EQ(model.rows.size(), 2u);
+  EXPECT_EQ(model.rows[0].name, "MeanAbsoluteError (a)");
+  EXPECT_EQ(model.rows[0].variants, 2);
+  EXPECT_EQ(model.rows[0].cells[1].counts(), "1/2 fail");
+  EXPECT_FALSE(model.rows[0].cells[2].checked());  // no verdict of that row judged it
+  EXPECT_EQ(model.rows[1].cells[2].worst, "hang");  // a hang is that outcome in every column
+  const auto j = dh::render_json(model);
+  EXPECT_EQ(j["properties"], json(layout.columns));
+  ASSERT_EQ(j["matrix"].size(), 3u);
+  EXPECT_EQ(j["matrix"][0], json({{"metric", "MeanAbsoluteError (a)"}, {"variant", "core/a:gloo-ws4-even-cpu"},
+                                  {"scenario", "core/a"}, {"backend", "gloo"}, {"world_size", 4}, {"shard", "even"},
+                                  {"placement", "cpu"}, {"outcome", "pass"},
+                                  {"properties", {{"no_hang", "pass"}, {"equal_to_single", "pass"},
+                                                  {"agrees_with_reference", nullptr}}}}));
+  EXPECT_EQ(j["matrix"][1]["properties"],
+            json({{"no_hang", "hang"}, {"equal_to_single", "hang"}, {"agrees_with_reference", "hang"}}));
+  EXPECT_EQ(j["variants"][1]["metric"], "MeanAbsoluteError (b)");
+  EXPECT_EQ(j["variants"][1]["source"], "b.py");
+  EXPECT_EQ(j["findings"], json::array());
+  // run's layout of the same verdicts: the hang only in the columns its row checks.
+  const auto run = dh::report_model(verdicts, "2024-05-01T12:00:00Z", 1.0);
+  EXPECT_EQ(run.columns, (std::vector<std::string>{"no_hang", "equal_to_single"}));
+  EXPECT_EQ(run.rows[1].name, "core/b");
+  EXPECT_EQ(run.rows[1].cells[0].worst, "hang");
+  EXPECT_FALSE(run.rows[1].cells[1].checked());
+  layout.metrics.pop_back();  // a metric short
+  EXPECT_THROW(dh::report_model(verdicts, "", 1.0, layout), std::invalid_argument);
+}
+
 TEST(Reports, JunitHasASuitePerScenarioAndEscapes) {
-  const auto xml = dh::junit_report({verdict(dh::Outcome::Pass, "core/a", "even"), verdict(dh::Outcome::Fail, "core/a", "uneven"),
-                                     verdict(dh::Outcome::Skip, "core/b", "even"), verdict(dh::Outcome::Hang, "core/b", "uneven")},
-                                    2.0);
+  const auto xml = dh::render_junit(dh::report_model(
+      {verdict(dh::Outcome::Pass, "core/a", "even"), verdict(dh::Outcome::Fail, "core/a", "uneven"),
+       verdict(dh::Outcome::Skip, "core/b", "even"), verdict(dh::Outcome::Hang, "core/b", "uneven")},
+      "2024-05-01T12:00:00Z", 2.0));
   EXPECT_NE(xml.find("<testsuite name=\"core/a\" tests=\"2\" failures=\"1\" errors=\"0\" skipped=\"0\""), std::string::npos) << xml;
   EXPECT_NE(xml.find("<testsuite name=\"core/b\" tests=\"2\" failures=\"0\" errors=\"1\" skipped=\"1\""), std::string::npos) << xml;
   EXPECT_NE(xml.find("<testcase classname=\"core/a\" name=\"gloo-ws4-even-cpu\" time=\"0.410\"/>"), std::string::npos) << xml;
@@ -584,16 +654,16 @@ TEST(Reports, MemoryExceededIsAnOutcomeOfItsOwnInEveryView) {
   EXPECT_NE(text.find("\ndistmetrics: 1 passed, 0 failed, 0 hang, 0 crash, 1 memory_exceeded, 0 error, 0 skipped in 1.0 s\n"),
             std::string::npos)
       << text;
-  const auto j = dh::json_report(verdicts, "2024-05-01T12:00:00Z", 1.0);
+  const auto model = dh::report_model(verdicts, "2024-05-01T12:00:00Z", 1.0);
+  const auto j = dh::render_json(model);
   EXPECT_EQ(j["summary"]["memory_exceeded"], 1);
   EXPECT_EQ(j["variants"][1]["outcome"], "memory_exceeded");
-  const auto xml = dh::junit_report(verdicts, 1.0);
+  const auto xml = dh::render_junit(model);
   EXPECT_NE(xml.find("<testsuite name=\"core/b\" tests=\"1\" failures=\"0\" errors=\"1\" skipped=\"0\""), std::string::npos)
       << xml;
   EXPECT_NE(xml.find("<error message=\"rank 1 to blame: rank 1 went past its memory limit of 6.0 GiB\" type=\"memory_exceeded\">"),
             std::string::npos)
       << xml;
-  const auto model = dh::report_model(j);
   EXPECT_EQ(model.worst, "memory_exceeded");
   EXPECT_EQ(model.verdict(), "FAILED: 1 of 2 variants did not pass (1 memory_exceeded)");
   EXPECT_NE(dh::render_markdown(model).find("💾"), std::string::npos);

@@ -122,6 +122,48 @@ TEST(Scenario, InputDtypesAreAVariantAxisCheckedByName) {
   EXPECT_NE(bad.diagnostics[0].message.find("did you mean one of 'float16', 'bfloat16'?"), std::string::npos) << bad.diagnostics[0].message;
 }
 
+// serve finds the variant an id names without expanding the others: the same variant the
+// expansion makes (checked for every id of the library and of a scenario with input dtypes),
+// and none for an id the scenario does not expand into.
+TEST(Scenario, FindsAVariantByIdAsTheExpansionMakesIt) {
+  std::string text = kValid;
+  text.replace(text.find("placements = [\"cpu\", \"cuda\"]"), std::string("placements = [\"cpu\", \"cuda\"]").size(),
+               "placements = [\"cpu\", \"cuda\"]\ndtypes = [\"float16\", \"int32\"]");
+  const auto r = dh::load_scenario_text(text, "scenarios/regression/acc.toml", "regression/acc");
+  ASSERT_TRUE(r.scenario) << (r.diagnostics.empty() ? "" : r.diagnostics[0].to_string());
+  const auto& s = *r.scenario;
+  const auto variants = dh::expand_variants(s, 0);
+  ASSERT_EQ(variants.size(), 20u);
+  for (const auto& v : variants) {
+    const auto found = dh::find_variant(s, v.id, 0);
+    ASSERT_TRUE(found) << v.id;
+    EXPECT_EQ(found->to_json(), v.to_json());
+    EXPECT_EQ(found->reproduce(), v.reproduce());
+    EXPECT_EQ(found->skip, v.skip);
+  }
+  for (const std::string id : {"regression/acc:gloo-ws1-empty_rank-cpu-float16",  // empty_rank needs 2 ranks
+                               "regression/acc:gloo-ws3-even-cpu-float16",          // no world size 3
+                               "regression/acc:gloo-ws1-even-cpu",                  // a dtype is part of every id
+                               "regression/acc:gloo-ws1-even-cpu-float64", "regression/acc:gloo-ws1-even-cpu-float16-",
+                               "regression/acc:mpi-ws1-even-cpu-float16", "regression/acc:gloo-ws1-even-gpu-int32",
+                               "regression/ac:gloo-ws1-even-cpu-float16", "regression/acc", "regression/acc:", ""})
+    EXPECT_FALSE(dh::find_variant(s, id, 0)) << id;
+
+  // The library: every id found, as expanded (markers, skips, deadlines, reproduce commands).
+  const auto library = dh::load_scenarios({(fs::path(DISTMETRICS_DOCS_DIR).parent_path() / "scenarios").string()});
+  ASSERT_TRUE(library.diagnostics.empty());
+  std::size_t ids = 0;
+  for (const auto& scenario : library.scenarios) {
+    for (const auto& v : dh::expand_variants(scenario, 2)) {
+      const auto found = dh::find_variant(scenario, v.id, 2);
+      ASSERT_TRUE(found) << v.id;
+      EXPECT_EQ(found->to_json(), v.to_json()) << v.id;
+      ++ids;
+    }
+  }
+  EXPECT_GT(ids, 500u);
+}
+
 TEST(Scenario, FindsFilesAndNamesThemFromTheScenariosFolder) {
   const fs::path root = fs::temp_directory_path() / ("dm_engine_find_" + std::to_string(::getpid()));
   fs::create_directories(root / "scenarios" / "core");

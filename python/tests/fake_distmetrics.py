@@ -9,6 +9,8 @@ child processes. What a variant does comes from its scenario file, in a format o
     backends = ["gloo"]      world_sizes = [1, 2]   shards = ["even"]   placements = ["cpu"]
     markers = ["regression"] list_skip = "needs 2 GPUs"
     rank_ignores_term = true rank_escapes_session = true   # for mode "hang"
+    metric = "Accuracy"  deadline = 30   # what the listing says of them
+    launch = "mpirun"    # every variant's launch (default: the real backend table's, mpirun for mpi)
 
 Every process it starts is logged (one JSON line each) to $FAKE_DISTMETRICS_LOG when set, so
 tests can check by pid that nothing outlived the run.
@@ -84,11 +86,13 @@ def load(file, root):
                     markers = [backend] + list(spec.get("markers", []))
                     if placement.startswith("cuda") or backend == "nccl":
                         markers.append("gpu")
+                    launch = spec.get("launch", "mpirun" if backend == "mpi" else "direct")
                     variants.append({
                         "id": f"{name}:{short}", "scenario": name, "file": str(file),
-                        "backend": backend, "world_size": ws, "shard": shard,
-                        "placement": placement, "markers": markers,
-                        "skip": spec.get("list_skip"),
+                        "metric": spec.get("metric", "Accuracy"), "backend": backend,
+                        "launch": launch, "world_size": ws, "shard": shard,
+                        "placement": placement, "deadline": spec.get("deadline", 30.0),
+                        "markers": markers, "skip": spec.get("list_skip"),
                         "_mode": mode, "_spec": spec})
     return variants
 

@@ -113,6 +113,20 @@ def test_mpi_variants_through_the_runner(real):
     result.assert_outcomes(passed=1, deselected=1)
 
 
+def test_the_listing_says_what_the_plugin_needs_of_a_variant(real):
+    """The plugin reads no scenario file: the real listing gives each variant its deadline, its
+    metric (for --distmetrics-python) and how its ranks start (for --mpirun: the backend table's
+    launch, mpirun for mpi only)."""
+    path = write(real, "core/accuracy", backends='["gloo", "mpi"]', extra="deadline = 45")
+    entries = {(v["backend"], v["world_size"], v["shard"]): v for v in listed(path)}
+    gloo, mpi = entries[("gloo", 2, "even")], entries[("mpi", 2, "even")]
+    assert (gloo["launch"], gloo["metric"], gloo["deadline"]) == ("direct", "Accuracy", 45.0)
+    assert (mpi["launch"], mpi["metric"], mpi["deadline"]) == ("mpirun", "Accuracy", 45.0)
+    from distmetrics.pytest_plugin.runner import Selection, list_variants
+    variants = list_variants([RUNNER], [str(path)], Selection(), real.path)
+    assert {(v.backend, v.started_by_mpirun) for v in variants} == {("gloo", False), ("mpi", True)}
+
+
 def test_the_repository_suite_collects_every_listed_variant():
     ids = subprocess.run([RUNNER, "list", "scenarios"], cwd=REPO_ROOT, capture_output=True,
                          text=True, check=True).stdout.split()

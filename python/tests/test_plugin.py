@@ -3,6 +3,7 @@ pytest's own options (-k, -m, -x, --lf, --junitxml, -n)."""
 
 import json
 import re
+import sys
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -312,19 +313,45 @@ def test_the_deadline_option_reaches_the_runner(project):
     assert run[0] == "run" and run[run.index("--deadline") + 1] == "8"
 
 
-def test_the_hard_timeout_comes_from_the_options_then_the_deadlines(tmp_path):
-    from distmetrics.pytest_plugin.plugin import GRACE, item_timeout, scenario_deadline
-    never = lambda: pytest.fail("the file was read although a deadline was known")  # noqa: E731
-    assert item_timeout(5.0, 100.0, 100.0, never) == 5.0
-    assert item_timeout(None, 7.0, 100.0, never) == 7.0 + GRACE
-    assert item_timeout(None, None, 9.0, never) == 9.0 + GRACE
-    scenario = tmp_path / "s.toml"
-    scenario.write_text('description = "x"\ndeadline = 120\n[metric]\nname = "Accuracy"\n')
-    assert scenario_deadline(scenario) == 120.0
-    assert item_timeout(None, None, None, lambda: scenario_deadline(scenario)) == 120.0 + GRACE
-    plain = tmp_path / "plain.toml"
-    plain.write_text('[metric]\nname = "Accuracy"\n')
-    assert item_timeout(None, None, None, lambda: scenario_deadline(plain)) == 60.0 + GRACE
-    broken = tmp_path / "broken.toml"
-    broken.write_text("[metric\n")
-    assert scenario_deadline(broken) is None
+def test_the_hard_timeout_comes_from_the_options_then_the_listing():
+    from distmetrics.pytest_plugin.plugin import DEFAULT_DEADLINE, GRACE, item_timeout
+    assert item_timeout(5.0, 100.0, 100.0) == 5.0
+    assert item_timeout(None, 7.0, 100.0) == 7.0 + GRACE
+    assert item_timeout(None, None, 9.0) == 9.0 + GRACE
+    assert item_timeout(None, None, None) == DEFAULT_DEADLINE + GRACE
+
+
+def test_items_are_made_from_the_listing_alone(project):
+    """What an item knows of its variant (its deadline, its metric, how its ranks start) is what
+    `list --json` says; an entry without its launch breaks the contract."""
+    from conftest import FAKE_RUNNER
+    from distmetrics.pytest_plugin.runner import RunnerError, Selection, _variant_from_json, list_variants
+    project.scenario("core/mae", backends=["gloo", "mpi"], world_sizes=[2], metric="MeanAbsoluteError",
+                     deadline=45)
+    listed = list_variants([sys.executable, str(FAKE_RUNNER)], ["scenarios"], Selection(), project.path)
+    assert [(v.id, v.launch, v.started_by_mpirun, v.metric, v.deadline) for v in listed] == [
+        ("core/mae:gloo-ws2-even-cpu", "direct", False, "MeanAbsoluteError", 45.0),
+        ("core/mae:mpi-ws2-even-cpu", "mpirun", True, "MeanAbsoluteError", 45.0)]
+    entry = {"id": "core/mae:gloo-ws2-even-cpu", "scenario": "core/mae", "file": "scenarios/core/mae.toml",
+             "backend": "gloo", "world_size": 2, "shard": "even", "placement": "cpu"}
+    with pytest.raises(RunnerError, match="without a valid 'launch'"):
+        _variant_from_json(entry, project.path)
+
+
+def test_mpirun_starts_the_variants_the_listing_says_mpirun_starts(project, tmp_path):
+    """--mpirun goes by each variant's launch, whatever its backend is called: a gloo variant
+    listed with launch "mpirun" is started under it, one listed "direct" goes to the runner."""
+    mpirun = tmp_path / "fake-mpirun"
+    mpirun.write_text('#!/bin/sh\n[ "$1 $3" = "-np --oversubscribe" ] || exit 9\n'
+                      'echo "$2" >> "$(dirname "$0")/np"\nshift 3\nexec "$@"\n')
+    mpirun.chmod(0o755)
+    project.scenario("core/by_mpirun", world_sizes=[3], launch="mpirun")
+    project.scenario("core/direct", world_sizes=[2])
+    project.run(f"--mpirun={mpirun}").assert_outcomes(passed=2)
+    assert (tmp_path / "np").read_text().split() == ["3"]
+    runs = [p["argv"] for p in project.processes() if p["role"] == "runner" and p["argv"][0] == "run"]
+    assert len(runs) == 1 and runs[0][1:4] == ["scenarios/core/by_mpirun.toml", "--filter",
+                                               "core/by_mpirun:gloo-ws3-even-cpu"]
+    assert runs[0][-2:] == ["--launcher", "mpi"]
+    assert [p["id"] for p in project.processes() if p["role"] == "request"] == [
+        "core/direct:gloo-ws2-even-cpu"]

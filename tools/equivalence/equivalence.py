@@ -9,7 +9,7 @@ The commands: `run --json` on the whole scenario library at world sizes 1, 2 and
 `list --json`, `validate` of the bad corpus, `conform` of every example plugin (DIR holds the
 example plugins as examples/plugins builds them: plugin/tests/build_examples.sh) and of the
 Python examples, and `run --allow-python` of the Python scenario examples. Each command's exit
-code, its JSON report, its JUnit and Markdown reports and its console output are kept, with what
+code, its JSON report, its JUnit, Markdown and HTML reports and its console output are kept, with what
 changes from run to run taken out: seconds, start times, process ids, temporary paths and the
 durations written into messages. Run from the repository root with /usr/bin/python3:
 
@@ -21,7 +21,13 @@ durations written into messages. Run from the repository root with /usr/bin/pyth
         --plugins build/equiv-examples/build --ref build/equiv-capture.json
 
 The example plugins are built once: their ABI does not change with the harness, so both builds
-load the same ones. The compare takes about 5 minutes on 2 cores; it exits 1 and prints a diff
+load the same ones. An older build kept as a copy of its bin/distmetrics and its five
+libdistmetrics_*.so.0 runs with LD_LIBRARY_PATH naming that copy (it takes precedence over the
+build's RUNPATH). `--only NAME,...` runs some commands (a capture adds them to --out's);
+`--new-list-fields F,...` leaves fields that `list --json` gained on purpose out of the compare;
+`--changed 'OLD=>NEW'` replaces a text changed on purpose in the reference first; `--results FILE`
+compares a kept capture instead of running the binary (a command rerun with --only, e.g. after
+a hang of a loaded machine, merged into it). The compare takes about 5 minutes on 2 cores; it exits 1 and prints a diff
 of each command whose results differ.
 """
 import argparse
@@ -50,8 +56,9 @@ def commands(plugins):
         ("list", ["list", "--json"], False),
         ("list_library_124", ["list", "scenarios", "--json", "--world-sizes", "1,2,4"], False),
         ("validate_bad", ["validate", "harness/tests/scenarios/bad"], False),
-        ("run_python_scenarios", ["run", "--allow-python", str(PY / "own_data"), str(PY / "structured"),
-                                  "--world-sizes", "1,2"], True),
+        # own_data: a .pt file and a scikit-learn reference (structured/ needs its Python metric:
+        # conform, below, runs those).
+        ("run_python_own_data", ["run", "--allow-python", str(PY / "own_data"), "--world-sizes", "1,2"], True),
         ("conform_python_correct", ["conform", "--python", str(PY / "correct_ignite.py"), "--python",
                                     str(PY / "correct_torcheval.py"), "--python", str(PY / "correct_torchmetrics.py"),
                                     str(PY / "scenarios"), "--world-sizes", "1,2", *PY_DEADLINE], True),
@@ -77,7 +84,13 @@ def scrub_text(text, tmp):
     text = re.sub(r"\b(pid|process) \d+", r"\1 <pid>", text)
     text = re.sub(r'time="[^"]*"', 'time="<t>"', text)
     text = re.sub(r'timestamp="[^"]*"', 'timestamp="<when>"', text)
-    return text
+    return html_seconds(text)
+
+
+def html_seconds(text):
+    """The HTML's variant tables: a cell of seconds after the outcome's badge (applied again to a
+    capture when comparing, so that one made before this rule compares too)."""
+    return re.sub(r'(</span></td><td>)\d+\.\d\d(</td>)', r'\1<t>\2', text)
 
 
 DROP = {"seconds", "started", "timings", "pid", "elapsed_seconds", "duration_seconds"}
@@ -93,13 +106,16 @@ def scrub_json(value, tmp):
     return value
 
 
-def run_all(binary, plugins):
+def run_all(binary, plugins, only=None):
     results = {}
     for name, args, reports in commands(plugins):
+        if only and name not in only:
+            continue
         with tempfile.TemporaryDirectory(prefix="equiv-") as tmp:
             argv = [binary, *args]
             if reports:
-                argv += ["--json", f"{tmp}/r.json", "--junit", f"{tmp}/r.xml", "--markdown", f"{tmp}/r.md"]
+                argv += ["--json", f"{tmp}/r.json", "--junit", f"{tmp}/r.xml", "--markdown", f"{tmp}/r.md",
+                         "--html", f"{tmp}/r.html"]
             env = dict(os.environ, NO_COLOR="1")
             env.pop("DISTMETRICS_SCENARIOS", None)
             proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=900, env=env,
@@ -109,7 +125,7 @@ def run_all(binary, plugins):
             if name.startswith("list"):
                 entry["stdout"] = scrub_json(json.loads(proc.stdout), tmp)
             if reports:
-                for suffix in ("json", "xml", "md"):
+                for suffix in ("json", "xml", "md", "html"):
                     path = Path(tmp) / f"r.{suffix}"
                     if not path.exists():
                         entry[suffix] = None
@@ -130,14 +146,52 @@ def main():
     parser.add_argument("--out", help="capture: the file to write")
     parser.add_argument("--ref", help="compare: the capture to compare with")
     parser.add_argument("--keep", help="compare: also write this run's capture here")
+    parser.add_argument("--new-list-fields", help="compare: fields this build adds to every `list --json` entry "
+                                                  "on purpose (comma-separated): each must be there, and is left "
+                                                  "out of the comparison")
+    parser.add_argument("--changed", action="append", default=[], metavar="OLD=>NEW",
+                        help="compare: a text this build changed on purpose; replaced in the reference capture "
+                             "before comparing (repeatable)")
+    parser.add_argument("--results", help="compare: this capture instead of running --bin (e.g. one kept with "
+                                          "--keep, with commands rerun by --only merged in)")
+    parser.add_argument("--only", help="these commands only (comma-separated names); capture: added to "
+                                       "--out's commands when it exists")
     a = parser.parse_args()
-    results = run_all(str(Path(a.bin).resolve()), Path(a.plugins).resolve())
+    only = set(a.only.split(",")) if a.only else None
+    if a.results:
+        results = json.loads(Path(a.results).read_text())
+        if only:
+            results = {name: entry for name, entry in results.items() if name in only}
+    else:
+        results = run_all(str(Path(a.bin).resolve()), Path(a.plugins).resolve(), only)
     if a.mode == "capture":
-        Path(a.out).write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
+        kept = json.loads(Path(a.out).read_text()) if only and Path(a.out).exists() else {}
+        kept.update(results)
+        Path(a.out).write_text(json.dumps(kept, indent=1, sort_keys=True) + "\n")
         return 0
     if a.keep:
         Path(a.keep).write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
-    ref = json.loads(Path(a.ref).read_text())
+    ref_text = Path(a.ref).read_text()
+    for change in a.changed:
+        before, after = change.split("=>", 1)
+        ref_text = ref_text.replace(json.dumps(before)[1:-1], json.dumps(after)[1:-1])
+    ref = json.loads(ref_text)
+    added = a.new_list_fields.split(",") if a.new_list_fields else []
+    missing = 0
+    for name, entry in results.items():
+        if not name.startswith("list") or not added:
+            continue
+        for variant in entry["stdout"]:
+            missing += sum(field not in variant for field in added)
+            for field in added:
+                variant.pop(field, None)
+    if missing:
+        print(f"equivalence: {missing} `list --json` entries lack one of the new fields {added}")
+    if only:
+        ref = {name: entry for name, entry in ref.items() if name in only}
+    for entry in list(ref.values()) + list(results.values()):
+        if entry.get("html"):
+            entry["html"] = [html_seconds(line) for line in entry["html"]]
     differ = 0
     for name in sorted(set(ref) | set(results)):
         if ref.get(name) == results.get(name):
@@ -150,7 +204,7 @@ def main():
             print("  " + line)
     print(f"equivalence: {len(results) - differ} of {len(results)} command(s) give the same results"
           + ("" if not differ else f"; {differ} differ"))
-    return 1 if differ else 0
+    return 1 if differ or missing else 0
 
 
 if __name__ == "__main__":

@@ -305,10 +305,11 @@ Verdict Engine::run(const Scenario& scenario, const Variant& variant, runtime::J
   const auto start = Clock::now();
   // Planned once, here: the reference, the shards the verdict shows and the checks use this plan.
   std::optional<Planned> planned;
+  std::string plan_error;
   try {
     planned = plan(scenario, variant);
-  } catch (const std::exception&) {
-    // No data or plan here: judge() says why, after the ranks.
+  } catch (const std::exception& e) {
+    plan_error = e.what();  // no data or plan here: judge() says why, after the ranks
   }
   // The single-process reference needs only the scenario and its data: it computes in a child
   // process beside the ranks, so it adds no wall time of its own and is ended at the deadline.
@@ -331,7 +332,7 @@ Verdict Engine::run(const Scenario& scenario, const Variant& variant, runtime::J
     v.seconds = std::chrono::duration<double>(Clock::now() - start).count();
     return v;
   }
-  Verdict v = judge(scenario, variant, run, planned ? &*planned : nullptr, reference.get(), start);
+  Verdict v = judge(scenario, variant, run, planned ? &*planned : nullptr, plan_error, reference.get(), start);
   v.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return v;
 }
@@ -343,7 +344,8 @@ Engine::Planned Engine::plan(const Scenario& scenario, const Variant& variant) {
 }
 
 Verdict Engine::judge(const Scenario& given, const Variant& variant, const runtime::JobResult& run,
-                      const Planned* planned, runtime::ChildCall* started_reference, Clock::time_point started) {
+                      const Planned* planned, const std::string& plan_error, runtime::ChildCall* started_reference,
+                      Clock::time_point started) {
   // An input dtype's variant is judged with its tolerance, against its rounded values.
   const Scenario scenario = judged_for_input_dtype(given, variant.dtype);
   const double deadline = options_.deadline_seconds.value_or(scenario.deadline_seconds);
@@ -468,13 +470,18 @@ Verdict Engine::judge(const Scenario& given, const Variant& variant, const runti
     return v;
   }
 
-  // The same shard plan and script the ranks used, and the single-process reference. Not
-  // planned before the run: planned now, and what cannot be planned is thrown to the caller.
-  std::optional<Planned> planned_now;
-  if (!planned) planned_now = plan(scenario, variant);
-  const Dataset& data = planned ? planned->data : planned_now->data;
-  const ShardPlan& shards = planned ? planned->plan.shards : planned_now->plan.shards;
-  const ScriptPlan& script = planned ? planned->plan.script : planned_now->plan.script;
+  // The same shard plan and script the ranks used, and the single-process reference. The ranks
+  // planned it (they finished); this process could not, e.g. short of memory for the data.
+  if (!planned) {
+    v.outcome = Outcome::Error;
+    v.reason = "the supervisor could not plan the variant (its data, shards and script): " + first_line(plan_error);
+    v.diagnosis = plan_error;
+    v.properties.push_back(no_hang_result(run, deadline));
+    return v;
+  }
+  const Dataset& data = planned->data;
+  const ShardPlan& shards = planned->plan.shards;
+  const ScriptPlan& script = planned->plan.script;
   const auto reference_started = Clock::now();
   // The reference counts against the variant's deadline as the ranks do. Started beside the
   // ranks, it has the whole deadline from the variant's start; built after them, what they left.

@@ -357,7 +357,7 @@ std::string render_html(const ReportModel& m) {
   failures(h, m);
   cell_panels(h, m);
   h << "</main>\n<footer>" << html_escape(m.last_line_prefix + ": " + m.counts.line())
-    << " · rendered from the JSON report (docs/cli-contract.md)</footer>\n<script>" << kScript
+    << " · rendered from the verdicts, as the JSON report is (docs/cli-contract.md)</footer>\n<script>" << kScript
     << "</script>\n</body></html>\n";
   return h.str();
 }

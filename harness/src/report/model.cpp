@@ -1,12 +1,14 @@
-// Reading a JSON report into the report model (report_model.h).
+// The report model built from a run's verdicts (report_model.h).
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <iomanip>
 #include <map>
 #include <regex>
 #include <sstream>
 #include <stdexcept>
 
+#include "distmetrics/build_config.h"
 #include "distmetrics/harness/compare.h"
 #include "distmetrics/harness/property.h"
 #include "distmetrics/harness/report_model.h"
@@ -16,12 +18,6 @@ namespace distmetrics::harness {
 namespace {
 
 using nlohmann::json;
-
-const json& field(const json& j, const char* name, const std::string& where) {
-  if (!j.is_object() || !j.contains(name))
-    throw std::invalid_argument("not a distmetrics JSON report: " + where + " has no field '" + name + "'");
-  return j.at(name);
-}
 
 std::string str(const json& j, const char* name) {
   if (!j.is_object() || !j.contains(name) || !j.at(name).is_string()) return "";
@@ -39,40 +35,38 @@ std::string anchor_of(const std::string& prefix, const std::string& text) {
   return out;
 }
 
-std::string shape_text(const json& shape) {
-  if (!shape.is_array()) return "";
+std::string shape_text(const std::vector<std::int64_t>& shape) {
   std::string out = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + shape[i].dump();
+  for (std::size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
   return out + "]";
 }
 
 // What differed, or what happened: the failed properties' messages, or the reason and the
 // diagnosis (said once when the diagnosis opens with the reason's sentence).
-std::string details_of(const json& v, const std::string& outcome) {
+std::string details_of(const Verdict& v) {
   std::ostringstream out;
-  if (outcome == "fail") {
-    for (const auto& p : v.value("properties", json::array()))
-      if (str(p, "outcome") == "fail") out << text::without_variant_lines(str(p, "message"));
+  if (v.outcome == Outcome::Fail) {
+    for (const auto& p : v.properties)
+      if (p.outcome == Outcome::Fail) out << text::without_variant_lines(p.message);
   } else {
-    const std::string reason = str(v, "reason");
-    out << reason << "\n";
-    std::string diagnosis = str(v, "diagnosis");
+    out << v.reason << "\n";
+    std::string diagnosis = v.diagnosis;
     const std::string opening = text::first_line(diagnosis);
-    if (!opening.empty() && reason.find(opening) != std::string::npos)
+    if (!opening.empty() && v.reason.find(opening) != std::string::npos)
       diagnosis = diagnosis.find('\n') == std::string::npos ? "" : diagnosis.substr(diagnosis.find('\n') + 1);
     if (!diagnosis.empty()) out << diagnosis << "\n";
   }
   return text::without_variant_lines(out.str());
 }
 
-Finding finding_of(const json& p, const json& ranks_json) {
+Finding finding_of(const PropertyResult& p, const std::vector<RankReport>& ranks) {
   Finding f;
-  f.property = str(p, "name");
-  const std::string message = str(p, "message");
+  f.property = p.name;
+  const std::string& message = p.message;
   f.headline = text::first_line(message);
   f.message = text::without_variant_lines(message);
-  f.single = p.contains("single") && !p.at("single").is_null() ? value_text(p.at("single")) : "none";
-  if (p.contains("difference") && p.at("difference").is_number()) f.difference = p.at("difference").get<double>();
+  f.single = !p.single.is_null() ? value_text(p.single) : "none";
+  if (p.difference && std::isfinite(*p.difference)) f.difference = *p.difference;
   // The message's own lines say, per rank, the difference to what it was compared with.
   std::map<int, std::string> lines;
   static const std::regex rank_line(R"(^  rank (\d+): (.*)$)");
@@ -82,7 +76,7 @@ Finding finding_of(const json& p, const json& ranks_json) {
     if (std::regex_match(line, m, rank_line)) lines[std::stoi(m[1])] = m[2];
     else if (line.rfind("  tolerance: ", 0) == 0) f.tolerance = line.substr(13);
   }
-  const json values = p.value("ranks", json::array());
+  const json& values = p.ranks;
   for (std::size_t r = 0; r < values.size() || lines.count(static_cast<int>(r)); ++r) {
     RankValue rv;
     rv.rank = static_cast<int>(r);
@@ -97,9 +91,9 @@ Finding finding_of(const json& p, const json& ranks_json) {
       }
     }
     rv.differs = line.find("<- differs") != std::string::npos || (r >= values.size() || values[r].is_null());
-    if (ranks_json.is_array() && r < ranks_json.size()) {
-      rv.samples = opt_int(ranks_json[r], "samples");
-      rv.batches = opt_int(ranks_json[r], "batches");
+    if (r < ranks.size()) {
+      rv.samples = ranks[r].samples;
+      rv.batches = ranks[r].batches;
     }
     f.ranks.push_back(std::move(rv));
   }
@@ -109,30 +103,28 @@ Finding finding_of(const json& p, const json& ranks_json) {
 // The collectives of every rank side by side; the first sequence number at which they differ
 // (a rank issued another collective, or none) is the divergence. With a deviation (a desync judged
 // per script step), the blamed ranks' cells of the step where they broke the pattern are marked.
-std::optional<Timeline> timeline_of(const json& ranks, const json& deviation) {
-  if (!ranks.is_array() || ranks.empty()) return std::nullopt;
+std::optional<Timeline> timeline_of(const std::vector<RankReport>& ranks, const json& deviation) {
+  if (ranks.empty()) return std::nullopt;
   Timeline t;
   std::uint64_t longest = 0;
   std::vector<std::map<std::uint64_t, TimelineCell>> by_rank;
   bool any = false;
   for (const auto& r : ranks) {
-    t.ranks.push_back(r.value("rank", 0));
-    t.states.push_back(str(r, "state"));
-    t.errors.push_back(str(r, "error"));
+    t.ranks.push_back(r.rank);
+    t.states.push_back(r.state);
+    t.errors.push_back(r.error);
     std::map<std::uint64_t, TimelineCell> cells;
-    const auto blocked = opt_int(r, "blocked_in");
-    for (const auto& c : r.value("trace", json::array())) {
+    for (const auto& c : r.trace) {
       TimelineCell cell;
       cell.present = true;
-      cell.op = str(c, "op");
-      cell.dtype = str(c, "dtype");
-      cell.shape = shape_text(c.value("shape", json::array()));
-      cell.script_step = static_cast<int>(opt_int(c, "script_step").value_or(0));
-      cell.step_text = str(c, "step");
-      const auto seq = c.value("seq", std::uint64_t{0});
-      cell.blocked = blocked && static_cast<std::uint64_t>(*blocked) == seq;
-      cells[seq] = cell;
-      longest = std::max(longest, seq + 1);
+      cell.op = c.op;
+      cell.dtype = c.dtype;
+      cell.shape = shape_text(c.shape);
+      cell.script_step = c.script_step;
+      cell.step_text = c.step_text;
+      cell.blocked = r.blocked_in && *r.blocked_in == c.seq;
+      cells[c.seq] = cell;
+      longest = std::max(longest, c.seq + 1);
       any = true;
     }
     by_rank.push_back(std::move(cells));
@@ -238,89 +230,92 @@ std::string ReportModel::verdict() const {
   return "FAILED: " + std::to_string(bad) + " of " + std::to_string(ran) + " variants did not pass (" + which + ")" + skipped;
 }
 
-ReportModel report_model(const json& report) {
+std::string matrix_cell(const Verdict& verdict, const std::string& property) {
+  if (verdict.outcome != Outcome::Pass && verdict.outcome != Outcome::Fail) return to_string(verdict.outcome);
+  const auto* p = verdict.property(property);
+  return p ? to_string(p->outcome) : "";
+}
+
+ReportModel report_model(const std::vector<Verdict>& verdicts, const std::string& started, double seconds,
+                         const ReportLayout& layout) {
+  if (layout.by_metric && layout.metrics.size() != verdicts.size())
+    throw std::invalid_argument("report_model: " + std::to_string(layout.metrics.size()) + " metrics for " +
+                                std::to_string(verdicts.size()) + " verdicts");
+  if (!layout.sources.empty() && layout.sources.size() != verdicts.size())
+    throw std::invalid_argument("report_model: " + std::to_string(layout.sources.size()) + " sources for " +
+                                std::to_string(verdicts.size()) + " verdicts");
   ReportModel model;
-  const auto& variants = field(report, "variants", "the report");
-  const auto& summary = field(report, "summary", "the report");
-  if (!variants.is_array()) throw std::invalid_argument("not a distmetrics JSON report: 'variants' is not an array");
-  model.started = str(report, "started");
-  model.distmetrics_version = str(report, "distmetrics_version");
-  model.torch_version = str(report, "torch_version");
-  for (const auto& kind : outcome_kinds()) model.counts.add(kind.outcome, summary.value(kind.name, 0));
-  model.counts.total = summary.value("total", 0);
-  model.counts.seconds = report.value("seconds", 0.0);
-  const json matrix = report.value("matrix", json::array());
+  model.started = started;
+  model.distmetrics_version = DISTMETRICS_VERSION;
+  model.torch_version = DISTMETRICS_TORCH_VERSION;
+  for (const auto& v : verdicts) model.counts.add(v.outcome);
+  model.counts.seconds = seconds;
+  model.by_metric = layout.by_metric;
 
   // Rows in the order they first appear; their variants.
-  bool by_metric = false;
-  for (const auto& v : variants) by_metric = by_metric || v.contains("metric");
-  model.row_kind = by_metric ? "metric" : "scenario";
+  model.row_kind = layout.by_metric ? "metric" : "scenario";
   std::vector<std::string> seen;
   std::map<std::string, std::vector<std::size_t>> row_variants;
-  for (std::size_t i = 0; i < variants.size(); ++i) {
-    const auto& v = variants[i];
-    const std::string where = "variants[" + std::to_string(i) + "]";
+  for (std::size_t i = 0; i < verdicts.size(); ++i) {
+    const Verdict& v = verdicts[i];
     ReportVariant rv;
+    rv.verdict = v;
     rv.index = i;
-    rv.id = field(v, "id", where).get<std::string>();
-    rv.outcome = field(v, "outcome", where).get<std::string>();
-    rv.scenario = str(v, "scenario");
-    rv.row = by_metric ? str(v, "metric") : rv.scenario;
-    rv.file = str(v, "file");
-    rv.backend = str(v, "backend");
-    rv.world_size = v.value("world_size", 0);
-    rv.shard = str(v, "shard");
-    rv.placement = str(v, "placement");
-    rv.reason = str(v, "reason");
-    rv.reproduce = str(v, "reproduce");
-    rv.diagnosis = str(v, "diagnosis");
-    rv.seconds = v.value("seconds", 0.0);
+    rv.id = v.variant.id;
+    rv.outcome = to_string(v.outcome);
+    rv.scenario = v.variant.scenario;
+    rv.row = layout.by_metric ? layout.metrics[i] : rv.scenario;
+    if (!layout.sources.empty()) rv.source = layout.sources[i];
+    rv.file = v.variant.file;
+    rv.backend = v.variant.backend;
+    rv.world_size = v.variant.world_size;
+    rv.shard = v.variant.shard;
+    rv.placement = v.variant.placement;
+    rv.reason = v.reason;
+    rv.reproduce = v.variant.reproduce();
+    rv.diagnosis = v.diagnosis;
+    rv.seconds = v.seconds;
     rv.anchor = anchor_of("v-", rv.id);
-    const json ranks = v.value("ranks", json::array());
-    for (const auto& p : v.value("properties", json::array())) {
-      const std::string name = str(p, "name");
-      if (std::find(seen.begin(), seen.end(), name) == seen.end()) seen.push_back(name);
-      if (str(p, "outcome") == "fail") rv.findings.push_back(finding_of(p, ranks));
+    for (const auto& p : v.properties) {
+      if (std::find(seen.begin(), seen.end(), p.name) == seen.end()) seen.push_back(p.name);
+      if (p.outcome == Outcome::Fail) rv.findings.push_back(finding_of(p, v.ranks));
     }
-    for (const auto& r : ranks) {
+    for (const auto& r : v.ranks) {
       RankValue counts;
-      counts.rank = r.value("rank", 0);
-      counts.samples = opt_int(r, "samples");
-      counts.batches = opt_int(r, "batches");
+      counts.rank = r.rank;
+      counts.samples = r.samples;
+      counts.batches = r.batches;
       rv.rank_counts.push_back(counts);
     }
-    if (!rv.passed() && rv.outcome != "fail") rv.timeline = timeline_of(ranks, v.value("deviation", json()));  // hang, crash, memory, error
-    rv.details = rv.passed() ? "" : details_of(v, rv.outcome);
+    if (!rv.passed() && rv.outcome != "fail") rv.timeline = timeline_of(v.ranks, v.deviation);  // hang, crash, memory, error
+    rv.details = rv.passed() ? "" : details_of(v);
     if (!row_variants.count(rv.row)) model.rows.push_back(ReportRow{rv.row, {}, 0, 0, 0, 0, ""});
     row_variants[rv.row].push_back(i);
     model.variants.push_back(std::move(rv));
   }
-  if (report.contains("properties") && report.at("properties").is_array())
-    model.columns = report.at("properties").get<std::vector<std::string>>();
-  else
-    model.columns = in_column_order(seen);
+  model.columns = layout.columns.empty() ? in_column_order(seen) : layout.columns;
   if (model.columns.empty() && !model.variants.empty()) model.columns.push_back(properties_by_column().front()->name);
 
   // Each variant's outcome per column. A variant that hung, crashed, raised or was skipped has
-  // that outcome in every column of its row: none of its properties could be judged.
+  // that outcome in every column its row checks (in conform's matrix, in every column): none of
+  // its properties could be judged.
   for (auto& row : model.rows) {
     const auto& members = row_variants[row.name];
     std::vector<bool> row_checks(model.columns.size(), false);
     for (std::size_t c = 0; c < model.columns.size(); ++c)
       for (std::size_t i : members)
-        for (const auto& p : variants[i].value("properties", json::array()))
-          if (str(p, "name") == model.columns[c]) row_checks[c] = true;
+        if (verdicts[i].property(model.columns[c])) row_checks[c] = true;
     for (std::size_t i : members) {
       auto& rv = model.variants[i];
-      const json cells = i < matrix.size() ? matrix[i].value("properties", json::object()) : json();
+      const Verdict& v = verdicts[i];
       for (std::size_t c = 0; c < model.columns.size(); ++c) {
         const std::string& column = model.columns[c];
         std::string cell;
-        if (cells.is_object()) {
-          cell = str(cells, column.c_str());
-        } else if (rv.outcome == "pass" || rv.outcome == "fail") {
-          for (const auto& p : variants[i].value("properties", json::array()))
-            if (str(p, "name") == column) cell = str(p, "outcome");
+        if (layout.by_metric) {
+          cell = matrix_cell(v, column);
+        } else if (v.outcome == Outcome::Pass || v.outcome == Outcome::Fail) {
+          for (const auto& p : v.properties)
+            if (p.name == column) cell = to_string(p.outcome);
         } else if (row_checks[c] || c == 0) {
           cell = rv.outcome;
         }

@@ -1,8 +1,11 @@
-# The report model and its views (console, Markdown, HTML), shared by `run` and `conform`.
+# The report model, built from the verdicts, and its views (JSON, JUnit, console, Markdown, HTML),
+# shared by `run`, `conform` and `explore`.
 list(APPEND DISTMETRICS_HARNESS_SOURCES
   src/report/text.cpp
   src/report/model.cpp
   src/report/outcome.cpp
   src/report/console.cpp
   src/report/markdown.cpp
-  src/report/html.cpp)
+  src/report/html.cpp
+  src/report/json.cpp
+  src/report/junit.cpp)

@@ -1,7 +1,6 @@
 """pytest hooks: scenario files (*.toml under the scenario folder) become one item per variant,
 each run by the distmetrics runner in a session of its own under a hard timeout."""
 
-import functools
 import os
 import re
 import shutil
@@ -13,11 +12,6 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, Tuple
 
 import pytest
-
-try:
-    import tomllib  # Python 3.11+
-except ImportError:  # pragma: no cover - older Pythons use the default deadline
-    tomllib = None
 
 from . import explore
 from .processes import describe_returncode, run_with_timeout
@@ -36,7 +30,7 @@ MARKERS = {
     "regression": "a variant that encodes a known historical bug",
 }
 
-DEFAULT_DEADLINE = 60.0   # seconds for one variant when neither the scenario nor an option says
+DEFAULT_DEADLINE = 60.0   # seconds for one variant when neither the listing nor an option says
 GRACE = 30.0              # seconds on top of the deadline: starting ranks, writing the report
 OUTCOME_PROPERTY = "distmetrics_outcome"
 _REGISTERED_MARKERS = pytest.StashKey[set]()
@@ -74,7 +68,8 @@ def pytest_addoption(parser):
                          "checks that it leaves no process behind; default: one long-lived "
                          "runner (`distmetrics serve`) per pytest process, its rank pools kept")
     group.addoption("--mpirun", metavar="COMMAND",
-                    help="start variants of the mpi backend as `COMMAND -np N --oversubscribe "
+                    help="start the variants whose ranks only mpirun can start (the listing's "
+                         "launch \"mpirun\": the mpi backend's) as `COMMAND -np N --oversubscribe "
                          "distmetrics run ... --launcher mpi` (default: the runner starts its "
                          "own mpirun)")
     explore.add_options(group)  # --distmetrics-explore (explore.py)
@@ -96,41 +91,13 @@ def pytest_collect_file(file_path: Path, parent):
 
 
 def item_timeout(timeout: Optional[float], deadline_option: Optional[float],
-                 listed_deadline: Optional[float], file_deadline) -> float:
+                 listed_deadline: Optional[float]) -> float:
     """An item's hard timeout: --distmetrics-timeout, else the variant's deadline plus GRACE,
-    the deadline being --distmetrics-deadline, else the listing's, else the scenario file's
-    (file_deadline is called only then), else DEFAULT_DEADLINE."""
+    the deadline being --distmetrics-deadline, else the listing's, else DEFAULT_DEADLINE."""
     if timeout is not None:
         return timeout
-    deadline = deadline_option or listed_deadline or file_deadline() or DEFAULT_DEADLINE
+    deadline = deadline_option or listed_deadline or DEFAULT_DEADLINE
     return deadline + GRACE
-
-
-@functools.lru_cache(maxsize=None)
-def scenario_deadline(path: Path) -> Optional[float]:
-    """The top-level `deadline` (seconds per variant) of a scenario file, or None when it has
-    none or cannot be read (the runner reports bad files itself)."""
-    if tomllib is None:
-        return None
-    try:
-        value = tomllib.loads(path.read_text()).get("deadline")
-    except (OSError, ValueError):
-        return None
-    return float(value) if isinstance(value, (int, float)) and value > 0 else None
-
-
-@functools.lru_cache(maxsize=None)
-def scenario_metric(path: Path) -> Optional[str]:
-    """The `[metric] name` of a scenario file, or None when it cannot be read."""
-    try:
-        import tomllib  # Python 3.11
-    except ImportError:
-        return None
-    try:
-        name = tomllib.loads(Path(path).read_text()).get("metric", {}).get("name")
-    except (OSError, ValueError, AttributeError):
-        return None
-    return name if isinstance(name, str) else None
 
 
 class DistmetricsSession:
@@ -166,10 +133,10 @@ class DistmetricsSession:
 
     # --- the long-lived runner ----------------------------------------------------------------
     def isolates(self, variant: Variant) -> bool:
-        """Whether the item gets a runner of its own: with --distmetrics-isolate, and for mpi
-        variants started under --mpirun (each is its own MPI job)."""
+        """Whether the item gets a runner of its own: with --distmetrics-isolate, and for the
+        variants --mpirun starts (each is its own MPI job)."""
         return (self.isolate or self.python is not None
-                or (variant.backend == "mpi" and self.mpirun is not None))
+                or (variant.started_by_mpirun and self.mpirun is not None))
 
     def stream_runner(self) -> StreamRunner:
         """This process's `distmetrics serve` (one per xdist worker), started on first use."""
@@ -181,7 +148,7 @@ class DistmetricsSession:
                 # Unix socket lives in TMPDIR, and a socket path may hold 107 bytes only.
                 self._stream_dir = Path(tempfile.mkdtemp(prefix="distmetrics-serve-"))
             env = dict(os.environ, TMPDIR=str(self._stream_dir))
-            if os.geteuid() == 0:  # the runner starts mpirun itself for mpi variants
+            if os.geteuid() == 0:  # the runner starts mpirun itself for variants whose launch is mpirun
                 env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
             self._stream = StreamRunner(serve_command(self.runner(), self.deadline, self.allow_python),
                                         cwd=str(self.rootdir), env=env,
@@ -284,8 +251,7 @@ class DistmetricsSession:
         return variant.listed_from or self.cli_path(file)
 
     def hard_timeout(self, variant: Variant) -> float:
-        return item_timeout(self.timeout, self.deadline, variant.deadline,
-                            lambda: scenario_deadline(variant.file))
+        return item_timeout(self.timeout, self.deadline, variant.deadline)
 
     # --- reporting ---------------------------------------------------------------------------
     def pytest_report_header(self, config):
@@ -469,12 +435,11 @@ class VariantItem(pytest.Item):
         report = workdir / "report.json"
         command = run_command(session.runner(), variant, session.run_path(variant), report,
                               session.deadline, session.mpirun,
-                              python=session.python, metric=scenario_metric(variant.file),
-                              allow_python=session.allow_python)
+                              python=session.python, allow_python=session.allow_python)
         # A short TMPDIR of its own: the rank pool's Unix socket path may hold 107 bytes only.
         short_tmp = tempfile.mkdtemp(prefix="distmetrics-item-")
         env = dict(os.environ, TMPDIR=short_tmp)
-        if variant.backend == "mpi" and os.geteuid() == 0:
+        if variant.started_by_mpirun and os.geteuid() == 0:
             env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
         try:
             done = run_with_timeout(command, timeout, str(workdir / "runner.log"),

@@ -65,9 +65,15 @@ class Selection:
         return flags
 
 
+# How the runner's local pool starts a variant's ranks (the listing's "launch", from the CLI's
+# backend table): "mpirun" for a backend whose ranks only mpirun can start.
+LAUNCH_MPIRUN = "mpirun"
+
+
 @dataclass
 class Variant:
-    """One entry of `distmetrics list --json`."""
+    """One entry of `distmetrics list --json` (docs/cli-contract.md): everything the plugin knows
+    of a variant comes from there, not from the scenario file."""
     id: str
     scenario: str
     file: Path                      # absolute
@@ -75,10 +81,17 @@ class Variant:
     world_size: int
     shard: str
     placement: str
+    launch: str = "direct"          # "direct" or "mpirun"
+    metric: Optional[str] = None    # the scenario's metric, as its file names it
     markers: List[str] = field(default_factory=list)
     skip: Optional[str] = None
-    deadline: Optional[float] = None  # seconds, when the CLI says (an optional field)
+    deadline: Optional[float] = None  # seconds per variant, the scenario's
     listed_from: Optional[str] = None  # the path given to `list` that found it
+
+    @property
+    def started_by_mpirun(self) -> bool:
+        """Whether only mpirun can start its ranks: --mpirun starts it, one MPI job per item."""
+        return self.launch == LAUNCH_MPIRUN
 
     @property
     def short_name(self) -> str:
@@ -91,11 +104,14 @@ def _variant_from_json(entry: Dict, cwd: Path) -> Variant:
     try:
         file = Path(entry["file"])
         deadline = entry.get("deadline")
+        metric = entry.get("metric")
         return Variant(
             id=str(entry["id"]), scenario=str(entry["scenario"]),
             file=(file if file.is_absolute() else cwd / file).resolve(),
             backend=str(entry["backend"]), world_size=int(entry["world_size"]),
             shard=str(entry["shard"]), placement=str(entry["placement"]),
+            launch=str(entry["launch"]),
+            metric=str(metric) if metric is not None else None,
             markers=[str(m) for m in entry.get("markers") or []],
             skip=entry.get("skip") or None,
             deadline=float(deadline) if deadline is not None else None)
@@ -131,24 +147,24 @@ def list_variants(runner: Sequence[str], paths: Sequence[str], selection: Select
 
 def run_command(runner: Sequence[str], variant: Variant, file_arg: str, report: Optional[Path],
                 deadline: Optional[float], mpirun: Optional[Sequence[str]],
-                python: Optional[str] = None, metric: Optional[str] = None,
-                allow_python: bool = False) -> List[str]:
+                python: Optional[str] = None, allow_python: bool = False) -> List[str]:
     """The command that runs exactly one variant and writes its JSON report (none when report
-    is None: the command a person types). The runner starts the ranks itself (for the mpi
-    backend, through its own mpirun); given an mpirun command, variants of the mpi backend are
-    started by it instead, one process per rank (`--launcher mpi`). With `python`, the variant
-    runs that Python source's `metric` through `distmetrics conform --python` instead."""
+    is None: the command a person types). The runner starts the ranks itself (those whose
+    launch is "mpirun" through its own mpirun); given an mpirun command, those are started by it
+    instead, one process per rank (`--launcher mpi`). With `python`, the variant runs that
+    Python source's metric of the scenario's name through `distmetrics conform --python`."""
     command = [*runner, "run", file_arg, "--filter", variant.id]
     if python:  # a Python metric instead of the reference one (docs/python.md)
         command[len(runner)] = "conform"
-        command[len(runner) + 1:len(runner) + 1] = ["--python", python] + (["--metric", metric] if metric else [])
+        command[len(runner) + 1:len(runner) + 1] = ["--python", python] + (
+            ["--metric", variant.metric] if variant.metric else [])
     if report is not None:
         command += ["--json", str(report)]
     if deadline is not None:
         command += ["--deadline", f"{deadline:g}"]
     if allow_python:  # the scenario's data.python / reference.python (docs/scenarios.md)
         command += ["--allow-python"]
-    if variant.backend == "mpi" and mpirun is not None:
+    if variant.started_by_mpirun and mpirun is not None:
         command = [*mpirun, "-np", str(variant.world_size), "--oversubscribe", *command,
                    "--launcher", "mpi"]
     return command

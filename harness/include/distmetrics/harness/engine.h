@@ -100,11 +100,12 @@ class Engine {
     VariantPlan plan;
   };
   Planned plan(const Scenario& scenario, const Variant& variant);
-  // `planned`: run()'s plan (null: it could not be made). `reference`: the single-process
-  // reference already computing in a child process since `started` (run() starts it beside the
-  // ranks); null: judge builds it after the ranks.
+  // `planned`: run()'s plan (null: it could not be made, and `plan_error` says why).
+  // `reference`: the single-process reference already computing in a child process since
+  // `started` (run() starts it beside the ranks); null: judge builds it after the ranks.
   Verdict judge(const Scenario& scenario, const Variant& variant, const runtime::JobResult& run, const Planned* planned,
-                runtime::ChildCall* reference, std::chrono::steady_clock::time_point started);
+                const std::string& plan_error, runtime::ChildCall* reference,
+                std::chrono::steady_clock::time_point started);
   const Dataset& data_for(const Scenario& scenario);
   EngineOptions options_;
   std::map<std::string, Dataset> data_;  // per scenario name (+ seed)

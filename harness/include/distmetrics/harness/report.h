@@ -1,6 +1,6 @@
 // Reports of a run: console progress, then the report model's console view (report_model.h)
-// ending in a last line that can be grepped; the JSON report and JUnit XML of
-// docs/cli-contract.md; the exit code.
+// ending in a last line that can be grepped; the report files (each a view of the model:
+// JSON and JUnit XML of docs/cli-contract.md, HTML, Markdown); the exit code.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -14,14 +14,6 @@
 
 namespace distmetrics::harness {
 
-// Each outcome's count (outcome.h) and the run's seconds.
-struct Summary : OutcomeCounts {
-  double seconds = 0;
-  // "118 passed, 1 failed, 0 hang, 0 crash, 0 error, 1 skipped in 52.3 s"
-  std::string line() const;
-};
-Summary summarize(const std::vector<Verdict>& verdicts, double seconds);
-
 class ConsoleReport {
  public:
   // `total` sizes the counter. By default each finished variant prints one symbol (outcome.h:
@@ -32,7 +24,7 @@ class ConsoleReport {
   void progress(const Verdict& verdict);
   // The matrix, the folded skips, what did not pass and the last line (render_console).
   void finish(const ReportModel& model);
-  void finish(const std::vector<Verdict>& verdicts, double seconds);  // the model of json_report()
+  void finish(const std::vector<Verdict>& verdicts, double seconds);  // report_model(verdicts, now, seconds)
 
  private:
   void end_progress_line();
@@ -42,9 +34,6 @@ class ConsoleReport {
   int column_ = 0;
   ConsoleOptions options_;
 };
-
-nlohmann::json json_report(const std::vector<Verdict>& verdicts, const std::string& started_iso8601, double seconds);
-std::string junit_report(const std::vector<Verdict>& verdicts, double seconds);
 
 // The exit code of bad input (a scenario file, a flag, a plugin that cannot be loaded); not an
 // outcome of a variant, so not in the outcome table.
@@ -59,11 +48,9 @@ int exit_code(const std::vector<Verdict>& verdicts, bool bad_input);
 struct ReportFiles {
   std::string json, junit, html, markdown;
 };
-// Writes each report file asked for, all views of the one run: `report` (the JSON report),
-// `model` (its model, for HTML and Markdown) and the verdicts (JUnit). False when one could not
-// be written (said on `err`).
-bool write_reports(const ReportFiles& files, const nlohmann::json& report, const ReportModel& model,
-                   const std::vector<Verdict>& verdicts, double seconds, std::ostream& err);
+// Writes each report file asked for, each a view of the run's model (render_json, render_junit,
+// render_html, render_markdown). False when one could not be written (said on `err`).
+bool write_reports(const ReportFiles& files, const ReportModel& model, std::ostream& err);
 
 // Writes a report file, creating its folder; false, with a message on `err`, when it cannot.
 bool write_report_file(const std::string& path, const std::string& text, std::ostream& err);

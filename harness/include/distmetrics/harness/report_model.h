@@ -1,10 +1,11 @@
-// The report model: one reading of a JSON report (docs/cli-contract.md), the machine-readable
-// source, and three views rendered from it: the console, Markdown (a pull-request comment) and a
-// self-contained HTML page. `run` and `conform` both build their reports here.
+// The report model: one run's verdicts laid out for reading (the matrix, the findings, the
+// timelines, the skips), and every report rendered from it: the JSON report
+// (docs/cli-contract.md), JUnit XML, the console, Markdown (a pull-request comment) and a
+// self-contained HTML page. `run`, `conform` and `explore` build their reports here.
 //
-//   ReportModel model = report_model(json_report(verdicts, started, seconds));
+//   ReportModel model = report_model(verdicts, started, seconds);
 //   render_console(model, std::cout, {});
-//   write(render_html(model));
+//   write(render_json(model).dump(2)), write(render_junit(model)), write(render_html(model));
 //
 // The matrix has one row per scenario (`run`) or per metric (`conform`) and one column per
 // property; a cell holds the worst outcome over the row's variants and how many did not pass.
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "distmetrics/harness/outcome.h"
+#include "distmetrics/harness/verdict.h"
 
 namespace distmetrics::harness {
 
@@ -99,8 +101,10 @@ struct Timeline {
 };
 
 struct ReportVariant {
+  Verdict verdict;  // what it was built from: the JSON and JUnit views write it as it is
   std::size_t index = 0;
   std::string id, row, scenario, file, backend, shard, placement, outcome, reason, reproduce, diagnosis;
+  std::string source;  // conform with several sources: the path of the one it checked
   int world_size = 0;
   double seconds = 0;
   std::string anchor;  // HTML id
@@ -136,15 +140,35 @@ struct ReportModel {
   ReportCounts counts;
   std::string started, distmetrics_version, torch_version;
   std::string worst;  // over every variant that ran; "" when none did
+  // conform's matrix (ReportLayout::by_metric): the JSON report carries the columns
+  // ("properties"), each variant's cells ("matrix") and each variant's "metric" and "source".
+  bool by_metric = false;
+  // Top-level fields only the JSON report carries (conform: "plugin", "plugins", "findings").
+  nlohmann::json json_fields = nlohmann::json::object();
 
   std::string verdict() const;  // one line: "FAILED: 2 of 31 variants did not pass (1 fail, 1 hang); 28 skipped"
   std::vector<const ReportVariant*> not_passed() const;
 };
 
-// Reads a JSON report (`run`'s, or `conform`'s with "plugin", "properties" and "matrix"; a
-// variant's "metric" makes the rows metrics). Throws std::invalid_argument naming the field
-// when the JSON is not a report.
-ReportModel report_model(const nlohmann::json& report);
+// How a report lays out its matrix. The default is `run`'s: a row per scenario, a column per
+// property judged (the property table's column order), and a variant that hung, crashed, raised
+// or was skipped shows that outcome in the columns its row checks. conform's: a row per metric,
+// its columns given, and such a variant's outcome in every column (none could be judged).
+struct ReportLayout {
+  bool by_metric = false;
+  std::vector<std::string> metrics;  // by_metric: per verdict, the metric it checked (its row)
+  std::vector<std::string> sources;  // by_metric with several sources: per verdict, its source's path
+  std::vector<std::string> columns;  // the properties; empty: those the verdicts judged
+};
+
+// The model of one run: its verdicts (in order), when it started (ISO-8601) and its seconds.
+// Throws std::invalid_argument when a layout's per-verdict list has another length.
+ReportModel report_model(const std::vector<Verdict>& verdicts, const std::string& started, double seconds,
+                         const ReportLayout& layout = {});
+
+// conform's cell of a verdict: an outcome name, or "" when the property was not checked on it.
+// A variant that did not pass or fail has its outcome in every column.
+std::string matrix_cell(const Verdict& verdict, const std::string& property);
 
 struct ConsoleOptions {
   bool quiet = false;       // no matrix: only what did not pass, and the last line
@@ -156,5 +180,10 @@ struct ConsoleOptions {
 void render_console(const ReportModel& model, std::ostream& out, const ConsoleOptions& options);
 std::string render_markdown(const ReportModel& model);
 std::string render_html(const ReportModel& model);
+// The JSON report (docs/cli-contract.md, docs/report.schema.json): each variant as its verdict
+// says (Verdict::to_json), the summary, and conform's matrix and fields.
+nlohmann::json render_json(const ReportModel& model);
+// JUnit XML: a test suite per scenario, a test case per variant.
+std::string render_junit(const ReportModel& model);
 
 }  // namespace distmetrics::harness

@@ -18,6 +18,7 @@ struct Variant {
   std::string id;
   std::string scenario;  // scenario name
   std::string file;      // scenario file path
+  std::string metric;    // the scenario's metric, as its file names it
   std::string backend;
   int world_size = 1;
   std::string shard;
@@ -34,7 +35,9 @@ struct Variant {
   std::string short_id() const;
   // distmetrics run <file> --filter '<id>' (or reproduce_command when set)
   std::string reproduce() const;
-  // The `distmetrics list --json` form.
+  // The `distmetrics list --json` form (docs/cli-contract.md), with "launch": how a local rank
+  // pool starts its ranks ("direct", or "mpirun" for a backend only mpirun can start: the
+  // backend table's pool_launch).
   nlohmann::json to_json() const;
 };
 
@@ -57,5 +60,10 @@ struct Selection {
 // are left out), with skip reasons for those this machine cannot run. Order: backend, world
 // size, shard, placement, as the scenario lists them.
 std::vector<Variant> expand_variants(const Scenario& scenario, int gpus_available);
+
+// The variant of `scenario` whose id is `id`, as expand_variants makes it, without making the
+// others (the id's parts are read back against the scenario's lists); nullopt when the scenario
+// does not expand into it.
+std::optional<Variant> find_variant(const Scenario& scenario, const std::string& id, int gpus_available);
 
 }  // namespace distmetrics::harness
