@@ -63,6 +63,8 @@ def main():
     parser.add_argument("--plugin", default=str(ROOT / "build" / "plugin" / "tests" / "libexample_regression_metrics.so"))
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--json", help="also write the medians and the ratio to this file (ci/bench.sh's table)")
+    parser.add_argument("--no-sources", action="store_true",
+                        help="leave out the three-sources comparison (ci/bench.sh's torch 2.x row needs only the per-variant costs)")
     args = parser.parse_args()
     cpp_variant, cpp_first, cpp_wall = run(args.bin, "--plugin", args.plugin, args.repeat)
     py_variant, py_first, py_wall = run(args.bin, "--python", PYTHON_SOURCE, args.repeat)
@@ -74,17 +76,22 @@ def main():
           f"for the first on a pool (each worker starts its interpreter and imports torch), {py_wall / cpp_wall:.2f} per run")
     # Three sources: one run for all of them against a run per source (each paying every
     # worker's interpreter start and torch import again).
-    separate = sum(run(args.bin, "--python", source, args.repeat)[2] for source in STYLES)
-    together = run(args.bin, "--python", STYLES, args.repeat)[2]
-    print(f"3 sources in one conform run: {together:6.2f} s; one run per source: {separate:6.2f} s in all; "
-          f"ratio {together / separate:.2f}")
+    # Which LibTorch the CLI was built against ("distmetrics X (LibTorch 2.15.0)"): the rows of two builds
+    # side by side say which is which.
+    version = subprocess.run([args.bin, "--version"], capture_output=True, text=True).stdout.strip()
+    torch_version = version.rsplit("LibTorch ", 1)[-1].rstrip(")") if "LibTorch " in version else "?"
+    result = {"cpp_ms": cpp_variant * 1000, "python_ms": py_variant * 1000,
+              "cpp_first_ms": cpp_first * 1000, "python_first_ms": py_first * 1000,
+              "cpp_run_s": cpp_wall, "python_run_s": py_wall, "torch_version": torch_version,
+              "variants": "examples/python/scenarios/mean_absolute_error.toml", "repeat": args.repeat}
+    if not args.no_sources:
+        separate = sum(run(args.bin, "--python", source, args.repeat)[2] for source in STYLES)
+        together = run(args.bin, "--python", STYLES, args.repeat)[2]
+        print(f"3 sources in one conform run: {together:6.2f} s; one run per source: {separate:6.2f} s in all; "
+              f"ratio {together / separate:.2f}")
+        result.update(sources_together_s=together, sources_separate_s=separate)
     if args.json:
-        Path(args.json).write_text(json.dumps({"cpp_ms": cpp_variant * 1000, "python_ms": py_variant * 1000,
-                                               "cpp_first_ms": cpp_first * 1000, "python_first_ms": py_first * 1000,
-                                               "cpp_run_s": cpp_wall, "python_run_s": py_wall,
-                                               "sources_together_s": together, "sources_separate_s": separate,
-                                               "variants": "examples/python/scenarios/mean_absolute_error.toml",
-                                               "repeat": args.repeat}))
+        Path(args.json).write_text(json.dumps(result))
 
 if __name__ == "__main__":
     main()

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Turns one run of distmetrics_bench (Google Benchmark JSON) into the table of ratios.
 
-Usage: report.py RAW.json [--json OUT.json] [--quick] [--python-json FILE] [--pytest-json FILE]
-(the last two: from bench/python_overhead.py --json and tools/bench_pytest_vs_cli.py --json)
+Usage: report.py RAW.json [--json OUT.json] [--quick] [--python-json FILE] [--python-json-torch2 FILE] [--pytest-json FILE]
+(the last three: from bench/python_overhead.py --json, on this build and on the torch 2.x build, and
+tools/bench_pytest_vs_cli.py --json)
 Every ratio compares two things measured side by side in the same run. Exit 1 when a benchmark
 failed to run (never because of a speed: bars are printed, not enforced).
 """
@@ -128,6 +129,22 @@ def main(argv):
             r = p["sources_together_s"] / p["sources_separate_s"]
             row("3 Python sources (torchmetrics, Ignite, torcheval styles) in one conform run vs one run per source",
                 f"{p['sources_together_s']:.1f} s", f"{p['sources_separate_s']:.1f} s", r, f"{r:.2f}x", "(printed)", None)
+    # The same Python metric on the torch 2.x (pip) build beside this build's (ci/bench.sh --torch2-build-dir).
+    torch2_json = argv[argv.index("--python-json-torch2") + 1] if "--python-json-torch2" in argv else None
+    if torch2_json and python_json:
+        with open(torch2_json) as f:
+            t2 = json.load(f)
+        here = p.get("torch_version", "this build")
+        there = t2.get("torch_version", "2.x")
+        r = t2["python_ms"] / p["python_ms"]
+        row(f"Python metric per-variant cost at steady state on LibTorch {there} (pip build) vs {here}, same scenario",
+            fmt_ms(t2["python_ms"]), fmt_ms(p["python_ms"]), r, f"{r:.2f}x", "(printed)", None)
+        r = t2["python_first_ms"] / p["python_first_ms"]
+        row(f"  the first variant on each new pool, LibTorch {there} vs {here}",
+            fmt_ms(t2["python_first_ms"]), fmt_ms(p["python_first_ms"]), r, f"{r:.2f}x", "(printed)", None)
+        r = t2["python_ms"] / t2["cpp_ms"]
+        row(f"  on LibTorch {there}: the Python metric vs the C++ plugin (gloo through torch's Python binding, no kept transport)",
+            fmt_ms(t2["python_ms"]), fmt_ms(t2["cpp_ms"]), r, f"{r:.2f}x", "(printed)", None)
     pytest_json = argv[argv.index("--pytest-json") + 1] if "--pytest-json" in argv else None
     if pytest_json:
         with open(pytest_json) as f:

@@ -2,8 +2,10 @@
 # The benchmarks: builds distmetrics_bench and the CLI, runs every benchmark once, and prints ONE
 # table of ratios, each measured side by side in the same run (absolute times on a shared
 # machine are noise; the ratios are the result). docs/performance.md explains every row.
-#   Usage: ci/bench.sh [--quick] [--json FILE] [--build-dir DIR] [--no-build] [--explore] [-- benchmark flags]
+#   Usage: ci/bench.sh [--quick] [--json FILE] [--build-dir DIR] [--no-build] [--explore] [--torch2-build-dir DIR] [-- benchmark flags]
 #   --explore   also ci/bench_explore.sh: `distmetrics explore` on every example (opt-in, ~20 min)
+#   --torch2-build-dir DIR  a torch 2.x (pip) build (ci/test_torch2.sh; default build-torch2 when its CLI
+#               and example plugin are built): the Python metric's per-variant cost there beside this build's
 #   --quick     tiny sizes, one repetition, no whole-library run, no peer run (~30 s): checks that every
 #               benchmark works (CI, ctest bench_quick); its numbers mean nothing
 #   --json FILE the table as JSON (rows with value, baseline, ratio, bar, meets)
@@ -16,7 +18,7 @@ DM_JOB=bench  # read by ci/lib.sh
 source "$(dirname "$0")/lib.sh"
 cd "$DM_ROOT"
 
-quick=0 json="" build_dir=${BUILD_DIR:-build} build=1 extra=() explore=0
+quick=0 json="" build_dir=${BUILD_DIR:-build} build=1 extra=() explore=0 torch2_dir=""
 while [ $# -gt 0 ]; do
   case $1 in
     --quick) quick=1 ;;
@@ -24,8 +26,9 @@ while [ $# -gt 0 ]; do
     --build-dir) build_dir=$2; shift ;;
     --no-build) build=0 ;;
     --explore) explore=1 ;;  # also ci/bench_explore.sh (opt-in: ~20 min)
+    --torch2-build-dir) torch2_dir=$2; shift ;;
     --) shift; extra=("$@"); break ;;
-    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) dm_fail "unknown argument '$1' (see --help)"; exit 2 ;;
   esac
   shift
@@ -75,6 +78,25 @@ if [ -f "$plugin" ]; then
   report_flags+=(--python-json "$python_json")
 else
   echo "(no Python-metric row: $plugin is not built, or the build has no pyhost)" >&2
+fi
+# The same Python metric on the torch 2.x (pip) build (it has no distmetrics_bench: the benchmarks make
+# raw C++ Gloo groups), beside this build's row. Not built here: ci/test_torch2.sh builds it.
+torch2_json=$build_dir/bench/python_overhead_torch2.json
+rm -f "$torch2_json"
+if [ -z "$torch2_dir" ] && [ "$quick" != 1 ] && [ -x build-torch2/bin/distmetrics ]; then torch2_dir=build-torch2; fi
+if [ -n "$torch2_dir" ] && [ -f "$python_json" ]; then
+  torch2_plugin=$torch2_dir/plugin/tests/libexample_regression_metrics.so
+  torch2_python=$(sed -n 's/^DISTMETRICS_PYTHON:FILEPATH=//p' "$torch2_dir/CMakeCache.txt" 2>/dev/null || true)
+  if [ -x "$torch2_dir/bin/distmetrics" ] && [ -f "$torch2_plugin" ] && [ -n "$torch2_python" ]; then
+    repeat=3; [ "$quick" = 1 ] && repeat=1
+    if ! "$torch2_python" "$DM_ROOT/bench/python_overhead.py" --bin "$torch2_dir/bin/distmetrics" --plugin "$torch2_plugin" \
+         --repeat "$repeat" --no-sources --json "$torch2_json" >>"$log" 2>&1; then
+      dm_fail "bench/python_overhead.py on $torch2_dir failed; its output:"; tail -n 20 "$log" >&2; exit 1
+    fi
+    report_flags+=(--python-json-torch2 "$torch2_json")
+  else
+    echo "(no torch 2.x row: $torch2_dir/bin/distmetrics or $torch2_plugin is not built; ci/test_torch2.sh builds them)" >&2
+  fi
 fi
 pytest_paths=(scenarios); pytest_ws=1,2
 [ "$quick" = 1 ] && pytest_paths=(scenarios/core/mean_absolute_error.toml) && pytest_ws=2

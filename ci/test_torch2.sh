@@ -12,27 +12,29 @@ root=$(cd "$here/.." && pwd)
 
 usage() {
   cat <<'EOF'
-Usage: ci/test_torch2.sh [--build-dir DIR] [--jobs N] [--skip-venv] [--no-build] [--no-cli] [--ctest-regex RE] [--route-check]
+Usage: ci/test_torch2.sh [--build-dir DIR] [--jobs N] [--skip-venv] [--no-build] [--no-cli] [--full] [--ctest-regex RE] [--route-check]
   --build-dir DIR    the 2.x build folder (default: $BUILD_DIR or build-torch2)
   --jobs N           build and ctest parallelism (default: $JOBS or the number of cores)
   --skip-venv        use the venv as it is (ci/torch2-venv.sh --path), install nothing
   --no-build         reuse the build as it is
   --no-cli           only the ctest subset, not the CLI checks
+  --full             build the whole tree and run the whole ctest suite (not only the subset)
   --ctest-regex RE   the ctest tests to run (default: the subset run on 2.x so far, see below)
   --route-check      first build and run ci/torch2_gloo_route_check.cpp (the gloo route without
                      distmetrics, 2 ranks, Python started after and before the fork; ~4 min to compile)
   -h, --help         this text
 Environment: DISTMETRICS_TORCH2_VENV (the venv's folder), NICE (default 19: the build machines are shared).
 The default subset: the runtime's suites (comm_tests: every collective on gloo and mpi at world
-sizes 1 to 4; the pool store), the CLI's version and conform --python. Exit: 0 all passed, 1 a
-test or check failed, 5 the venv, configure or build failed.
+sizes 1 to 4; the pool store; the rank pool, its gloo warm-up included), the CLI's version and
+conform --python. Exit: 0 all passed, 1 a test or check failed, 5 the venv, configure or build
+failed.
 EOF
 }
 
 build_dir=${BUILD_DIR:-build-torch2}
 jobs=${JOBS:-$(nproc)}
-skip_venv=0 build=1 cli=1 route_check=0
-ctest_regex='Collectives|SingleProcessComm|PoolStore'
+skip_venv=0 build=1 cli=1 route_check=0 full=0
+ctest_regex='Collectives|SingleProcessComm|PoolStore|RankPool'
 while [ $# -gt 0 ]; do
   case "$1" in
     -h | --help) usage; exit 0 ;;
@@ -43,6 +45,7 @@ while [ $# -gt 0 ]; do
     --no-build) build=0 ;;
     --no-cli) cli=0 ;;
     --route-check) route_check=1 ;;
+    --full) full=1 ;;
     *) echo "ci/test_torch2.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -76,15 +79,22 @@ fi
 if [ "$build" = 1 ]; then
   "${nice[@]}" cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DDISTMETRICS_TORCH=pip -DDISTMETRICS_PYTHON="$python" || exit 5
+  say "configured"
   targets=(comm_tests launch_tests)
-  [ "$cli" = 1 ] && targets+=(distmetrics)
+  [ "$cli" = 1 ] && targets+=(distmetrics example_regression_metrics)
+  [ "$full" = 1 ] && targets=(all)
   "${nice[@]}" cmake --build "$build_dir" -j "$jobs" --target "${targets[@]}" || exit 5
   say "built: ${targets[*]}"
 fi
 
 status=0
-"${nice[@]}" ctest --test-dir "$build_dir" --output-on-failure -j "$jobs" -R "$ctest_regex" || status=1
-say "ctest -R '$ctest_regex': $([ $status = 0 ] && echo passed || echo FAILED)"
+if [ "$full" = 1 ]; then
+  "${nice[@]}" ctest --test-dir "$build_dir" --output-on-failure -j "$jobs" || status=1
+  say "ctest (the whole suite): $([ $status = 0 ] && echo passed || echo FAILED)"
+else
+  "${nice[@]}" ctest --test-dir "$build_dir" --output-on-failure -j "$jobs" -R "$ctest_regex" || status=1
+  say "ctest -R '$ctest_regex': $([ $status = 0 ] && echo passed || echo FAILED)"
+fi
 
 if [ "$cli" = 1 ]; then
   cli_bin=$build_dir/bin/distmetrics

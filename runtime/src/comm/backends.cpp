@@ -5,14 +5,11 @@
 #include "distmetrics/build_config.h"
 #include "distmetrics/runtime/backends.h"
 #include "distmetrics/runtime/errors.h"
+#if DISTMETRICS_GLOO_THROUGH_PYTHON
+#include "gloo_through_python.h"
+#endif
 
 namespace distmetrics::runtime {
-#if DISTMETRICS_GLOO_THROUGH_PYTHON
-namespace detail {
-// Why torch's Python package cannot give gloo in this process (nullopt: it can).
-std::optional<std::string> gloo_through_python_unavailable();
-}  // namespace detail
-#endif
 namespace {
 
 std::optional<std::string> gloo_unavailable(const std::string& comm_device, int) {
@@ -70,6 +67,9 @@ const std::vector<Backend>& backends() {
     gloo.peer_isolation = TaskIsolation::ForkedChild;
     gloo.unavailable = gloo_unavailable;
     gloo.make = detail::make_gloo_communicator;
+#if DISTMETRICS_GLOO_THROUGH_PYTHON
+    gloo.pool_warm_up_task = detail::kGlooThroughPythonWarmUpTask;  // each worker imports torch.distributed
+#endif
 
     Backend mpi;
     mpi.name = "mpi";

@@ -19,18 +19,35 @@
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
+#include <atomic>
 #include <cstdlib>
 #include <mutex>
 #include <optional>
 #include <string>
 
 #include "distmetrics/runtime/embedded_python.h"
+#include "distmetrics/runtime/task.h"
 #include "gloo_collectives.h"
+#include "gloo_through_python.h"
 
 namespace distmetrics::runtime::detail {
 namespace {
 
 namespace py = pybind11;
+
+std::atomic<int> groups_made{0};
+std::atomic<int> warm_ups_run{0};
+
+// The gloo backend's pool warm-up (backends.cpp): the worker made this job's communicator first,
+// which imported torch.distributed and made a group; the barrier shows the group works.
+const bool warm_up_registered = [] {
+  TaskRegistry::instance().add(kGlooThroughPythonWarmUpTask, [](TaskContext& ctx) {
+    ctx.comm.barrier();
+    ++warm_ups_run;
+    return nlohmann::json::object();
+  });
+  return true;
+}();
 
 // The interpreter, started here unless pyhost (or an earlier group) did; the GIL left free.
 void ensure_embedded_python() {
@@ -80,6 +97,9 @@ c10::intrusive_ptr<c10d::Backend> gloo_group_from_torch(const CommSpec& spec, co
 
 }  // namespace
 
+int gloo_groups_made_through_python() { return groups_made.load(); }
+int gloo_warm_ups_run() { return warm_ups_run.load(); }
+
 std::optional<std::string> gloo_through_python_unavailable() {
   static std::once_flag checked;
   static std::optional<std::string> reason;
@@ -114,6 +134,7 @@ std::unique_ptr<Communicator> make_gloo_communicator(const CommSpec& spec, const
                              std::to_string(spec.world_size - 1) + " peers (torch's ProcessGroupGloo, made through its "
                              "Python binding): " + short_what(e));
   }
+  ++groups_made;
   return std::make_unique<GlooCollectives<c10d::Backend>>(spec, comm_device_of(spec), std::move(group), store);
 }
 

@@ -22,6 +22,7 @@
 #include <filesystem>
 #include <iostream>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "../comm/backend_factory.h"
@@ -482,10 +483,14 @@ class RankPool::Impl {
     const auto started = std::chrono::steady_clock::now();
     if (alive() && !healthy()) end_workers();
     double start_seconds = 0;
-    if (!alive()) {
+    const bool starting = !alive();
+    if (starting || backend_needs_warm_up(request.backend)) {
       const Deadline startup = Deadline::after(options_.startup_deadline);
-      std::optional<JobResult> failure = start(startup);
-      if (!failure && options_.warm_up) failure = warm_up(request, startup);
+      std::optional<JobResult> failure;
+      if (starting) failure = start(startup);
+      if (!failure) failure = warm_up_backend(request, startup);
+      if (!failure && starting && options_.warm_up)
+        failure = warm_up(*options_.warm_up, request, startup, "run once when the pool starts");
       if (failure) {
         failure->seconds = seconds_since(started);
         return *failure;
@@ -516,10 +521,27 @@ class RankPool::Impl {
 
   bool alive() const { return !workers_.empty(); }
 
-  // PoolOptions::warm_up, on `first`'s backend and device, by the start's deadline. Returns the
+  // Whether these workers have yet to run `backend`'s warm-up task (Backend::pool_warm_up_task).
+  bool backend_needs_warm_up(const std::string& backend) const {
+    const Backend* b = find_backend(backend);
+    return b != nullptr && !b->pool_warm_up_task.empty() && warmed_backends_.count(backend) == 0;
+  }
+
+  // The backend's own warm-up (e.g. gloo through Python imports torch.distributed), once per
+  // (re)start and backend, before PoolOptions::warm_up, by the same deadline.
+  std::optional<JobResult> warm_up_backend(const Job& first, const Deadline& startup) {
+    if (!backend_needs_warm_up(first.backend)) return std::nullopt;
+    Job job;
+    job.task = find_backend(first.backend)->pool_warm_up_task;
+    auto failure = warm_up(job, first, startup, "the " + first.backend + " backend's, run once per pool start before its first " +
+                                                    first.backend + " job");
+    if (!failure) warmed_backends_.insert(first.backend);
+    return failure;
+  }
+
+  // A warm-up job, on `first`'s backend and device, by the start's deadline. Returns the
   // failure (the pool is then down again) or nothing.
-  std::optional<JobResult> warm_up(const Job& first, const Deadline& startup) {
-    Job job = *options_.warm_up;
+  std::optional<JobResult> warm_up(Job job, const Job& first, const Deadline& startup, const std::string& when) {
     job.id = "pool/warm-up (" + job.task + ")";
     job.backend = first.backend;
     job.comm_device = first.comm_device;
@@ -527,8 +549,7 @@ class RankPool::Impl {
     JobResult warmed = supervise(job);
     if (warmed.status == RunStatus::Completed) return std::nullopt;
     if (alive()) end_workers();
-    warmed.diagnosis = "the rank pool's warm-up job (" + job.task + ", run once when the pool starts) did not complete: " +
-                       warmed.diagnosis;
+    warmed.diagnosis = "the rank pool's warm-up job (" + job.task + ", " + when + ") did not complete: " + warmed.diagnosis;
     return warmed;
   }
 
@@ -566,6 +587,7 @@ class RankPool::Impl {
   // JobResult (status Crash), so that a caller's run of variants goes on.
   std::optional<JobResult> start(const Deadline& deadline) {
     ++spawn_count_;
+    warmed_backends_.clear();
     std::string failure;
     int failed_rank = -1;
     try {
@@ -859,6 +881,7 @@ class RankPool::Impl {
   int spawn_count_ = 0;
   int rejected_ = 0;
   std::uint64_t variant_count_ = 0;
+  std::set<std::string> warmed_backends_;  // whose pool_warm_up_task these workers have run
 };
 
 int max_local_world_size() {

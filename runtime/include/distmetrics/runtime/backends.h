@@ -49,6 +49,11 @@ struct Backend {
   bool default_variant = false;              // expanded when a scenario names no backends
   TaskIsolation peer_isolation = TaskIsolation::InRank;  // its CPU tasks under a peer launcher
   bool uses_store = true;                    // its communicator is built over the variant's store (mpi's is not)
+  // A task (TaskRegistry name) a local rank pool runs on this backend once per (re)start, before
+  // its first job on it, under the start's deadline: what the backend loads once per process
+  // (gloo through torch's Python binding imports torch.distributed, seconds) is then the start's
+  // cost, not a variant's. Empty: the backend needs none.
+  std::string pool_warm_up_task;
   // Why `world_size` ranks cannot run it on this machine with collectives on `comm_device`
   // (not built, no GPUs, ...), or nullopt.
   std::optional<std::string> (*unavailable)(const std::string& comm_device, int world_size) = nullptr;
