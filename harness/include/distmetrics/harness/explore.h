@@ -49,6 +49,11 @@ struct Space {
   std::int64_t max_samples = 20000;  // the large-count end of num_samples
   double deadline_seconds = 10;      // each case's deadline
   bool vary_metric_params = true;    // --param given: false keeps the parameters
+  // The most batches a case feeds a rank, and the single process (0: no bound): each is a call
+  // into the metric, and a Python metric's cost a millisecond or more each (explore sets 40 and
+  // 100 for a Python source, whose cases ran past their deadline with 375 batches of 5).
+  std::int64_t max_batches_per_rank = 200;
+  std::int64_t max_batches_single = 0;
   // [variants] dtypes. Still off for plugins and Python sources: conform's single-process run
   // did not round through the input dtype until that was fixed (plugin/src/conform_reference.cpp);
   // turning it on changes explore's seeded draws and needs its tests rerun first.
