@@ -221,6 +221,8 @@ class Explorer {
   Clock::time_point last_progress_ = Clock::now();
   std::uint64_t tried_ = 0, rejected_ = 0, shrink_runs_ = 0;
   std::uint64_t slow_ = 0;  // hangs that ran to their end with three times the deadline
+  double ready_after_ = 0;             // when the case runner was up (a source's helper worker started)
+  double seconds_to_first_case_ = -1;  // when the first case ended, its pool's start included; -1: none
   std::map<std::string, std::uint64_t> coverage_;
   std::vector<Finding> findings_;
   std::vector<std::string> run_errors_;
@@ -256,6 +258,7 @@ std::vector<Explorer::Evaluated> Explorer::evaluate(const std::vector<std::pair<
       }
     }
     e.finished_at = since(start_);
+    if (seconds_to_first_case_ < 0) seconds_to_first_case_ = e.finished_at;
     const auto sig = ex::failure_signature(e.verdict);
     log({{"phase", phase},
          {"case", first_index + i},
@@ -432,6 +435,7 @@ int Explorer::run(std::ostream& err) {
   }
   folder_ = tmp;
   runner_ = std::make_unique<CaseRunner>(source_);
+  ready_after_ = since(start_);
   if (!o_.log_file.empty()) {
     log_.open(o_.log_file);
     if (!log_) {
@@ -539,11 +543,14 @@ int Explorer::run(std::ostream& err) {
   // Over the whole run (pool starts, respawns and reruns included), as a library run's.
   const double throughput = (tried_ + shrink_runs_) / std::max(seconds, 1e-9);
   out_ << "explore: " << tried_ << " case(s) and " << shrink_runs_ << " shrink case(s) in " << fixed(seconds) << " s ("
-       << fixed(throughput) << " variants/s), " << findings_.size() << " distinct failure(s)\n";
+       << fixed(throughput) << " variants/s; the first case ended after " << fixed(std::max(seconds_to_first_case_, 0.0))
+       << " s, its rank pool's start included), " << findings_.size() << " distinct failure(s)\n";
 
   json summary = {{"metric", source_.metric},     {"seed", o_.seed},        {"budget", o_.budget},
                   {"seconds", seconds},           {"cases", tried_},        {"refused", rejected_}, {"slow", slow_},
                   {"shrink_cases", shrink_runs_}, {"variants_per_second", throughput},
+                  {"helper_ready_seconds", ready_after_},
+                  {"first_case_seconds", seconds_to_first_case_ < 0 ? json(nullptr) : json(seconds_to_first_case_)},
                   {"coverage", coverage_},        {"findings", json::array()}};
   for (const auto& f : findings_)
     summary["findings"].push_back({{"signature", f.signature.text()},
@@ -580,6 +587,12 @@ int Explorer::run(std::ostream& err) {
     written = harness::write_reports(files, report, harness::report_model(report), verdicts, seconds, err) && written;
   }
   if (!written) return kBadInput;
+  if (tried_ == 0 && seconds_to_first_case_ < 0) {
+    err << "distmetrics explore: no case ran within the budget of " << fixed(o_.budget) << " s (" << rejected_
+        << " drawn and refused by the loader; starting the helper worker took " << fixed(ready_after_)
+        << " s): give a larger --budget\n";
+    return kBadInput;
+  }
   if (tried_ == 0) {
     err << "distmetrics explore: no case ran (" << rejected_ << " drawn, all refused by the loader"
         << (run_errors_.empty() ? "" : "; " + run_errors_.front()) << ")\n";

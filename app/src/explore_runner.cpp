@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <optional>
+#include <set>
 
+#include "distmetrics/harness/explore.h"
 #include "distmetrics/harness/session.h"
 #include "distmetrics/harness/variant.h"
 #include "distmetrics/plugin/conform.h"
@@ -46,16 +48,14 @@ CaseRunner::CaseRunner(const CaseSource& source) : state_(std::make_unique<State
       harness::PropertyResult p;
       p.name = plugin::kAgreesWithReference;
       p.outcome = harness::Outcome::Skip;
-      // No rank had a sample at any compute: what compute() returns then (raise, 0 or NaN) is a
+      // A compute where no rank had a sample: what compute() returns then (raise, 0 or NaN) is a
       // convention the source declares (docs/python.md, "no_data"), which `conform` judges where
-      // a scenario expects it; not what explore looks for. The metric's own single process still
-      // judges it (equal_to_single, ranks_agree). Explore's false failures on 0-sample cases.
-      bool any_data = false;
-      for (const auto& point : ctx.plan.computes)
-        for (std::size_t r = 0; r < point.fed.size() && r < shards.ranks.size(); ++r)
-          for (std::size_t b = 0; b < point.fed[r] && b < shards.ranks[r].size(); ++b)
-            any_data = any_data || !shards.ranks[r][b].empty();
-      if (!any_data) {
+      // a scenario expects it; not what explore looks for. Those computes are left out here (the
+      // metric's own single process still judges them: equal_to_single, ranks_agree). Explore's
+      // false failures: 0-sample cases, and `compute, compute, update, compute` (NaN against
+      // the reference implementation's NotComputableError at the first two).
+      const std::set<int> without_data = harness::explore::computes_without_data(ctx.plan, shards);
+      if (without_data.size() == ctx.plan.computes.size()) {
         p.message = "agrees_with_reference skipped: no rank had a sample at any compute (what compute() returns then "
                     "is the source's declared no-data convention, which conform judges)";
         return p;
@@ -64,7 +64,17 @@ CaseRunner::CaseRunner(const CaseSource& source) : state_(std::make_unique<State
         p.message = "agrees_with_reference skipped: distmetrics has no reference implementation of " + reference.metric;
         return p;
       }
-      return plugin::check_agrees_with_reference(ctx, reference, data, shards, until);
+      if (without_data.empty()) return plugin::check_agrees_with_reference(ctx, reference, data, shards, until);
+      std::vector<harness::RankObservation> judged = ctx.ranks;
+      for (auto& obs : judged)
+        obs.computes.erase(std::remove_if(obs.computes.begin(), obs.computes.end(),
+                                          [&](const harness::ComputeRecord& c) { return without_data.count(c.index) > 0; }),
+                           obs.computes.end());
+      const harness::CheckContext judged_ctx{ctx.scenario, ctx.variant, ctx.plan, ctx.single, judged};
+      auto result = plugin::check_agrees_with_reference(judged_ctx, reference, data, shards, until);
+      result.message += " (" + std::to_string(without_data.size()) +
+                        " compute(s) where no rank had a sample not judged: the source's no-data convention)";
+      return result;
     });
   }
   options.max_pools = source.max_pools;

@@ -353,6 +353,17 @@ std::vector<std::string> features_of(const Scenario& s) {
   return f;
 }
 
+std::set<int> computes_without_data(const ScriptPlan& plan, const ShardPlan& shards) {
+  std::set<int> out;
+  for (const auto& point : plan.computes) {
+    bool any = false;
+    for (std::size_t r = 0; r < point.fed.size() && r < shards.ranks.size() && !any; ++r)
+      for (std::size_t b = 0; b < point.fed[r] && b < shards.ranks[r].size() && !any; ++b) any = !shards.ranks[r][b].empty();
+    if (!any) out.insert(point.index);
+  }
+  return out;
+}
+
 std::string Signature::text() const {
   std::string out = outcome + " [";
   for (std::size_t i = 0; i < properties.size(); ++i) out += (i ? ", " : "") + properties[i];

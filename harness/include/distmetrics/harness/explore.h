@@ -9,10 +9,13 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "distmetrics/harness/scenario.h"
+#include "distmetrics/harness/script.h"
+#include "distmetrics/harness/shard.h"
 
 namespace distmetrics::harness::explore {
 
@@ -99,6 +102,12 @@ void keep_spread_resolvable(Scenario& s);
 // magnitudes) and metric parameters back to their defaults, the seed. They are not yet loaded
 // (a candidate the loader rejects is dropped by the caller).
 std::vector<Scenario> shrink_candidates(const Scenario& s);
+
+// The computes (indices among the script's computes) at which no rank had fed a sample since
+// the last reset (batches [0, fed[r]) of `shards`). What a metric returns there (raise, 0, NaN)
+// is the no-data convention a source declares (docs/python.md): explore leaves those computes
+// out of agrees_with_reference, which compares them with the reference implementation's error.
+std::set<int> computes_without_data(const ScriptPlan& plan, const ShardPlan& shards);
 
 // A size to print: "ws 2, 3 samples, batch 1, 2 steps".
 std::string size_text(const Scenario& s);
