@@ -680,7 +680,10 @@ int run_explore(const ExploreOptions& o, std::ostream& out, std::ostream& err) {
       space.max_batches_single = 100;
     }
   } catch (const std::exception& e) {
-    return bad(std::string(o.plugin.empty() ? "--python " + o.python : "--plugin " + o.plugin) + ": " + e.what());
+    const std::string what = e.what();
+    const std::string option = o.plugin.empty() ? "--python" : "--plugin";
+    if (what.rfind(option, 0) == 0) return bad(what);  // the loader named it already
+    return bad(option + " " + (o.plugin.empty() ? o.python : o.plugin) + ": " + what);
   }
   if (source) {
     space.input_dtypes = false;  // explore.h: Space::input_dtypes
