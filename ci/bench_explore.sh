@@ -35,11 +35,11 @@ rows=()
 # name | expectation (found|clean) | explore arguments
 add() { rows+=("$1|$2|$3"); }
 for f in "$root"/examples/python/broken/*.py; do
-  metric=$(grep -o 'register("[A-Za-z]*"' "$f" | head -1 | cut -d'"' -f2)
+  metric=$(grep -oE '(register|metric)\("[A-Za-z]*"' "$f" | head -1 | cut -d'"' -f2)
   add "python/broken/$(basename "$f")" found "--python $f --metric $metric"
 done
 for f in "$root"/examples/python/correct_*.py; do
-  for metric in $(grep -o 'register("[A-Za-z]*"' "$f" | cut -d'"' -f2 | sort -u); do
+  for metric in $(grep -oE '(register|metric)\("[A-Za-z]*"' "$f" | cut -d'"' -f2 | sort -u); do
     add "python/$(basename "$f") $metric" clean "--python $f --metric $metric"
   done
 done
