@@ -110,6 +110,15 @@ std::optional<std::pair<harness::Scenario, std::string>> load_as_case(const harn
   std::string toml = ex::scenario_to_toml(s, {}, false);
   auto loaded = ex::load_case(toml, "case", why);
   if (!loaded) return std::nullopt;
+  // The loader checks that the metric accepts the data on a few of its samples: with none, it
+  // cannot, and a draw the metric would refuse (sample weights for RocAuc) reached the ranks as
+  // an empty batch with a weight column, which accepts_empty_batch failed (explore's false
+  // failure on RocAuc and Accuracy). The same draw with a few samples decides.
+  if (s.data.num_samples == 0 && s.data.file.empty()) {
+    harness::Scenario some = s;
+    some.data.num_samples = 4;
+    if (!ex::load_case(ex::scenario_to_toml(some, {}, false), "case", why)) return std::nullopt;
+  }
   if (extras) {
     for (const auto& p : listed_only_properties())
       if (std::find(loaded->properties.begin(), loaded->properties.end(), p) == loaded->properties.end())
