@@ -2,8 +2,9 @@
 # `distmetrics explore` against the examples (docs/explore.md), from no scenario file: each broken
 # example (examples/python/broken/, examples/plugins/broken/) must be found, each correct one and
 # each reference metric listed must show no failure. Prints time to first failure, the shrunk
-# size, the search's variants/s, and the library run's variants/s beside it. Opt-in (`ci/bench.sh
-# --explore`, or this script alone): a 60 s budget per example is about 20 minutes on 2 cores.
+# size, the search's variants/s over the whole run, and, kind by kind (reference, plugin, Python),
+# the library run's variants/s beside the search's median (`run` or `conform` over scenarios/).
+# Opt-in (`ci/bench.sh --explore`, or this script alone): 60 s per row is about 25 minutes here.
 #   Usage: ci/bench_explore.sh [--budget SECONDS] [--build-dir DIR] [--seed N] [--only REGEX] [--no-library]
 #   --only REGEX  only the rows whose name matches (e.g. 'python/broken')
 #   --no-library  leave out the library run that gives the throughput to compare with
@@ -34,11 +35,11 @@ rows=()
 # name | expectation (found|clean) | explore arguments
 add() { rows+=("$1|$2|$3"); }
 for f in "$root"/examples/python/broken/*.py; do
-  metric=$(grep -o 'register("[A-Za-z]*"' "$f" | head -1 | cut -d'"' -f2)
+  metric=$(grep -oE '(register|metric)\("[A-Za-z]*"' "$f" | head -1 | cut -d'"' -f2)
   add "python/broken/$(basename "$f")" found "--python $f --metric $metric"
 done
 for f in "$root"/examples/python/correct_*.py; do
-  for metric in $(grep -o 'register("[A-Za-z]*"' "$f" | cut -d'"' -f2 | sort -u); do
+  for metric in $(grep -oE '(register|metric)\("[A-Za-z]*"' "$f" | cut -d'"' -f2 | sort -u); do
     add "python/$(basename "$f") $metric" clean "--python $f --metric $metric"
   done
 done
@@ -53,7 +54,7 @@ for metric in MeanAbsoluteError Accuracy Precision RocAuc MeanSquaredError R2Sco
   add "reference $metric" clean "--metric $metric"
 done
 
-met=0 total=0
+met=0 total=0 rates=()
 printf '%-44s %-6s %-7s %9s %-46s %8s %7s\n' example want got first_s "shrunk to" "var/s" total_s
 for row in "${rows[@]}"; do
   IFS='|' read -r name want args <<<"$row"
@@ -76,20 +77,42 @@ print(got, first, shrunk, "%.1f" % r["variants_per_second"], "%.1f" % r["seconds
 PY
 )
   [ "$got" = "$want" ] && met=$((met + 1))
+  kind=reference; [[ $name == plugins/* ]] && kind=plugin; [[ $name == python/* ]] && kind=python
+  [ "$rate" != "-" ] && rates+=("$kind=$rate")
   printf '%-44s %-6s %-7s %9s %-46s %8s %7s\n' "$name" "$want" "$got" "$first" "${shrunk//_/ }" "$rate" "$took"
   if [ "$got" != "$want" ]; then
     echo "    (see the log: $(tail -3 "$out/$total.log" | tr '\n' ' '))"
   fi
 done
 
-# The library run's throughput, for the bar "search throughput >= the library run's variants/s".
-[ "$library" = 1 ] && "$dm" run "$root/scenarios/core" --world-sizes 1,2,3,4 --json "$out/library.json" --quiet >/dev/null 2>&1
-[ "$library" = 1 ] && "$python" - "$out/library.json" <<'PY'
-import json, sys
-r = json.load(open(sys.argv[1]))
-n = len(r["variants"])
-s = r.get("seconds") or r.get("summary", {}).get("seconds") or 0
-print("library run (scenarios/core, ws 1-4): %d variants in %.1f s: %.1f variants/s" % (n, s, n / s if s else 0))
+# The library runs' throughput, for the bar "search throughput >= the library run's variants/s",
+# kind by kind: `run` over scenarios/ for the reference metrics, `conform` over scenarios/ for the
+# correct plugin and a correct Python source (their variants that ran: skips take no time).
+if [ "$library" = 1 ]; then
+  "$dm" run "$root/scenarios" --json "$out/library_reference.json" --quiet >/dev/null 2>&1
+  "$dm" conform --plugin "$(so example_regression_metrics)" "$root/scenarios" --json "$out/library_plugin.json" --quiet >/dev/null 2>&1
+  "$dm" conform --python "$root/examples/python/correct_torchmetrics.py" "$root/scenarios" --json "$out/library_python.json" \
+    --quiet >/dev/null 2>&1
+  "$python" - "$out" "${rates[@]}" <<'PY'
+import json, sys, statistics
+out, rows = sys.argv[1], sys.argv[2:]
+search = {}
+for r in rows:  # kind=rate
+    kind, rate = r.split("=")
+    search.setdefault(kind, []).append(float(rate))
+for kind, what in (("reference", "run scenarios/"), ("plugin", "conform --plugin correct scenarios/"),
+                   ("python", "conform --python correct_torchmetrics.py scenarios/")):
+    try:
+        r = json.load(open("%s/library_%s.json" % (out, kind)))
+    except Exception as e:
+        print("library %-9s (%s): no report (%s)" % (kind, what, e)); continue
+    ran = [v for v in r["variants"] if v.get("outcome") != "skip"]
+    s = r.get("seconds") or r.get("summary", {}).get("seconds") or 0
+    lib = len(ran) / s if s else 0
+    mine = statistics.median(search[kind]) if kind in search else float("nan")
+    print("library %-9s (%s): %d variants run in %.1f s: %.1f variants/s; explore's median over its rows: %.1f "
+          "variants/s (%s)" % (kind, what, len(ran), s, lib, mine, "met" if mine >= lib else "NOT met"))
 PY
+fi
 echo "bench_explore: $met of $total rows as expected"
 [ "$met" = "$total" ]

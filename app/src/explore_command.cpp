@@ -110,6 +110,15 @@ std::optional<std::pair<harness::Scenario, std::string>> load_as_case(const harn
   std::string toml = ex::scenario_to_toml(s, {}, false);
   auto loaded = ex::load_case(toml, "case", why);
   if (!loaded) return std::nullopt;
+  // The loader checks that the metric accepts the data on a few of its samples: with none, it
+  // cannot, and a draw the metric would refuse (sample weights for RocAuc) reached the ranks as
+  // an empty batch with a weight column, which accepts_empty_batch failed (explore's false
+  // failure on RocAuc and Accuracy). The same draw with a few samples decides.
+  if (s.data.num_samples == 0 && s.data.file.empty()) {
+    harness::Scenario some = s;
+    some.data.num_samples = 4;
+    if (!ex::load_case(ex::scenario_to_toml(some, {}, false), "case", why)) return std::nullopt;
+  }
   if (extras) {
     for (const auto& p : listed_only_properties())
       if (std::find(loaded->properties.begin(), loaded->properties.end(), p) == loaded->properties.end())
@@ -150,7 +159,14 @@ std::string cut_text(const std::string& at, const harness::Scenario& current,
 // A hang with no sign of a bug of the metric's own: no rank raised, crashed or timed out inside
 // a collective, and the ranks' collectives did not part (no deviation). A rank still busy at
 // the deadline on a loaded machine looks like this.
+// The same for a plugin's or Python source's single-process run on the helper worker that ran
+// past the deadline: one process, no collective, so nothing to part; a long case of a Python
+// metric (hundreds of update() calls, a compute after each) on a loaded machine does this.
 bool maybe_slow(const json& verdict) {
+  const std::string reason = verdict.value("reason", "");
+  if (verdict.value("outcome", "") == "error")
+    return reason.rfind("the single-process reference failed: ", 0) == 0 &&
+           reason.find("did not finish within the deadline") != std::string::npos;
   if (verdict.value("outcome", "") != "hang" || !verdict.value("deviation", json()).is_null()) return false;
   for (const auto& r : verdict.value("ranks", json::array())) {
     const std::string state = r.value("state", "");
@@ -214,7 +230,8 @@ class Explorer {
   Clock::time_point last_progress_ = Clock::now();
   std::uint64_t tried_ = 0, rejected_ = 0, shrink_runs_ = 0;
   std::uint64_t slow_ = 0;  // hangs that ran to their end with three times the deadline
-  double run_seconds_ = 0;
+  double ready_after_ = 0;             // when the case runner was up (a source's helper worker started)
+  double seconds_to_first_case_ = -1;  // when the first case ended, its pool's start included; -1: none
   std::map<std::string, std::uint64_t> coverage_;
   std::vector<Finding> findings_;
   std::vector<std::string> run_errors_;
@@ -231,26 +248,26 @@ std::vector<Explorer::Evaluated> Explorer::evaluate(const std::vector<std::pair<
     Evaluated e{cases[i].first, cases[i].second, nullptr, {}, 0};
     e.scenario.name = "explore_case";
     e.scenario.file = folder_ + "/explore_case.toml";
-    const auto t = Clock::now();
-    e.object = runner_->run(e.scenario, std::max(0.0, o_.budget - since(start_)));
+    e.object = runner_->run(e.scenario);
     e.verdict = e.object.to_json();
     // A hang that may be the machine's load, not the metric (no rank raised, crashed or timed
-    // out in a collective, and their collectives did not part): run again with three times the
-    // deadline. Only if it hangs again is it a hang; otherwise the longer run's verdict stands.
+    // out in a collective, and their collectives did not part; or the single process ran past
+    // the deadline): run again with three times the deadline. Only if it runs out again is it a
+    // hang (or that error); otherwise the longer run's verdict stands.
     bool slow = false;
     if (maybe_slow(e.verdict) && since(start_) < o_.budget) {
       harness::Scenario longer = e.scenario;
       longer.deadline_seconds = 3 * e.scenario.deadline_seconds;
-      harness::Verdict again = runner_->run(longer, std::max(0.0, o_.budget - since(start_)));
-      if (again.outcome != harness::Outcome::Hang && again.outcome != harness::Outcome::Skip) {
+      harness::Verdict again = runner_->run(longer);
+      if (again.outcome != harness::Outcome::Hang && again.outcome != harness::Outcome::Skip && !maybe_slow(again.to_json())) {
         slow = true;
         ++slow_;
         e.object = std::move(again);
         e.verdict = e.object.to_json();
       }
     }
-    run_seconds_ += since(t);
     e.finished_at = since(start_);
+    if (seconds_to_first_case_ < 0) seconds_to_first_case_ = e.finished_at;
     const auto sig = ex::failure_signature(e.verdict);
     log({{"phase", phase},
          {"case", first_index + i},
@@ -309,7 +326,7 @@ void Explorer::progress(bool last) {
   last_progress_ = Clock::now();
   const double seconds = since(start_);
   out_ << "explore: " << fixed(seconds) << " s, " << tried_ << " case(s) tried (" << rejected_ << " drawn and refused by "
-       << "the loader; " << slow_ << " slow hang(s) that finished with 3x the deadline), " << shrink_runs_ << " shrink case(s), " << fixed((tried_ + shrink_runs_) / std::max(run_seconds_, 1e-9))
+       << "the loader; " << slow_ << " slow hang(s) that finished with 3x the deadline), " << shrink_runs_ << " shrink case(s), " << fixed((tried_ + shrink_runs_) / std::max(seconds, 1e-9))
        << " variants/s, " << findings_.size() << " failure(s)\n"
        << std::flush;
 }
@@ -338,8 +355,10 @@ Finding Explorer::shrink(const Evaluated& failing, const ex::Signature& signatur
       if (!loaded || !seen.insert(loaded->second).second) continue;
       candidates.push_back(std::move(*loaded));
     }
-    // In order, a few at a time: the first that keeps the signature wins, whatever the timing.
-    constexpr std::size_t kChunk = 4;
+    // In order, one at a time: the first that keeps the signature wins, and the candidates after
+    // it are not run (a candidate that hangs costs a respawned pool: a Python one's start is
+    // seconds). The winner does not depend on the timing.
+    constexpr std::size_t kChunk = 1;
     for (std::size_t at = 0; at < candidates.size() && !progressed; at += kChunk) {
       const bool attempts = f.shrink_tried >= o_.shrink_attempts;
       if (attempts || since(start_) >= limit) {
@@ -425,6 +444,7 @@ int Explorer::run(std::ostream& err) {
   }
   folder_ = tmp;
   runner_ = std::make_unique<CaseRunner>(source_);
+  ready_after_ = since(start_);
   if (!o_.log_file.empty()) {
     log_.open(o_.log_file);
     if (!log_) {
@@ -473,10 +493,14 @@ int Explorer::run(std::ostream& err) {
       indices.push_back(index);
     }
     if (cases.empty()) continue;
-    const auto results = evaluate(cases, "search", indices.front());
-    tried_ += results.size();
-    for (std::size_t i = 0; i < results.size(); ++i) {
-      const auto& r = results[i];
+    // One case at a time: a new failure is shrunk at once, while the budget has the most left
+    // (the batch's other cases wait; what each case is does not depend on when it runs).
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+      if (i > 0) progress(false);
+      const auto results = evaluate({cases[i]}, "search", indices[i]);
+      if (results.empty()) break;  // the budget
+      tried_ += 1;
+      const auto& r = results.front();
       for (const auto& f : ex::features_of(r.scenario)) ++coverage_[f];
       const auto sig = ex::failure_signature(r.verdict);
       if (!sig) continue;
@@ -525,13 +549,17 @@ int Explorer::run(std::ostream& err) {
          << f.shrunk_size << (f.saved.empty() ? "" : "\n  saved: " + f.saved) << "\n";
     if (o_.verbose || f.saved.empty()) out_ << f.toml;
   }
-  const double throughput = (tried_ + shrink_runs_) / std::max(run_seconds_, 1e-9);
+  // Over the whole run (pool starts, respawns and reruns included), as a library run's.
+  const double throughput = (tried_ + shrink_runs_) / std::max(seconds, 1e-9);
   out_ << "explore: " << tried_ << " case(s) and " << shrink_runs_ << " shrink case(s) in " << fixed(seconds) << " s ("
-       << fixed(throughput) << " variants/s), " << findings_.size() << " distinct failure(s)\n";
+       << fixed(throughput) << " variants/s; the first case ended after " << fixed(std::max(seconds_to_first_case_, 0.0))
+       << " s, its rank pool's start included), " << findings_.size() << " distinct failure(s)\n";
 
   json summary = {{"metric", source_.metric},     {"seed", o_.seed},        {"budget", o_.budget},
                   {"seconds", seconds},           {"cases", tried_},        {"refused", rejected_}, {"slow", slow_},
                   {"shrink_cases", shrink_runs_}, {"variants_per_second", throughput},
+                  {"helper_ready_seconds", ready_after_},
+                  {"first_case_seconds", seconds_to_first_case_ < 0 ? json(nullptr) : json(seconds_to_first_case_)},
                   {"coverage", coverage_},        {"findings", json::array()}};
   for (const auto& f : findings_)
     summary["findings"].push_back({{"signature", f.signature.text()},
@@ -567,6 +595,12 @@ int Explorer::run(std::ostream& err) {
     written = harness::write_reports(files, harness::report_model(verdicts, started_, seconds), err) && written;
   }
   if (!written) return kBadInput;
+  if (tried_ == 0 && seconds_to_first_case_ < 0) {
+    err << "distmetrics explore: no case ran within the budget of " << fixed(o_.budget) << " s (" << rejected_
+        << " drawn and refused by the loader; starting the helper worker took " << fixed(ready_after_)
+        << " s): give a larger --budget\n";
+    return kBadInput;
+  }
   if (tried_ == 0) {
     err << "distmetrics explore: no case ran (" << rejected_ << " drawn, all refused by the loader"
         << (run_errors_.empty() ? "" : "; " + run_errors_.front()) << ")\n";
@@ -650,9 +684,14 @@ int run_explore(const ExploreOptions& o, std::ostream& out, std::ostream& err) {
     if (!o.python.empty()) {
       if (!python_loader()) return bad("--python: this distmetrics was built without Python metrics");
       source = &python_loader()(o.python);
+      space.max_batches_per_rank = 40;  // explore.h: a Python metric's call costs milliseconds
+      space.max_batches_single = 100;
     }
   } catch (const std::exception& e) {
-    return bad(std::string(o.plugin.empty() ? "--python " + o.python : "--plugin " + o.plugin) + ": " + e.what());
+    const std::string what = e.what();
+    const std::string option = o.plugin.empty() ? "--python" : "--plugin";
+    if (what.rfind(option, 0) == 0) return bad(what);  // the loader named it already
+    return bad(option + " " + (o.plugin.empty() ? o.python : o.plugin) + ": " + what);
   }
   if (source) {
     space.input_dtypes = false;  // explore.h: Space::input_dtypes

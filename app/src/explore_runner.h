@@ -31,9 +31,8 @@ class CaseRunner {
  public:
   explicit CaseRunner(const CaseSource& source);
   ~CaseRunner();
-  // The verdict on the scenario's one variant. `seconds_left`: the budget's, which bounds a
-  // fresh pool's warm-up.
-  harness::Verdict run(const harness::Scenario& scenario, double seconds_left);
+  // The verdict on the scenario's one variant.
+  harness::Verdict run(const harness::Scenario& scenario);
 
  private:
   struct State;

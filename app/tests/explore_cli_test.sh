@@ -22,6 +22,7 @@ expect_bad "no parameter 'sum_dtyp'" --metric MeanAbsoluteError --param sum_dtyp
 expect_bad "budget must be a positive" --metric MeanAbsoluteError --budget 0
 expect_bad "is not a world size this machine's local pool can host" --metric MeanAbsoluteError --budget 5 --world-sizes 2,99
 expect_bad "no metric 'Accuracy'" --plugin "$broken" --metric Accuracy --budget 5
+expect_bad "no such file" --plugin "$work/none.so" --metric MeanAbsoluteError --budget 5
 
 # The seeded search: a case count, not the clock, decides how far it goes.
 search() {

@@ -189,7 +189,9 @@ TEST(ExploreSpace, TheDataSpreadStaysResolvableAgainstItsMagnitude) {
     // And its shrink candidates (a parameter back to its default must not narrow it).
     for (const auto& c : ex::shrink_candidates(s)) {
       const double o = c.data.params.value("offset", 0.0), sc = c.data.params.value("scale", 1.0);
-      if (sc > 0) EXPECT_GE(sc, std::fabs(o) * 1e-3) << "case " << i << ": " << c.data.params.dump();
+      if (sc > 0) {
+        EXPECT_GE(sc, std::fabs(o) * 1e-3) << "case " << i << ": " << c.data.params.dump();
+      }
     }
   }
   EXPECT_GT(extreme, 0);
@@ -242,4 +244,32 @@ TEST(ExploreShrink, AResetIsLeftOutWithItsReplays) {
     plain = plain || steps == std::vector<std::string>{"update", "compute"};
   }
   EXPECT_TRUE(plain);
+}
+
+// The computes at which no rank had fed a sample since the last reset: a compute before any
+// update, one after a reset, and every compute of a rank set whose shards are empty; not one
+// after an update that fed a rank a sample (explore's false agrees_with_reference failure on
+// `compute, compute, update, compute`: NaN against NotComputableError at the first two).
+TEST(ExploreOracle, ComputesWithoutDataAreThoseNoRankFedASampleSinceTheLastReset) {
+  namespace h = distmetrics::harness;
+  auto script = [](std::vector<std::string> steps) {
+    std::vector<h::Step> out;
+    for (const auto& s : steps) out.push_back(h::parse_step(s));
+    return out;
+  };
+  // 2 ranks, 5 samples, batches of 2: even gives rank 0 samples {0,1,2} (2 batches), rank 1 {3,4} (1).
+  std::vector<double> keys(5, 0.0);
+  const h::ShardPlan shards = h::make_shard_plan("even", keys, 2, 2, 1);
+  ASSERT_EQ(shards.batches_of(0) + shards.batches_of(1), 3u);
+  const auto plan = h::simulate_script(script({"compute", "compute", "update", "compute", "reset", "compute", "replay", "compute"}),
+                                       {shards.batches_of(0), shards.batches_of(1)});
+  EXPECT_EQ(ex::computes_without_data(plan, shards), (std::set<int>{0, 1, 3}));
+  // Only rank 1 updates (ranks=1): it has a sample, so the compute is judged.
+  const auto one = h::simulate_script(script({"update ranks=1", "compute"}), {shards.batches_of(0), shards.batches_of(1)});
+  EXPECT_TRUE(ex::computes_without_data(one, shards).empty());
+  // No samples at all: every compute.
+  const h::ShardPlan none = h::make_shard_plan("even", std::vector<double>{}, 2, 2, 1);
+  const auto empty = h::simulate_script(script({"update", "compute", "update rest", "compute"}),
+                                        {none.batches_of(0), none.batches_of(1)});
+  EXPECT_EQ(ex::computes_without_data(empty, none), (std::set<int>{0, 1}));
 }

@@ -180,13 +180,14 @@ std::int64_t draw_samples(Rng& r, std::int64_t max_samples) {
   return std::min(n, std::max<std::int64_t>(max_samples, 0));
 }
 
-// At most kMaxBatches batches a rank: thousands of one-sample batches (each a call into the metric,
-// a Python one included, several times over for batch_invariant) would spend a case's deadline.
-constexpr std::int64_t kMaxBatches = 200;
-
-std::int64_t draw_batch_size(Rng& r, std::int64_t samples, int world_size) {
+// At most space.max_batches_per_rank batches a rank, and space.max_batches_single in the single
+// process's script: thousands of one-sample batches (each a call into the metric, several times
+// over for batch_invariant and `compute every`) would spend a case's deadline.
+std::int64_t draw_batch_size(Rng& r, std::int64_t samples, int world_size, const Space& space) {
   const std::int64_t per_rank = std::max<std::int64_t>(1, samples / std::max(world_size, 1));
-  const std::int64_t least = (per_rank + kMaxBatches - 1) / kMaxBatches;
+  auto at_least = [](std::int64_t n, std::int64_t most) { return most > 0 ? (n + most - 1) / most : 1; };
+  const std::int64_t least =
+      std::max(at_least(per_rank, space.max_batches_per_rank), at_least(samples, space.max_batches_single));
   const auto roll = r.between(0, 99);
   std::int64_t size;
   if (roll < 20) size = 1;
@@ -277,7 +278,7 @@ Case generate_case(const Scenario& base, const Space& space, std::uint64_t seed,
     s.data.seed = static_cast<std::uint64_t>(r.between(0, 999999));  // draws the uneven shard sizes
   }
   const std::int64_t samples = std::max<std::int64_t>(s.data.num_samples, 1);
-  s.batch_size = draw_batch_size(r, samples, w);
+  s.batch_size = draw_batch_size(r, samples, w, space);
   s.script = draw_script(r, w);
   if (space.vary_metric_params) {
     if (const auto* params = metric_params_of(s.metric)) {
@@ -350,6 +351,17 @@ std::vector<std::string> features_of(const Scenario& s) {
   std::sort(f.begin(), f.end());
   f.erase(std::unique(f.begin(), f.end()), f.end());
   return f;
+}
+
+std::set<int> computes_without_data(const ScriptPlan& plan, const ShardPlan& shards) {
+  std::set<int> out;
+  for (const auto& point : plan.computes) {
+    bool any = false;
+    for (std::size_t r = 0; r < point.fed.size() && r < shards.ranks.size() && !any; ++r)
+      for (std::size_t b = 0; b < point.fed[r] && b < shards.ranks[r].size() && !any; ++b) any = !shards.ranks[r][b].empty();
+    if (!any) out.insert(point.index);
+  }
+  return out;
 }
 
 std::string Signature::text() const {

@@ -9,10 +9,13 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "distmetrics/harness/scenario.h"
+#include "distmetrics/harness/script.h"
+#include "distmetrics/harness/shard.h"
 
 namespace distmetrics::harness::explore {
 
@@ -49,6 +52,11 @@ struct Space {
   std::int64_t max_samples = 20000;  // the large-count end of num_samples
   double deadline_seconds = 10;      // each case's deadline
   bool vary_metric_params = true;    // --param given: false keeps the parameters
+  // The most batches a case feeds a rank, and the single process (0: no bound): each is a call
+  // into the metric, and a Python metric's cost a millisecond or more each (explore sets 40 and
+  // 100 for a Python source, whose cases ran past their deadline with 375 batches of 5).
+  std::int64_t max_batches_per_rank = 200;
+  std::int64_t max_batches_single = 0;
   // [variants] dtypes. Still off for plugins and Python sources: conform's single-process run
   // did not round through the input dtype until that was fixed (plugin/src/conform_reference.cpp);
   // turning it on changes explore's seeded draws and needs its tests rerun first.
@@ -94,6 +102,12 @@ void keep_spread_resolvable(Scenario& s);
 // magnitudes) and metric parameters back to their defaults, the seed. They are not yet loaded
 // (a candidate the loader rejects is dropped by the caller).
 std::vector<Scenario> shrink_candidates(const Scenario& s);
+
+// The computes (indices among the script's computes) at which no rank had fed a sample since
+// the last reset (batches [0, fed[r]) of `shards`). What a metric returns there (raise, 0, NaN)
+// is the no-data convention a source declares (docs/python.md): explore leaves those computes
+// out of agrees_with_reference, which compares them with the reference implementation's error.
+std::set<int> computes_without_data(const ScriptPlan& plan, const ShardPlan& shards);
 
 // A size to print: "ws 2, 3 samples, batch 1, 2 steps".
 std::string size_text(const Scenario& s);
