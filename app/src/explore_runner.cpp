@@ -32,8 +32,12 @@ CaseRunner::CaseRunner(const CaseSource& source) : state_(std::make_unique<State
   // `conform --python`'s do (ConformSource::pool_warm_up, the python/preload task): the start
   // pays for it, not a case's deadline, also after a hang or a crash respawned a pool.
   const auto* python = plugin::python_conform_source();
-  if (source.plugin && plugin::is_python(*source.plugin) && python && python->pool_warm_up)
-    options.pool_warm_up = python->pool_warm_up();
+  if (source.plugin && plugin::is_python(*source.plugin) && python) {
+    // Before any pool starts: workers then fork with the source imported (a respawn after a
+    // hang costs a fork, not an import of torch per rank); the warm-up finds it loaded.
+    if (python->prepare_workers) python->prepare_workers();
+    if (python->pool_warm_up) options.pool_warm_up = python->pool_warm_up();
+  }
   if (source.plugin) {  // as `distmetrics conform` sets up its engine
     s.remote = std::make_unique<plugin::RemoteReference>(source.deadline);
     s.remote->set_pool_warm_up(options.pool_warm_up);
@@ -64,14 +68,14 @@ CaseRunner::CaseRunner(const CaseSource& source) : state_(std::make_unique<State
         p.message = "agrees_with_reference skipped: distmetrics has no reference implementation of " + reference.metric;
         return p;
       }
-      if (without_data.empty()) return plugin::check_agrees_with_reference(ctx, reference, data, shards, until);
+      if (without_data.empty()) return plugin::check_agrees_with_reference(ctx, reference, *s.remote, until);
       std::vector<harness::RankObservation> judged = ctx.ranks;
       for (auto& obs : judged)
         obs.computes.erase(std::remove_if(obs.computes.begin(), obs.computes.end(),
                                           [&](const harness::ComputeRecord& c) { return without_data.count(c.index) > 0; }),
                            obs.computes.end());
       const harness::CheckContext judged_ctx{ctx.scenario, ctx.variant, ctx.plan, ctx.single, judged};
-      auto result = plugin::check_agrees_with_reference(judged_ctx, reference, data, shards, until);
+      auto result = plugin::check_agrees_with_reference(judged_ctx, reference, *s.remote, until);
       result.message += " (" + std::to_string(without_data.size()) +
                         " compute(s) where no rank had a sample not judged: the source's no-data convention)";
       return result;
