@@ -46,7 +46,7 @@ CaseRunner::CaseRunner(const CaseSource& source) : state_(std::make_unique<State
                                          const harness::Dataset&, const harness::ShardPlan&, const harness::ScriptPlan&) {
       return s.remote->build(scenario, variant);
     };
-    options.engine.extra_checks.push_back([&s](const harness::CheckContext& ctx, const harness::Dataset& data,
+    options.engine.extra_checks.push_back([&s](const harness::CheckContext& ctx, const harness::Dataset&,
                                                const harness::ShardPlan& shards, const runtime::Deadline& until) {
       const auto& reference = s.current->reference;
       harness::PropertyResult p;

@@ -149,8 +149,8 @@ harness::EngineOptions ConformChecks::engine_options() {
                                   const harness::Dataset&, const harness::ShardPlan&, const harness::ScriptPlan&) {
     return remote_.build(scenario, variant);
   };
-  options.extra_checks.push_back([this](const harness::CheckContext& ctx, const harness::Dataset& data,
-                                        const harness::ShardPlan& shards, const runtime::Deadline& until) {
+  options.extra_checks.push_back([this](const harness::CheckContext& ctx, const harness::Dataset&,
+                                        const harness::ShardPlan&, const runtime::Deadline& until) {
     const auto& reference = by_name_.at({ctx.scenario.name, ctx.scenario.metric})->reference;
     if (ctx.scenario.reference) {  // the scenario's own [reference] judges agrees_with_reference
       harness::PropertyResult p;

@@ -11,7 +11,6 @@
 #include <sstream>
 
 #include "distmetrics/runtime/backends.h"
-#include "distmetrics/runtime/child_call.h"
 #include "distmetrics/harness/engine.h"
 #include "distmetrics/runtime/task.h"
 #include "distmetrics/runtime/text.h"
@@ -33,18 +32,31 @@ std::chrono::milliseconds ms(double seconds) {
 
 using runtime::first_line;
 
+// What both helper tasks start from: the job's scenario, the variant's data (for an input dtype's
+// variant, the values the ranks were fed, rounded through that dtype, as the engine's own
+// reference has them) and the variant's plan.
+struct HelperInput {
+  harness::Scenario scenario;
+  harness::Dataset data;
+  harness::VariantPlan plan;
+};
+HelperInput helper_input(const runtime::TaskContext& ctx) {
+  HelperInput in;
+  in.scenario = harness::Scenario::from_json(ctx.params.at("scenario"));
+  in.data = harness::rounded_through_input_dtype(harness::generate_data(in.scenario.data),
+                                                 ctx.params.value("dtype", std::string()));
+  in.plan = harness::plan_variant(in.scenario, in.data, ctx.params.at("shard").get<std::string>(),
+                                  ctx.params.at("world_size").get<int>());
+  return in;
+}
+
 // Runs on the helper worker: the plugin's metric (resolved by its qualified name) in one
-// process, without a communicator, on the variant's data: for an input dtype's variant, the
-// values the ranks were fed (rounded through that dtype), as the engine's own reference has them.
+// process, without a communicator, on the variant's data.
 json plugin_single_process_task(runtime::TaskContext& ctx) {
-  const auto scenario = harness::Scenario::from_json(ctx.params.at("scenario"));
-  const harness::Dataset data =
-      harness::rounded_through_input_dtype(harness::generate_data(scenario.data), ctx.params.value("dtype", std::string()));
-  const harness::VariantPlan p =
-      harness::plan_variant(scenario, data, ctx.params.at("shard").get<std::string>(), ctx.params.at("world_size").get<int>());
+  const HelperInput in = helper_input(ctx);
   SingleProcessReference reference;
   try {
-    reference = harness::build_reference(scenario, data, p.shards, p.script);
+    reference = harness::build_reference(in.scenario, in.data, in.plan.shards, in.plan.script);
   } catch (const std::exception& e) {  // e.g. the plugin cannot be loaded here
     reference.failure = e.what();
   }
@@ -54,14 +66,11 @@ json plugin_single_process_task(runtime::TaskContext& ctx) {
 // Runs on the helper worker: the reference implementation on the samples the ranks fed (as often
 // as they fed them), through the variant's judged computes.
 json reference_as_fed_task(runtime::TaskContext& ctx) {
-  const auto scenario = harness::Scenario::from_json(ctx.params.at("scenario"));
-  const harness::Dataset data =
-      harness::rounded_through_input_dtype(harness::generate_data(scenario.data), ctx.params.value("dtype", std::string()));
-  harness::VariantPlan p =
-      harness::plan_variant(scenario, data, ctx.params.at("shard").get<std::string>(), ctx.params.at("world_size").get<int>());
+  HelperInput in = helper_input(ctx);
   const auto computes = ctx.params.at("computes").get<std::size_t>();
-  if (computes < p.script.computes.size()) p.script.computes.resize(computes);
-  return harness::reference_to_json(harness::build_reference(scenario, data, p.shards, p.script, harness::ReferenceData::AsFed));
+  if (computes < in.plan.script.computes.size()) in.plan.script.computes.resize(computes);
+  return harness::reference_to_json(
+      harness::build_reference(in.scenario, in.data, in.plan.shards, in.plan.script, harness::ReferenceData::AsFed));
 }
 
 std::string rank_problem(const runtime::JobResult& run, double deadline) {
@@ -203,8 +212,7 @@ RemoteReference::AsFed RemoteReference::build_as_fed(const harness::Scenario& re
 namespace {
 
 PropertyResult judge_agrees_with_reference(const harness::CheckContext& ctx, const harness::Scenario& reference_scenario,
-                                           const RemoteReference::AsFed& built, std::chrono::steady_clock::time_point started,
-                                           const char* where) {
+                                           const RemoteReference::AsFed& built, std::chrono::steady_clock::time_point started) {
   PropertyResult p;
   p.name = kAgreesWithReference;
   const SingleProcessReference& reference = built.reference;
@@ -214,7 +222,7 @@ PropertyResult judge_agrees_with_reference(const harness::CheckContext& ctx, con
         << " did not finish within the variant's deadline (ended after " << std::fixed << std::setprecision(2)
         << std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()
         << " s, what the ranks and the single-process run left of it)\n"
-        << "It runs " << where << " on all the data the ranks fed. Every phase of a variant counts against its "
+        << "It runs on the helper worker on all the data the ranks fed. Every phase of a variant counts against its "
            "deadline: raise it (--deadline or the scenario's `deadline`), or use less data.";
     p.outcome = Outcome::Hang;
     p.message = msg.str();
@@ -321,39 +329,13 @@ PropertyResult judge_agrees_with_reference(const harness::CheckContext& ctx, con
 }  // namespace
 
 // Like with like: the reference implementation on the samples the ranks fed, as often as they fed
-// them, so that a sampler's padding (PyTorch #25162) counts the same in both. Built where one past
-// the variant's deadline is ended, not waited for.
-PropertyResult check_agrees_with_reference(const harness::CheckContext& ctx, const harness::Scenario& reference_scenario,
-                                           const harness::Dataset& data, const harness::ShardPlan& shards,
-                                           const runtime::Deadline& until) {
-  const auto started = std::chrono::steady_clock::now();
-  const runtime::ChildCallResult child = runtime::call_in_child(
-      [&] {
-        return harness::reference_to_json(
-            harness::build_reference(reference_scenario, data, shards, ctx.plan, harness::ReferenceData::AsFed));
-      },
-      until);
-  RemoteReference::AsFed built;
-  switch (child.ended) {
-    case runtime::ChildCallResult::Ended::Returned:
-      try {
-        built.reference = harness::reference_from_json(child.value);
-      } catch (const std::exception& e) {
-        built.reference.failure = std::string("its result could not be read back: ") + e.what();
-      }
-      break;
-    case runtime::ChildCallResult::Ended::Threw: built.reference.failure = child.error; break;
-    case runtime::ChildCallResult::Ended::Died: built.reference.failure = "it crashed (" + child.how_died + ")"; break;
-    case runtime::ChildCallResult::Ended::TimedOut: built.timed_out = true; break;
-  }
-  return judge_agrees_with_reference(ctx, reference_scenario, built, started, "in a child process");
-}
-
+// them, so that a sampler's padding (PyTorch #25162) counts the same in both; on the helper worker,
+// where one past the variant's deadline is ended, not waited for.
 PropertyResult check_agrees_with_reference(const harness::CheckContext& ctx, const harness::Scenario& reference_scenario,
                                            RemoteReference& remote, const runtime::Deadline& until) {
   const auto started = std::chrono::steady_clock::now();
   const auto built = remote.build_as_fed(reference_scenario, ctx.variant, ctx.plan.computes.size(), until);
-  return judge_agrees_with_reference(ctx, reference_scenario, built, started, "on the helper worker");
+  return judge_agrees_with_reference(ctx, reference_scenario, built, started);
 }
 
 }  // namespace distmetrics::plugin

@@ -1,6 +1,6 @@
-// conform's agrees_with_reference runs the reference implementation in a child process under the
-// variant's deadline (issue 12): one that never finishes is ended there and the variant is a hang
-// naming it, within the deadline plus a generous margin (a bound on hanging, not a speed check);
+// conform's agrees_with_reference runs the reference implementation on the helper worker under
+// the variant's deadline (issue 12): one that never finishes is ended there and the variant is a
+// hang naming it, within the deadline plus a generous margin (a bound on hanging, not a speed check);
 // the next variant, with a reference that finishes, passes. In this process, through the engine
 // and a local rank pool whose workers are this binary (and know the engine tests' metrics).
 #include <gtest/gtest.h>
@@ -18,6 +18,12 @@ namespace dh = distmetrics::harness;
 namespace dr = distmetrics::runtime;
 
 namespace {
+
+// The helper worker is this binary: it must know the helper's tasks before it serves one.
+const bool plugin_tasks_registered = [] {
+  distmetrics::plugin::register_plugin_support();
+  return true;
+}();
 
 std::string explain(const dh::Verdict& v) {
   std::ostringstream out;
@@ -40,9 +46,10 @@ TEST(ConformReference, AReferenceImplementationPastTheDeadlineIsAHangNamingIt) {
   constexpr double kDeadline = 3;
   dh::EngineOptions options;
   options.deadline_seconds = kDeadline;
-  options.extra_checks.push_back([&reference](const dh::CheckContext& ctx, const dh::Dataset& data,
-                                              const dh::ShardPlan& shards, const dr::Deadline& until) {
-    return distmetrics::plugin::check_agrees_with_reference(ctx, reference, data, shards, until);
+  distmetrics::plugin::RemoteReference remote(kDeadline);
+  options.extra_checks.push_back([&reference, &remote](const dh::CheckContext& ctx, const dh::Dataset&,
+                                                       const dh::ShardPlan&, const dr::Deadline& until) {
+    return distmetrics::plugin::check_agrees_with_reference(ctx, reference, remote, until);
   });
   dh::Engine engine(options);
   dh::LocalPools pools({}, 1);

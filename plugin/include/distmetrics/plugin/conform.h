@@ -162,13 +162,9 @@ class ConformChecks {
 };
 
 // agrees_with_reference on one variant: `reference` is the scenario as written (the reference
-// implementation's metric), run on the variant's data and shards in a child process of this one
-// (runtime::ChildCall) that is ended at `until`, the variant's deadline: then the property's
+// implementation's metric), run on the variant's data and shards on `remote`'s helper worker
+// (RemoteReference::build_as_fed), ended at `until`, the variant's deadline: then the property's
 // outcome is Hang, naming the reference implementation.
-harness::PropertyResult check_agrees_with_reference(const harness::CheckContext& ctx, const harness::Scenario& reference,
-                                                    const harness::Dataset& data, const harness::ShardPlan& shards,
-                                                    const runtime::Deadline& until);
-// The same, with the reference built on `remote`'s helper worker (RemoteReference::build_as_fed).
 harness::PropertyResult check_agrees_with_reference(const harness::CheckContext& ctx, const harness::Scenario& reference,
                                                     RemoteReference& remote, const runtime::Deadline& until);
 
