@@ -1,6 +1,6 @@
 # Fails when a part includes a part above it (docs/design.md, "Layers"). Run as a script:
 #   cmake -DSOURCE_DIR=<tree> [-DSTAMP=<file>] -P cmake/check_layers.cmake
-# Each part's include/ and src/ are checked; tests may use any layer (they run on the fixtures).
+# Each part's include/, include_internal/ (test hooks) and src/ are checked; tests may use any layer (they run on the fixtures).
 # The table below is the one place that says which layer a part is on.
 set(_layers runtime:0 metrics:1 harness:2 fixtures:3 plugin:3 pyhost:3 app:4)
 
@@ -18,7 +18,8 @@ endforeach()
 
 set(_violations "")
 foreach(_part ${_parts})
-  file(GLOB_RECURSE _files "${SOURCE_DIR}/${_part}/include/*" "${SOURCE_DIR}/${_part}/src/*")
+  file(GLOB_RECURSE _files "${SOURCE_DIR}/${_part}/include/*" "${SOURCE_DIR}/${_part}/include_internal/*"
+       "${SOURCE_DIR}/${_part}/src/*")
   foreach(_file ${_files})
     if(NOT _file MATCHES "\\.(h|hpp|cpp|cc)$")
       continue()

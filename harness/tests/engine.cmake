@@ -78,7 +78,7 @@ set_tests_properties(engine_scenario_fuzz PROPERTIES TIMEOUT 90 LABELS engine)
 # of the library (test-only wrong metrics registered in this binary; its rank workers know them).
 distmetrics_test(engine_reduction_scan_tests
   SOURCES engine_reduction_scan_test.cpp
-  LINK distmetrics::harness
+  LINK distmetrics::harness distmetrics::metrics_internal
   TIMEOUT 300
   LABELS engine)
 target_compile_definitions(engine_reduction_scan_tests PRIVATE

@@ -1,7 +1,7 @@
 // The reduction scan: for each reference metric, each state and its reduction, a scenario of the
 // library in which a wrong reduction of that state changes the result. Each wrong metric is the
-// reference metric with one state's reduction swapped (StatefulMetric::inject_wrong_reduction),
-// registered in this binary (its rank workers know it too) as "<Metric>!wrong_reduction" with
+// reference metric with one state's reduction swapped (metrics::internal::StatefulMetricFaults, a
+// test hook behind an internal header), registered in this binary (its rank workers know it too) as "<Metric>!wrong_reduction" with
 // two extra parameters; it is run through the metric's own library scenarios until one variant
 // does not pass. A state that no scenario catches is a hole in the library (a SUM-for-MAX bug
 // there would pass everything): the test fails and names it.
@@ -16,6 +16,7 @@
 #include "distmetrics/harness/engine.h"
 #include "distmetrics/harness/metric_catalog.h"
 #include "distmetrics/harness/scenario_files.h"
+#include "distmetrics/metrics/internal/faults.h"
 #include "distmetrics/metrics/registry.h"
 #include "distmetrics/metrics/stateful_metric.h"
 
@@ -61,7 +62,7 @@ dm::MetricRegistry& wrong_registry() {
         auto metric = dm::MetricRegistry::reference().make(name, own);
         auto* stateful = dynamic_cast<dm::StatefulMetric*>(metric.get());
         if (!stateful) throw std::logic_error(name + " has no declared states");
-        stateful->inject_wrong_reduction(state, reduction);
+        dm::internal::StatefulMetricFaults::inject_wrong_reduction(*stateful, state, reduction);
         return metric;
       };
       r.add(spec);

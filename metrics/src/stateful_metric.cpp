@@ -10,6 +10,7 @@
 
 #include "distmetrics/runtime/comm.h"
 #include "distmetrics/metrics/input_checks.h"
+#include "distmetrics/metrics/internal/faults.h"
 
 namespace distmetrics::metrics {
 namespace {
@@ -89,10 +90,11 @@ void StatefulMetric::add_state(const std::string& name, const at::Tensor& initia
   states_.push_back(std::move(s));
 }
 
-void StatefulMetric::inject_wrong_reduction(const std::string& state, Reduction wrong) {
-  State& s = find(state);
+void internal::StatefulMetricFaults::inject_wrong_reduction(StatefulMetric& metric, const std::string& state,
+                                                           Reduction wrong) {
+  StatefulMetric::State& s = metric.find(state);
   if (s.reduction == Reduction::Gather || wrong == Reduction::Gather)
-    throw std::logic_error(name_ + ": state \"" + state + "\": a gather's reduction cannot be swapped");
+    throw std::logic_error(metric.name_ + ": state \"" + state + "\": a gather's reduction cannot be swapped");
   s.reduction = wrong;
 }
 

@@ -99,7 +99,7 @@ struct Dataset {
 // process, data_files.h).
 Dataset generate_data(const DataSpec& spec);
 // A generator's data held whole, or lazy, whatever their size (generate_data picks by size;
-// tests compare the two).
+// validation asks for one of them, and the tests compare the two).
 Dataset generate_whole_data(const DataSpec& spec);
 Dataset generate_lazy_data(const DataSpec& spec);
 

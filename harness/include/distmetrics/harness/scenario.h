@@ -115,7 +115,7 @@ struct LoadResult {
 // Loads and validates one scenario file. `name` is its scenario name (see scenario_name_for).
 // Never throws for a bad file: every problem becomes a diagnostic.
 LoadResult load_scenario(const std::string& path, const std::string& name);
-// The same from TOML text (for tests); `path` is only used in diagnostics.
+// The same from TOML text (explore's generated scenarios, and tests); `path` is only used in diagnostics.
 LoadResult load_scenario_text(const std::string& text, const std::string& path, const std::string& name);
 
 }  // namespace distmetrics::harness

@@ -28,6 +28,10 @@
 
 namespace distmetrics::metrics {
 
+namespace internal {
+struct StatefulMetricFaults;
+}
+
 // How a state combines across ranks. Gather concatenates every rank's rows (dim 0) in rank order.
 enum class Reduction { Sum, Max, Min, Prod, Gather };
 const char* to_string(Reduction reduction);
@@ -93,12 +97,6 @@ class StatefulMetric : public Metric {
 
   std::vector<StateInfo> states() const;
 
-  // Fault injection, for tests that prove a scenario catches a wrong reduction (the scan of
-  // harness/tests/engine_reduction_scan_test.cpp): from now on `state` is synced with `wrong`
-  // instead of its declared reduction. Neither may be Gather (a gather has no same-shaped
-  // alternative). Throws std::logic_error naming the state otherwise.
-  void inject_wrong_reduction(const std::string& state, Reduction wrong);
-
  protected:
   explicit StatefulMetric(std::string name);
 
@@ -142,6 +140,9 @@ class StatefulMetric : public Metric {
   virtual void check_phase(std::size_t phase, const StateValues& synced_so_far) const {}
 
  private:
+  // The test hooks (include_internal/, not installed): fault injection for the reduction scan.
+  friend struct internal::StatefulMetricFaults;
+
   struct State {
     std::string name;
     Reduction reduction;
