@@ -83,7 +83,7 @@ TEST(ChildCall, ComputesWhileTheCallerWorks) {
   EXPECT_EQ(r.value.at("sum").get<int>(), 42);
 }
 
-// A call that is never waited for (the ranks crashed, the variant is judged without it) is ended
+// A call that is never waited for (the ranks crashed, the job is judged without it) is ended
 // with what it forked when it is destroyed.
 TEST(ChildCall, DestroyedUnwaitedEndsTheChildAndWhatItForked) {
   int pipe_fds[2];

@@ -18,7 +18,7 @@
 //                    crash (gloo aborts in the rank)
 //   close_fds        closes every descriptor above 2, then all_reduce #1 -> crash (the rank loses
 //                    its connection to the supervisor and exits)
-//   raw_gloo_skip    gloo only: every other rank issues its own allreduce on the variant's
+//   raw_gloo_skip    gloo only: every other rank issues its own allreduce on the job's
 //                    c10d::ProcessGroupGloo (no timeout, unseen by the trace) before all_reduce #1;
 //                    the rank skips it                                -> hang, blamed on the rank
 //

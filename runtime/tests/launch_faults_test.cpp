@@ -1,8 +1,8 @@
 // Fault injection (issue 12) on the local rank pool, gloo (workers spawned directly) and mpi
 // (workers started by mpirun): every fault of launch_faults.h, in one pool, each with a short
 // deadline, on rank 1 (some on rank 0 too; the mismatches and closed descriptors on both). For each: the outcome kind and the rank to blame, a verdict before the deadline plus
-// a generous margin (a bound on hanging, not a speed check), the workers of the faulty variant
-// gone (and whatever the fault forked), and the next variant passing.
+// a generous margin (a bound on hanging, not a speed check), the workers of the faulty job
+// gone (and whatever the fault forked), and the next job passing.
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -81,7 +81,7 @@ class FaultInjection : public testing::TestWithParam<PoolKind> {
 
   void expect_completed(RankPool& pool, const std::string& after) {
     const JobResult run = pool.run(request("none", 1));
-    ASSERT_EQ(run.status, RunStatus::Completed) << "the variant after " << after << ": " << run.diagnosis;
+    ASSERT_EQ(run.status, RunStatus::Completed) << "the job after " << after << ": " << run.diagnosis;
     for (const auto& rank : run.ranks) EXPECT_EQ(rank.result["sum"].get<double>(), 3.0) << "after " << after;
   }
 };
@@ -191,7 +191,7 @@ TEST_P(FaultInjection, MismatchedContributionsAndClosedDescriptorsAreBlamedOnThe
 // in compute 2 is blamed on the rank that issued it, however many peers went on to compute 3 (at
 // world sizes 2, 3 and 4); a compute 2 that returns a cached value without its all_reduce is
 // blamed on the ranks that skipped it, however many they are (1, 2 or 3 of 4). Each: the kind,
-// the blamed rank, the words of the verdict, the next variant passing.
+// the blamed rank, the words of the verdict, the next job passing.
 TEST_P(FaultInjection, AnExtraCollectiveAndACachedComputeAreBlamedFromEachRanksCollectivesPerStep) {
   struct Case {
     int world_size;

@@ -1,6 +1,6 @@
 // The rank's side of its MPI agent (mpi_agent.h), against agent processes that speak the agent's
 // lines without MPI: the hello, an agent that fails or ends before it, the broadcast, a task's
-// outcome tagged with its variant (an earlier variant's late one is not taken), an agent that
+// outcome tagged with its job (an earlier job's late one is not taken), an agent that
 // crashes or stops itself in a task. The agent with MPI itself runs under mpirun in
 // launch_peer_tests.
 #include <gtest/gtest.h>
@@ -103,14 +103,14 @@ TEST(MpiAgent, AnAgentThatFailsOrEndsBeforeItsHelloIsAClearError) {
 
 TEST(MpiAgent, HelloBroadcastAndTheOutcomeOfThisVariant) {
   MpiAgent agent(agent_that([](LineChannel& channel, const nlohmann::json& request) {
-                   RankOutcome late;  // an earlier variant's, after its wait
+                   RankOutcome late;  // an earlier job's, after its wait
                    late.rank = 1;
                    late.result = {{"from", "v1/"}};
-                   channel.send({{"variant", "v1/"}, {"outcome", to_json(late)}}, Deadline::after(5s));
+                   channel.send({{"job", "v1/"}, {"outcome", to_json(late)}}, Deadline::after(5s));
                    RankOutcome now;
                    now.rank = 1;
                    now.result = {{"from", request.at("prefix")}};
-                   channel.send({{"variant", request.at("prefix")}, {"outcome", to_json(now)}}, Deadline::after(5s));
+                   channel.send({{"job", request.at("prefix")}, {"outcome", to_json(now)}}, Deadline::after(5s));
                  }),
                  Deadline::after(5s));
   EXPECT_EQ(agent.hello().at("rank"), 1);

@@ -1,10 +1,10 @@
 // A program for the peer-runner tests, started by mpirun or with torchrun-style variables:
 //   launch_peer_probe <mpi|env> <backend>
-// It runs the same variants on every rank through a PeerRunner. Every rank prints
+// It runs the same jobs on every rank through a PeerRunner. Every rank prints
 //   RANK <r> SAW <status> <blamed rank>
-// per variant; rank 0 also prints
+// per job; rank 0 also prints
 //   VARIANT <the JobResult as JSON>
-// After the hang variant it checks that the runner refuses to go on (printing STOPPED) and
+// After the hang job it checks that the runner refuses to go on (printing STOPPED) and
 // exits 0 (a non-zero exit would make mpirun kill the ranks that have not printed yet).
 #include <ATen/ATen.h>
 
@@ -70,7 +70,7 @@ std::vector<std::string> tcp_listeners_of_this_process() {
 
 DISTMETRICS_TASK(fault_inject) { return dr::fault_test::run_fault(ctx); }
 
-// `iterations` all_reduces of 256 doubles, `pause_ms` apart: a variant that lasts long enough
+// `iterations` all_reduces of 256 doubles, `pause_ms` apart: a job that lasts long enough
 // for a fault to come in the middle of its collectives (the multi-host tests).
 DISTMETRICS_TASK(peer_collectives_for) {
   const int iterations = ctx.params.value("iterations", 10);
@@ -84,9 +84,9 @@ DISTMETRICS_TASK(peer_collectives_for) {
   return {{"sum", sum}, {"iterations", iterations}};
 }
 
-// launch_peer_probe <mpi|env> <backend> multihost ITERATIONS DEADLINE_MS: one variant of
+// launch_peer_probe <mpi|env> <backend> multihost ITERATIONS DEADLINE_MS: one job of
 // peer_collectives_for (10 ms apart) with that deadline and a report grace of 0.5 s; rank 0
-// prints VARIANT and how long the variant took (SECONDS), every rank finishes with the runner's
+// prints VARIANT and how long the job took (SECONDS), every rank finishes with the runner's
 // code (3 hang, 4 crash, 1 otherwise) and rank 0 returns it.
 double now_s() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -124,7 +124,7 @@ int run_multihost_variant(char** argv) {
   return runner.is_reporter() ? code : 0;
 }
 
-// launch_peer_probe <mpi|env> <backend> FAULT RANK PID_FILE: one variant with the fault (a 2 s
+// launch_peer_probe <mpi|env> <backend> FAULT RANK PID_FILE: one job with the fault (a 2 s
 // deadline), then ends the run as the CLI does: rank 0 prints the report and every rank calls
 // finish() with the runner's code (3 hang, 4 crash, 1 otherwise), rank 0 returns it.
 int run_fault_variant(char** argv) {
@@ -185,7 +185,7 @@ int main(int argc, char** argv) {
       if (runner.is_reporter()) std::cout << "VARIANT " << result.to_json().dump() << std::endl;
     };
     run("peer_sum_of_ranks", 10s);
-    // With the rendezvous up and a variant done: which TCP ports this rank listens on.
+    // With the rendezvous up and a job done: which TCP ports this rank listens on.
     for (const auto& listener : tcp_listeners_of_this_process()) {
       std::cout << "RANK " << runner.rank() << " TCP_LISTEN " << listener << std::endl;
     }

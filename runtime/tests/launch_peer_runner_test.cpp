@@ -1,5 +1,5 @@
 // The peer launch modes: the probe program started with torchrun-style variables (two
-// processes) and by mpirun (-np 2 and 4), on gloo and mpi. Rank 0 reports every variant; every
+// processes) and by mpirun (-np 2 and 4), on gloo and mpi. Rank 0 reports every job; every
 // rank returns the same report; a hang is reported, then the run stops.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -28,8 +28,8 @@ namespace {
 using namespace std::chrono_literals;
 
 struct ProbeOutput {
-  std::vector<nlohmann::json> variants;        // rank 0's reports, in order
-  std::map<int, std::vector<std::string>> saw;  // per rank: "<status> <blamed>" per variant
+  std::vector<nlohmann::json> jobs;        // rank 0's reports, in order
+  std::map<int, std::vector<std::string>> saw;  // per rank: "<status> <blamed>" per job
   std::map<int, bool> stopped;                  // per rank: refused to run after the hang
   std::map<int, std::vector<std::string>> tcp_listening;  // per rank: TCP ports it listened on
   std::map<int, bool> listeners_checked;                  // per rank: it looked
@@ -46,7 +46,7 @@ ProbeOutput parse(const std::string& text) {
     std::string first;
     words >> first;
     if (first == "VARIANT") {
-      out.variants.push_back(nlohmann::json::parse(line.substr(8)));
+      out.jobs.push_back(nlohmann::json::parse(line.substr(8)));
     } else if (first == "RANK") {
       int rank = -1;
       std::string what;
@@ -88,19 +88,19 @@ std::vector<int> run_to_end(const std::vector<detail::SpawnSpec>& specs, std::ch
 }
 
 void expect_the_probe_story(const ProbeOutput& out, int world_size) {
-  ASSERT_EQ(out.variants.size(), 4u) << out.text;
-  EXPECT_EQ(out.variants[0]["status"], "completed") << out.text;
-  for (const auto& rank : out.variants[0]["ranks"]) {
+  ASSERT_EQ(out.jobs.size(), 4u) << out.text;
+  EXPECT_EQ(out.jobs[0]["status"], "completed") << out.text;
+  for (const auto& rank : out.jobs[0]["ranks"]) {
     EXPECT_EQ(rank["result"]["sum"].get<double>(), world_size * (world_size - 1) / 2.0);
     EXPECT_EQ(rank["result"]["world_size"].get<int>(), world_size);
   }
-  EXPECT_EQ(out.variants[1]["status"], "error");
-  EXPECT_NE(out.variants[1]["diagnosis"].get<std::string>().find("every rank raised std::runtime_error"), std::string::npos);
-  EXPECT_EQ(out.variants[2]["status"], "completed");
-  EXPECT_EQ(out.variants[3]["status"], "hang");
-  EXPECT_EQ(out.variants[3]["blamed_rank"], 1);
-  EXPECT_NE(out.variants[3]["diagnosis"].get<std::string>().find("rank 1 never entered all_reduce(sum) #1 (float64 [4])"),
-            std::string::npos) << out.variants[3]["diagnosis"];
+  EXPECT_EQ(out.jobs[1]["status"], "error");
+  EXPECT_NE(out.jobs[1]["diagnosis"].get<std::string>().find("every rank raised std::runtime_error"), std::string::npos);
+  EXPECT_EQ(out.jobs[2]["status"], "completed");
+  EXPECT_EQ(out.jobs[3]["status"], "hang");
+  EXPECT_EQ(out.jobs[3]["blamed_rank"], 1);
+  EXPECT_NE(out.jobs[3]["diagnosis"].get<std::string>().find("rank 1 never entered all_reduce(sum) #1 (float64 [4])"),
+            std::string::npos) << out.jobs[3]["diagnosis"];
   // Every rank returned rank 0's report, and every rank stopped after the hang.
   const std::vector<std::string> story{"completed -1", "error -1", "completed -1", "hang 1"};
   for (int r = 0; r < world_size; ++r) {
@@ -322,8 +322,8 @@ TEST(PeerLaunchFaults, FaultsUnderMpirunAreReportedWithTheRunnersExitCode) {
     EXPECT_EQ(detail::describe_wait_status(statuses[0]), "exit status " + std::to_string(f.exit_code)) << tagged;
     // Deadline 2 s, report grace 2 s, mpirun's start and teardown: a bound on hanging.
     EXPECT_LT(took, 40s);
-    ASSERT_EQ(probe.variants.size(), 1u) << tagged;
-    const auto& report = probe.variants[0];
+    ASSERT_EQ(probe.jobs.size(), 1u) << tagged;
+    const auto& report = probe.jobs[0];
     EXPECT_EQ(report["status"], f.status) << report.dump(1);
     EXPECT_EQ(report["blamed_rank"], f.rank) << report.dump(1);
     if (!f.how_died.empty()) { EXPECT_EQ(report["ranks"][f.rank]["how_died"], f.how_died) << report.dump(1); }

@@ -326,7 +326,7 @@ TEST_P(RankPoolTest, RanksIssuingDifferentCollectivesAreNamed) {
 }
 
 // Ranks seen in one collective with contributions that do not match can never complete it: the
-// pool ends the variant on that sight, not when the backend's own timeout (here 40 s) or the
+// pool ends the job on that sight, not when the backend's own timeout (here 40 s) or the
 // deadline would, so every rank still inside a collective is stuck, none timed out.
 TEST_P(RankPoolTest, AMismatchedCollectiveEndsTheVariantWithoutWaitingForTheBackendsTimeout) {
   RankPool pool = make_pool(3);
@@ -362,7 +362,7 @@ TEST_P(RankPoolTest, AHundredVariantsDoNotGrowDescriptorsOrThreads) {
   const size_t threads = entries_in("/proc/self/task");
   for (int i = 0; i < 100; ++i) {
     const JobResult run = pool.run(request("launch_sum_of_ranks"));
-    ASSERT_EQ(run.status, RunStatus::Completed) << "variant " << i << ": " << run.diagnosis;
+    ASSERT_EQ(run.status, RunStatus::Completed) << "job " << i << ": " << run.diagnosis;
   }
   EXPECT_EQ(entries_in("/proc/self/fd"), fds);
   EXPECT_EQ(entries_in("/proc/self/task"), threads);

@@ -1,4 +1,4 @@
-// Building a fresh communicator for one variant (internal to the runtime: workers and peer
+// Building a fresh communicator for one job (internal to the runtime: workers and peer
 // runners call it; users get communicators through tasks and the rank-test fixture).
 #pragma once
 
@@ -27,7 +27,7 @@ struct CommSpec {
   std::string gloo_address = "127.0.0.1";
 };
 
-// `store` must be fresh for this communicator (a PrefixStore per variant); mpi ignores it and
+// `store` must be fresh for this communicator (a PrefixStore per job); mpi ignores it and
 // duplicates MPI_COMM_WORLD instead. Connecting must finish by `deadline`.
 std::unique_ptr<Communicator> make_communicator(const CommSpec& spec, const c10::intrusive_ptr<c10d::Store>& store,
                                                 const Deadline& deadline);

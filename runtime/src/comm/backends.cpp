@@ -20,8 +20,8 @@ std::optional<std::string> gloo_unavailable(const std::string& comm_device, int)
     return std::string("gloo: this build has no Gloo (install libgloo-dev and reconfigure)");
   }
 #if DISTMETRICS_GLOO_THROUGH_PYTHON
-  // Imports torch.distributed once per process (gloo_through_python.cpp): here, before a variant's
-  // deadline starts, and in a peer rank before it forks the variant's task child.
+  // Imports torch.distributed once per process (gloo_through_python.cpp): here, before a job's
+  // deadline starts, and in a peer rank before it forks the job's task child.
   if (auto reason = detail::gloo_through_python_unavailable()) return reason;
 #endif
   if (comm_device == "cuda") {
@@ -46,7 +46,7 @@ std::optional<std::string> nccl_unavailable(const std::string&, int world_size) 
   return std::nullopt;
 }
 
-// MPI duplicates MPI_COMM_WORLD instead of using the variant's store.
+// MPI duplicates MPI_COMM_WORLD instead of using the job's store.
 std::unique_ptr<Communicator> make_mpi(const detail::CommSpec& spec, const c10::intrusive_ptr<c10d::Store>&,
                                        const Deadline& deadline) {
   return detail::make_mpi_communicator(spec, deadline);

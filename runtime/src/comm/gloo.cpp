@@ -29,11 +29,11 @@ using namespace std::chrono_literals;
 // (the connecting side of each pair while connecting, every pair when its context goes) waits
 // until the loop has ticked once, so that its handler is never called again: with nothing else
 // to wake the loop that is up to 10 ms per pair, and destroying a Device joins its loop thread
-// after up to 10 ms more. A fresh group per variant paid ~30 ms at ws2 and ~70 ms at ws4, almost
+// after up to 10 ms more. A fresh group per job paid ~30 ms at ws2 and ~70 ms at ws4, almost
 // all of it waiting for those ticks (the collectives themselves take ~0.2 ms).
 //
 // So a process keeps one Device per bind address for its life (the loop thread and its epoll
-// descriptor; every variant still gets fresh contexts, pairs, sockets and rendezvous), and a
+// descriptor; every job still gets fresh contexts, pairs, sockets and rendezvous), and a
 // timerfd registered on that loop makes it tick every kHurryTick while a group is being built or
 // torn down (LoopHurry): a pair then waits for at most one such tick instead of 10 ms. Outside
 // those windows the timer is off and the loop sleeps as gloo intends.

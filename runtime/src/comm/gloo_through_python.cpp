@@ -4,7 +4,7 @@
 // libtorch_cpu is that one: Debian's libgloo-dev is another. So this unit never names a gloo
 // type. It asks torch itself for the group, through torch's own Python binding
 // (torch._C._distributed_c10d.ProcessGroupGloo, in an embedded interpreter), hands it the
-// variant's C++ store through torch's own pybind11 registration of c10d::Store, and keeps the
+// job's C++ store through torch's own pybind11 registration of c10d::Store, and keeps the
 // group as the c10d::Backend it is (Backend.hpp needs no gloo header). It is compiled against the
 // wheel's pybind11 (the one libtorch_python registered its types with) and linked with the
 // wheel's libtorch_python, so both sides agree on every type; should they not, the cast fails with

@@ -240,7 +240,7 @@ std::unique_ptr<Communicator> make_mpi_communicator(const CommSpec& spec, const 
                       std::to_string(spec.world_size) + " (start it with mpirun -np " +
                       std::to_string(spec.world_size) + ")");
   }
-  // A fresh communicator per variant: messages of an earlier variant can never match this one's.
+  // A fresh communicator per job: messages of an earlier job can never match this one's.
   MPI_Comm comm = MPI_COMM_NULL;
   MPI_Request request;
   check(MPI_Comm_idup(MPI_COMM_WORLD, &comm, &request), "MPI_Comm_idup");
@@ -248,7 +248,7 @@ std::unique_ptr<Communicator> make_mpi_communicator(const CommSpec& spec, const 
     wait_for(request, deadline, "MPI_Comm_idup");
   } catch (const BackendTimeout&) {
     throw std::runtime_error("mpi: rank " + std::to_string(spec.rank) +
-                             " timed out duplicating MPI_COMM_WORLD (a peer never started this variant)");
+                             " timed out duplicating MPI_COMM_WORLD (a peer never started this job)");
   }
   MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
   return std::make_unique<MpiCommunicator>(spec, comm);

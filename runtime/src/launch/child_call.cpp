@@ -26,7 +26,7 @@ namespace {
 // A fork keeps no thread pool: the child computes on one thread. Where ATen runs on OpenMP,
 // setting OpenMP's count is enough; at::set_num_threads would also build caffe2's pthreadpool
 // afresh in the child, whose new worker spins for ~5 ms of CPU before it sleeps (perf), which
-// every variant's reference paid while the ranks wanted the same two cores.
+// every job's reference paid while the ranks wanted the same two cores.
 void compute_on_one_thread() {
   if (at::get_num_threads() == 1) return;
   using SetThreads = void (*)(int);

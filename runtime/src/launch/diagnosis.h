@@ -1,4 +1,4 @@
-// Reading a variant's rank outcomes: the run's status, the rank to blame, and one paragraph that
+// Reading a job's rank outcomes: the run's status, the rank to blame, and one paragraph that
 // says what happened ("rank 1 never entered all_reduce(sum) #3 (float64 [4]) that ranks 0, 2, 3
 // were waiting in; rank 1 finished its task after 3 collectives").
 #pragma once

@@ -47,7 +47,7 @@ nlohmann::json to_json(const AgentTask& task) {
 
 AgentTask agent_task_from_json(const nlohmann::json& json) {
   AgentTask task;
-  task.job = request_from_json(json.at("job"));
+  task.job = job_from_json(json.at("job"));
   task.prefix = json.at("prefix").get<std::string>();
   task.budget = std::chrono::milliseconds(json.at("ms").get<long>());
   task.world_size = json.at("world_size").get<int>();
@@ -162,8 +162,8 @@ std::string MpiAgent::broadcast(const std::string& text, const Deadline& deadlin
 std::optional<TaskEnd> MpiAgent::run(const AgentTask& task, const Deadline& until) {
   if (!send(to_json(task))) return std::nullopt;
   Reply reply = await(until);
-  // An earlier variant's outcome that came after its wait is not this one's.
-  while (reply.message && reply.message->value("variant", "") != task.prefix) reply = await(until);
+  // An earlier job's outcome that came after its wait is not this one's.
+  while (reply.message && reply.message->value("job", "") != task.prefix) reply = await(until);
   TaskEnd end;
   if (reply.message) {
     holds_variant_ = true;
@@ -222,7 +222,7 @@ void MpiAgent::end() {
   if (hello.contains("error")) ::_exit(1);
   const int rank = hello["rank"].get<int>();
   at::set_num_threads(1);  // the ranks share the machine's cores, as pool workers do
-  struct Held {  // the last variant's communicator and store, until every rank has the report
+  struct Held {  // the last job's communicator and store, until every rank has the report
     c10::intrusive_ptr<c10d::Store> store;
     LocalRun local;
   };
@@ -265,14 +265,14 @@ void MpiAgent::end() {
           const TaskMemoryLimit limit(rank_memory_bytes);
           held->local = run_task_here(task.job, spec, group_store, deadline, store_task_hooks(held->store, rank));
         }
-        send_to(channel, {{"variant", task.prefix}, {"outcome", to_json(held->local.outcome)}}, 5s);
+        send_to(channel, {{"job", task.prefix}, {"outcome", to_json(held->local.outcome)}}, 5s);
       } catch (const std::exception& e) {
         RankOutcome failed;
         failed.rank = rank;
         failed.state = RankState::Raised;
         failed.error_type = "ConfigError";
         failed.error = "rank " + std::to_string(rank) + ": the MPI agent could not run the task: " + short_what(e);
-        send_to(channel, {{"variant", request.value("prefix", "")}, {"outcome", to_json(failed)}}, 5s);
+        send_to(channel, {{"job", request.value("prefix", "")}, {"outcome", to_json(failed)}}, 5s);
       }
     } else if (op == "release") {
       held.reset();

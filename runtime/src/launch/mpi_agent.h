@@ -27,11 +27,11 @@
 
 namespace distmetrics::runtime::detail {
 
-// One variant's task, as a rank sends it to its agent.
+// One job's task, as a rank sends it to its agent.
 struct AgentTask {
   Job job;
-  std::string prefix;                 // the variant's keys in the store ("v3/")
-  std::chrono::milliseconds budget{0};  // what is left of the variant's deadline
+  std::string prefix;                 // the job's keys in the store ("v3/")
+  std::chrono::milliseconds budget{0};  // what is left of the job's deadline
   int world_size = 1;
   int local_rank = 0;
   std::chrono::milliseconds op_timeout{0};
@@ -60,11 +60,11 @@ class MpiAgent {
   // Rank 0's text, on every rank, through MPI. ConfigError when the agent is gone, errs or does
   // not answer by the deadline (plus a second).
   std::string broadcast(const std::string& text, const Deadline& deadline);
-  // Runs the task: what the agent sent for this variant, or how it ended (then it is ended with
+  // Runs the task: what the agent sent for this job, or how it ended (then it is ended with
   // what the task forked) or stopped, by `until`; nullopt when the agent is gone or does not
-  // read the request. An agent that answered keeps the variant's communicator until release().
+  // read the request. An agent that answered keeps the job's communicator until release().
   std::optional<TaskEnd> run(const AgentTask& task, const Deadline& until);
-  // The agent may drop the last variant's communicator (every rank has the report).
+  // The agent may drop the last job's communicator (every rank has the report).
   void release();
   // The agent finalises MPI and leaves, within `grace`; then it is ended.
   void stop(std::chrono::milliseconds grace);

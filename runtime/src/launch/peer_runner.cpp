@@ -1,5 +1,5 @@
-// Variants on ranks started by mpirun or by a torchrun-style launcher: every rank runs the task
-// where its backend's descriptor says (Backend::peer_isolation: in a child per variant on gloo,
+// Jobs on ranks started by mpirun or by a torchrun-style launcher: every rank runs the task
+// where its backend's descriptor says (Backend::peer_isolation: in a child per job on gloo,
 // in its MPI agent on mpi, else itself), rank 0 gathers the outcomes through the store and
 // publishes the report. The parts: the launch environment (peer_env.h), the store and the
 // check-in (peer_store.h), the MPI agent (mpi_agent.h), the task and its child (peer_task.h).
@@ -71,59 +71,59 @@ class PeerRunner::Impl {
 
   ~Impl() { leave(); }
 
-  JobResult run(const Job& request) {
+  JobResult run(const Job& job) {
     if (stopped_) {
       throw ConfigError("the peer run stopped after " + stop_reason_ +
-                        ": its process group is broken; start the launcher again to run more variants");
+                        ": its process group is broken; start the launcher again to run more jobs");
     }
-    if (const Backend* backend = find_backend(request.backend);
+    if (const Backend* backend = find_backend(job.backend);
         backend != nullptr && std::find(backend->peer_launchers.begin(), backend->peer_launchers.end(),
                                         options_.launcher) == backend->peer_launchers.end()) {
-      throw ConfigError("variant " + request.id + ": the " + backend->name + " backend needs ranks started by mpirun (launcher mpi)");
+      throw ConfigError("job " + job.id + ": the " + backend->name + " backend needs ranks started by mpirun (launcher mpi)");
     }
-    if (auto reason = backend_unavailable_reason(request.backend, request.comm_device, launch_.local_world_size)) {
-      throw ConfigError("variant " + request.id + ": " + *reason);
+    if (auto reason = backend_unavailable_reason(job.backend, job.comm_device, launch_.local_world_size)) {
+      throw ConfigError("job " + job.id + ": " + *reason);
     }
     const auto started = std::chrono::steady_clock::now();
-    const Deadline deadline = Deadline::after(request.deadline);
-    // From the variant's start: a verdict comes within its deadline plus the grace, however
+    const Deadline deadline = Deadline::after(job.deadline);
+    // From the job's start: a verdict comes within its deadline plus the grace, however
     // late this rank's own task ended (which is by the deadline plus a moment).
-    const Deadline report_deadline = Deadline::after(request.deadline + options_.report_grace);
+    const Deadline report_deadline = Deadline::after(job.deadline + options_.report_grace);
     // A rank that timed out in a collective at the deadline says so within moments.
-    const Deadline task_deadline = Deadline::after(request.deadline + moment());
+    const Deadline task_deadline = Deadline::after(job.deadline + moment());
     const std::string prefix = "v" + std::to_string(++variant_count_) + "/";
     auto store = c10::make_intrusive<c10d::PrefixStore>(prefix, rendezvous_->store());
 
     detail::CommSpec spec;
-    spec.backend = request.backend;
-    spec.comm_device = request.comm_device;
+    spec.backend = job.backend;
+    spec.comm_device = job.comm_device;
     spec.rank = rank_;
     spec.world_size = world_size_;
     spec.local_rank = launch_.local_rank;
-    spec.op_timeout = detail::op_timeout_of(request);
+    spec.op_timeout = detail::op_timeout_of(job);
     spec.gloo_address = rendezvous_->gloo_address();
     // Where the task runs is the backend's (backends.cpp, peer_isolation): in a child process of
-    // the rank forked per variant (a child can crash, exit, stop or loop without taking the rank
+    // the rank forked per job (a child can crash, exit, stop or loop without taking the rank
     // with it: the rank reports how it ended, ends its process group with whatever it forked and
     // goes on to the report); in the MPI agent under mpirun (MPI cannot be used in a child forked
     // after MPI_Init); or in the rank itself (CUDA does not survive a fork).
-    const TaskIsolation isolation = peer_task_isolation(request.backend, request.comm_device);
+    const TaskIsolation isolation = peer_task_isolation(job.backend, job.comm_device);
     const bool in_agent = isolation == TaskIsolation::MpiAgent && agent_ != nullptr;
     detail::LocalRun local;
     std::optional<detail::TaskChild> child;
     if (in_agent) {
-      local.outcome = run_in_agent(request, spec, prefix, deadline, task_deadline, *store);
+      local.outcome = run_in_agent(job, spec, prefix, deadline, task_deadline, *store);
     } else if (isolation == TaskIsolation::ForkedChild) {
-      child.emplace(request, spec, prefix, rendezvous_->address(), deadline, options_.rank_memory_bytes);
+      child.emplace(job, spec, prefix, rendezvous_->address(), deadline, options_.rank_memory_bytes);
       local.outcome = child->wait(task_deadline, *store);
     } else {
       auto group_store = c10::make_intrusive<c10d::PrefixStore>("group/", store);
-      local = detail::run_task_here(request, spec, group_store, deadline, detail::store_task_hooks(store, rank_));
+      local = detail::run_task_here(job, spec, group_store, deadline, detail::store_task_hooks(store, rank_));
     }
     detail::set_quietly(*store, "outcome/" + std::to_string(rank_), detail::to_json(local.outcome));
 
-    JobResult run = rank_ == 0 ? gather(*store, request, local.outcome, report_deadline)
-                                : await_report(*store, request, local.outcome, deadline);
+    JobResult run = rank_ == 0 ? gather(*store, job, local.outcome, report_deadline)
+                                : await_report(*store, job, local.outcome, deadline);
     local.comm.reset();  // only now: peers may have been inside collectives until the report
     const bool broken = run.status == RunStatus::Hang || run.status == RunStatus::Crash;
     // After a hang or a crash the run stops: nobody waits for a child to leave on its own.
@@ -133,7 +133,7 @@ class PeerRunner::Impl {
       stopped_ = true;
       stopped_in_agent_ = in_agent;
       stop_status_ = run.status;
-      stop_reason_ = std::string("a ") + to_string(run.status) + " in variant " + request.id;
+      stop_reason_ = std::string("a ") + to_string(run.status) + " in job " + job.id;
     }
     run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     return run;
@@ -179,10 +179,10 @@ class PeerRunner::Impl {
   }
 
   // Runs an mpi-backend task in the agent; its outcome, or how the agent ended or stopped.
-  RankOutcome run_in_agent(const Job& request, const detail::CommSpec& spec, const std::string& prefix,
+  RankOutcome run_in_agent(const Job& job, const detail::CommSpec& spec, const std::string& prefix,
                            const Deadline& deadline, const Deadline& until, c10d::Store& store) {
     detail::AgentTask task;
-    task.job = request;
+    task.job = job;
     task.prefix = prefix;
     task.budget = deadline.remaining();
     task.world_size = spec.world_size;
@@ -207,7 +207,7 @@ class PeerRunner::Impl {
 
   // Rank 0: every rank's outcome, or, for a rank that sent none by the deadline, what its
   // progress says (stuck, or gone if its process is no longer there).
-  JobResult gather(c10d::Store& store, const Job& request, const RankOutcome& own, const Deadline& deadline) {
+  JobResult gather(c10d::Store& store, const Job& job, const RankOutcome& own, const Deadline& deadline) {
     std::vector<std::string> keys;
     for (int r = 0; r < world_size_; ++r) keys.push_back("outcome/" + std::to_string(r));
     // Until every rank has sent its outcome or is gone (its connection to the store closed: a
@@ -260,7 +260,7 @@ class PeerRunner::Impl {
       detail::fill_progress(store, r, missing);
       run.ranks.push_back(std::move(missing));
     }
-    detail::diagnose(run, phases, request.deadline);
+    detail::diagnose(run, phases, job.deadline);
     blame_the_silent(run, silent);
     name_hosts(run);
     detail::set_quietly(store, "report", run.to_json());
@@ -311,10 +311,10 @@ class PeerRunner::Impl {
   }
 
   // Ranks other than 0: rank 0's report, or (rank 0 silent) this rank's own view as a hang.
-  JobResult await_report(c10d::Store& store, const Job& request, const RankOutcome& own, const Deadline& variant) {
-    const Deadline deadline = Deadline::after(variant.remaining() + 2 * options_.report_grace);
+  JobResult await_report(c10d::Store& store, const Job& job, const RankOutcome& own, const Deadline& job_deadline) {
+    const Deadline deadline = Deadline::after(job_deadline.remaining() + 2 * options_.report_grace);
     if (detail::wait_for_keys(store, {"report"}, deadline)) {
-      if (auto report = detail::get_json(store, "report")) return detail::run_from_json(*report);
+      if (auto report = detail::get_json(store, "report")) return detail::job_result_from_json(*report);
     }
     JobResult run;
     for (int r = 0; r < world_size_; ++r) {
@@ -326,7 +326,7 @@ class PeerRunner::Impl {
     run.status = RunStatus::Hang;
     run.blamed_rank = 0;
     run.diagnosis = "rank " + std::to_string(rank_) + " heard no report from rank 0 within " +
-                    std::to_string((request.deadline + 2 * options_.report_grace).count()) + " ms";
+                    std::to_string((job.deadline + 2 * options_.report_grace).count()) + " ms";
     return run;
   }
 
@@ -346,7 +346,7 @@ class PeerRunner::Impl {
 
 PeerRunner::PeerRunner(PeerOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
 PeerRunner::~PeerRunner() = default;
-JobResult PeerRunner::run(const Job& request) { return impl_->run(request); }
+JobResult PeerRunner::run(const Job& job) { return impl_->run(job); }
 int PeerRunner::world_size() const { return impl_->world_size(); }
 int PeerRunner::rank() const { return impl_->rank(); }
 int PeerRunner::local_rank() const { return impl_->local_rank(); }

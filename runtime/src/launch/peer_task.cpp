@@ -85,7 +85,7 @@ RankOutcome outcome_of(const TaskEnd& end, int rank, long pid, c10d::Store& stor
   return outcome;
 }
 
-TaskChild::TaskChild(const Job& request, const CommSpec& spec, const std::string& prefix, const StoreAddress& store,
+TaskChild::TaskChild(const Job& job, const CommSpec& spec, const std::string& prefix, const StoreAddress& store,
                      const Deadline& deadline, std::uint64_t rank_memory_bytes)
     : rank_(spec.rank),
       call_(KeepUntilReleased{}, [&](ChildHold& hold) -> nlohmann::json {
@@ -96,7 +96,7 @@ TaskChild::TaskChild(const Job& request, const CommSpec& spec, const std::string
           auto held = std::make_shared<HeldTask>();
           held->store = c10::make_intrusive<c10d::PrefixStore>(prefix, store.connect(deadline));
           held->group_store = c10::make_intrusive<c10d::PrefixStore>("group/", held->store);
-          held->local = run_task_here(request, spec, held->group_store, deadline, store_task_hooks(held->store, spec.rank));
+          held->local = run_task_here(job, spec, held->group_store, deadline, store_task_hooks(held->store, spec.rank));
           hold = held;
           return to_json(held->local.outcome);
         } catch (const std::exception& e) {

@@ -1,4 +1,4 @@
-// A variant's task on a peer rank (peer_runner.h), wherever its backend's descriptor says it runs
+// A job's task on a peer rank (peer_runner.h), wherever its backend's descriptor says it runs
 // (Backend::peer_isolation): what the task writes to the store while it runs (its progress and
 // phase, for rank 0's diagnosis), the rank's memory limit around it, the child process a gloo
 // task runs in (a kept ChildCall: it holds its communicator until released after the report),
@@ -45,7 +45,7 @@ class TaskMemoryLimit {
   std::optional<rlimit> before_;
 };
 
-// How a task's process (the gloo child, the MPI agent) ended its part of a variant.
+// How a task's process (the gloo child, the MPI agent) ended its part of a job.
 struct TaskEnd {
   std::optional<RankOutcome> outcome;  // what it sent
   std::optional<int> wait_status;      // it ended without sending one (reaped)
@@ -63,7 +63,7 @@ RankOutcome outcome_of(const TaskEnd& end, int rank, long pid, c10d::Store& stor
 class TaskChild {
  public:
   // Starts the task now.
-  TaskChild(const Job& request, const CommSpec& spec, const std::string& prefix, const StoreAddress& store,
+  TaskChild(const Job& job, const CommSpec& spec, const std::string& prefix, const StoreAddress& store,
             const Deadline& deadline, std::uint64_t rank_memory_bytes);
   // The rank's outcome by `until` (the deadline plus a moment for a task that timed out in a
   // collective to say so): what the child sent, or how it ended. Once only.

@@ -31,7 +31,7 @@ class PoolStoreServer {
   // Reads and answers whatever the clients sent; never blocks longer than a short send budget
   // per answer (a client that does not read its answers is dropped).
   void serve();
-  // Forgets every key and waiting request (between variants: each variant has its own prefix).
+  // Forgets every key and waiting request (between jobs: each job has its own prefix).
   void clear();
   void drop_all() { clients_.clear(); waiting_.clear(); data_.clear(); }
   size_t clients() const { return clients_.size(); }

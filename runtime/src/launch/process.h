@@ -78,7 +78,7 @@ void write_all(int fd, const std::string& text);
 
 // A file in memory (memfd) that children can write their output to: it never blocks them, it
 // leaves nothing on disk, and its tail can be read at any time. O_APPEND, so truncating it
-// between variants keeps the children's writes at the start.
+// between jobs keeps the children's writes at the start.
 class OutputCapture {
  public:
   explicit OutputCapture(const std::string& name);

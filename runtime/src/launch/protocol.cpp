@@ -53,26 +53,26 @@ CollectiveRecord record_from_json(const nlohmann::json& json) {
   return record;
 }
 
-nlohmann::json to_json(const Job& request) {
-  return {{"id", request.id},
-          {"task", request.task},
-          {"params", request.params},
-          {"backend", request.backend},
-          {"comm_device", request.comm_device},
-          {"deadline_ms", request.deadline.count()},
-          {"op_timeout_ms", request.op_timeout.count()}};
+nlohmann::json to_json(const Job& job) {
+  return {{"id", job.id},
+          {"task", job.task},
+          {"params", job.params},
+          {"backend", job.backend},
+          {"comm_device", job.comm_device},
+          {"deadline_ms", job.deadline.count()},
+          {"op_timeout_ms", job.op_timeout.count()}};
 }
 
-Job request_from_json(const nlohmann::json& json) {
-  Job request;
-  request.id = json.at("id").get<std::string>();
-  request.task = json.at("task").get<std::string>();
-  request.params = json.value("params", nlohmann::json::object());
-  request.backend = json.at("backend").get<std::string>();
-  request.comm_device = json.value("comm_device", "cpu");
-  request.deadline = std::chrono::milliseconds(json.at("deadline_ms").get<std::int64_t>());
-  request.op_timeout = std::chrono::milliseconds(json.value("op_timeout_ms", std::int64_t{0}));
-  return request;
+Job job_from_json(const nlohmann::json& json) {
+  Job job;
+  job.id = json.at("id").get<std::string>();
+  job.task = json.at("task").get<std::string>();
+  job.params = json.value("params", nlohmann::json::object());
+  job.backend = json.at("backend").get<std::string>();
+  job.comm_device = json.value("comm_device", "cpu");
+  job.deadline = std::chrono::milliseconds(json.at("deadline_ms").get<std::int64_t>());
+  job.op_timeout = std::chrono::milliseconds(json.value("op_timeout_ms", std::int64_t{0}));
+  return job;
 }
 
 nlohmann::json to_json(const RankOutcome& outcome) {
@@ -122,7 +122,7 @@ RankOutcome outcome_from_json(const nlohmann::json& json) {
   return outcome;
 }
 
-JobResult run_from_json(const nlohmann::json& json) {
+JobResult job_result_from_json(const nlohmann::json& json) {
   JobResult run;
   run.status = run_status_from_string(json.at("status").get<std::string>());
   run.blamed_rank = json.value("blamed_rank", -1);
@@ -133,8 +133,8 @@ JobResult run_from_json(const nlohmann::json& json) {
   return run;
 }
 
-std::chrono::milliseconds op_timeout_of(const Job& request) {
-  return request.op_timeout.count() > 0 ? request.op_timeout : request.deadline;
+std::chrono::milliseconds op_timeout_of(const Job& job) {
+  return job.op_timeout.count() > 0 ? job.op_timeout : job.deadline;
 }
 
 }  // namespace detail

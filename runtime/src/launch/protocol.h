@@ -11,8 +11,8 @@ namespace distmetrics::runtime::detail {
 nlohmann::json to_json(const CollectiveRecord& record);
 CollectiveRecord record_from_json(const nlohmann::json& json);
 
-nlohmann::json to_json(const Job& request);
-Job request_from_json(const nlohmann::json& json);
+nlohmann::json to_json(const Job& job);
+Job job_from_json(const nlohmann::json& json);
 
 nlohmann::json to_json(const RankOutcome& outcome);
 RankOutcome outcome_from_json(const nlohmann::json& json);
@@ -20,9 +20,9 @@ RankOutcome outcome_from_json(const nlohmann::json& json);
 RankState rank_state_from_string(const std::string& text);
 RunStatus run_status_from_string(const std::string& text);
 
-JobResult run_from_json(const nlohmann::json& json);
+JobResult job_result_from_json(const nlohmann::json& json);
 
-// The collective budget of a request: its op_timeout, or its whole deadline when that is zero.
-std::chrono::milliseconds op_timeout_of(const Job& request);
+// The collective budget of a job: its op_timeout, or its whole deadline when that is zero.
+std::chrono::milliseconds op_timeout_of(const Job& job);
 
 }  // namespace distmetrics::runtime::detail

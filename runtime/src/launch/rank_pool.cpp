@@ -4,7 +4,7 @@
 //   Rendezvous     the pool's private folder and Unix socket: accepts only processes that
 //                  RankProcesses started (kernel peer credentials) and hosts the store;
 //   WorkerLink     the request/answer protocol with one worker;
-//   RankPool::Impl supervision: a variant's deadline, what happened, ending and respawning.
+//   RankPool::Impl supervision: a job's deadline, what happened, ending and respawning.
 #include "distmetrics/runtime/rank_pool.h"
 
 #include <poll.h>
@@ -378,13 +378,13 @@ class Rendezvous {
 
 // --- The protocol with one worker ---------------------------------------------------------------
 
-// One rank's worker and what the supervisor knows of it during the current variant.
+// One rank's worker and what the supervisor knows of it during the current job.
 struct WorkerLink {
   int rank = 0;
   pid_t pid = 0;  // the connected process, as the kernel said (never as the worker said)
   std::unique_ptr<detail::LineChannel> channel;
 
-  // The current variant.
+  // The current job.
   std::optional<RankOutcome> outcome;
   std::vector<CollectiveRecord> entered;
   std::optional<CollectiveRecord> open;  // entered and not yet left
@@ -448,8 +448,8 @@ struct WorkerLink {
     }
   }
 
-  static nlohmann::json variant_message(const Job& request, const std::string& store_prefix) {
-    return {{"type", "variant"}, {"request", detail::to_json(request)}, {"store", {{"prefix", store_prefix}}}};
+  static nlohmann::json job_message(const Job& job, const std::string& store_prefix) {
+    return {{"type", "job"}, {"job", detail::to_json(job)}, {"store", {{"prefix", store_prefix}}}};
   }
 };
 
@@ -478,26 +478,26 @@ class RankPool::Impl {
 
   ~Impl() { shutdown(); }
 
-  JobResult run(const Job& request) {
-    validate(request);
+  JobResult run(const Job& job) {
+    validate(job);
     const auto started = std::chrono::steady_clock::now();
     if (alive() && !healthy()) end_workers();
     double start_seconds = 0;
     const bool starting = !alive();
-    if (starting || backend_needs_warm_up(request.backend)) {
+    if (starting || backend_needs_warm_up(job.backend)) {
       const Deadline startup = Deadline::after(options_.startup_deadline);
       std::optional<JobResult> failure;
       if (starting) failure = start(startup);
-      if (!failure) failure = warm_up_backend(request, startup);
+      if (!failure) failure = warm_up_backend(job, startup);
       if (!failure && starting && options_.warm_up)
-        failure = warm_up(*options_.warm_up, request, startup, "run once when the pool starts");
+        failure = warm_up(*options_.warm_up, job, startup, "run once when the pool starts");
       if (failure) {
         failure->seconds = seconds_since(started);
         return *failure;
       }
       start_seconds = seconds_since(started);
     }
-    JobResult result = supervise(request);
+    JobResult result = supervise(job);
     result.seconds = seconds_since(started);
     result.start_seconds = start_seconds;
     return result;
@@ -553,20 +553,20 @@ class RankPool::Impl {
     return warmed;
   }
 
-  void validate(const Job& request) const {
-    if (request.task.empty()) throw ConfigError("variant " + request.id + ": no task named");
-    if (request.deadline.count() <= 0) throw ConfigError("variant " + request.id + ": the deadline must be positive");
-    if (const Backend* backend = find_backend(request.backend); backend != nullptr && backend->pool_launch != options_.launch &&
+  void validate(const Job& job) const {
+    if (job.task.empty()) throw ConfigError("job " + job.id + ": no task named");
+    if (job.deadline.count() <= 0) throw ConfigError("job " + job.id + ": the deadline must be positive");
+    if (const Backend* backend = find_backend(job.backend); backend != nullptr && backend->pool_launch != options_.launch &&
                                                                  backend->pool_launch != "direct") {
-      throw ConfigError("variant " + request.id + ": the " + backend->name + " backend needs a pool launched through " +
+      throw ConfigError("job " + job.id + ": the " + backend->name + " backend needs a pool launched through " +
                         backend->pool_launch + " (PoolOptions::launch = \"" + backend->pool_launch + "\")");
     }
-    if (auto reason = backend_unavailable_reason(request.backend, request.comm_device, options_.world_size)) {
-      throw ConfigError("variant " + request.id + ": " + *reason);
+    if (auto reason = backend_unavailable_reason(job.backend, job.comm_device, options_.world_size)) {
+      throw ConfigError("job " + job.id + ": " + *reason);
     }
   }
 
-  // Workers may die between variants (killed from outside): then the pool starts afresh.
+  // Workers may die between jobs (killed from outside): then the pool starts afresh.
   bool healthy() {
     for (auto& w : workers_) {
       if (!w.channel->read_available()) return false;
@@ -584,7 +584,7 @@ class RankPool::Impl {
 
   // Starts the workers and waits until each has connected twice (control and store) from the
   // process we started for it. On failure, ends what was started and returns the failure as a
-  // JobResult (status Crash), so that a caller's run of variants goes on.
+  // JobResult (status Crash), so that a caller's run of jobs goes on.
   std::optional<JobResult> start(const Deadline& deadline) {
     ++spawn_count_;
     warmed_backends_.clear();
@@ -689,10 +689,10 @@ class RankPool::Impl {
     for (auto& w : control) workers_.push_back(std::move(*w));
   }
 
-  // --- Running one variant ---------------------------------------------------------------------
+  // --- Running one job ---------------------------------------------------------------------
 
-  JobResult supervise(const Job& request) {
-    const Deadline deadline = Deadline::after(request.deadline);
+  JobResult supervise(const Job& job) {
+    const Deadline deadline = Deadline::after(job.deadline);
     const std::string prefix = "v" + std::to_string(spawn_count_) + "." + std::to_string(++variant_count_) + "/";
     for (auto& w : workers_) {
       w.reset_variant();
@@ -701,8 +701,8 @@ class RankPool::Impl {
     if (auto* log = processes_->launcher_log()) log->clear();
     rendezvous_->store.clear();
 
-    const nlohmann::json message = WorkerLink::variant_message(request, prefix);
-    for (auto& w : workers_) w.send(message, std::min<std::chrono::milliseconds>(kSendBudget, request.deadline));
+    const nlohmann::json message = WorkerLink::job_message(job, prefix);
+    for (auto& w : workers_) w.send(message, std::min<std::chrono::milliseconds>(kSendBudget, job.deadline));
 
     // Watch until every rank has answered, or a crash or a hang is certain, or the deadline.
     std::optional<Deadline> settle;
@@ -740,7 +740,7 @@ class RankPool::Impl {
     JobResult run = collect(by_deadline);
     std::vector<std::string> phases;
     for (const auto& w : workers_) phases.push_back(w.phase);
-    detail::diagnose(run, phases, request.deadline);
+    detail::diagnose(run, phases, job.deadline);
 
     if (run.status == RunStatus::Hang || run.status == RunStatus::Crash) {
       fill_log_tails(run);
@@ -905,7 +905,7 @@ std::uint64_t default_rank_memory_bytes() {
 
 RankPool::RankPool(PoolOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
 RankPool::~RankPool() = default;
-JobResult RankPool::run(const Job& request) { return impl_->run(request); }
+JobResult RankPool::run(const Job& job) { return impl_->run(job); }
 int RankPool::world_size() const { return impl_->world_size(); }
 std::vector<long> RankPool::worker_pids() const { return impl_->worker_pids(); }
 int RankPool::spawn_count() const { return impl_->spawn_count(); }

@@ -42,18 +42,18 @@ std::optional<rlimit> limit_rank_memory(std::uint64_t bytes, bool for_life) {
 
 void restore_rank_memory(const rlimit& before) { ::setrlimit(RLIMIT_AS, &before); }
 
-LocalRun run_task_here(const Job& request, const CommSpec& spec, const c10::intrusive_ptr<c10d::Store>& store,
+LocalRun run_task_here(const Job& job, const CommSpec& spec, const c10::intrusive_ptr<c10d::Store>& store,
                        const Deadline& deadline, const TaskHooks& hooks) {
   LocalRun run;
   RankOutcome& outcome = run.outcome;
   outcome.rank = spec.rank;
   outcome.pid = static_cast<long>(::getpid());
 
-  const TaskFn* task = TaskRegistry::instance().find(request.task);
+  const TaskFn* task = TaskRegistry::instance().find(job.task);
   if (task == nullptr) {
     outcome.state = RankState::Raised;
     outcome.error_type = "ConfigError";
-    outcome.error = "rank " + std::to_string(spec.rank) + ": " + task_not_found(request.task);
+    outcome.error = "rank " + std::to_string(spec.rank) + ": " + task_not_found(job.task);
     return run;
   }
 
@@ -81,7 +81,7 @@ LocalRun run_task_here(const Job& request, const CommSpec& spec, const c10::intr
   if (hooks.observer) run.comm->set_observer(hooks.observer);
   if (hooks.on_phase) hooks.on_phase("running");
 
-  TaskContext context{spec.rank, spec.world_size, spec.local_rank, *run.comm, request.params, request.id};
+  TaskContext context{spec.rank, spec.world_size, spec.local_rank, *run.comm, job.params, job.id};
   try {
     outcome.result = (*task)(context);
     outcome.state = RankState::Finished;

@@ -1,4 +1,4 @@
-// Running one variant's task on this rank: a fresh communicator, the task, and the outcome
+// Running one job's task on this rank: a fresh communicator, the task, and the outcome
 // (finished with its JSON, raised with type and message, or timed out in a collective).
 // Shared by pool workers and by peers started by mpirun or torchrun-style launchers.
 #pragma once
@@ -29,9 +29,9 @@ struct TaskHooks {
   std::shared_ptr<CollectiveObserver> observer;
 };
 
-// `store` is the fresh store of this variant (unused by mpi). Never throws: every failure is
+// `store` is the fresh store of this job (unused by mpi). Never throws: every failure is
 // in the outcome.
-LocalRun run_task_here(const Job& request, const CommSpec& spec, const c10::intrusive_ptr<c10d::Store>& store,
+LocalRun run_task_here(const Job& job, const CommSpec& spec, const c10::intrusive_ptr<c10d::Store>& store,
                        const Deadline& deadline, const TaskHooks& hooks);
 
 // A rank's memory limit, one way for every process that runs tasks (a local pool's worker, a

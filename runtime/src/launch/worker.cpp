@@ -1,6 +1,6 @@
 // A rank worker: an exec'd copy of a test binary or of the CLI that serves its supervisor. It
 // connects twice to the supervisor's private Unix socket (the control channel, then the store;
-// the supervisor knows it by its kernel credentials), then runs variants one at a time,
+// the supervisor knows it by its kernel credentials), then runs jobs one at a time,
 // each with a fresh communicator, streaming where it is (entered/left each collective) and
 // returning the task's outcome. It never outlives its supervisor.
 #include <ATen/Parallel.h>
@@ -390,21 +390,21 @@ class Worker {
       if (!message) throw ChannelError("no message from the supervisor for 24 hours");
       const std::string type = message->value("type", "");
       if (type == "shutdown") return;
-      if (type != "variant") throw ChannelError("unexpected control message '" + type + "'");
+      if (type != "job") throw ChannelError("unexpected control message '" + type + "'");
       run_variant(*message);
     }
   }
 
   void run_variant(const nlohmann::json& message) {
-    const Job request = request_from_json(message.at("request"));
-    const Deadline deadline = Deadline::after(request.deadline);
+    const Job job = job_from_json(message.at("job"));
+    const Deadline deadline = Deadline::after(job.deadline);
     CommSpec spec;
-    spec.backend = request.backend;
-    spec.comm_device = request.comm_device;
+    spec.backend = job.backend;
+    spec.comm_device = job.comm_device;
     spec.rank = args_.rank;
     spec.world_size = args_.world_size;
     spec.local_rank = local_rank_;
-    spec.op_timeout = op_timeout_of(request);
+    spec.op_timeout = op_timeout_of(job);
 
     const std::shared_ptr<ProgressReporter>& reporter = reporter_;
     TaskHooks hooks;
@@ -414,10 +414,10 @@ class Worker {
     set_task_context("");
     try {
       c10::intrusive_ptr<c10d::Store> store;
-      if (const Backend* backend = find_backend(request.backend); backend == nullptr || backend->uses_store) {
+      if (const Backend* backend = find_backend(job.backend); backend == nullptr || backend->uses_store) {
         store = c10::make_intrusive<c10d::PrefixStore>(message.at("store").at("prefix").get<std::string>(), store_);
       }
-      run = run_task_here(request, spec, store, deadline, hooks);
+      run = run_task_here(job, spec, store, deadline, hooks);
     } catch (const std::exception& e) {  // the store could not be reached or did not answer
       run.outcome.rank = spec.rank;
       run.outcome.pid = static_cast<long>(::getpid());
@@ -428,11 +428,11 @@ class Worker {
     reporter->send({{"type", "outcome"}, {"outcome", to_json(run.outcome)}});
 
     // Keep the process group until the supervisor has every rank's outcome and releases it.
-    auto release = channel_->receive(Deadline::after(request.deadline + 60s));
-    if (!release) throw ChannelError("the supervisor never released variant " + request.id);
+    auto release = channel_->receive(Deadline::after(job.deadline + 60s));
+    if (!release) throw ChannelError("the supervisor never released job " + job.id);
     const std::string type = release->value("type", "");
     run.comm.reset();
-    if (type == "shutdown") throw ChannelError("shut down while holding variant " + request.id);
+    if (type == "shutdown") throw ChannelError("shut down while holding job " + job.id);
     if (type != "release") throw ChannelError("expected 'release', got '" + type + "'");
   }
 

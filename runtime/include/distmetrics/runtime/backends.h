@@ -33,7 +33,7 @@ using CommunicatorFactory = std::unique_ptr<Communicator> (*)(const detail::Comm
 // How a rank started by a peer launcher (mpirun, env) runs a backend's tasks so that a task that
 // crashes, exits or loops cannot take its rank along (docs/runtime.md, "Peer launchers").
 enum class TaskIsolation {
-  ForkedChild,  // a child process of the rank, forked per variant (its own process group)
+  ForkedChild,  // a child process of the rank, forked per job (its own process group)
   MpiAgent,     // the rank's MPI agent, forked before MPI_Init (MPI cannot be used in a child forked after it)
   InRank,       // the rank itself (CUDA does not survive a fork): a crash ends the job through the launcher
 };
@@ -48,11 +48,11 @@ struct Backend {
   std::vector<std::string> peer_launchers;   // peer launchers it runs under ("mpi", "env")
   bool default_variant = false;              // expanded when a scenario names no backends
   TaskIsolation peer_isolation = TaskIsolation::InRank;  // its CPU tasks under a peer launcher
-  bool uses_store = true;                    // its communicator is built over the variant's store (mpi's is not)
+  bool uses_store = true;                    // its communicator is built over the job's store (mpi's is not)
   // A task (TaskRegistry name) a local rank pool runs on this backend once per (re)start, before
   // its first job on it, under the start's deadline: what the backend loads once per process
   // (gloo through torch's Python binding imports torch.distributed, seconds) is then the start's
-  // cost, not a variant's. Empty: the backend needs none.
+  // cost, not a job's. Empty: the backend needs none.
   std::string pool_warm_up_task;
   // Why `world_size` ranks cannot run it on this machine with collectives on `comm_device`
   // (not built, no GPUs, ...), or nullopt.

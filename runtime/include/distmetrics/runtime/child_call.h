@@ -37,7 +37,7 @@ struct KeepUntilReleased {};
 
 // A function running in a forked child of this process (one intra-op thread, the default fatal-
 // signal actions), started now and collected by wait(): the caller can do other work meanwhile
-// (the engine runs a variant's ranks while its reference computes). Destroying a call that was
+// (the engine runs a job's ranks while its reference computes). Destroying a call that was
 // not waited for ends the child and whatever it forked. Start it from a process whose other
 // threads the child does not need (a fork copies the calling thread only).
 class ChildCall {

@@ -103,7 +103,7 @@ class Communicator {
   // header stays light: distmetrics/plugin/process_group.h gives it its type, for metrics that
   // make their own c10d calls (which bypass this class's deadlines and trace).
   virtual c10::intrusive_ptr<c10::intrusive_ptr_target> process_group() const { return {}; }
-  // The c10d::Store this variant's process group met on (type-erased, like process_group()), for
+  // The c10d::Store this job's process group met on (type-erased, like process_group()), for
   // code that builds a process group of its own for the same ranks, e.g. torch.distributed in a
   // Python metric (under a prefix of its own); null for mpi and single.
   virtual c10::intrusive_ptr<c10::intrusive_ptr_target> rendezvous_store() const { return {}; }

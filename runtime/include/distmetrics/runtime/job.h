@@ -71,7 +71,7 @@ struct JobResult {
 class JobRunner {
  public:
   virtual ~JobRunner() = default;
-  virtual JobResult run(const Job& request) = 0;
+  virtual JobResult run(const Job& job) = 0;
   virtual int world_size() const = 0;
 };
 

@@ -1,19 +1,19 @@
-// Running variants on ranks that a launcher started: `mpirun -np N distmetrics run ...`
+// Running jobs on ranks that a launcher started: `mpirun -np N distmetrics run ...`
 // (launcher "mpi") or a torchrun-style launcher that sets RANK, WORLD_SIZE, LOCAL_RANK,
 // MASTER_ADDR and MASTER_PORT (launcher "env", also across nodes).
 //
-// Every process runs the same variants in the same order (lockstep). Each variant gets a fresh
-// process group: a prefix per variant over one store that rank 0 hosts (every rank on this host:
+// Every process runs the same jobs in the same order (lockstep). Each job gets a fresh
+// process group: a prefix per job over one store that rank 0 hosts (every rank on this host:
 // a Unix socket in a private 0700 folder, its path sent through MPI or derived from MASTER_PORT;
 // across hosts the project's store on the rendezvous address alone, admitting only the run's
 // secret: MASTER_ADDR:MASTER_PORT in env mode, or an address and port sent to the others through
 // MPI in mpi mode), or a fresh MPI_Comm_dup for the mpi backend. Each rank runs the task in its
 // own process; rank 0 gathers
-// every rank's outcome through the store (within the variant's deadline plus a grace), diagnoses
+// every rank's outcome through the store (within the job's deadline plus a grace), diagnoses
 // the run and publishes it, so that every rank returns the same JobResult.
 //
-// On gloo with CPU tensors each variant's task runs in a child process of its rank (its own
-// process group, forked per variant): a task that crashes, exits, stops itself or loops cannot
+// On gloo with CPU tensors each job's task runs in a child process of its rank (its own
+// process group, forked per job): a task that crashes, exits, stops itself or loops cannot
 // take its rank along. The rank says how its task ended (signal, exit status, stopped, still
 // running at the deadline), ends the child's process group with whatever it forked, and rank 0
 // reports: the launcher's exit code is the runner's, and no rank is left running. Under mpirun
@@ -41,12 +41,12 @@ struct PeerOptions {
   std::string launcher;  // "mpi" or "env"
   // Connecting to rank 0's store.
   std::chrono::milliseconds connect_deadline{std::chrono::seconds(60)};
-  // How long after a variant's deadline rank 0 still waits for outcomes (and the others for
+  // How long after a job's deadline rank 0 still waits for outcomes (and the others for
   // rank 0's report).
   std::chrono::milliseconds report_grace{std::chrono::seconds(5)};
   // The address-space limit (RLIMIT_AS) of the processes that run this rank's tasks: each gloo
-  // variant's task process and the MPI agent (not a task that runs in the rank itself: CUDA).
-  // Past it the variant's outcome is memory_exceeded naming the rank. 0: none (the callers pass
+  // job's task process and the MPI agent (not a task that runs in the rank itself: CUDA).
+  // Past it the job's outcome is memory_exceeded naming the rank. 0: none (the callers pass
   // --rank-memory, else default_rank_memory_bytes(), as for a local pool).
   std::uint64_t rank_memory_bytes = 0;
 };
@@ -60,11 +60,11 @@ class PeerRunner : public JobRunner {
   PeerRunner(const PeerRunner&) = delete;
   PeerRunner& operator=(const PeerRunner&) = delete;
 
-  JobResult run(const Job& request) override;
+  JobResult run(const Job& job) override;
   int world_size() const override;
   int rank() const;
   int local_rank() const;
-  // Rank 0 reports (prints progress, writes reports); the others run the same variants quietly.
+  // Rank 0 reports (prints progress, writes reports); the others run the same jobs quietly.
   bool is_reporter() const { return rank() == 0; }
   // True after a hang or a crash: later runs throw.
   bool stopped() const;

@@ -53,7 +53,7 @@ struct PoolOptions {
   std::uint64_t rank_memory_bytes = default_rank_memory_bytes();
   // A job every (re)started pool runs once before the job that started it, e.g. importing a
   // Python source (seconds) that the workers, forked from a zygote made before the source was
-  // known, have not loaded: that cost belongs to the start, not to the first variant's deadline.
+  // known, have not loaded: that cost belongs to the start, not to the first job's deadline.
   // It runs on that job's backend and device, within what is left of `startup_deadline`; a
   // warm-up that does not complete is the start's failure (its diagnosis says so).
   std::optional<Job> warm_up;
@@ -66,7 +66,7 @@ class RankPool : public JobRunner {
   RankPool(const RankPool&) = delete;
   RankPool& operator=(const RankPool&) = delete;
 
-  JobResult run(const Job& request) override;
+  JobResult run(const Job& job) override;
   int world_size() const override;
 
   std::vector<long> worker_pids() const;  // current workers (empty before the first run)

@@ -20,7 +20,7 @@ struct TaskContext {
   int local_rank = 0;
   Communicator& comm;             // fresh for this job
   const nlohmann::json& params;   // Job::params
-  std::string variant_id;        // Job::id (the harness's variant id)
+  std::string job_id;            // Job::id (for the harness: the variant id)
 };
 
 using TaskFn = std::function<nlohmann::json(TaskContext&)>;
