@@ -329,10 +329,7 @@ int cli_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
   add_selection(run, o);
   add_deadline_option(*run, o.deadline);
   add_launch_options(*run, o.rank_memory_gib, o.launcher);
-  run->add_option("--json", o.reports.json, "write the JSON report to FILE");
-  run->add_option("--junit", o.reports.junit, "write JUnit XML to FILE");
-  run->add_option("--html", o.reports.html, "write a self-contained HTML report to FILE");
-  run->add_option("--markdown", o.reports.markdown, "write a Markdown report (a pull-request comment) to FILE");
+  add_report_options(*run, o.reports);
   add_console_flags(*run, o.console);
   add_allow_python_flag(*run, o.allow_python);
   auto* serve = app.add_subcommand(
@@ -447,6 +444,13 @@ void add_launch_options(CLI::App& command, std::optional<double>& rank_memory_gi
                      "local (a supervised rank pool), mpi (started by mpirun) or env (RANK, WORLD_SIZE, ... set); "
                      "default: the launcher that started this process, else local")
       ->check(CLI::IsMember(launcher_choices()));
+}
+
+void add_report_options(CLI::App& command, harness::ReportFiles& reports) {
+  command.add_option("--json", reports.json, "write the JSON report to FILE");
+  command.add_option("--junit", reports.junit, "write JUnit XML to FILE");
+  command.add_option("--markdown", reports.markdown, "write a Markdown report (a pull-request comment) to FILE");
+  command.add_option("--html", reports.html, "write a self-contained HTML report to FILE");
 }
 
 void add_console_flags(CLI::App& command, harness::ConsoleOptions& options) {

@@ -288,10 +288,7 @@ CLI::App* add_conform_command(CLI::App& app, ConformOptions& options) {
   add_selection_options(*cmd, options.paths, options.selection);
   add_deadline_option(*cmd, options.deadline);
   add_launch_options(*cmd, options.rank_memory_gib, options.launcher);
-  cmd->add_option("--json", options.reports.json, "write the JSON report to FILE");
-  cmd->add_option("--junit", options.reports.junit, "write JUnit XML to FILE");
-  cmd->add_option("--markdown", options.reports.markdown, "write the Markdown report to FILE");
-  cmd->add_option("--html", options.reports.html, "write a self-contained HTML report to FILE");
+  add_report_options(*cmd, options.reports);
   add_console_flags(*cmd, options.console);
   return cmd;
 }

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "distmetrics/harness/report.h"
 #include "distmetrics/harness/report_model.h"
 #include "distmetrics/harness/variant.h"
 
@@ -45,5 +46,8 @@ void add_launch_options(CLI::App& command, std::optional<double>& rank_memory_gi
 
 // --quiet, --verbose and --hide-skips, as `run` and `conform` take them.
 void add_console_flags(CLI::App& command, harness::ConsoleOptions& options);
+
+// --json, --junit, --markdown and --html FILE: the report views, as `run` and `conform` take them.
+void add_report_options(CLI::App& command, harness::ReportFiles& reports);
 
 }  // namespace distmetrics::app
