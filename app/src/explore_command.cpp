@@ -349,7 +349,7 @@ Finding Explorer::shrink(const Evaluated& failing, const ex::Signature& signatur
     progressed = false;
     std::vector<std::pair<harness::Scenario, std::string>> candidates;
     const bool extras = lists_extras(current);
-    for (auto& c : ex::shrink_candidates(current)) {
+    for (auto& c : ex::shrink_candidates(current, space_.max_batches_single)) {
       c.description = current.description;
       auto loaded = load_as_case(c, extras);
       if (!loaded || !seen.insert(loaded->second).second) continue;

@@ -3,6 +3,7 @@
 // same (seed, index) draws the same case, and signatures read real verdict fields.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -272,4 +273,49 @@ TEST(ExploreOracle, ComputesWithoutDataAreThoseNoRankFedASampleSinceTheLastReset
   const auto empty = h::simulate_script(script({"update", "compute", "update rest", "compute"}),
                                         {none.batches_of(0), none.batches_of(1)});
   EXPECT_EQ(ex::computes_without_data(empty, none), (std::set<int>{0, 1}));
+}
+
+// Past Space::max_batches_single samples, batch_invariant's smallest other batch size feeds the
+// single process at most that many batches (batch size 1 over 18000 samples was most of a case's
+// time); the sizes travel in the case's file and the loader reads them back; a shrunk candidate
+// re-derives them for its own samples, back to the loader's default (1 and 2b + 1) once small.
+TEST(ExploreSpace, LargeCasesBoundBatchInvariantsBatchesAndTheFileCarriesTheSizes) {
+  EXPECT_TRUE(ex::batch_invariant_sizes_within(256, 4, 256).empty());
+  EXPECT_TRUE(ex::batch_invariant_sizes_within(100000, 4, 0).empty());
+  EXPECT_EQ(ex::batch_invariant_sizes_within(17967, 4491, 256), (std::vector<std::int64_t>{71, 8983}));
+  EXPECT_EQ(ex::batch_invariant_sizes_within(1000, 4, 100), (std::vector<std::int64_t>{10, 9}));
+  EXPECT_EQ(ex::batch_invariant_sizes_within(1000, 10, 100), (std::vector<std::int64_t>{21}));  // never the case's own
+
+  const auto scenarios = core_scenarios();
+  const Scenario* base = find(scenarios, "core/mean_absolute_error");
+  ASSERT_TRUE(base);
+  ex::Space space;
+  space.world_sizes = {2};
+  int large = 0, small = 0;
+  for (std::uint64_t i = 0; i < 300 && (large < 3 || small < 3); ++i) {
+    const ex::Case c = ex::generate_case(*base, space, 11, i);
+    const std::string toml = ex::scenario_to_toml(c.scenario, {}, false);
+    const auto loaded = ex::load_case(toml, "case");
+    if (!loaded) continue;
+    const std::int64_t n = loaded->data.num_samples, b = loaded->batch_size;
+    if (n > space.max_batches_single) {
+      ++large;
+      EXPECT_NE(toml.find("[batch_invariant]"), std::string::npos) << toml;
+      EXPECT_EQ(loaded->batch_invariant_sizes, ex::batch_invariant_sizes_within(n, b, space.max_batches_single));
+      const auto smallest = *std::min_element(loaded->batch_invariant_sizes.begin(), loaded->batch_invariant_sizes.end());
+      EXPECT_LE((n + std::min(smallest, b) - 1) / std::min(smallest, b), space.max_batches_single) << toml;
+      for (const auto& cand : ex::shrink_candidates(*loaded, space.max_batches_single))
+        EXPECT_EQ(cand.batch_invariant_sizes, ex::batch_invariant_sizes_within(cand.data.num_samples, cand.batch_size,
+                                                                               space.max_batches_single));
+    } else {
+      ++small;
+      EXPECT_EQ(toml.find("[batch_invariant]"), std::string::npos) << toml;
+      // The loader's default: 1 and 2b + 1, never b itself.
+      const std::vector<std::int64_t> loader_default =
+          b == 1 ? std::vector<std::int64_t>{3} : std::vector<std::int64_t>{1, 2 * b + 1};
+      EXPECT_EQ(loaded->batch_invariant_sizes, loader_default);
+    }
+  }
+  EXPECT_GE(large, 3);
+  EXPECT_GE(small, 3);
 }

@@ -90,6 +90,17 @@ std::string scenario_to_toml(const Scenario& s, const std::vector<std::string>& 
   out << "placements = " << list(s.placements) << "\n";
   if (!s.dtypes.empty()) out << "dtypes = " << list(s.dtypes) << "\n";
 
+  // batch_invariant's other sizes, unless they are what the loader gives a file without them
+  // (read_batch_invariant in engine/scenario.cpp: 1 and 2 * batch_size + 1, never batch_size).
+  std::vector<std::int64_t> loader_default;
+  for (std::int64_t size : {std::int64_t{1}, 2 * s.batch_size + 1})
+    if (size != s.batch_size) loader_default.push_back(size);
+  if (!s.batch_invariant_sizes.empty() && s.batch_invariant_sizes != loader_default) {
+    json sizes_json = json::array();
+    for (auto size : s.batch_invariant_sizes) sizes_json.push_back(size);
+    out << "\n[batch_invariant]\nbatch_sizes = " << toml_value(sizes_json) << "\n";
+  }
+
   out << "\n[tolerance]\nrtol = " << toml_float(s.tolerance.rtol) << "\natol = " << toml_float(s.tolerance.atol) << "\n";
   if (!s.tolerance.exact.empty()) out << "exact = " << list(s.tolerance.exact) << "\n";
   return out.str();

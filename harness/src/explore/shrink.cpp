@@ -52,7 +52,7 @@ std::vector<Step> fit_script(std::vector<Step> script, int world_size) {
 
 }  // namespace
 
-std::vector<Scenario> shrink_candidates(const Scenario& s) {
+std::vector<Scenario> shrink_candidates(const Scenario& s, std::int64_t most_batches) {
   std::vector<Scenario> out;
   const int w = s.world_sizes.empty() ? 1 : s.world_sizes.front();
   const std::string shard = s.shards.empty() ? "even" : s.shards.front();
@@ -198,7 +198,10 @@ std::vector<Scenario> shrink_candidates(const Scenario& s) {
     c.data.seed = 0;
     out.push_back(std::move(c));
   }
-  for (auto& c : out) keep_spread_resolvable(c);  // a parameter back to its default may narrow it
+  for (auto& c : out) {
+    keep_spread_resolvable(c);  // a parameter back to its default may narrow it
+    c.batch_invariant_sizes = batch_invariant_sizes_within(c.data.num_samples, c.batch_size, most_batches);
+  }
   return out;
 }
 

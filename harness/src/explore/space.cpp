@@ -199,6 +199,15 @@ std::int64_t draw_batch_size(Rng& r, std::int64_t samples, int world_size, const
 
 }  // namespace
 
+std::vector<std::int64_t> batch_invariant_sizes_within(std::int64_t samples, std::int64_t batch_size,
+                                                       std::int64_t most_batches) {
+  if (most_batches <= 0 || samples <= most_batches) return {};
+  std::vector<std::int64_t> sizes;
+  for (std::int64_t size : {(samples + most_batches - 1) / most_batches, 2 * batch_size + 1})
+    if (size != batch_size && std::find(sizes.begin(), sizes.end(), size) == sizes.end()) sizes.push_back(size);
+  return sizes;
+}
+
 void keep_spread_resolvable(Scenario& s) {
   if (const auto* generator = find_generator(s.data.generator)) keep_spread_resolvable(s.data.params, *generator);
 }
@@ -293,6 +302,7 @@ Case generate_case(const Scenario& base, const Space& space, std::uint64_t seed,
       }
     }
   }
+  s.batch_invariant_sizes = batch_invariant_sizes_within(s.data.num_samples, s.batch_size, space.max_batches_single);
   s.description = "explore case " + std::to_string(index) + " of seed " + std::to_string(seed) + " around " +
                   (base.name.empty() ? base.metric : base.name);
   c.features = features_of(s);

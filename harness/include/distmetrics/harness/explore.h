@@ -53,10 +53,13 @@ struct Space {
   double deadline_seconds = 10;      // each case's deadline
   bool vary_metric_params = true;    // --param given: false keeps the parameters
   // The most batches a case feeds a rank, and the single process (0: no bound): each is a call
-  // into the metric, and a Python metric's cost a millisecond or more each (explore sets 40 and
-  // 100 for a Python source, whose cases ran past their deadline with 375 batches of 5).
-  std::int64_t max_batches_per_rank = 200;
-  std::int64_t max_batches_single = 0;
+  // into the metric (and, with `compute every`, a sync), and a Python metric's cost a millisecond
+  // or more each (explore sets 40 and 100 for a Python source, whose cases ran past their deadline
+  // with 375 batches of 5). For C++ metrics 64 and 256: with 200 and no bound, the 14% of cases
+  // past 400 samples took half of a search's time (one of 744 samples in batches of 1 at world
+  // size 5: 9 s of 93), and a bug that needs many samples needs no more batches than that.
+  std::int64_t max_batches_per_rank = 64;
+  std::int64_t max_batches_single = 256;
   // [variants] dtypes. Still off for plugins and Python sources: conform's single-process run
   // did not round through the input dtype until that was fixed (plugin/src/conform_reference.cpp);
   // turning it on changes explore's seeded draws and needs its tests rerun first.
@@ -101,7 +104,18 @@ void keep_spread_resolvable(Scenario& s);
 // samples, script steps, batches, shard policy, input dtype, data parameters (classes,
 // magnitudes) and metric parameters back to their defaults, the seed. They are not yet loaded
 // (a candidate the loader rejects is dropped by the caller).
-std::vector<Scenario> shrink_candidates(const Scenario& s);
+// Each candidate's batch_invariant sizes are re-derived for its samples and batch size within
+// `most_batches` (batch_invariant_sizes_within, as generate_case does with Space::max_batches_single;
+// 0: the loader's default).
+std::vector<Scenario> shrink_candidates(const Scenario& s, std::int64_t most_batches = 0);
+
+// The batch sizes batch_invariant tries besides the scenario's, written into the case: empty (the
+// loader's 1 and 2 * batch_size + 1) up to `most_batches` samples (0: no bound); past it the
+// smallest size that feeds the single process at most that many batches, and 2 * batch_size + 1.
+// Batch size 1 over 18000 samples was 1.2 s of a 1.3 s case (90% of it in batch_invariant's
+// single process), and the cases past 5000 samples were 30% of a search's time.
+std::vector<std::int64_t> batch_invariant_sizes_within(std::int64_t samples, std::int64_t batch_size,
+                                                       std::int64_t most_batches);
 
 // The computes (indices among the script's computes) at which no rank had fed a sample since
 // the last reset (batches [0, fed[r]) of `shards`). What a metric returns there (raise, 0, NaN)
