@@ -205,6 +205,9 @@ class Explorer {
     json verdict;
     harness::Verdict object;  // the verdict itself (the reports' views)
     double finished_at = 0;   // seconds since the start
+    // A hang that may be the machine's load (maybe_slow) whose rerun with three times the deadline
+    // the budget left no time for: neither a finding nor a pass.
+    bool unjudged = false;
   };
   // Runs the scenarios (already loaded) as one folder; nullopt verdict where none came back.
   std::vector<Evaluated> evaluate(const std::vector<std::pair<harness::Scenario, std::string>>& cases, const char* phase,
@@ -230,6 +233,7 @@ class Explorer {
   Clock::time_point last_progress_ = Clock::now();
   std::uint64_t tried_ = 0, rejected_ = 0, shrink_runs_ = 0;
   std::uint64_t slow_ = 0;  // hangs that ran to their end with three times the deadline
+  std::uint64_t unjudged_ = 0;  // maybe-slow hangs the budget left no rerun for (Evaluated::unjudged)
   double ready_after_ = 0;             // when the case runner was up (a source's helper worker started)
   double seconds_to_first_case_ = -1;  // when the first case ended, its pool's start included; -1: none
   std::map<std::string, std::uint64_t> coverage_;
@@ -255,6 +259,7 @@ std::vector<Explorer::Evaluated> Explorer::evaluate(const std::vector<std::pair<
     // the deadline): run again with three times the deadline. Only if it runs out again is it a
     // hang (or that error); otherwise the longer run's verdict stands.
     bool slow = false;
+    if (maybe_slow(e.verdict) && since(start_) >= o_.budget) e.unjudged = true;
     if (maybe_slow(e.verdict) && since(start_) < o_.budget) {
       harness::Scenario longer = e.scenario;
       longer.deadline_seconds = 3 * e.scenario.deadline_seconds;
@@ -272,6 +277,7 @@ std::vector<Explorer::Evaluated> Explorer::evaluate(const std::vector<std::pair<
     log({{"phase", phase},
          {"case", first_index + i},
          {"slow", slow},
+         {"unjudged", e.unjudged},
          {"seconds_since_start", since(start_)},
          {"seconds", e.verdict.value("seconds", 0.0)},
          {"outcome", e.verdict.value("outcome", "")},
@@ -326,7 +332,8 @@ void Explorer::progress(bool last) {
   last_progress_ = Clock::now();
   const double seconds = since(start_);
   out_ << "explore: " << fixed(seconds) << " s, " << tried_ << " case(s) tried (" << rejected_ << " drawn and refused by "
-       << "the loader; " << slow_ << " slow hang(s) that finished with 3x the deadline), " << shrink_runs_ << " shrink case(s), " << fixed((tried_ + shrink_runs_) / std::max(seconds, 1e-9))
+       << "the loader; " << slow_ << " slow hang(s) that finished with 3x the deadline"
+       << (unjudged_ ? "; " + std::to_string(unjudged_) + " past the budget, not judged" : std::string()) << "), " << shrink_runs_ << " shrink case(s), " << fixed((tried_ + shrink_runs_) / std::max(seconds, 1e-9))
        << " variants/s, " << findings_.size() << " failure(s)\n"
        << std::flush;
 }
@@ -376,6 +383,7 @@ Finding Explorer::shrink(const Evaluated& failing, const ex::Signature& signatur
       if (results.size() < chunk.size() && f.shrink_cut.empty())  // the budget ended within the chunk
         f.shrink_cut = cut_text("the budget (" + fixed(o_.budget) + " s)", current, candidates, at + results.size());
       for (const auto& r : results) {
+        if (r.unjudged) continue;  // a hang the budget left no rerun for keeps nothing
         const auto sig = ex::failure_signature(r.verdict);
         if (!sig || !(*sig == signature)) continue;
         current = r.scenario;
@@ -502,6 +510,13 @@ int Explorer::run(std::ostream& err) {
       tried_ += 1;
       const auto& r = results.front();
       for (const auto& f : ex::features_of(r.scenario)) ++coverage_[f];
+      if (r.unjudged) {
+        ++unjudged_;
+        out_ << "explore: case " << indices[i] << " ran past its deadline with no sign of a bug (" << ex::size_text(r.scenario)
+             << ") and the budget left no time to rerun it with 3x the deadline: not judged\n"
+             << std::flush;
+        continue;
+      }
       const auto sig = ex::failure_signature(r.verdict);
       if (!sig) continue;
       const auto known = found_at.find(sig->text());
@@ -557,6 +572,7 @@ int Explorer::run(std::ostream& err) {
 
   json summary = {{"metric", source_.metric},     {"seed", o_.seed},        {"budget", o_.budget},
                   {"seconds", seconds},           {"cases", tried_},        {"refused", rejected_}, {"slow", slow_},
+                  {"unjudged", unjudged_},
                   {"shrink_cases", shrink_runs_}, {"variants_per_second", throughput},
                   {"helper_ready_seconds", ready_after_},
                   {"first_case_seconds", seconds_to_first_case_ < 0 ? json(nullptr) : json(seconds_to_first_case_)},
