@@ -4,7 +4,7 @@
     distmetrics conform --python peers/torchmetrics/metrics.py scenarios
 """
 
-from distmetrics.peers import NoCounterpart, Peer, param_in, register_table, task
+from distmetrics.peers import NoCounterpart, Peer, param_in, register_table, require, task
 
 C = "torchmetrics.classification:"
 # The stat-scores classes (Accuracy, Precision, Recall, F1, FBeta, ExactMatch) reject a batch of
@@ -94,3 +94,6 @@ NO_COUNTERPART = [
 ]
 
 MAPPED = register_table(TABLE, "torchmetrics")
+# The release the report names (its source's version): peers/expected.py picks the expected
+# findings by it and by the torch version.
+__version__ = require("torchmetrics", __file__).__version__
