@@ -54,7 +54,8 @@ Options:
   -h, --help         this text
   --                 everything after it goes to `distmetrics conform`
 
-Environment: JOBS (cores), SUITE_TIMEOUT (1800 s for the conform run), DISTMETRICS_PEERS_VENV.
+Environment: JOBS (cores), SUITE_TIMEOUT (seconds for the conform run: 1800, 3600 with --torch2, whose
+  run took over 30 min on 2 loaded cores: docs/peers.md), DISTMETRICS_PEERS_VENV, DISTMETRICS_TORCH2_VENV.
 
 Exit codes: 0 every library's findings are exactly the expected ones; 1 a difference (named);
   2 bad input; 5 setup failed (venv, configure or build).
@@ -130,7 +131,8 @@ if [ ${#selected[@]} -gt 0 ]; then
   for library in "${selected[@]}"; do sources+=(--python "peers/$library/metrics.py"); done
   dm_say "${selected[*]}: one conform over scenarios/ at world sizes $world_sizes on gloo"
   code=0
-  dm_run timeout --kill-after=30 "${SUITE_TIMEOUT:-1800}" "$build_dir/bin/distmetrics" conform \
+  suite_timeout=${SUITE_TIMEOUT:-$([ "$torch2" = 1 ] && echo 3600 || echo 1800)}
+  dm_run timeout --kill-after=30 "$suite_timeout" "$build_dir/bin/distmetrics" conform \
     "${sources[@]}" scenarios --backend gloo --world-sizes "$world_sizes" --deadline "$deadline" --quiet \
     --json "$reports/peers.json" --junit "$reports/peers.xml" --markdown "$reports/peers.md" \
     --html "$reports/peers.html" "${conform_args[@]}" || code=$?
