@@ -132,7 +132,9 @@ def for_release(entries, releases, ran, path, library):
 def ran_release(report, library, version=None):
     """The release of `library` the report ran: its source's version (the mapping's __version__)
     and the torch of its source's interpreter (else the report's own torch)."""
-    plugins = [p for p in report.get("plugins", []) if p.get("path", "").endswith(f"/{library}/metrics.py")
+    # A run of several sources lists them in `plugins`; a run of one has it in `plugin` alone.
+    sources = report.get("plugins") or [report.get("plugin") or {}]
+    plugins = [p for p in sources if p.get("path", "").endswith(f"/{library}/metrics.py")
                or p.get("path", "") == f"python:{library}/metrics.py"]
     plugin = plugins[0] if plugins else {}
     return release(version or plugin.get("version"), plugin.get("torch_version") or report.get("torch_version"))
