@@ -3,7 +3,9 @@
 # "PyTorch 2.x from pip"): makes or reuses the venv (ci/torch2-venv.sh), configures BUILD_DIR
 # against its torch (-DDISTMETRICS_TORCH=pip), builds the subset's targets, runs the subset's
 # ctest tests, then checks the CLI: `distmetrics --version` names the torch it was built against,
-# and `conform --python` of examples/python and one real torchmetrics metric at world sizes 1 and 2.
+# and `conform --python` of examples/python and one real torchmetrics metric at world sizes 1 and 2;
+# --peers: then the whole peer run on this build (ci/run_peers.sh --torch2: the current releases of
+# torchmetrics, Ignite and torcheval, ws 1-4, compared with their expected findings; 30+ min).
 # Not part of ci/test.sh or .ci/run (the lead decides); nothing here installs Debian packages
 # (ci/install-deps.sh does).
 set -euo pipefail
@@ -12,7 +14,7 @@ root=$(cd "$here/.." && pwd)
 
 usage() {
   cat <<'EOF'
-Usage: ci/test_torch2.sh [--build-dir DIR] [--jobs N] [--skip-venv] [--no-build] [--no-cli] [--full] [--ctest-regex RE] [--route-check]
+Usage: ci/test_torch2.sh [--build-dir DIR] [--jobs N] [--skip-venv] [--no-build] [--no-cli] [--full] [--ctest-regex RE] [--route-check] [--peers]
   --build-dir DIR    the 2.x build folder (default: $BUILD_DIR or build-torch2)
   --jobs N           build and ctest parallelism (default: $JOBS or the number of cores)
   --skip-venv        use the venv as it is (ci/torch2-venv.sh --path), install nothing
@@ -22,6 +24,8 @@ Usage: ci/test_torch2.sh [--build-dir DIR] [--jobs N] [--skip-venv] [--no-build]
   --ctest-regex RE   the ctest tests to run (default: the subset run on 2.x so far, see below)
   --route-check      first build and run ci/torch2_gloo_route_check.cpp (the gloo route without
                      distmetrics, 2 ranks, Python started after and before the fork; ~4 min to compile)
+  --peers            last, the peer run on this build: ci/run_peers.sh --torch2 (the current releases
+                     of the real libraries, ws 1-4, their expected findings and repros; docs/peers.md)
   -h, --help         this text
 Environment: DISTMETRICS_TORCH2_VENV (the venv's folder), NICE (default 19: the build machines are shared).
 The default subset: the runtime's suites (comm_tests: every collective on gloo and mpi at world
@@ -33,7 +37,7 @@ EOF
 
 build_dir=${BUILD_DIR:-build-torch2}
 jobs=${JOBS:-$(nproc)}
-skip_venv=0 build=1 cli=1 route_check=0 full=0
+skip_venv=0 build=1 cli=1 route_check=0 full=0 peers=0
 ctest_regex='Collectives|SingleProcessComm|PoolStore|RankPool'
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -46,6 +50,7 @@ while [ $# -gt 0 ]; do
     --no-cli) cli=0 ;;
     --route-check) route_check=1 ;;
     --full) full=1 ;;
+    --peers) peers=1 ;;
     *) echo "ci/test_torch2.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -82,6 +87,7 @@ if [ "$build" = 1 ]; then
   say "configured"
   targets=(comm_tests launch_tests)
   [ "$cli" = 1 ] && targets+=(distmetrics example_regression_metrics)
+  [ "$peers" = 1 ] && targets+=(distmetrics)
   [ "$full" = 1 ] && targets=(all)
   "${nice[@]}" cmake --build "$build_dir" -j "$jobs" --target "${targets[@]}" || exit 5
   say "built: ${targets[*]}"
@@ -113,6 +119,13 @@ if [ "$cli" = 1 ]; then
   "${nice[@]}" "$cli_bin" conform --python peers/torchmetrics/metrics.py --metric MeanAbsoluteError \
     --backend gloo --world-sizes 1,2 --quiet || status=1
   say "conform --python peers/torchmetrics/metrics.py --metric MeanAbsoluteError: $([ $status = 0 ] && echo passed || echo FAILED)"
+fi
+if [ "$peers" = 1 ]; then
+  # The venv and the build are this script's; the peer run compares each library's findings with
+  # the entries of its release (peers/expected.py).
+  DISTMETRICS_TORCH2_VENV=$(dirname "$(dirname "$python")") "${nice[@]}" bash ci/run_peers.sh --torch2 --skip-deps \
+    --no-build --build-dir "$build_dir" || status=1
+  say "peer run (ci/run_peers.sh --torch2): $([ $status = 0 ] && echo passed || echo FAILED)"
 fi
 say "done: exit $status"
 exit "$status"

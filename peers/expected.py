@@ -13,13 +13,29 @@ properties that failed and the rank blamed. expected.toml lists them:
     kind = "library bug"                                  # library bug | convention (docs/peers.md)
     why = "one line: the mechanism (docs/peers.md has the file, line and repro)"
 
+Expectations per release. A library's findings depend on its version and on the torch it runs
+on (torchmetrics' #2463 fix runs on torch >= 2.1 only), so expected.toml names the releases it
+was triaged on, "<library version> on torch <major.minor>", and an entry that holds for some of
+them only says which:
+
+    releases = ["1.5.2 on torch 1.13", "1.9.0 on torch 2.15"]   # top level: the releases triaged
+    [[finding]]
+    ...
+    releases = ["1.5.2 on torch 1.13"]                          # optional: default, every one
+
+The release that ran comes from the report: the library's version is its mapping's
+`__version__` (peers/<library>/metrics.py sets it to the library's own), the torch version the
+source's interpreter's (--version overrides the library's). A release the file does not list is
+bad input (exit 2) naming the release and the file to extend: a new release is triaged, never
+passed silently. A file without `releases` applies to any release.
+
 The run passes when every finding matches an entry and every entry whose variants ran matches a
 finding (a subset run checks the entries it covers); otherwise
 it names the differences: a new finding (the library or the harness changed) or an entry that no
 longer appears (the library fixed it, or the harness stopped seeing it). Exit 0 / 1; 2 for bad
 input (a malformed expected.toml names its file, entry and field).
 
-    /usr/bin/python3 peers/expected.py --library torchmetrics --report R.json [--expected F] [--markdown OUT]
+    /usr/bin/python3 peers/expected.py --library torchmetrics --report R.json [--expected F] [--version V] [--markdown OUT]
 """
 
 import argparse
@@ -32,25 +48,41 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 NOT_PASSED = ("fail", "hang", "crash", "error", "memory_exceeded")
-FIELDS = {"variant": str, "outcome": (str, list), "property": str, "blamed_rank": int, "kind": str, "why": str, "metric": str}
+FIELDS = {"variant": str, "outcome": (str, list), "property": str, "blamed_rank": int, "kind": str, "why": str, "metric": str,
+          "releases": list}
 KINDS = ("library bug", "convention")
+# "<library version> on torch <major.minor>": what a library's findings depend on.
+RELEASE = re.compile(r"^[0-9][0-9A-Za-z.+-]* on torch [0-9]+\.[0-9]+$")
 
 
 class BadInput(Exception):
     pass
 
 
+def release(version, torch_version):
+    """The release key of a library version run on a torch version ("1.9.0", "2.15.0+cu132")."""
+    m = re.match(r"(\d+)\.(\d+)", torch_version or "")
+    return f"{version} on torch {m.group(1)}.{m.group(2)}" if version and m else None
+
+
 def load_expected(path):
+    """(entries, the releases the file lists or None); a missing file is bad input."""
     try:
         data = tomllib.loads(Path(path).read_text())
     except FileNotFoundError:
-        return []
+        raise BadInput(f"{path}: no such file: write the library's expected findings there (the format: "
+                       f"peers/expected.py's docstring)") from None
     except tomllib.TOMLDecodeError as e:
         raise BadInput(f"{path}: {e}") from None
     entries = data.get("finding", [])
-    unknown = sorted(set(data) - {"finding"})
+    unknown = sorted(set(data) - {"finding", "releases"})
     if unknown:
-        raise BadInput(f"{path}: unknown table(s) {', '.join(unknown)} (only [[finding]])")
+        raise BadInput(f"{path}: unknown table(s) {', '.join(unknown)} (only releases and [[finding]])")
+    releases = data.get("releases")
+    if releases is not None and (not isinstance(releases, list) or not releases
+                                 or not all(isinstance(r, str) and RELEASE.match(r) for r in releases)):
+        raise BadInput(f"{path}: releases must be a list of \"<library version> on torch <major.minor>\", "
+                       f"got {releases!r}")
     for i, entry in enumerate(entries, 1):
         where = f"{path}: finding #{i}"
         for key, value in entry.items():
@@ -71,8 +103,41 @@ def load_expected(path):
         if entry["kind"] not in KINDS:
             raise BadInput(f"{where}: field 'kind' must be one of {', '.join(KINDS)} (a harness limitation is "
                            f"fixed in the harness, never expected), got {entry['kind']!r}")
+        if "releases" in entry:
+            if releases is None:
+                raise BadInput(f"{where}: field 'releases' needs the file's own top-level releases list")
+            strange = [r for r in entry["releases"] if r not in releases]
+            if not entry["releases"] or strange:
+                raise BadInput(f"{where}: field 'releases' must list some of the file's releases "
+                               f"({', '.join(releases)}), got {entry['releases']!r}")
         entry["_where"] = where
-    return entries
+    return entries, releases
+
+
+def for_release(entries, releases, ran, path, library):
+    """The entries that hold for the release `ran`; bad input when the file does not list it."""
+    if releases is None:
+        return entries
+    if ran is None:
+        raise BadInput(f"{path} lists expectations per release, and the report does not say which release of "
+                       f"{library} ran (no __version__ in its mapping peers/{library}/metrics.py): pass --version")
+    if ran not in releases:
+        raise BadInput(f"{path} has no expected findings for {library} {ran} (it has them for "
+                       f"{', '.join(releases)}): run the peer run on it, triage every difference (docs/peers.md), "
+                       f"then add \"{ran}\" to the releases of {path} and mark the entries that hold for some "
+                       f"releases only with releases = [...]")
+    return [e for e in entries if ran in e.get("releases", releases)]
+
+
+def ran_release(report, library, version=None):
+    """The release of `library` the report ran: its source's version (the mapping's __version__)
+    and the torch of its source's interpreter (else the report's own torch)."""
+    # A run of several sources lists them in `plugins`; a run of one has it in `plugin` alone.
+    sources = report.get("plugins") or [report.get("plugin") or {}]
+    plugins = [p for p in sources if p.get("path", "").endswith(f"/{library}/metrics.py")
+               or p.get("path", "") == f"python:{library}/metrics.py"]
+    plugin = plugins[0] if plugins else {}
+    return release(version or plugin.get("version"), plugin.get("torch_version") or report.get("torch_version"))
 
 
 def blamed_rank(variant):
@@ -153,17 +218,21 @@ def main(argv=None):
     ap.add_argument("--library", required=True)
     ap.add_argument("--report", required=True, help="the conform JSON report")
     ap.add_argument("--expected", help="default: peers/<library>/expected.toml")
+    ap.add_argument("--version", help="the library's version that ran (default: the report's, from the mapping)")
     ap.add_argument("--markdown", help="append the comparison to this Markdown file")
     args = ap.parse_args(argv)
     expected_path = args.expected or str(HERE / args.library / "expected.toml")
     try:
-        entries = load_expected(expected_path)
         report = json.loads(Path(args.report).read_text())
-    except BadInput as e:
-        print(f"peers/expected.py: {e}", file=sys.stderr)
-        return 2
     except (OSError, json.JSONDecodeError) as e:
         print(f"peers/expected.py: cannot read the report {args.report}: {e}", file=sys.stderr)
+        return 2
+    try:
+        entries, releases = load_expected(expected_path)
+        entries = for_release(entries, releases, ran_release(report, args.library, args.version), expected_path,
+                              args.library)
+    except BadInput as e:
+        print(f"peers/expected.py: {e}", file=sys.stderr)
         return 2
     variants = of_library(report, args.library)
     if not variants:

@@ -1,11 +1,19 @@
 """Starting ranks for the reproductions, with torch.distributed alone (no distmetrics): gloo on a
 FileStore, torch.multiprocessing spawn, a timeout on every wait. Each script's `body(rank,
 world_size)` runs on every rank and returns what that rank saw (picklable); `run` returns them
-in rank order, or raises TimeoutError when a rank did not finish in time (a hang)."""
+in rank order, or raises TimeoutError when a rank did not finish in time (a hang).
+
+Each script says which releases it is about (`requires`, first thing in its main): the torch and
+library versions its bug shows on. On another release it exits NOT_FOR_THIS_RELEASE (77), which
+ci/run_peers.sh counts apart; DISTMETRICS_REPRO_ANY_RELEASE=1 runs it anyway (to show that a
+fixed bug is gone). The scripts run on Debian's /usr/bin/python3 (the libraries of the peers
+venv, peers/venv.sh, are added to the path) or on a venv's python with its own libraries (the
+torch 2.x venv, ci/torch2-venv.sh)."""
 
 import datetime
 import os
 import queue
+import re
 import sys
 import tempfile
 import traceback
@@ -15,8 +23,16 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 
+NOT_FOR_THIS_RELEASE = 77
+# The distributions whose versions a script may require, by the name it gives them.
+_DISTRIBUTIONS = {"torchmetrics": "torchmetrics", "ignite": "pytorch-ignite", "torcheval": "torcheval"}
+
+
 def _venv():
-    """The peers venv's site-packages (peers/venv.sh), when the library is not on the path."""
+    """The peers venv's site-packages (peers/venv.sh), when the library is not on the path: only
+    for the base interpreter (a venv's python runs with its own libraries)."""
+    if sys.prefix != sys.base_prefix:
+        return
     venv = os.environ.get("DISTMETRICS_PEERS_VENV") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "distmetrics", "peers-torch1.13")
     site = os.path.join(venv, "lib", f"python{sys.version_info.major}.{sys.version_info.minor}", "site-packages")
@@ -73,6 +89,44 @@ def run(body, world_size=2, timeout_s=10, preload=()):
                 out.setdefault(r, ("hang", f"rank {r} did not finish within {timeout_s} s"))
             out.setdefault(r, ("crashed", f"rank {r} died with exit code {p.exitcode}"))
         return dict(sorted(out.items()))
+
+
+def _version_tuple(text):
+    return tuple(int(part) for part in re.findall(r"\d+", text.split("+")[0])[:3])
+
+
+def _holds(version, spec):
+    """`version` ("2.15.0+cu132") against a spec of comma-separated clauses (">=2.1", "<2.1", "==1.5.2")."""
+    ops = {">=": lambda a, b: a >= b, "<=": lambda a, b: a <= b, "==": lambda a, b: a == b,
+           ">": lambda a, b: a > b, "<": lambda a, b: a < b}
+    for clause in spec.split(","):
+        m = re.fullmatch(r"\s*(>=|<=|==|>|<)\s*([0-9.]+)\s*", clause)
+        if not m:
+            raise ValueError(f"bad version spec {spec!r} (clauses like '>=2.1', '<2.1', '==1.5.2')")
+        want = _version_tuple(m.group(2))
+        if not ops[m.group(1)](_version_tuple(version)[:len(want)], want):
+            return False
+    return True
+
+
+def installed(name):
+    """The installed version of torch or of a library (torchmetrics, ignite, torcheval)."""
+    if name == "torch":
+        import torch
+        return torch.__version__
+    from importlib import metadata
+    return metadata.version(_DISTRIBUTIONS[name])
+
+
+def requires(**specs):
+    """The releases this script's bug shows on, e.g. requires(torch="<2.1", torchmetrics=">=1.3.2"):
+    on another release it says so and exits NOT_FOR_THIS_RELEASE (unless DISTMETRICS_REPRO_ANY_RELEASE=1)."""
+    versions = {name: installed(name) for name in specs}
+    off = [f"{name} {spec} (this is {versions[name]})" for name, spec in specs.items() if not _holds(versions[name], spec)]
+    if off and os.environ.get("DISTMETRICS_REPRO_ANY_RELEASE") != "1":
+        print(f"NOT FOR THIS RELEASE: needs {'; '.join(off)}")
+        sys.exit(NOT_FOR_THIS_RELEASE)
+    return versions
 
 
 def verdict(shown, what):

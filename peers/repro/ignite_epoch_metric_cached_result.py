@@ -8,6 +8,8 @@ reset() only, so whether a rank syncs depends on its local updates. Not reported
 same pattern as torchmetrics' compute cache, peers/repro/torchmetrics_compute_cache_uneven.py).
 
     /usr/bin/python3 peers/repro/ignite_epoch_metric_cached_result.py     # exit 0: the bug shows
+
+Shown on: Ignite 0.5.3 (torch 1.13) and 0.5.5 (torch 2.15).
 """
 
 import common
@@ -26,6 +28,7 @@ def body(rank, world_size):
 
 
 if __name__ == "__main__":
+    common.requires(ignite=">=0.5.3")  # shown on Ignite 0.5.3 (torch 1.13) and 0.5.5 (torch 2.15)
     results = common.run(body, world_size=2, timeout_s=10, preload=["ignite.metrics"])
     print(results)
     common.verdict(results[0][0] != "ok",

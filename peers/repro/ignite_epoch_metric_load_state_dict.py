@@ -11,6 +11,8 @@ EpochMetric load_state_dict and the error text; issue #2999 added state_dict to 
 One process is enough (a world of one, as the other reproductions start it).
 
     /usr/bin/python3 peers/repro/ignite_epoch_metric_load_state_dict.py     # exit 0: the bug shows
+
+Shown on: Ignite 0.5.3 (torch 1.13) and 0.5.5 (torch 2.15).
 """
 
 import common
@@ -33,6 +35,7 @@ def body(rank, world_size):
 
 
 if __name__ == "__main__":
+    common.requires(ignite=">=0.5.3")  # shown on Ignite 0.5.3 (torch 1.13) and 0.5.5 (torch 2.15)
     results = common.run(body, world_size=1, timeout_s=30, preload=["ignite.metrics", "sklearn.metrics"])
     print(results)
     kind, value = results[0]

@@ -8,6 +8,8 @@ to the longest first. PyTorch-Ignite #1569 (open, "How to all_gather Tensor if n
 length"); MONAI #1531 met it through Ignite.
 
     /usr/bin/python3 peers/repro/ignite_epoch_metric_uneven.py     # exit 0: the bug shows
+
+Shown on: Ignite 0.5.3 (torch 1.13) and 0.5.5 (torch 2.15).
 """
 
 import common
@@ -25,6 +27,7 @@ def body(rank, world_size):
 
 
 if __name__ == "__main__":
+    common.requires(ignite=">=0.5.3")  # shown on Ignite 0.5.3 (torch 1.13) and 0.5.5 (torch 2.15)
     results = common.run(body, world_size=2, timeout_s=10, preload=["ignite.metrics"])
     print(results)
     common.verdict(any(kind != "ok" for kind, _ in results.values()),

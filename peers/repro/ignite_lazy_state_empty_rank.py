@@ -14,6 +14,8 @@ int, ignite/metrics/regression/maximum_absolute_error.py:67), update() a float (
 against float64 on the others, and the empty rank reads a float's bytes as an integer: ~4.6e18.
 
     /usr/bin/python3 peers/repro/ignite_lazy_state_empty_rank.py     # exit 0: the bug shows
+
+Shown on: Ignite 0.5.3 (torch 1.13) and 0.5.5 (torch 2.15).
 """
 
 import common
@@ -40,6 +42,7 @@ def max_abs(rank, world_size):
 
 
 if __name__ == "__main__":
+    common.requires(ignite=">=0.5.3")  # shown on Ignite 0.5.3 (torch 1.13) and 0.5.5 (torch 2.15)
     results = common.run(body, world_size=2, timeout_s=10, preload=["ignite.metrics"])
     print(results)
     precision = any(kind != "ok" for kind, _ in results.values())

@@ -8,6 +8,8 @@ line 105 adds `average_loss * n` with n = 0: NaN * 0 = NaN enters `_sum`; comput
 tracker for an empty batch making Loss NaN).
 
     /usr/bin/python3 peers/repro/ignite_loss_empty_batch_nan.py     # exit 0: the bug shows
+
+Shown on: Ignite 0.5.3 (torch 1.13) and 0.5.5 (torch 2.15).
 """
 
 import common
@@ -26,6 +28,7 @@ def body(rank, world_size):
 
 
 if __name__ == "__main__":
+    common.requires(ignite=">=0.5.3")  # shown on Ignite 0.5.3 (torch 1.13) and 0.5.5 (torch 2.15)
     results = common.run(body, world_size=2, timeout_s=10, preload=["ignite.metrics"])
     print(results)
     common.verdict(all(kind == "ok" and value != value for kind, value in results.values()),

@@ -12,6 +12,8 @@ on into the next collective: a hang. Two places:
 PyTorch-Ignite #1242 (open): "Handling empty datasets in distributed metric computation".
 
     /usr/bin/python3 peers/repro/ignite_raises_alone_on_empty_rank.py     # exit 0: the bug shows
+
+Shown on: Ignite 0.5.3 (torch 1.13) and 0.5.5 (torch 2.15).
 """
 
 import common
@@ -38,6 +40,7 @@ def fbeta(rank, world_size):
 
 
 if __name__ == "__main__":
+    common.requires(ignite=">=0.5.3")  # shown on Ignite 0.5.3 (torch 1.13) and 0.5.5 (torch 2.15)
     shown = []
     for name, body in (("ROC_AUC", epoch_metric), ("Fbeta", fbeta)):
         results = common.run(body, world_size=2, timeout_s=10, preload=["ignite.metrics"])

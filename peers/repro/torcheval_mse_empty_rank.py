@@ -8,6 +8,8 @@ state with one all_gather and a [D] state after a shape exchange, so the ranks i
 collectives (rank 0: all_gather of int64 sizes, rank 1: all_gather of a float32 scalar).
 
     /usr/bin/python3 peers/repro/torcheval_mse_empty_rank.py     # exit 0: the bug shows
+
+Shown on: torcheval 0.0.7 on torch 1.13 and on torch 2.15.
 """
 
 import common
@@ -26,6 +28,7 @@ def body(rank, world_size):
 
 
 if __name__ == "__main__":
+    common.requires(torcheval=">=0.0.7")  # shown on torcheval 0.0.7 on torch 1.13 and on torch 2.15
     results = common.run(body, world_size=2, timeout_s=10, preload=["torcheval.metrics"])
     print(results)
     common.verdict(any(kind != "ok" for kind, _ in results.values()),

@@ -9,6 +9,8 @@ its local updates; gather_all_tensors starts with a barrier (utilities/distribut
 the caching rank never enters.
 
     /usr/bin/python3 peers/repro/torchmetrics_compute_cache_uneven.py     # exit 0: the bug shows
+
+Shown on: torchmetrics 1.5.2 (torch 1.13) and 1.9.0 (torch 2.15).
 """
 
 import common
@@ -27,6 +29,7 @@ def body(rank, world_size):
 
 
 if __name__ == "__main__":
+    common.requires(torchmetrics=">=1.5.2")  # shown on torchmetrics 1.5.2 (torch 1.13) and 1.9.0 (torch 2.15)
     results = common.run(body, world_size=2, timeout_s=10, preload=["torchmetrics"])
     print(results)
     common.verdict(results[0][0] != "ok",

@@ -9,6 +9,9 @@ the reduction dim_zero_cat([]) raises "No samples to concatenate" (utilities/dat
 that rank alone.
 
     /usr/bin/python3 peers/repro/torchmetrics_empty_rank_list_state.py     # exit 0: the bug shows
+
+Shown on: torchmetrics 1.5.2 on torch 1.13; on torch >= 2.1 the #2468 placeholder runs and this
+hang is gone (torchmetrics_empty_rank_placeholder_dtype.py: a crash instead).
 """
 
 import common
@@ -25,6 +28,7 @@ def body(rank, world_size):
 
 
 if __name__ == "__main__":
+    common.requires(torch="<2.1")  # shown on torchmetrics 1.5.2 on torch 1.13
     results = common.run(body, world_size=2, timeout_s=10, preload=["torchmetrics"])
     print(results)
     kind1, text1 = results[1]

@@ -10,6 +10,8 @@ torch.all((preds >= 0) * (preds <= 1)): preds = preds.sigmoid()`, on the batch a
 torchmetrics #2195, #2329, #1604, #3179 (open).
 
     /usr/bin/python3 peers/repro/torchmetrics_per_batch_sigmoid.py     # exit 0: the bug shows
+
+Shown on: torchmetrics 1.5.2 (torch 1.13) and 1.9.0 (torch 2.15).
 """
 
 import common
@@ -29,6 +31,7 @@ def body(rank, world_size):
 
 
 if __name__ == "__main__":
+    common.requires(torchmetrics=">=1.5.2")  # shown on torchmetrics 1.5.2 (torch 1.13) and 1.9.0 (torch 2.15)
     import torch
     from torchmetrics.classification import BinaryAUROC
 

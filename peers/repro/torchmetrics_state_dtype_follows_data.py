@@ -8,6 +8,8 @@ updated with float64 data; a rank without data keeps float32. utilities/distribu
 then all_gathers each rank's 0-d state as it is: 8-byte and 4-byte buffers in one collective.
 
     /usr/bin/python3 peers/repro/torchmetrics_state_dtype_follows_data.py     # exit 0: the bug shows
+
+Shown on: torchmetrics 1.5.2 (torch 1.13) and 1.9.0 (torch 2.15).
 """
 
 import common
@@ -25,6 +27,7 @@ def body(rank, world_size):
 
 
 if __name__ == "__main__":
+    common.requires(torchmetrics=">=1.5.2")  # shown on torchmetrics 1.5.2 (torch 1.13) and 1.9.0 (torch 2.15)
     results = common.run(body, world_size=2, timeout_s=10, preload=["torchmetrics"])
     print(results)
     # Single process on rank 0's data the value is 1 - SS_res/SS_tot of those 8 samples; any crash,

@@ -7,7 +7,7 @@ global value with torcheval.metrics.toolkit.sync_and_compute(metric, recipient_r
 """
 
 from distmetrics.errors import Unsupported
-from distmetrics.peers import NoCounterpart, Peer, param_in, register_table, task
+from distmetrics.peers import NoCounterpart, Peer, param_in, register_table, require, task
 
 M = "torcheval.metrics:"
 
@@ -75,3 +75,6 @@ NO_COUNTERPART = [
 ]
 
 MAPPED = register_table(TABLE, "torcheval")
+# The release the report names (its source's version): peers/expected.py picks the expected
+# findings by it and by the torch version.
+__version__ = require("torcheval", __file__).__version__

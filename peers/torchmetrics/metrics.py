@@ -4,7 +4,7 @@
     distmetrics conform --python peers/torchmetrics/metrics.py scenarios
 """
 
-from distmetrics.peers import NoCounterpart, Peer, param_in, register_table, task
+from distmetrics.peers import NoCounterpart, Peer, param_in, register_table, require, task
 
 C = "torchmetrics.classification:"
 # The stat-scores classes (Accuracy, Precision, Recall, F1, FBeta, ExactMatch) reject a batch of
@@ -12,6 +12,11 @@ C = "torchmetrics.classification:"
 # :665 (multilabel) reshape it to (0, -1), which torch cannot ("cannot reshape tensor of 0
 # elements"). Declared, so that the empty batch is not fed and the rest runs (docs/peers.md).
 REJECTS_EMPTY = {"empty_batch": "rejected"}
+# PearsonCorrCoef rejects one too from the release that keeps each batch's max |x - mean|
+# (#3150, PR #3152): torch.max(..., dim=0) of no rows raises, functional/regression/pearson.py:86
+# (1.9.0). 1.5.2 takes an empty batch; the releases between were not checked.
+_RELEASE = tuple(int(part) for part in require("torchmetrics", __file__).__version__.split(".")[:2])
+PEARSON_CONVENTIONS = REJECTS_EMPTY if _RELEASE >= (1, 9) else {}
 
 
 
@@ -74,7 +79,7 @@ TABLE += [
     Peer("MeanSquaredError", "torchmetrics.regression:MeanSquaredError"),
     Peer("RootMeanSquaredError", "torchmetrics.regression:MeanSquaredError", kwargs=lambda p: dict(squared=False)),
     Peer("R2Score", "torchmetrics.regression:R2Score"),
-    Peer("PearsonCorrelation", "torchmetrics.regression:PearsonCorrCoef"),
+    Peer("PearsonCorrelation", "torchmetrics.regression:PearsonCorrCoef", conventions=PEARSON_CONVENTIONS),
     Peer("Average", "torchmetrics.aggregation:MeanMetric", note="update(value, weight=w)"),
     Peer("Loss", "torchmetrics.aggregation:MeanMetric", when=param_in("loss", "per_sample"), takes=("loss",),
          note="a per-sample loss averaged: MeanMetric"),
@@ -94,3 +99,6 @@ NO_COUNTERPART = [
 ]
 
 MAPPED = register_table(TABLE, "torchmetrics")
+# The release the report names (its source's version): peers/expected.py picks the expected
+# findings by it and by the torch version.
+__version__ = require("torchmetrics", __file__).__version__
