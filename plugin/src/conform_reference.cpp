@@ -98,6 +98,27 @@ std::string tolerance_text(const harness::Tolerance& tol) {
   return out.str();
 }
 
+// A job for the helper worker: a world of one on `backend`, on the CPU.
+runtime::Job helper_job(const std::string& backend, std::string id, std::string task, json params,
+                        std::chrono::milliseconds deadline) {
+  runtime::Job job;
+  job.id = std::move(id);
+  job.task = std::move(task);
+  job.params = std::move(params);
+  job.backend = backend;
+  job.comm_device = "cpu";
+  job.deadline = deadline;
+  return job;
+}
+
+// What helper_input() reads back on the worker: the scenario and where the variant sits.
+json helper_params(const harness::Scenario& scenario, const harness::Variant& variant) {
+  return {{"scenario", scenario.to_json()},
+          {"shard", variant.shard},
+          {"world_size", variant.world_size},
+          {"dtype", variant.dtype}};
+}
+
 }  // namespace
 
 // Called by register_plugin_support(): a worker must know the task before it serves a variant.
@@ -126,15 +147,10 @@ RemoteReference::RemoteReference(std::optional<double> deadline_seconds) : deadl
 RemoteReference::~RemoteReference() = default;
 
 void RemoteReference::warm_up() {
-  runtime::Job request;
-  request.id = "helper/warm-up";
-  request.task = kHelperReadyTask;
-  request.backend = backend_;
-  request.comm_device = "cpu";
-  request.deadline = std::chrono::seconds(60);
+  const runtime::Job job = helper_job(backend_, "helper/warm-up", kHelperReadyTask, json::object(), std::chrono::seconds(60));
   try {
     ensure_pool();
-    pool_->run(request);
+    pool_->run(job);
   } catch (const std::exception&) {
   }
 }
@@ -150,22 +166,14 @@ void RemoteReference::ensure_pool() {
 
 SingleProcessReference RemoteReference::build(const harness::Scenario& scenario, const harness::Variant& variant) {
   const double deadline = deadline_seconds_.value_or(scenario.deadline_seconds);
-  runtime::Job request;
-  request.id = variant.id + "/single-process";
-  request.task = kPluginReferenceTask;
-  request.params = {{"scenario", scenario.to_json()},
-                    {"shard", variant.shard},
-                    {"world_size", variant.world_size},
-                    {"dtype", variant.dtype}};
-  request.backend = backend_;
-  request.comm_device = "cpu";
-  request.deadline = ms(deadline);
+  const runtime::Job job =
+      helper_job(backend_, variant.id + "/single-process", kPluginReferenceTask, helper_params(scenario, variant), ms(deadline));
 
   SingleProcessReference reference;
   const std::string what = "the plugin's metric, in its single-process run (no communicator; on a helper process)";
   try {
     ensure_pool();
-    const runtime::JobResult run = pool_->run(request);
+    const runtime::JobResult run = pool_->run(job);
     if (run.status == runtime::RunStatus::Completed && !run.ranks.empty())
       return harness::reference_from_json(run.ranks.front().result);
     reference.failure = what + ", " + rank_problem(run, deadline);
@@ -177,21 +185,14 @@ SingleProcessReference RemoteReference::build(const harness::Scenario& scenario,
 
 RemoteReference::AsFed RemoteReference::build_as_fed(const harness::Scenario& reference, const harness::Variant& variant,
                                                      std::size_t computes, const runtime::Deadline& until) {
-  runtime::Job request;
-  request.id = variant.id + "/reference-as-fed";
-  request.task = kReferenceAsFedTask;
-  request.params = {{"scenario", reference.to_json()},
-                    {"shard", variant.shard},
-                    {"world_size", variant.world_size},
-                    {"dtype", variant.dtype},
-                    {"computes", computes}};
-  request.backend = backend_;
-  request.comm_device = "cpu";
-  request.deadline = std::max(until.remaining(), std::chrono::milliseconds(1));
+  json params = helper_params(reference, variant);
+  params["computes"] = computes;
+  const runtime::Job job = helper_job(backend_, variant.id + "/reference-as-fed", kReferenceAsFedTask, std::move(params),
+                                      std::max(until.remaining(), std::chrono::milliseconds(1)));
   AsFed built;
   try {
     ensure_pool();
-    const runtime::JobResult run = pool_->run(request);
+    const runtime::JobResult run = pool_->run(job);
     if (run.status == runtime::RunStatus::Completed && !run.ranks.empty()) {
       try {
         built.reference = harness::reference_from_json(run.ranks.front().result);
@@ -201,7 +202,7 @@ RemoteReference::AsFed RemoteReference::build_as_fed(const harness::Scenario& re
     } else if (run.status == runtime::RunStatus::Hang) {
       built.timed_out = true;
     } else {
-      built.reference.failure = rank_problem(run, std::chrono::duration<double>(request.deadline).count());
+      built.reference.failure = rank_problem(run, std::chrono::duration<double>(job.deadline).count());
     }
   } catch (const std::exception& e) {
     built.reference.failure = "the helper process could not run it: " + std::string(e.what());
