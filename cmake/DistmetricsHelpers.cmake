@@ -1,11 +1,44 @@
 # Small helpers so each part's CMakeLists.txt says only what is particular to it.
 
+set(DISTMETRICS_WARNINGS -Wall -Wextra -Wno-unused-parameter)
+
+# The precompiled LibTorch headers are made twice per build, not once per target: once for
+# libraries (-fPIC) and once for executables (-fPIE), each by a host target of its own that
+# compiles nothing else. GCC takes a precompiled header only where -fpic/-fpie match, hence two.
+# Every target reuses its kind's (REUSE_FROM): one precompiled header is ~25 s of CPU, and ~30
+# targets made their own (a third of a cold build). CMake compiles with -Winvalid-pch: a target whose
+# flags do not fit its kind's header warns (and compiles the headers in full).
+function(_distmetrics_pch_host kind out_var)
+  set(host distmetrics_pch_${kind})
+  if(NOT TARGET ${host})
+    set(source "${CMAKE_BINARY_DIR}/generated/pch_host.cpp")
+    if(NOT EXISTS "${source}")
+      file(WRITE "${source}" "// Compiles only the precompiled header (cmake/DistmetricsHelpers.cmake).\n")
+    endif()
+    add_library(${host} OBJECT "${source}")
+    target_link_libraries(${host} PRIVATE ${TORCH_LIBRARIES} distmetrics_dep_json)
+    target_compile_options(${host} PRIVATE ${DISTMETRICS_WARNINGS})
+    if(kind STREQUAL "executable")  # what CMake gives an executable under POSITION_INDEPENDENT_CODE
+      set_target_properties(${host} PROPERTIES POSITION_INDEPENDENT_CODE OFF)
+      target_compile_options(${host} PRIVATE -fPIE)
+    endif()
+    target_precompile_headers(${host} PRIVATE <ATen/ATen.h> <nlohmann/json.hpp>
+                              <string> <vector> <memory> <map> <sstream>)
+  endif()
+  set(${out_var} ${host} PARENT_SCOPE)
+endfunction()
+
 # Compile options and precompiled LibTorch headers shared by every distmetrics target.
 function(distmetrics_target_defaults target)
-  target_compile_options(${target} PRIVATE -Wall -Wextra -Wno-unused-parameter)
+  target_compile_options(${target} PRIVATE ${DISTMETRICS_WARNINGS})
   if(DISTMETRICS_USE_PCH)
-    target_precompile_headers(${target} PRIVATE <ATen/ATen.h> <nlohmann/json.hpp>
-                              <string> <vector> <memory> <map> <sstream>)
+    get_target_property(type ${target} TYPE)
+    if(type STREQUAL "EXECUTABLE")
+      _distmetrics_pch_host(executable host)
+    else()
+      _distmetrics_pch_host(library host)
+    endif()
+    target_precompile_headers(${target} REUSE_FROM ${host})
   endif()
 endfunction()
 
