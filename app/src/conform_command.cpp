@@ -194,7 +194,10 @@ int conform_with(const ConformOptions& o, runtime::PeerRunner* peers, std::ostre
   std::optional<runtime::Job> pool_warm_up;
   // Local pools fork their workers with the sources imported; peers (each rank its own
   // process, started by a launcher) import them in the warm-up.
-  if (python && !peers && python_conform_source()->prepare_workers) python_conform_source()->prepare_workers();
+  if (python && !peers && python_conform_source()->prepare_workers && !python_conform_source()->prepare_workers())
+    out << "distmetrics conform: another thread already runs in this process (a BLAS thread pool, if OPENBLAS_NUM_THREADS "
+           "is set above 1), so rank workers cannot be forked with the sources imported: each imports them as its pool "
+           "starts (seconds per rank)\n";
   if (python && python_conform_source()->pool_warm_up) pool_warm_up = python_conform_source()->pool_warm_up();
   checks.set_pool_warm_up(pool_warm_up);
   if (std::any_of(items.begin(), items.end(), [](const Item& item) { return !item.variant.skip && !item.build_error; }))

@@ -7,6 +7,7 @@
 #include "distmetrics/harness/metric_catalog.h"
 #include "distmetrics/metrics/errors.h"
 #include "distmetrics/pyhost/python_metric.h"
+#include "distmetrics/runtime/embedded_python.h"
 #include "distmetrics/runtime/rank_pool.h"
 #include "interpreter.h"
 
@@ -218,24 +219,7 @@ std::optional<std::string> python_backend_unavailable(const std::string& backend
 
 bool fork_workers_with_python_loaded() {
   if (!Py_IsInitialized()) return false;
-  // Python's own rule for fork (os.fork does the same): the forking thread holds the GIL and
-  // calls PyOS_BeforeFork, then PyOS_AfterFork_Parent or _Child; the child then lets the GIL go,
-  // as this process's threads do between calls into Python.
-  static PyGILState_STATE held;
-  runtime::ForkHooks hooks;
-  hooks.before = [] {
-    held = PyGILState_Ensure();
-    PyOS_BeforeFork();
-  };
-  hooks.in_parent = [] {
-    PyOS_AfterFork_Parent();
-    PyGILState_Release(held);
-  };
-  hooks.in_child = [] {
-    PyOS_AfterFork_Child();
-    PyGILState_Release(held);
-  };
-  return runtime::restart_worker_zygote(std::move(hooks));
+  return runtime::restart_worker_zygote(runtime::python_fork_hooks());
 }
 
 }  // namespace distmetrics::pyhost

@@ -10,6 +10,10 @@
 #include <mutex>
 #include <thread>
 
+#include "../src/comm/gloo_through_python.h"
+#include "../src/launch/zygote.h"
+#include "distmetrics/build_config.h"
+#include "distmetrics/runtime/backends.h"
 #include "distmetrics/runtime/rank_pool.h"
 #include "distmetrics/runtime/task.h"
 
@@ -31,11 +35,33 @@ DISTMETRICS_TASK(launch_zygote_state) {
           {"parent", static_cast<long>(::getppid())}};
 }
 
+// What gloo loads into forked workers on this build (Backend::load_for_forked_workers: on a
+// build whose gloo is made through torch's Python binding, torch.distributed and Python's fork
+// hooks; nothing on one with gloo's headers). Loaded before a test's own zygote state is set,
+// as a program's first gloo pool would.
+ForkHooks gloo_hooks() {
+  const Backend* gloo = find_backend("gloo");
+  if (gloo == nullptr || gloo->load_for_forked_workers == nullptr) return {};
+  return gloo->load_for_forked_workers().value_or(ForkHooks{});
+}
+
+// Counts each hook, around gloo's own (which the workers' gloo needs).
 ForkHooks counting_hooks() {
+  static ForkHooks inner;
+  inner = gloo_hooks();
   ForkHooks hooks;
-  hooks.before = [] { ++hooks_before; };
-  hooks.in_parent = [] { ++hooks_in_parent; };
-  hooks.in_child = [] { ++hooks_in_child; };
+  hooks.before = [] {
+    ++hooks_before;
+    if (inner.before) inner.before();
+  };
+  hooks.in_parent = [] {
+    if (inner.in_parent) inner.in_parent();
+    ++hooks_in_parent;
+  };
+  hooks.in_child = [] {
+    if (inner.in_child) inner.in_child();
+    ++hooks_in_child;
+  };
   return hooks;
 }
 
@@ -62,6 +88,7 @@ class WorkerZygote : public testing::Test {
   void SetUp() override {
     loaded_here = hooks_before = hooks_in_parent = hooks_in_child = 0;
     start_worker_zygote();
+    detail::load_into_worker_zygote("gloo");  // what a first gloo pool does (once per process)
     loaded_here = 7;  // after the zygote was made: its workers do not have it
   }
   void TearDown() override { stop_worker_zygote(); }
@@ -107,6 +134,41 @@ TEST_F(WorkerZygote, ARestartWhileAThreadRunsKeepsTheOldZygote) {
   EXPECT_FALSE(restarted) << "fork is unsafe once a thread runs";
   EXPECT_EQ(hooks_before, 0) << "nothing was forked";
   for (const auto& state : state_of_new_workers()) EXPECT_EQ(state["loaded"], 0) << "still the old zygote's workers";
+}
+
+#if DISTMETRICS_GLOO_THROUGH_PYTHON
+DISTMETRICS_TASK(launch_zygote_python) {
+  return {{"python_started_by", detail::embedded_python_started_by_pid()}, {"pid", static_cast<long>(::getpid())}};
+}
+#endif
+
+// A program's first gloo pool loads what gloo needs in every process into the supervisor and
+// restarts the zygote from it: on a build whose gloo is torch's, made through its Python binding,
+// the workers start with the interpreter and torch.distributed (~4 s of CPU each otherwise).
+TEST(WorkerZygoteLoad, AGlooPoolsFirstStartForksItsWorkersWithWhatGlooLoadsInEveryProcess) {
+#if !DISTMETRICS_GLOO_THROUGH_PYTHON
+  EXPECT_EQ(find_backend("gloo")->load_for_forked_workers, nullptr) << "gloo.cpp loads nothing per process";
+  GTEST_SKIP() << "this build's gloo (gloo.cpp, on gloo's headers) loads nothing per process";
+#else
+  start_worker_zygote();
+  PoolOptions options;
+  options.world_size = 2;
+  options.term_grace = 500ms;
+  RankPool pool(options);
+  Job job;
+  job.id = "test/zygote_python";
+  job.task = "launch_zygote_python";
+  job.backend = "gloo";
+  job.deadline = 60s;
+  const JobResult run = pool.run(job);
+  ASSERT_EQ(run.status, RunStatus::Completed) << run.diagnosis;
+  for (const auto& rank : run.ranks) {
+    EXPECT_NE(rank.result["pid"], static_cast<long>(::getpid()));
+    EXPECT_EQ(rank.result["python_started_by"], static_cast<long>(::getpid()))
+        << "rank " << rank.rank << "'s interpreter was started by this process, before its worker was forked";
+  }
+  stop_worker_zygote();
+#endif
 }
 
 }  // namespace

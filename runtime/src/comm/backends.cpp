@@ -68,7 +68,10 @@ const std::vector<Backend>& backends() {
     gloo.unavailable = gloo_unavailable;
     gloo.make = detail::make_gloo_communicator;
 #if DISTMETRICS_GLOO_THROUGH_PYTHON
-    gloo.pool_warm_up_task = detail::kGlooThroughPythonWarmUpTask;  // each worker imports torch.distributed
+    // Workers forked after the supervisor imported torch.distributed start with it; the warm-up
+    // makes each worker's first group (and imports it where a worker was not forked so).
+    gloo.load_for_forked_workers = detail::gloo_through_python_load_for_forked_workers;
+    gloo.pool_warm_up_task = detail::kGlooThroughPythonWarmUpTask;
 #endif
 
     Backend mpi;

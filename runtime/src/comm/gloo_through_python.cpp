@@ -120,6 +120,13 @@ std::optional<std::string> gloo_through_python_unavailable() {
   return reason;
 }
 
+long embedded_python_started_by_pid() { return embedded_python_started_by(); }
+
+std::optional<ForkHooks> gloo_through_python_load_for_forked_workers() {
+  if (gloo_through_python_unavailable()) return std::nullopt;
+  return python_fork_hooks();
+}
+
 std::unique_ptr<Communicator> make_gloo_communicator(const CommSpec& spec, const c10::intrusive_ptr<c10d::Store>& store,
                                                      const Deadline& deadline) {
   // The rendezvous (every rank connects to every other through the store) must finish by the

@@ -485,6 +485,10 @@ class RankPool::Impl {
     double start_seconds = 0;
     const bool starting = !alive();
     if (starting || backend_needs_warm_up(job.backend)) {
+      // Workers forked from the zygote start with what the backend loads per process, where
+      // the zygote can still be restarted from this one (the first pools of a program).
+      if (starting && options_.launch == "direct" && options_.worker_command.empty())
+        detail::load_into_worker_zygote(job.backend);
       const Deadline startup = Deadline::after(options_.startup_deadline);
       std::optional<JobResult> failure;
       if (starting) failure = start(startup);

@@ -13,7 +13,9 @@
 #include <cstring>
 #include <iostream>
 #include <mutex>
+#include <set>
 
+#include "distmetrics/runtime/backends.h"
 #include "distmetrics/runtime/rank_pool.h"
 #include "worker_args.h"
 
@@ -206,6 +208,27 @@ bool fork_zygote(const ForkHooks& hooks) {
 }
 
 }  // namespace
+}  // namespace detail
+
+namespace detail {
+
+bool load_into_worker_zygote(const std::string& backend) {
+  static std::mutex once;
+  static std::set<std::string> loaded;
+  std::lock_guard<std::mutex> lock(once);
+  if (loaded.count(backend)) return true;
+  const Backend* b = find_backend(backend);
+  if (b == nullptr || b->load_for_forked_workers == nullptr) return false;
+  {
+    std::lock_guard<std::mutex> zygote(zygote_mutex);
+    if (zygote_fd < 0 || thread_count() != 1) return false;  // no zygote here, or too late to restart it
+  }
+  const auto hooks = b->load_for_forked_workers();
+  if (!hooks || !restart_worker_zygote(*hooks)) return false;
+  loaded.insert(backend);
+  return true;
+}
+
 }  // namespace detail
 
 void start_worker_zygote() {

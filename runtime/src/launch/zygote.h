@@ -18,4 +18,11 @@ namespace distmetrics::runtime::detail {
 // execs the worker as before).
 std::optional<pid_t> spawn_from_zygote(const std::vector<std::string>& argv, int output_fd);
 
+// Loads `backend`'s Backend::load_for_forked_workers into this process and restarts the zygote
+// from it, once per process and backend, where this program forks its workers from a zygote
+// (start_worker_zygote) and no thread runs yet (restart_worker_zygote). Afterwards workers forked
+// from it start with that load; otherwise nothing changes (they load it in the warm-up).
+// Returns whether the zygote now has it.
+bool load_into_worker_zygote(const std::string& backend);
+
 }  // namespace distmetrics::runtime::detail

@@ -14,6 +14,7 @@
 
 #include "distmetrics/runtime/comm.h"
 #include "distmetrics/runtime/deadline.h"
+#include "distmetrics/runtime/rank_pool.h"
 
 namespace c10d {
 class Store;
@@ -54,6 +55,12 @@ struct Backend {
   // (gloo through torch's Python binding imports torch.distributed, seconds) is then the start's
   // cost, not a job's. Empty: the backend needs none.
   std::string pool_warm_up_task;
+  // What a local pool's supervisor loads into itself before its first workers are forked, so
+  // that the zygote restarted from it (restart_worker_zygote) gives every worker that load for
+  // free (gloo through torch's Python binding: torch.distributed imported, ~4 s of CPU per worker
+  // otherwise). Returns the hooks that keep what it loaded sound across fork, or nullopt when it
+  // could not load it (the workers then load it themselves, in pool_warm_up_task). Null: nothing.
+  std::optional<ForkHooks> (*load_for_forked_workers)() = nullptr;
   // Why `world_size` ranks cannot run it on this machine with collectives on `comm_device`
   // (not built, no GPUs, ...), or nullopt.
   std::optional<std::string> (*unavailable)(const std::string& comm_device, int world_size) = nullptr;

@@ -7,7 +7,11 @@
 
 #include <pybind11/embed.h>
 
+#include <unistd.h>
+
 #include <stdexcept>
+
+#include "distmetrics/runtime/rank_pool.h"
 
 namespace distmetrics::runtime {
 
@@ -17,8 +21,23 @@ namespace distmetrics::runtime {
 // first, never another torch on the machine. Signal handlers stay the program's. Returns true when
 // it started it: the caller then holds the GIL and must release it (PyEval_SaveThread) when done;
 // false: take the GIL (pybind11::gil_scoped_acquire) for every call.
+// The process that started this process's interpreter: this one, or the one it was forked from
+// (a rank worker forked from a zygote restarted after the interpreter started); 0 before any.
+inline long& embedded_python_started_by() {
+  static long pid = 0;
+  return pid;
+}
+
 inline bool start_embedded_python() {
   if (Py_IsInitialized()) return false;
+  embedded_python_started_by() = static_cast<long>(::getpid());
+  // OpenBLAS (numpy's, which `import torch` loads) starts its thread pool as it loads, one thread
+  // per core but one: a thread that then keeps the worker zygote from being restarted with torch
+  // imported (fork is only safe while no other thread runs), so that every rank worker imported
+  // torch itself, ~1.3 s of CPU each on torch 2.15 (a gloo pool of 4 took 5.5 s to start, not
+  // 0.4 s). One BLAS thread per process is also what a rank on shared cores wants (torchrun sets
+  // OMP_NUM_THREADS=1 for the same reason). A value the user set is kept.
+  ::setenv("OPENBLAS_NUM_THREADS", "1", /*overwrite=*/0);
 #ifdef DISTMETRICS_EMBEDDED_PYTHON
   PyConfig config;
   PyConfig_InitPythonConfig(&config);
@@ -34,6 +53,28 @@ inline bool start_embedded_python() {
   pybind11::initialize_interpreter(/*init_signal_handlers=*/false);
 #endif
   return true;
+}
+
+// The hooks that keep this process's interpreter sound across the zygote's forks
+// (restart_worker_zygote), Python's own rule for fork as os.fork follows it: the forking thread
+// holds the GIL and calls PyOS_BeforeFork, then PyOS_AfterFork_Parent or _Child; the child then
+// lets the GIL go, as this process's threads do between calls into Python.
+inline ForkHooks python_fork_hooks() {
+  static PyGILState_STATE held;
+  ForkHooks hooks;
+  hooks.before = [] {
+    held = PyGILState_Ensure();
+    PyOS_BeforeFork();
+  };
+  hooks.in_parent = [] {
+    PyOS_AfterFork_Parent();
+    PyGILState_Release(held);
+  };
+  hooks.in_child = [] {
+    PyOS_AfterFork_Child();
+    PyGILState_Release(held);
+  };
+  return hooks;
 }
 
 }  // namespace distmetrics::runtime
