@@ -17,6 +17,19 @@ install(EXPORT distmetricsTargets NAMESPACE distmetrics::
 get_property(_distmetrics_config_dependencies GLOBAL PROPERTY DISTMETRICS_CONFIG_DEPENDENCIES)
 list(JOIN _distmetrics_config_dependencies "\n" DISTMETRICS_CONFIG_EXTRA)
 
+# A pip wheel's LibTorch: its own libtorch and libc10 (TorchConfig.cmake's find_library would take
+# a system LibTorch's first, e.g. Debian's /usr/lib 1.13; as DistmetricsDependencies.cmake does
+# here), and its nvidia/*/lib first when linking (the machine's CUDA may hold older ones).
+set(DISTMETRICS_CONFIG_TORCH "")
+if(DISTMETRICS_TORCH_FROM_PIP)
+  string(CONCAT DISTMETRICS_CONFIG_TORCH
+    "if(NOT DEFINED TORCH_LIBRARY AND \"\${Torch_DIR}\" STREQUAL \"\${distmetrics_TORCH_DIR}\" AND EXISTS \"${TORCH_LIBRARY}\")\n"
+    "  set(TORCH_LIBRARY \"${TORCH_LIBRARY}\")\n  set(c10_LIBRARY \"${c10_LIBRARY}\")\n"
+    "  foreach(_dir IN ITEMS ${_wheel_nvidia_libs})\n"
+    "    string(APPEND CMAKE_EXE_LINKER_FLAGS \" -Wl,-rpath-link,\${_dir}\")\n"
+    "    string(APPEND CMAKE_SHARED_LINKER_FLAGS \" -Wl,-rpath-link,\${_dir}\")\n"
+    "  endforeach()\nendif()")
+endif()
 configure_package_config_file("${CMAKE_CURRENT_LIST_DIR}/distmetricsConfig.cmake.in"
   "${CMAKE_BINARY_DIR}/distmetricsConfig.cmake"
   INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/distmetrics)

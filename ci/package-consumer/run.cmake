@@ -56,3 +56,19 @@ elseif(EXISTS "${prefix}/include/distmetrics/fixtures/rank_test.h")
   message(FATAL_ERROR "package consumer: the fixtures are installed but consumer_rank_tests was not built")
 endif()
 
+
+# Another LibTorch than the one the install was built with (OTHER_TORCH_DIR: Debian's 1.13 beside
+# a pip-torch build): the package refuses it, naming both, before anything is built.
+if(DEFINED OTHER_TORCH_DIR AND EXISTS "${OTHER_TORCH_DIR}")
+  execute_process(COMMAND "${CMAKE_COMMAND}" -S "${SOURCE_DIR}/ci/package-consumer" -B "${WORK_DIR}/build-other-torch"
+                          -G "${GENERATOR}" "-DCMAKE_CXX_COMPILER=${CXX_COMPILER}" "-DCMAKE_PREFIX_PATH=${prefix}"
+                          "-DTorch_DIR=${OTHER_TORCH_DIR}"
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  string(REPLACE "\n" " " said "${out} ${err}")
+  string(REGEX REPLACE " +" " " said "${said}")
+  if(rc EQUAL 0 OR NOT said MATCHES "distmetrics was built against LibTorch [0-9.]+ \\([^)]*\\), but this project found LibTorch")
+    message(FATAL_ERROR "package consumer: a consumer on another LibTorch (${OTHER_TORCH_DIR}) was not refused "
+                        "(exit ${rc}):\n${out}\n${err}")
+  endif()
+  message(STATUS "consumer: another LibTorch (${OTHER_TORCH_DIR}) is refused with what to set")
+endif()

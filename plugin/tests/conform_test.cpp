@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "conform_support.h"
+#include "distmetrics/build_config.h"
 #include "distmetrics/harness/scenario.h"
 #include "distmetrics/plugin/catalog.h"
 #include "distmetrics/plugin/conform.h"
@@ -318,6 +319,11 @@ TEST(Conform, RefusesWhatItCannotLoadWithExitCode2) {
 // --rank-memory reaches conform's rank pools: a limit too small for Gloo's own threads is the
 // outcome memory_exceeded on every variant, blamed on rank 0, and the reproduce line keeps it.
 TEST(Conform, RankMemoryBoundsTheRanksOfItsPools) {
+  if (DISTMETRICS_TORCH_HAS_CUDA) {
+    // libtorch_cuda alone maps more than 300 MiB of address space before main (the same skip as
+    // RankPool.AMemoryLimitTooSmallForTheCommunicatorIsNamedOnEveryRank).
+    GTEST_SKIP() << "a CUDA LibTorch maps more than the 300 MiB limit of this test before main";
+  }
   const auto run = conform("--plugin " + quote(PLUGIN_EXAMPLE_REGRESSION_METRICS) + " " +
                                quote(std::string(EXAMPLE_SCENARIOS) + "/mean_absolute_error.toml") +
                                " --world-sizes 2 --shard even --rank-memory 0.3",

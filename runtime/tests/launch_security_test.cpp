@@ -28,6 +28,7 @@
 #include "distmetrics/runtime/rank_pool.h"
 #include "local_pool_kinds.h"
 #include "distmetrics/runtime/task.h"
+#include "../src/launch/zygote.h"
 
 extern char** environ;
 
@@ -279,7 +280,12 @@ TEST(RankPoolSecurity, NothingListensOnTheNetworkAndGlooStaysOnLoopback) {
       for (const auto& address : rank.result["tcp"]) EXPECT_EQ(address, "127.0.0.1") << "rank " << rank.rank;
     }
     EXPECT_TRUE(tcp_addresses("self", false).empty()) << "the supervisor has a TCP socket";
-    for (long pid : pool.worker_pids()) EXPECT_TRUE(tcp_addresses(std::to_string(pid), true).empty()) << pid;
+    // A worker listens on loopback at most: the gloo of LibTorch 2.x keeps one listening socket
+    // per device for a group's life (1.13's pairs listen only while they connect), and a
+    // worker's group may still be closing when the job's result is in (it is released after).
+    for (long pid : pool.worker_pids())
+      for (const auto& address : tcp_addresses(std::to_string(pid), true))
+        EXPECT_EQ(address, "127.0.0.1") << "worker " << pid << " listens on " << address;
     dir = pool.private_dir();
     ASSERT_TRUE(path_exists(dir));
   }
@@ -402,9 +408,12 @@ class RankPoolHygiene : public testing::TestWithParam<PoolKind> {
     EXPECT_LE(took, deadline + 1s) << "the verdict took " << took.count() << " ms";
   }
 
-  // No process of the pool is left: no child of ours (what a rank forked is re-parented to us).
+  // No process of the pool is left: no child of ours (what a rank forked is re-parented to us)
+  // but the worker zygote, which the test main started and which outlives every pool.
   static void expect_no_child_left() {
-    EXPECT_TRUE(child_pids_of(::getpid()).empty()) << "a child process is left";
+    auto children = child_pids_of(::getpid());
+    children.erase(std::remove(children.begin(), children.end(), static_cast<long>(detail::worker_zygote_pid())), children.end());
+    EXPECT_TRUE(children.empty()) << "a child process is left";
   }
 };
 

@@ -129,7 +129,12 @@ int thread_count() {
 void forget_zygote() {
   if (zygote_fd >= 0) ::close(zygote_fd);
   zygote_fd = -1;
-  if (zygote_pid > 0) ::waitpid(zygote_pid, nullptr, 0);  // it leaves at EOF
+  // Ended, not waited out to EOF: a child this process forked since (ChildCall's) holds a copy
+  // of the request socket, so the zygote may never see its end. It holds nothing to finish.
+  if (zygote_pid > 0) {
+    ::kill(zygote_pid, SIGKILL);
+    ::waitpid(zygote_pid, nullptr, 0);
+  }
   zygote_pid = 0;
 }
 
@@ -211,6 +216,11 @@ bool fork_zygote(const ForkHooks& hooks) {
 }  // namespace detail
 
 namespace detail {
+
+pid_t worker_zygote_pid() {
+  std::lock_guard<std::mutex> lock(zygote_mutex);
+  return zygote_fd >= 0 ? zygote_pid : 0;
+}
 
 bool load_into_worker_zygote(const std::string& backend) {
   static std::mutex once;

@@ -25,4 +25,7 @@ std::optional<pid_t> spawn_from_zygote(const std::vector<std::string>& argv, int
 // Returns whether the zygote now has it.
 bool load_into_worker_zygote(const std::string& backend);
 
+// The zygote's pid (a child of this process, which outlives every pool), or 0 when none runs.
+pid_t worker_zygote_pid();
+
 }  // namespace distmetrics::runtime::detail

@@ -43,6 +43,9 @@ inline bool start_embedded_python() {
   PyConfig_InitPythonConfig(&config);
   config.parse_argv = 0;
   config.install_signal_handlers = 0;
+  // The program's C stdio stays as it is: Python's own setup of stdin's buffering drops what the
+  // program had read ahead from a pipe (`serve` lost every request after the first).
+  config.configure_c_stdio = 0;
   const PyStatus status = PyConfig_SetBytesString(&config, &config.program_name, DISTMETRICS_EMBEDDED_PYTHON);
   if (PyStatus_Exception(status)) {
     PyConfig_Clear(&config);
