@@ -18,6 +18,7 @@
 #include "distmetrics/runtime/rank_pool.h"
 #include "local_pool_kinds.h"
 #include "distmetrics/runtime/task.h"
+#include "../src/launch/process.h"
 #if DISTMETRICS_GLOO_THROUGH_PYTHON
 #include "../src/comm/gloo_through_python.h"
 #endif
@@ -407,9 +408,28 @@ TEST(RankPool, AWorldSizeBeyondTheMachinesLimitIsRefused) {
   }
 }
 
+// A worker that exits while starting: the diagnosis gives its exit status and its last words.
+TEST(RankPool, AWorkerThatExitsWhileStartingIsNamedWithWhatItSaid) {
+  PoolOptions options;
+  options.world_size = 2;
+  options.worker_command = {"/bin/sh", "-c", "echo 'not a distmetrics worker: no such option' >&2; exit 3"};
+  RankPool pool(options);
+  Job r;
+  r.id = "test/bad-worker";
+  r.task = "launch_sum_of_ranks";
+  r.backend = "gloo";
+  r.deadline = 10s;
+  const JobResult run = pool.run(r);
+  ASSERT_EQ(run.status, RunStatus::Crash) << run.diagnosis;
+  EXPECT_NE(run.diagnosis.find(" exited while starting (exit status 3); it said: not a distmetrics worker: no such option"),
+            std::string::npos) << run.diagnosis;
+}
+
 #if DISTMETRICS_HAVE_GLOO
 // A memory limit too small for the backend's threads: every rank says so, naming itself and the
-// limit, instead of a bare "Resource temporarily unavailable".
+// limit, instead of a bare "Resource temporarily unavailable". Workers exec'd: whether one forked
+// from this test's zygote (this process's mappings) gets as far as its communicator under this
+// limit varies from run to run here (then the worker says it could not start within the limit).
 TEST(RankPool, AMemoryLimitTooSmallForTheCommunicatorIsNamedOnEveryRank) {
   if (DISTMETRICS_TORCH_HAS_CUDA) {
     // libtorch_cuda alone maps more than 300 MiB of address space before main: the worker cannot
@@ -418,6 +438,7 @@ TEST(RankPool, AMemoryLimitTooSmallForTheCommunicatorIsNamedOnEveryRank) {
   }
   PoolOptions options;
   options.world_size = 2;
+  options.worker_command = {detail::current_executable()};  // exec'd, not forked from the zygote
   options.rank_memory_bytes = std::uint64_t{300} << 20;
   RankPool pool(options);
   Job r;

@@ -626,6 +626,13 @@ class RankPool::Impl {
     }
     fill_log_tails(run);
     run.diagnosis = "the rank pool could not start: " + failure;
+    // What the rank said last, usually why (its memory limit, a bad worker command).
+    if (failed_rank >= 0) {
+      std::string said = run.ranks[static_cast<std::size_t>(failed_rank)].log_tail;
+      while (!said.empty() && (said.back() == '\n' || said.back() == ' ')) said.pop_back();
+      if (const auto newline = said.rfind('\n'); newline != std::string::npos) said = said.substr(newline + 1);
+      if (!said.empty()) run.diagnosis += "; it said: " + said;
+    }
     end_workers();
     return run;
   }

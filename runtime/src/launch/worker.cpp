@@ -21,7 +21,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <iomanip>
 #include <iostream>
+#include <sstream>
 #include <thread>
 
 #include "distmetrics/runtime/backends.h"
@@ -312,12 +315,22 @@ void write_queued_progress(int fd) {
   if (ProgressReporter* reporter = live_reporter.load()) reporter->write_queued_for_dying(fd);
 }
 
+// This process's address space (VmSize), the quantity RLIMIT_AS bounds; 0 if unknown.
+std::uint64_t mapped_bytes() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("VmSize:", 0) == 0) return std::stoull(line.substr(7)) * 1024;  // "VmSize:  559744 kB"
+  return 0;
+}
+
 class Worker {
  public:
   explicit Worker(WorkerArgs args) : args_(std::move(args)) {}
 
   int serve() {
     at::set_num_threads(1);  // ranks share the machine's cores with each other
+    const std::uint64_t mapped_at_start = mapped_bytes();
     if (args_.memory_bytes > 0) {
       // Only this rank's allocations fail past the limit (reported as RankMemoryExceeded), not the machine.
       if (!limit_rank_memory(args_.memory_bytes, /*for_life=*/true)) throw ConfigError("worker: setrlimit(RLIMIT_AS) failed");
@@ -344,8 +357,22 @@ class Worker {
     store_channel->send({{"type", "hello"}, {"role", "store"}, {"rank", args_.rank}}, Deadline::after(kSendBudget));
     store_ = c10::make_intrusive<PoolStoreClient>(std::move(store_channel));
     if (::pipe2(stop_pipe_, O_CLOEXEC) != 0) throw ConfigError("worker: pipe2 failed");
-    std::thread watchdog([this] { watch_supervisor(); });
-    reporter_ = std::make_shared<ProgressReporter>(*channel_);  // one flusher thread for the worker's life
+    std::thread watchdog;
+    try {
+      watchdog = std::thread([this] { watch_supervisor(); });
+      reporter_ = std::make_shared<ProgressReporter>(*channel_);  // one flusher thread for the worker's life
+    } catch (const std::exception& e) {
+      // Under a tight memory limit the first thread cannot get its stack: say which limit, and
+      // what the process mapped before it (a worker forked from its supervisor's zygote has the
+      // supervisor's mappings), rather than a bare "Resource temporarily unavailable".
+      if (args_.memory_bytes == 0) throw;
+      std::ostringstream text;
+      text << std::fixed << std::setprecision(1) << "rank " << args_.rank << " could not start within its memory limit of "
+           << static_cast<double>(args_.memory_bytes) / (1u << 30) << " GiB (it mapped "
+           << static_cast<double>(mapped_at_start) / (1u << 30) << " GiB of address space before the limit was set; "
+           << "raise it with --rank-memory): " << e.what();
+      throw ConfigError(text.str());
+    }
 
     int code = kWorkerExitOk;
     try {
