@@ -473,6 +473,7 @@ def begin_group(backend, rank, world_size, timeout_ms, prefix, shared=None):
         global _group_is_shared
         _group_is_shared = True
         return
+    _name_groups_alike()
     # torch 1.13 polls every 10 ms after making a group: wait on a key instead. (2.x makes no
     # such barrier unless TORCH_DIST_INIT_BARRIER=1, and its signature differs: left alone.)
     polling = getattr(c10d, "_store_based_barrier", None) if _TORCH_1_13 else None
@@ -484,6 +485,23 @@ def begin_group(backend, rank, world_size, timeout_ms, prefix, shared=None):
     finally:
         if polling is not None:
             c10d._store_based_barrier = polling
+
+
+def _name_groups_alike():
+    """torch names a new group after a per-process count of the groups it has made
+    (distributed_c10d: `_world.group_count` on 2.x, which ignores a group_name given to
+    init_process_group; `_group_count` on 1.13), and the group's rendezvous keys carry the name.
+    A rank whose count differs from its peers' (a library made a group on some ranks only, or an
+    earlier variant's group went without torch resetting the count) waits for keys its peers never
+    write, until the store gives up: every variant then cost half its deadline (the 7.5 s waits of
+    the torch 2.x peer run). Each variant's group meets under a store prefix of its own, so every
+    rank may start the count from 0. Private state, touched only where it is what it was read as."""
+    c10d = dist.distributed_c10d
+    world = getattr(c10d, "_world", None)
+    if world is not None and isinstance(getattr(world, "group_count", None), int):
+        world.group_count = 0
+    elif isinstance(getattr(c10d, "_group_count", None), int):
+        c10d._group_count = 0
 
 
 def _waiting_barrier(rank, store, timeout):

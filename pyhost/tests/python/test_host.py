@@ -180,6 +180,28 @@ def test_the_variant_group_is_fresh_and_its_collectives_are_traced():
     assert not dist.is_initialized()
 
 
+def _group_count_and_names():
+    c10d = dist.distributed_c10d
+    world = getattr(c10d, "_world", None)
+    if world is not None and hasattr(world, "group_count"):  # torch 2.x
+        return world, "group_count", world.pg_names
+    return c10d, "_group_count", c10d._pg_names  # torch 1.13
+
+
+def test_every_variants_group_gets_the_same_name_whatever_groups_came_before():
+    """torch names a group after its process's count of groups made, and the rendezvous keys carry
+    the name: after an earlier group went without torch resetting the count (or a library made a
+    group on this rank alone), this rank would wait for keys its peers never write. The variant's
+    group is named from 0 on every rank, whatever came before."""
+    holder, counter, names = _group_count_and_names()
+    _host.end_group()
+    setattr(holder, counter, getattr(holder, counter) + 5)  # no group, and a count its peers lack
+    _host.begin_group("gloo", 0, 1, 5000, "python/0/")
+    _, _, names = _group_count_and_names()
+    assert list(names.values()) == ["0"]
+    _host.end_group()
+
+
 def test_source_errors_say_what_is_wrong(tmp_path):
     with pytest.raises(_host.SourceError, match="ModuleNotFoundError: No module named 'no_such_module_xyz'"):
         _host.load(write(tmp_path, "imp.py", "import no_such_module_xyz\n"), [])
