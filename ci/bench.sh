@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # The benchmarks: builds distmetrics_bench and the CLI, runs every benchmark once, and prints ONE
 # table of ratios, each measured side by side in the same run (absolute times on a shared
-# machine are noise; the ratios are the result). docs/performance.md explains every row.
+# machine are noise; the ratios are the result). docs/performance.md explains every row. They
+# make raw C++ Gloo groups, so they are built on Debian's LibTorch 1.13 (build-torch1.13), whose
+# gloo headers match its gloo; the Python metric's row is also measured on the default torch 2.x
+# build (build) when that is built.
 #   Usage: ci/bench.sh [--quick] [--json FILE] [--build-dir DIR] [--no-build] [--explore] [--torch2-build-dir DIR] [-- benchmark flags]
 #   --explore   also ci/bench_explore.sh: `distmetrics explore` on every example (opt-in, ~20 min)
-#   --torch2-build-dir DIR  a torch 2.x (pip) build (ci/test_torch2.sh; default build-torch2 when its CLI
-#               and example plugin are built): the Python metric's per-variant cost there beside this build's
+#   --build-dir DIR         the torch 1.13 build (default build-torch1.13)
+#   --torch2-build-dir DIR  a torch 2.x (pip) build (default build, when its CLI and example plugin
+#               are built, as ci/test.sh builds them): the Python metric's per-variant cost there beside 1.13's
 #   --quick     tiny sizes, one repetition, no whole-library run, no peer run (~30 s): checks that every
 #               benchmark works (CI, ctest bench_quick); its numbers mean nothing
 #   --json FILE the table as JSON (rows with value, baseline, ratio, bar, meets)
@@ -18,7 +22,7 @@ DM_JOB=bench  # read by ci/lib.sh
 source "$(dirname "$0")/lib.sh"
 cd "$DM_ROOT"
 
-quick=0 json="" build_dir=${BUILD_DIR:-build} build=1 extra=() explore=0 torch2_dir=""
+quick=0 json="" build_dir=${BUILD_DIR:-$(dm_torch_build_dir 1.13)} build=1 extra=() explore=0 torch2_dir=""
 while [ $# -gt 0 ]; do
   case $1 in
     --quick) quick=1 ;;
@@ -80,10 +84,12 @@ else
   echo "(no Python-metric row: $plugin is not built, or the build has no pyhost)" >&2
 fi
 # The same Python metric on the torch 2.x (pip) build (it has no distmetrics_bench: the benchmarks make
-# raw C++ Gloo groups), beside this build's row. Not built here: ci/test_torch2.sh builds it.
+# raw C++ Gloo groups), beside this build's row. Not built here: ci/test.sh (or ci/run_cpu.sh) builds it.
 torch2_json=$build_dir/bench/python_overhead_torch2.json
 rm -f "$torch2_json"
-if [ -z "$torch2_dir" ] && [ "$quick" != 1 ] && [ -x build-torch2/bin/distmetrics ]; then torch2_dir=build-torch2; fi
+default_torch2=$(dm_torch_build_dir 2)
+if [ -z "$torch2_dir" ] && [ "$quick" != 1 ] && [ -x "$default_torch2/bin/distmetrics" ] &&
+   grep -q '^DISTMETRICS_TORCH:STRING=pip' "$default_torch2/CMakeCache.txt" 2>/dev/null; then torch2_dir=$default_torch2; fi
 if [ -n "$torch2_dir" ] && [ -f "$python_json" ]; then
   torch2_plugin=$torch2_dir/plugin/tests/libexample_regression_metrics.so
   torch2_python=$(sed -n 's/^DISTMETRICS_PYTHON:FILEPATH=//p' "$torch2_dir/CMakeCache.txt" 2>/dev/null || true)
@@ -95,7 +101,7 @@ if [ -n "$torch2_dir" ] && [ -f "$python_json" ]; then
     fi
     report_flags+=(--python-json-torch2 "$torch2_json")
   else
-    echo "(no torch 2.x row: $torch2_dir/bin/distmetrics or $torch2_plugin is not built; ci/test_torch2.sh builds them)" >&2
+    echo "(no torch 2.x row: $torch2_dir/bin/distmetrics or $torch2_plugin is not built; ci/test.sh builds them)" >&2
   fi
 fi
 pytest_paths=(scenarios); pytest_ws=1,2
@@ -115,7 +121,7 @@ report_flags+=(--pytest-json "$pytest_json")
 if [ "$quick" != 1 ]; then
   peers_dir=$build_dir/bench/peers
   start=$SECONDS
-  REPORTS_DIR=$peers_dir bash "$DM_ROOT/ci/run_peers.sh" --skip-deps --skip-repros --build-dir "$build_dir" \
+  REPORTS_DIR=$peers_dir bash "$DM_ROOT/ci/run_peers.sh" --torch 1.13 --skip-deps --skip-repros --build-dir "$build_dir" \
     >"$build_dir/bench/peers.log" 2>&1 || true
   if [ -s "$peers_dir/peers.json" ]; then
     "$python" -c 'import json, sys

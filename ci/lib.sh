@@ -2,7 +2,10 @@
 # Shared by ci/run_cpu.sh, ci/run_mpi.sh and ci/run_2gpu.sh (sourced, not run):
 # saying what happens, running (or, in a dry run, only printing) commands, building, and
 # folding several runs' exit codes into one.
-#   BUILD_DIR    build folder (each script has its default)
+#   TORCH        the LibTorch to build against: 2 (default: PyTorch 2.x from pip, the venv of
+#                ci/torch2-venv.sh) or 1.13 (Debian's libtorch-dev); also --torch
+#   BUILD_DIR    build folder (each script has its default; run_cpu/run_mpi: build for torch 2,
+#                build-torch1.13 for 1.13)
 #   JOBS         build parallelism (default: number of cores)
 #   REPORTS_DIR  where JSON and JUnit reports go (default: $BUILD_DIR/reports)
 #   SUITE_TIMEOUT  seconds one `distmetrics run` may take before timeout(1) ends it (default 3000);
@@ -28,10 +31,11 @@ dm_need_value() {
   fi
 }
 
-# The flags run_cpu.sh and run_mpi.sh share. Sets build_dir, reports_dir, skip_deps and run_args
-# (the rest, for `distmetrics run`); --help prints the calling script's usage().
+# The flags run_cpu.sh and run_mpi.sh share. Sets torch, build_dir, reports_dir, skip_deps and
+# run_args (the rest, for `distmetrics run`); --help prints the calling script's usage().
 dm_parse_suite_args() {
-  build_dir=${BUILD_DIR:-build}
+  torch=${TORCH:-2}
+  build_dir=${BUILD_DIR:-}
   reports_dir=${REPORTS_DIR:-}
   skip_deps=${SKIP_DEPS:-0}
   run_args=()
@@ -39,6 +43,7 @@ dm_parse_suite_args() {
     case "$1" in
       -h | --help) usage; exit 0 ;;
       --dry-run) DM_DRY_RUN=1 ;;
+      --torch) dm_need_value "$@"; torch=$2; shift ;;
       --build-dir) dm_need_value "$@"; build_dir=$2; shift ;;
       --reports-dir) dm_need_value "$@"; reports_dir=$2; shift ;;
       --skip-deps) skip_deps=1 ;;
@@ -47,6 +52,37 @@ dm_parse_suite_args() {
     esac
     shift
   done
+  dm_check_torch "$torch" || exit "$DM_EXIT_BAD_INPUT"
+  [ -n "$build_dir" ] || build_dir=$(dm_torch_build_dir "$torch")
+}
+
+# --- Which LibTorch -------------------------------------------------------------------------------
+# PyTorch 2.x from pip is the default (what users have); Debian's LibTorch 1.13 is the other build.
+
+# dm_check_torch VERSION: 2 or 1.13, else a message and non-zero.
+dm_check_torch() {
+  case "$1" in
+    2 | 1.13) return 0 ;;
+    *) dm_fail "--torch must be 2 (PyTorch 2.x from pip, ci/requirements-torch2.txt) or 1.13 (Debian's libtorch-dev), got '$1'"; return 1 ;;
+  esac
+}
+
+# dm_torch_build_dir VERSION: the build folder a script uses by default for it.
+dm_torch_build_dir() {
+  if [ "$1" = 1.13 ]; then echo build-torch1.13; else echo build; fi
+}
+
+# dm_torch_setup VERSION (run in DM_ROOT): for 2, makes (or reuses) the venv of ci/torch2-venv.sh (printed, and not
+# made in a dry run); sets DM_TORCH_CMAKE_ARGS (the configure flags) and DM_TORCH_PYTHON (the
+# interpreter with that torch: the venv's, or Debian's /usr/bin/python3 for 1.13).
+dm_torch_setup() {
+  DM_TORCH_CMAKE_ARGS=()
+  DM_TORCH_PYTHON=/usr/bin/python3
+  [ "$1" = 1.13 ] && return 0
+  dm_run bash ci/torch2-venv.sh || { dm_fail "the torch 2.x venv could not be made (see above)"; return "$DM_EXIT_SETUP"; }
+  DM_TORCH_PYTHON=$(bash ci/torch2-venv.sh --path 2>/dev/null) ||
+    DM_TORCH_PYTHON="<the venv's python: ci/torch2-venv.sh --path>"
+  DM_TORCH_CMAKE_ARGS=(-DDISTMETRICS_TORCH=pip "-DDISTMETRICS_PYTHON=$DM_TORCH_PYTHON")
 }
 
 # dm_skip REASON: the machine lacks what the job needs: say so and exit 77. A dry run calls it

@@ -18,7 +18,9 @@ BUILD_DIR), then runs
 
 Options:
   --dry-run          print the commands instead of running them (installs and builds nothing)
-  --build-dir DIR    build folder (default: $BUILD_DIR, else build)
+  --torch 2|1.13     the LibTorch: 2 (default: PyTorch 2.x from pip, in the venv that
+                     ci/torch2-venv.sh makes or reuses) or 1.13 (Debian's libtorch-dev); also TORCH
+  --build-dir DIR    build folder (default: $BUILD_DIR, else build for torch 2, build-torch1.13 for 1.13)
   --reports-dir DIR  reports folder (default: $REPORTS_DIR, else BUILD_DIR/reports)
   --skip-deps        leave out ci/install-deps.sh (also SKIP_DEPS=1)
   -h, --help         this text
@@ -38,7 +40,8 @@ export REPORTS_DIR=${reports_dir:-$build_dir/reports}
 if [ "$skip_deps" != 1 ]; then
   dm_run bash ci/install-deps.sh
 fi
-dm_build "$build_dir" distmetrics || exit "$DM_EXIT_SETUP"
+dm_torch_setup "$torch" || exit "$DM_EXIT_SETUP"
+dm_build "$build_dir" distmetrics "${DM_TORCH_CMAKE_ARGS[@]}" || exit "$DM_EXIT_SETUP"
 
 dm_suite cpu "$build_dir/bin/distmetrics" run scenarios --backend gloo --world-sizes 1,2,4 \
   "${run_args[@]}"

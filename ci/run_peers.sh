@@ -1,12 +1,11 @@
 #!/usr/bin/env bash
-# The real libraries, checked: installs the pinned torchmetrics, PyTorch-Ignite and torcheval
-# into the peers venv (peers/venv.sh; reused when peers/requirements-torch1.13.txt did not
-# change), builds distmetrics, runs every mapped metric (peers/<library>/metrics.py) over the
-# scenario library at world sizes 1, 2, 3 and 4 on gloo, writes JSON, JUnit, Markdown and HTML
-# per library into REPORTS_DIR (build/reports/peers/), and compares each library's findings with
-# peers/<library>/expected.toml (peers/expected.py: the entries of the release that ran).
-# --torch2: the same on the torch 2.x build (build-torch2) with the current releases of the
-# torch 2.x venv (ci/torch2-venv.sh). `--help` for the options.
+# The real libraries, checked: the pinned torchmetrics, PyTorch-Ignite and torcheval (the current
+# releases in the torch 2.x venv of ci/torch2-venv.sh; with --torch 1.13 the last releases that run
+# on Debian's torch 1.13, in the peers venv of peers/venv.sh), builds distmetrics, runs every mapped
+# metric (peers/<library>/metrics.py) over the scenario library at world sizes 1, 2, 3 and 4 on
+# gloo, writes JSON, JUnit, Markdown and HTML into REPORTS_DIR (BUILD_DIR/reports/peers/), and
+# compares each library's findings with peers/<library>/expected.toml (peers/expected.py: the
+# entries of the release that ran). `--help` for the options.
 set -euo pipefail
 DM_JOB=run_peers  # read by ci/lib.sh
 # shellcheck source=ci/lib.sh
@@ -18,11 +17,14 @@ usage() {
   cat <<'USAGE'
 Usage: ci/run_peers.sh [options] [extra `distmetrics conform` arguments, e.g. --filter 'accuracy*']
 
-Installs the Debian packages that are missing (ci/install-deps.sh) and the pinned libraries
-(peers/venv.sh: a venv over Debian's torch 1.13, outside the clone, in $DISTMETRICS_PEERS_VENV or
-~/.cache/distmetrics/peers-torch1.13; nothing is installed when it is up to date), builds
-distmetrics (in BUILD_DIR), then runs every library in ONE conform (each rank worker starts its
-interpreter and imports torch and the libraries once for the whole run):
+Installs the Debian packages that are missing (ci/install-deps.sh) and the pinned libraries: on
+torch 2 (the default) the venv of ci/torch2-venv.sh (torch, torchmetrics, pytorch-ignite and
+torcheval of ci/requirements-torch2.txt, in $DISTMETRICS_TORCH2_VENV or
+~/.cache/distmetrics/torch2-<torch version>), on torch 1.13 the venv of peers/venv.sh (the releases
+of peers/requirements-torch1.13.txt over Debian's torch, in $DISTMETRICS_PEERS_VENV or
+~/.cache/distmetrics/peers-torch1.13); either is made once and reused. Builds distmetrics (in
+BUILD_DIR, against that torch), then runs every library in ONE conform (each rank worker starts
+its interpreter and imports torch and the libraries once for the whole run):
   distmetrics conform --python peers/torchmetrics/metrics.py --python peers/ignite/metrics.py \
     --python peers/torcheval/metrics.py scenarios --backend gloo --world-sizes 1,2,3,4
                                                 -> REPORTS_DIR/peers.{json,xml,md,html}
@@ -33,18 +35,15 @@ still shows its bug (a repro about other releases is counted apart). The last li
 per library (mapped classes, variants, findings expected / unexpected / expected but not seen),
 one for the repros, and the run's wall time.
 
-With --torch2 the current releases run on torch 2.x: the venv of ci/torch2-venv.sh (torch,
-torchmetrics, pytorch-ignite and torcheval of ci/requirements-torch2.txt, in
-$DISTMETRICS_TORCH2_VENV or ~/.cache/distmetrics/torch2-<torch version>; made or reused), the
-build in build-torch2 configured against it (-DDISTMETRICS_TORCH=pip; its embedded interpreter
-starts as the venv's python), and the repros on the venv's python.
+The repros run on the python of that torch: the torch 2.x venv's, or Debian's /usr/bin/python3
+with the peers venv's libraries.
 
 Options:
   --library NAME     only this library (torchmetrics, ignite, torcheval); repeatable
   --world-sizes LIST default 1,2,3,4
   --dry-run          print the commands instead of running them (installs and builds nothing)
-  --torch2           the torch 2.x build and venv, the current releases (see above)
-  --build-dir DIR    build folder (default: $BUILD_DIR, else build, or build-torch2 with --torch2)
+  --torch 2|1.13     the torch, and so the releases (default 2: the current ones); also TORCH
+  --build-dir DIR    build folder (default: $BUILD_DIR, else build for torch 2, build-torch1.13 for 1.13)
   --no-build         use the build folder as it is (configure and build nothing)
   --reports-dir DIR  reports folder (default: $REPORTS_DIR, else BUILD_DIR/reports/peers)
   --skip-deps        leave out ci/install-deps.sh (also SKIP_DEPS=1)
@@ -54,8 +53,8 @@ Options:
   -h, --help         this text
   --                 everything after it goes to `distmetrics conform`
 
-Environment: JOBS (cores), SUITE_TIMEOUT (seconds for the conform run: 1800, 3600 with --torch2, whose
-  run took over 30 min on 2 loaded cores: docs/peers.md), DISTMETRICS_PEERS_VENV, DISTMETRICS_TORCH2_VENV.
+Environment: JOBS (cores), SUITE_TIMEOUT (seconds for the conform run, a backstop: 1800; the run
+  takes about 5 minutes on 2 cores), DISTMETRICS_PEERS_VENV, DISTMETRICS_TORCH2_VENV.
 
 Exit codes: 0 every library's findings are exactly the expected ones; 1 a difference (named);
   2 bad input; 5 setup failed (venv, configure or build).
@@ -63,7 +62,7 @@ USAGE
 }
 
 build_dir=${BUILD_DIR:-}
-torch2=0
+torch=${TORCH:-2}
 build=1
 reports_dir=${REPORTS_DIR:-}
 skip_deps=${SKIP_DEPS:-0}
@@ -86,7 +85,8 @@ while [ $# -gt 0 ]; do
       shift ;;
     --world-sizes) dm_need_value "$@"; world_sizes=$2; shift ;;
     --build-dir) dm_need_value "$@"; build_dir=$2; shift ;;
-    --torch2) torch2=1 ;;
+    --torch) dm_need_value "$@"; torch=$2; shift ;;
+    --torch2) torch=2 ;;  # the default; kept for the command lines of earlier docs
     --no-build) build=0 ;;
     --reports-dir) dm_need_value "$@"; reports_dir=$2; shift ;;
     --skip-deps) skip_deps=1 ;;
@@ -100,25 +100,22 @@ while [ $# -gt 0 ]; do
 done
 [ ${#selected[@]} -gt 0 ] || selected=("${LIBRARIES[@]}")
 cd "$DM_ROOT"
-[ -n "$build_dir" ] || { [ "$torch2" = 1 ] && build_dir=build-torch2 || build_dir=build; }
+dm_check_torch "$torch" || exit "$DM_EXIT_BAD_INPUT"
+[ -n "$build_dir" ] || build_dir=$(dm_torch_build_dir "$torch")
 reports=${reports_dir:-$build_dir/reports/peers}
 
 if [ "$skip_deps" != 1 ]; then
   dm_run bash ci/install-deps.sh
 fi
-# The python the repros run on: Debian's (with the peers venv's libraries, peers/repro/common.py)
-# or the torch 2.x venv's, which the 2.x build's embedded interpreter starts as.
-repro_python=/usr/bin/python3
-build_args=()
-if [ "$torch2" = 1 ]; then
-  dm_run bash ci/torch2-venv.sh || { dm_fail "the torch 2.x venv could not be made (see above)"; exit "$DM_EXIT_SETUP"; }
-  repro_python=$(bash ci/torch2-venv.sh --path 2>/dev/null) || repro_python="<the venv's python: ci/torch2-venv.sh --path>"
-  build_args=(-DDISTMETRICS_TORCH=pip "-DDISTMETRICS_PYTHON=$repro_python")
-else
+# The python the repros run on: the torch 2.x venv's, which the 2.x build's embedded interpreter
+# starts as, or Debian's (with the peers venv's libraries, peers/repro/common.py).
+dm_torch_setup "$torch" || exit "$DM_EXIT_SETUP"
+repro_python=$DM_TORCH_PYTHON
+if [ "$torch" = 1.13 ]; then
   dm_run bash peers/venv.sh || { dm_fail "the peers venv could not be made (see above)"; exit "$DM_EXIT_SETUP"; }
 fi
 if [ "$repros_only" != 1 ] && [ "$build" = 1 ]; then
-  dm_build "$build_dir" distmetrics "${build_args[@]}" || exit "$DM_EXIT_SETUP"
+  dm_build "$build_dir" distmetrics "${DM_TORCH_CMAKE_ARGS[@]}" || exit "$DM_EXIT_SETUP"
 fi
 [ "$DM_DRY_RUN" = 1 ] || mkdir -p "$reports"
 
@@ -131,7 +128,7 @@ if [ ${#selected[@]} -gt 0 ]; then
   for library in "${selected[@]}"; do sources+=(--python "peers/$library/metrics.py"); done
   dm_say "${selected[*]}: one conform over scenarios/ at world sizes $world_sizes on gloo"
   code=0
-  suite_timeout=${SUITE_TIMEOUT:-$([ "$torch2" = 1 ] && echo 3600 || echo 1800)}
+  suite_timeout=${SUITE_TIMEOUT:-1800}
   dm_run timeout --kill-after=30 "$suite_timeout" "$build_dir/bin/distmetrics" conform \
     "${sources[@]}" scenarios --backend gloo --world-sizes "$world_sizes" --deadline "$deadline" --quiet \
     --json "$reports/peers.json" --junit "$reports/peers.xml" --markdown "$reports/peers.md" \

@@ -1,28 +1,93 @@
 #!/usr/bin/env bash
-# The README's test command: installs what is missing (Debian packages, the peers venv),
-# configures, builds, runs every test (GoogleTest suites and the pytest suite) through ctest, then
-# the whole peer run and the reproductions of the real libraries' bugs (ci/run_peers.sh).
-#   BUILD_DIR (default build)   JOBS (default: number of cores)   CTEST_ARGS (extra ctest flags)
+# The README's test command (CI runs it through .ci/run). Installs what is missing (Debian
+# packages; the torch 2.x venv of ci/torch2-venv.sh and the peers venv of peers/venv.sh, both
+# outside the clone and reused), then tests both LibTorch builds:
+#
+#  1. PyTorch 2.x from pip, the default build (BUILD_DIR, default build): everything built, every
+#     test through ctest (GoogleTest suites, the pytest suite, the package and install tests), then
+#     the whole peer run on the current releases of torchmetrics, Ignite and torcheval
+#     (ci/run_peers.sh: their findings against peers/<library>/expected.toml) and the repros;
+#  2. Debian's LibTorch 1.13, a smoke subset (BUILD_DIR_1_13, default build-torch1.13): what only
+#     that build compiles (gloo.cpp's C++ Gloo with the kept transport, the Python metrics sharing
+#     the variant's C++ Gloo group, pybind11 2.10), the runtime's and pyhost's tests, the whole
+#     scenario library at world sizes 1, 2 and 4 (ci/run_cpu.sh's job), and the repros of the
+#     releases that run on torch 1.13. `--full-1.13` builds and tests all of it there as well.
+#
+#   JOBS (default: number of cores)   CTEST_ARGS (extra ctest flags, both builds)
+#   --only 2 | --only 1.13            one of the two builds
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-bash ci/install-deps.sh
-# The real metric libraries (torchmetrics, Ignite, torcheval) in a venv outside the clone, reused
-# while peers/requirements-torch1.13.txt is unchanged: the pyhost_peers tests and the peer run use it.
-bash peers/venv.sh
+only="" full_113=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --only) [ $# -ge 2 ] || { echo "ci/test.sh: --only needs 2 or 1.13" >&2; exit 2; }; only=$2; shift ;;
+    --full-1.13) full_113=1 ;;
+    -h | --help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "ci/test.sh: unknown argument '$1' (--only 2|1.13, --full-1.13, --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+case "$only" in "" | 2 | 1.13) ;; *) echo "ci/test.sh: --only takes 2 or 1.13, not '$only'" >&2; exit 2 ;; esac
 
-build_dir=${BUILD_DIR:-build}
+started=$(date +%s)
+say() { echo "[test.sh $(( $(date +%s) - started ))s] $*"; }
 jobs=${JOBS:-$(nproc)}
-cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release
-cmake --build "$build_dir" -j "$jobs"
-# The multi-host tests (ctest launch_multihost, label multihost) need network namespaces (root,
-# iproute2); where this machine has none the test skips itself, and here is why.
-if why=$(bash ci/hosts.sh check); then echo "test.sh: multi-host tests run (network namespaces work here)"
-else echo "test.sh: multi-host tests skipped: $why"; fi
-# shellcheck disable=SC2086
-ctest --test-dir "$build_dir" --output-on-failure -j "$jobs" ${CTEST_ARGS:-}
-# The real libraries: the whole peer run (every mapped class over the scenario library at world
-# sizes 1-4, about 5 minutes on 2 cores), its findings compared with peers/<library>/expected.toml,
-# then the reproductions of peers/repro/ (torch.distributed and each library alone, no
-# distmetrics): each must still show its bug.
-bash ci/run_peers.sh --skip-deps --build-dir "$build_dir"
+status=0
+
+bash ci/install-deps.sh
+say "Debian packages ready"
+
+if [ "$only" != 1.13 ]; then
+  # 1. torch 2.x (pip): the whole suite. The venv is outside the clone and reused while
+  # ci/requirements-torch2.txt is unchanged (a cold one is a ~3 GB download).
+  python=$(bash ci/torch2-venv.sh | tail -n 1)
+  say "torch 2.x venv: $python"
+  build_dir=${BUILD_DIR:-build}
+  cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDISTMETRICS_TORCH=pip "-DDISTMETRICS_PYTHON=$python"
+  cmake --build "$build_dir" -j "$jobs"
+  say "torch 2.x: built"
+  # The multi-host tests (ctest launch_multihost, label multihost) need network namespaces (root,
+  # iproute2); where this machine has none the test skips itself, and here is why.
+  if why=$(bash ci/hosts.sh check); then echo "test.sh: multi-host tests run (network namespaces work here)"
+  else echo "test.sh: multi-host tests skipped: $why"; fi
+  # shellcheck disable=SC2086
+  ctest --test-dir "$build_dir" --output-on-failure -j "$jobs" ${CTEST_ARGS:-} || status=1
+  say "torch 2.x: ctest $([ $status = 0 ] && echo passed || echo FAILED)"
+  # The real libraries' current releases: the whole peer run (every mapped class over the scenario
+  # library at world sizes 1-4), its findings against peers/<library>/expected.toml, then the
+  # reproductions of peers/repro/ (torch.distributed and each library alone): each must still
+  # show its bug.
+  bash ci/run_peers.sh --skip-deps --no-build --build-dir "$build_dir" || status=1
+  say "torch 2.x: peer run $([ $status = 0 ] && echo passed || echo FAILED)"
+fi
+
+if [ "$only" != 2 ]; then
+  # 2. torch 1.13 (Debian's LibTorch): a smoke subset, or everything with --full-1.13.
+  build_dir=${BUILD_DIR_1_13:-build-torch1.13}
+  cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release
+  smoke_status=0
+  if [ "$full_113" = 1 ]; then
+    cmake --build "$build_dir" -j "$jobs"
+    # shellcheck disable=SC2086
+    ctest --test-dir "$build_dir" --output-on-failure -j "$jobs" ${CTEST_ARGS:-} || smoke_status=1
+    bash ci/run_peers.sh --torch 1.13 --skip-deps --no-build --build-dir "$build_dir" || smoke_status=1
+  else
+    # The CLI, the runtime's collectives and rank pool (gloo.cpp and its kept transport, the
+    # zygote) and the Python metrics on Debian's torch (the variant's C++ Gloo group shared with
+    # torch.distributed, pybind11 2.10); the benchmarks are built on this build only.
+    cmake --build "$build_dir" -j "$jobs" --target distmetrics comm_tests launch_tests distmetrics_bench
+    say "torch 1.13: built the smoke targets"
+    # shellcheck disable=SC2086
+    ctest --test-dir "$build_dir" --output-on-failure -j "$jobs" ${CTEST_ARGS:-} \
+      -R '^(Collectives|SingleProcessComm|CollectivesOnCuda|RankPool|WorkerZygote|Backends/RankPoolTest|PoolStore|pyhost_python|pyhost_conform|bench_quick|torch_version)' \
+      || smoke_status=1
+    "$build_dir/bin/distmetrics" run scenarios --backend gloo --world-sizes 1,2,4 --quiet \
+      --json "$build_dir/reports/cpu.json" || smoke_status=1
+    bash ci/run_peers.sh --torch 1.13 --repros-only --skip-deps --build-dir "$build_dir" || smoke_status=1
+  fi
+  say "torch 1.13 ($([ "$full_113" = 1 ] && echo everything || echo smoke subset)): $([ $smoke_status = 0 ] && echo passed || echo FAILED)"
+  [ "$smoke_status" = 0 ] || status=1
+fi
+say "done: exit $status"
+exit "$status"

@@ -20,6 +20,14 @@ endfunction()
 set(DISTMETRICS_TORCH "system" CACHE STRING "Which LibTorch: system (Debian's, or Torch_DIR) or pip (DISTMETRICS_PYTHON's torch)")
 set_property(CACHE DISTMETRICS_TORCH PROPERTY STRINGS system pip)
 option(DISTMETRICS_ALLOW_UNTESTED_TORCH "Configure against a torch version not in DISTMETRICS_SUPPORTED_TORCH" OFF)
+# A build folder holds one LibTorch: its cache (Torch_DIR, the libraries found) would mix two.
+if(DEFINED CACHE{DISTMETRICS_TORCH_OF_THIS_FOLDER} AND NOT DISTMETRICS_TORCH_OF_THIS_FOLDER STREQUAL DISTMETRICS_TORCH)
+  message(FATAL_ERROR "distmetrics: ${CMAKE_BINARY_DIR} was configured with DISTMETRICS_TORCH=${DISTMETRICS_TORCH_OF_THIS_FOLDER} "
+                      "(${DISTMETRICS_TORCH_VERSION_OF_THIS_FOLDER}), now DISTMETRICS_TORCH=${DISTMETRICS_TORCH}: a build folder "
+                      "holds one LibTorch. Use another folder (the ci/ scripts: build for torch 2, build-torch1.13 for "
+                      "1.13), or remove this one.")
+endif()
+set(DISTMETRICS_TORCH_OF_THIS_FOLDER "${DISTMETRICS_TORCH}" CACHE INTERNAL "the DISTMETRICS_TORCH this folder was configured with")
 set(DISTMETRICS_TORCH_FROM_PIP OFF)
 if(DISTMETRICS_TORCH STREQUAL "pip")
   set(_torch_hint "make the venv with `bash ci/torch2-venv.sh` and pass -DDISTMETRICS_PYTHON=<its bin/python>")
@@ -81,6 +89,8 @@ set(DISTMETRICS_TORCH_VERSION "${Torch_VERSION}")
 if(NOT DISTMETRICS_TORCH_VERSION)
   set(DISTMETRICS_TORCH_VERSION "unknown")
 endif()
+set(DISTMETRICS_TORCH_VERSION_OF_THIS_FOLDER "LibTorch ${DISTMETRICS_TORCH_VERSION} from ${Torch_DIR}" CACHE INTERNAL
+    "the LibTorch this folder was configured with")
 set(DISTMETRICS_TORCH_HAS_CUDA OFF)
 if(TARGET torch_cuda)
   set(DISTMETRICS_TORCH_HAS_CUDA ON)

@@ -299,6 +299,17 @@ def test_cpu_and_mpi_jobs_dry_run(machine):
     executable(machine.bin / "mpirun", "#!/bin/sh\nexit 0\n")
     cpu = machine.run(script=REPO_ROOT / "ci" / "run_cpu.sh", DM_DRY_RUN="1", SKIP_DEPS="1")
     assert cpu[0] == 0, cpu[1]
+    # torch 2.x from pip by default: its venv, then a build configured against it.
+    commands = machine.commands(cpu[1])
+    assert commands[0] == "bash ci/torch2-venv.sh"
+    assert commands[1].startswith("cmake -S ") and " -B build " in commands[1] and "-DDISTMETRICS_TORCH=pip" in commands[1]
+    old = machine.run("--torch", "1.13", script=REPO_ROOT / "ci" / "run_cpu.sh", DM_DRY_RUN="1", SKIP_DEPS="1")
+    assert old[0] == 0, old[1]
+    assert machine.commands(old[1])[0].startswith("cmake -S ") and " -B build-torch1.13 " in machine.commands(old[1])[0]
+    assert "torch2-venv" not in old[1] and "DISTMETRICS_TORCH" not in old[1]
+    assert machine.commands(old[1])[-1].startswith("timeout --kill-after=30 3000 build-torch1.13/bin/distmetrics run ")
+    bad = machine.run("--torch", "2.1", script=REPO_ROOT / "ci" / "run_cpu.sh", DM_DRY_RUN="1", SKIP_DEPS="1")
+    assert bad[0] == 2 and "--torch must be 2 (PyTorch 2.x from pip, ci/requirements-torch2.txt) or 1.13" in bad[1]
     assert machine.commands(cpu[1])[-1] == (
         "timeout --kill-after=30 3000 build/bin/distmetrics run scenarios --backend gloo "
         "--world-sizes 1,2,4 --json build/reports/cpu.json --junit build/reports/cpu.xml")
@@ -341,7 +352,7 @@ def test_peer_job_has_help_and_a_dry_run_over_every_library_at_world_sizes_1_to_
     code, out = machine.run("--dry-run", "--skip-deps", script=PEERS)
     assert code == 0, out
     commands = machine.commands(out)
-    assert commands[0] == "bash peers/venv.sh"  # the pinned libraries before anything runs
+    assert commands[0] == "bash ci/torch2-venv.sh"  # torch 2.x and the pinned libraries before anything runs
     # One conform for the three libraries: each rank worker imports torch and them once.
     (conform,) = [c for c in commands if " conform " in c]
     assert [part.split()[0] for part in conform.split("--python ")[1:]] == [
@@ -570,17 +581,29 @@ def test_every_library_lists_the_releases_of_both_venvs():
     assert expected.release("1.9.0", "2.15.0+cu132") == "1.9.0 on torch 2.15"
 
 
-def test_peer_job_on_torch2_uses_the_2x_venv_build_and_python(machine):
-    code, out = machine.run("--dry-run", "--skip-deps", "--torch2", script=PEERS)
+def test_peer_job_runs_the_current_releases_on_torch_2_and_the_last_ones_for_1_13_when_asked(machine):
+    for args in ([], ["--torch2"], ["--torch", "2"]):  # --torch2: the default, as earlier docs say it
+        code, out = machine.run("--dry-run", "--skip-deps", *args, script=PEERS)
+        assert code == 0, out
+        commands = machine.commands(out)
+        assert commands[0] == "bash ci/torch2-venv.sh" and "bash peers/venv.sh" not in commands
+        assert any(c.startswith("cmake -S ") and " -B build " in c and "-DDISTMETRICS_TORCH=pip" in c for c in commands)
+        (conform,) = [c for c in commands if " conform " in c]
+        assert conform.startswith("timeout --kill-after=30 1800 build/bin/distmetrics conform"), conform
+        assert "--json build/reports/peers/peers.json" in conform
+        repros = [c for c in commands if "peers/repro/" in c]
+        assert repros and all("/usr/bin/python3" not in c for c in repros), repros
+    code, out = machine.run("--dry-run", "--skip-deps", "--torch", "1.13", script=PEERS)
     assert code == 0, out
     commands = machine.commands(out)
-    assert commands[0] == "bash ci/torch2-venv.sh" and "bash peers/venv.sh" not in commands
-    assert any(c.startswith("cmake -S ") and " -B build-torch2 " in c and "-DDISTMETRICS_TORCH=pip" in c for c in commands)
+    assert commands[0] == "bash peers/venv.sh" and "bash ci/torch2-venv.sh" not in commands
+    assert any(c.startswith("cmake -S ") and " -B build-torch1.13 " in c and "DISTMETRICS_TORCH" not in c for c in commands)
     (conform,) = [c for c in commands if " conform " in c]
-    assert conform.startswith("timeout --kill-after=30 3600 build-torch2/bin/distmetrics conform"), conform
-    assert "--json build-torch2/reports/peers/peers.json" in conform
+    assert conform.startswith("timeout --kill-after=30 1800 build-torch1.13/bin/distmetrics conform"), conform
     repros = [c for c in commands if "peers/repro/" in c]
-    assert repros and all("/usr/bin/python3" not in c for c in repros), repros
+    assert repros and all(" /usr/bin/python3 " in c for c in repros), repros
+    code, out = machine.run("--dry-run", "--torch", "3", script=PEERS)
+    assert code == 2 and "--torch must be 2 (PyTorch 2.x from pip" in out and machine.commands(out) == []
     # --no-build: the build folder as it is (the lead's, read-only).
     code, out = machine.run("--dry-run", "--skip-deps", "--no-build", "--build-dir", "/b", script=PEERS)
     assert code == 0 and not any(c.startswith("cmake") for c in machine.commands(out)), out
