@@ -34,6 +34,13 @@ started=$(date +%s)
 say() { echo "[test.sh $(( $(date +%s) - started ))s] $*"; }
 jobs=${JOBS:-$(nproc)}
 status=0
+# What failed, repeated at the end: CI keeps only the tail of a long log.
+failures=()
+failed() { status=1; failures+=("$1"); }
+failed_tests() {  # the ctest names that failed in build folder $1, one line
+  local log="$1/Testing/Temporary/LastTestsFailed.log"
+  [ -s "$log" ] && cut -d: -f2- "$log" | tr '\n' ' '
+}
 
 bash ci/install-deps.sh
 say "Debian packages ready"
@@ -52,14 +59,22 @@ if [ "$only" != 1.13 ]; then
   if why=$(bash ci/hosts.sh check); then echo "test.sh: multi-host tests run (network namespaces work here)"
   else echo "test.sh: multi-host tests skipped: $why"; fi
   # shellcheck disable=SC2086
-  ctest --test-dir "$build_dir" --output-on-failure -j "$jobs" ${CTEST_ARGS:-} || status=1
-  say "torch 2.x: ctest $([ $status = 0 ] && echo passed || echo FAILED)"
+  if ctest --test-dir "$build_dir" --output-on-failure -j "$jobs" ${CTEST_ARGS:-}; then
+    say "torch 2.x: ctest passed"
+  else
+    failed "torch 2.x ctest: $(failed_tests "$build_dir")"
+    say "torch 2.x: ctest FAILED"
+  fi
   # The real libraries' current releases: the whole peer run (every mapped class over the scenario
   # library at world sizes 1-4), its findings against peers/<library>/expected.toml, then the
   # reproductions of peers/repro/ (torch.distributed and each library alone): each must still
   # show its bug.
-  bash ci/run_peers.sh --skip-deps --no-build --build-dir "$build_dir" || status=1
-  say "torch 2.x: peer run $([ $status = 0 ] && echo passed || echo FAILED)"
+  if bash ci/run_peers.sh --skip-deps --no-build --build-dir "$build_dir"; then
+    say "torch 2.x: peer run passed"
+  else
+    failed "torch 2.x peer run (its [run_peers] lines above say which library or repro)"
+    say "torch 2.x: peer run FAILED"
+  fi
 fi
 
 if [ "$only" != 2 ]; then
@@ -70,8 +85,10 @@ if [ "$only" != 2 ]; then
   if [ "$full_113" = 1 ]; then
     cmake --build "$build_dir" -j "$jobs"
     # shellcheck disable=SC2086
-    ctest --test-dir "$build_dir" --output-on-failure -j "$jobs" ${CTEST_ARGS:-} || smoke_status=1
-    bash ci/run_peers.sh --torch 1.13 --skip-deps --no-build --build-dir "$build_dir" || smoke_status=1
+    ctest --test-dir "$build_dir" --output-on-failure -j "$jobs" ${CTEST_ARGS:-} \
+      || { smoke_status=1; failed "torch 1.13 ctest: $(failed_tests "$build_dir")"; }
+    bash ci/run_peers.sh --torch 1.13 --skip-deps --no-build --build-dir "$build_dir" \
+      || { smoke_status=1; failed "torch 1.13 peer run"; }
   else
     # The CLI, the runtime's collectives and rank pool (gloo.cpp and its kept transport, the
     # zygote) and the Python metrics on Debian's torch (the variant's C++ Gloo group shared with
@@ -81,13 +98,14 @@ if [ "$only" != 2 ]; then
     # shellcheck disable=SC2086
     ctest --test-dir "$build_dir" --output-on-failure -j "$jobs" ${CTEST_ARGS:-} \
       -R '^(Collectives|SingleProcessComm|CollectivesOnCuda|RankPool|WorkerZygote|Backends/RankPoolTest|PoolStore|pyhost_python|pyhost_conform|bench_quick|torch_version)' \
-      || smoke_status=1
+      || { smoke_status=1; failed "torch 1.13 smoke ctest: $(failed_tests "$build_dir")"; }
     "$build_dir/bin/distmetrics" run scenarios --backend gloo --world-sizes 1,2,4 --quiet \
-      --json "$build_dir/reports/cpu.json" || smoke_status=1
-    bash ci/run_peers.sh --torch 1.13 --repros-only --skip-deps --build-dir "$build_dir" || smoke_status=1
+      --json "$build_dir/reports/cpu.json" || { smoke_status=1; failed "torch 1.13 scenario library run"; }
+    bash ci/run_peers.sh --torch 1.13 --repros-only --skip-deps --build-dir "$build_dir" \
+      || { smoke_status=1; failed "torch 1.13 repros"; }
   fi
   say "torch 1.13 ($([ "$full_113" = 1 ] && echo everything || echo smoke subset)): $([ $smoke_status = 0 ] && echo passed || echo FAILED)"
-  [ "$smoke_status" = 0 ] || status=1
 fi
+for what in "${failures[@]}"; do say "failed: $what"; done
 say "done: exit $status"
 exit "$status"
