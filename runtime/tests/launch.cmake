@@ -4,6 +4,15 @@ distmetrics_test(launch_tests
   LINK distmetrics::runtime
   LABELS runtime)
 
+# A program whose libraries carry a large static TLS (a CUDA torch 2.x rank: ~330 KiB): its ranks'
+# progress flusher must still get a stack.
+add_library(launch_static_tls_block SHARED launch_static_tls_block.cpp)
+target_compile_options(launch_static_tls_block PRIVATE ${DISTMETRICS_WARNINGS})
+distmetrics_test(launch_static_tls_tests
+  SOURCES launch_static_tls_test.cpp
+  LINK distmetrics::runtime launch_static_tls_block
+  LABELS runtime)
+
 # A program started by mpirun or with torchrun-style variables, for the peer-mode tests.
 add_executable(launch_peer_probe launch_peer_probe.cpp)
 target_link_libraries(launch_peer_probe PRIVATE distmetrics::runtime)

@@ -8,6 +8,7 @@
 
 #include <execinfo.h>
 #include <fcntl.h>
+#include <link.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -34,6 +35,7 @@
 #include "pool_store.h"
 #include "distmetrics/runtime/text.h"
 #include "process.h"
+#include "progress_flusher.h"
 #include "protocol.h"
 #include "task_runner.h"
 #include "wire.h"
@@ -172,15 +174,35 @@ void disarm_dying_report() { dying_report_fd = -1; }
 // (desync, stall, deadline) do not notice. A failed collective and every other message (phase,
 // outcome) write the queue at once, ahead of themselves; a rank that dies (a fatal signal,
 // exit()) writes it before its dying report (write_queued_progress), so its trace stays whole.
+// The static thread-local storage of every loaded object, which glibc carves out of a new
+// thread's stack size: about 330 KiB in a rank with the CUDA torch 2.x wheel and numpy loaded
+// (cuBLASLt alone 92 KiB), more than a fixed small stack; an upper bound (the objects' TLS
+// blocks and their alignment).
+std::size_t static_tls_bytes() {
+  std::size_t total = 0;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, std::size_t, void* sum) {
+        for (int i = 0; i < info->dlpi_phnum; ++i)
+          if (info->dlpi_phdr[i].p_type == PT_TLS)
+            *static_cast<std::size_t*>(sum) += info->dlpi_phdr[i].p_memsz + info->dlpi_phdr[i].p_align;
+        return 0;
+      },
+      &total);
+  return total;
+}
+
 class ProgressReporter final : public CollectiveObserver {
  public:
   explicit ProgressReporter(LineChannel& channel) : channel_(channel) {
     // A small stack: the flusher only writes what is queued, and a rank under a tight memory
     // limit (--rank-memory) must not fail here, before its communicator can say what is short.
     // Without the thread (it could not start), every message is written at once, as before.
+    // Small past the static TLS glibc takes from it: with a fixed 256 KiB a torch 2.x rank's
+    // flusher had a few KiB left and died (SIGSEGV) in its first lazy symbol binding.
     pthread_attr_t attributes;
     pthread_attr_init(&attributes);
-    pthread_attr_setstacksize(&attributes, 256 * 1024);
+    stack_bytes_ = 256 * 1024 + static_tls_bytes();
+    pthread_attr_setstacksize(&attributes, stack_bytes_);
     has_flusher_ = pthread_create(&flusher_, &attributes, &ProgressReporter::run_flusher, this) == 0;
     pthread_attr_destroy(&attributes);
     live_reporter = this;
@@ -309,6 +331,11 @@ class ProgressReporter final : public CollectiveObserver {
   bool stop_ = false;
   pthread_t flusher_{};
   bool has_flusher_ = false;
+  std::size_t stack_bytes_ = 0;
+
+ public:
+  bool flusher_running() const { return has_flusher_; }
+  std::size_t flusher_stack_bytes() const { return stack_bytes_; }
 };
 
 void write_queued_progress(int fd) {
@@ -473,6 +500,17 @@ class Worker {
 };
 
 }  // namespace
+
+ProgressFlusher progress_flusher() {
+  ProgressFlusher flusher;
+  flusher.static_tls_bytes = static_tls_bytes();
+  if (const ProgressReporter* reporter = live_reporter.load()) {
+    flusher.running = reporter->flusher_running();
+    flusher.stack_bytes = reporter->flusher_stack_bytes();
+  }
+  return flusher;
+}
+
 }  // namespace detail
 
 namespace {
