@@ -99,6 +99,21 @@ const std::vector<std::string>& listed_only_properties() {
   return names;
 }
 
+// A later batch's world size: w with weight 1/w. A case costs about its number of ranks in CPU
+// (past the machine's cores, in wall time too), so each size gets a like share of the budget,
+// not a like number of cases, and small cases, where most bugs shrink to, come often; every
+// allowed size is still drawn.
+int draw_world_size(ex::Rng& rng, const std::vector<int>& sizes) {
+  double total = 0;
+  for (int w : sizes) total += 1.0 / w;
+  double left = rng.unit() * total;
+  for (int w : sizes) {
+    left -= 1.0 / w;
+    if (left < 0) return w;
+  }
+  return sizes.back();
+}
+
 bool lists_extras(const harness::Scenario& s) {
   return std::find(s.properties.begin(), s.properties.end(), listed_only_properties().front()) != s.properties.end();
 }
@@ -478,11 +493,13 @@ int Explorer::run(std::ostream& err) {
     ex::Rng size_rng(o_.seed * 1000003ull + batch_number);
     ex::Space space = space_;
     // The first batch is distributed and small (2 or 3 ranks, where most sync bugs already show
-    // and a pool starts fastest) when those sizes are allowed; later ones draw from them all.
+    // and a pool starts fastest) when those sizes are allowed; later ones draw from them all,
+    // weighted by 1/w (draw_world_size).
     std::vector<int> first;
     for (int w : space_.world_sizes)
       if (w == 2 || w == 3) first.push_back(w);
-    space.world_sizes = {size_rng.pick(batch_number == 0 && !first.empty() ? first : space_.world_sizes)};
+    space.world_sizes = {batch_number == 0 && !first.empty() ? size_rng.pick(first)
+                                                             : draw_world_size(size_rng, space_.world_sizes)};
     std::vector<std::pair<harness::Scenario, std::string>> cases;
     std::vector<std::uint64_t> indices;
     for (int k = 0; k < batch; ++k, ++index) {
