@@ -394,6 +394,26 @@ TEST(Diagnosis, SomeRanksRaisingWhileTheOthersFinishIsAnErrorBlamingTheRaiser) {
   EXPECT_EQ(run.diagnosis, "rank 1 raised ValueError after 2 collectives (rank 1: bad input); rank 0 finished.");
 }
 
+TEST(Diagnosis, ARankWhosePeerLeftWithoutTheCollectiveIsAHangBlamingThePeer) {
+  // torch 2.x gloo: rank 1 finished after 3 collectives and its group's connections closed, so
+  // rank 0, inside #3, raised "Connection closed by peer" instead of waiting (1.13's hang).
+  const CollectiveError lost(0, CollectiveFailure::Failed, record(3, "all_reduce(sum)"),
+                             "[gloo/transport/tcp/pair.cc:561] Connection closed by peer [127.0.0.1]:6883");
+  auto waiter = rank(0, RankState::Raised, reduces(4), true);
+  waiter.error_type = "CollectiveError";
+  waiter.error = lost.what();
+  const auto run = diagnosed({waiter, rank(1, RankState::Finished, reduces(3))});
+  EXPECT_EQ(run.status, RunStatus::Hang);
+  EXPECT_EQ(run.blamed_rank, 1);
+  EXPECT_TRUE(begins_with(run.diagnosis, "rank 1 never entered all_reduce(sum) #3 (float64 [4]) that rank 0 was waiting in; rank 1 "
+            "finished its task after 3 collectives."));
+  EXPECT_NE(run.diagnosis.find("(then rank 0's all_reduce(sum) #3 (float64 [4]) failed: the peer's connection closed"), std::string::npos)
+      << run.diagnosis;
+  // A peer that entered the collective and left it is no such case: the failure is the error.
+  const auto entered = diagnosed({waiter, rank(1, RankState::Finished, reduces(4))});
+  EXPECT_EQ(entered.status, RunStatus::Error);
+}
+
 TEST(Diagnosis, RanksListsReadNaturally) {
   EXPECT_EQ(detail::describe_ranks({2}), "rank 2");
   EXPECT_EQ(detail::describe_ranks({0, 1, 3}), "ranks 0, 1, 3");

@@ -82,7 +82,7 @@ std::string what_to_do(CollectiveFailure kind, const std::string& detail) {
   if (kind == CollectiveFailure::Failed &&
       mentions(detail, {"connection reset", "connection closed", "broken pipe", "end of file", "socket closed",
                         "connection refused", "peer"}))
-    return "A peer's connection went away: that rank crashed or left the collective; its outcome is the cause.";
+    return kPeerLeftAdvice;
   if (kind == CollectiveFailure::Failed && !mentions(detail, {"cuda", "nccl", "device"}))
     return "Check that the tensors suit the backend (dtype, device, dense and contiguous).";
   switch (kind) {

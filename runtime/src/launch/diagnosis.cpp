@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "distmetrics/runtime/desync.h"
+#include "distmetrics/runtime/errors.h"
 #include "distmetrics/runtime/text.h"
 
 namespace distmetrics::runtime::detail {
@@ -577,6 +578,23 @@ void diagnose_error(JobResult& run) {
   run.diagnosis = out.str();
 }
 
+// A rank that raised inside a collective because a peer's connection closed, while a peer that
+// never entered that collective finished (or raised before it): the peer left, and on a backend
+// that closes a group's connections when its task ends (torch 2.x gloo) the waiting rank raises
+// instead of waiting. The skipped collective is the cause, as it is where the waiter waits
+// (torch 1.13 gloo): returns that waiter, or null.
+const RankOutcome* waiter_whose_peer_left(const std::vector<RankOutcome>& ranks) {
+  for (const auto& r : ranks) {
+    if (r.state != RankState::Raised || !r.blocked_in || r.error.find(kPeerLeftAdvice) == std::string::npos) continue;
+    for (const auto& o : ranks) {
+      const bool left = o.state == RankState::Finished ||
+                        (o.state == RankState::Raised && o.error.find(kPeerLeftAdvice) == std::string::npos);
+      if (o.rank != r.rank && left && o.trace.size() <= r.blocked_in->seq) return &r;
+    }
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 bool same_collective(const CollectiveRecord& a, const CollectiveRecord& b) { return key_of(a) == key_of(b); }
@@ -607,6 +625,12 @@ void diagnose(JobResult& run, const std::vector<std::string>& phases, std::chron
       run.diagnosis += " (then rank " + std::to_string(r.rank) + " raised " + r.error_type + ": " + first_line(r.error) + ")";
       break;
     }
+  } else if (const RankOutcome* waiter = raised ? waiter_whose_peer_left(run.ranks) : nullptr) {
+    run.status = RunStatus::Hang;
+    const std::string after = " (then rank " + std::to_string(waiter->rank) + "'s " + waiter->blocked_in->describe() +
+                              " failed: the peer's connection closed as it left: " + first_line(waiter->error) + ")";
+    diagnose_hang(run, phases, deadline);
+    run.diagnosis += after;
   } else if (raised) {
     run.status = RunStatus::Error;
     diagnose_error(run);

@@ -16,6 +16,11 @@ enum class CollectiveFailure {
 };
 const char* to_string(CollectiveFailure kind);
 
+// The advice of a collective that failed because a peer's connection closed (the backend said
+// "connection reset", "closed by peer", ...); the pool's diagnosis reads it (a peer that left).
+inline constexpr const char* kPeerLeftAdvice =
+    "A peer's connection went away: that rank crashed or left the collective; its outcome is the cause.";
+
 class CollectiveError : public std::runtime_error {
  public:
   CollectiveError(int rank, CollectiveFailure kind, CollectiveRecord record, const std::string& detail);
