@@ -574,10 +574,8 @@ def test_every_library_lists_the_releases_of_both_venvs():
     old, new = pins(REPO_ROOT / "peers" / "requirements-torch1.13.txt"), pins(REPO_ROOT / "ci" / "requirements-torch2.txt")
     for library, dist in (("torchmetrics", "torchmetrics"), ("ignite", "pytorch-ignite"), ("torcheval", "torcheval")):
         _, releases = expected.load_expected(REPO_ROOT / "peers" / library / "expected.toml")
-        # Ignite 0.5.5 on torch 2.x is not triaged yet (docs/peers.md): its run asks for it by name.
-        triaged = [old] if library == "ignite" else [old, new]
         assert releases == [expected.release(pins[dist], "1.13.0" if pins is old else pins["torch"])
-                            for pins in triaged], library
+                            for pins in (old, new)], library
     assert expected.release("1.9.0", "2.15.0+cu132") == "1.9.0 on torch 2.15"
 
 
