@@ -110,6 +110,8 @@ for r in rows:  # kind=rate=mean world size
     search_ws.setdefault(kind, []).append(float(ws))
 for kind, what in (("reference", "run scenarios/"), ("plugin", "conform --plugin correct scenarios/"),
                    ("python", "conform --python correct_torchmetrics.py scenarios/")):
+    if kind not in search:
+        continue  # no row of this kind ran (--only): nothing to compare
     try:
         r = json.load(open("%s/library_%s.json" % (out, kind)))
     except Exception as e:
