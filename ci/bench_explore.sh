@@ -120,8 +120,7 @@ for kind, what in (("reference", "run scenarios/"), ("plugin", "conform --plugin
     s = r.get("seconds") or r.get("summary", {}).get("seconds") or 0
     lib = len(ran) / s if s else 0
     lib_ws = statistics.mean(v["world_size"] for v in ran) if ran else float("nan")
-    mine = statistics.median(search[kind]) if kind in search else float("nan")
-    mine_ws = statistics.mean(search_ws[kind]) if kind in search_ws else float("nan")
+    mine, mine_ws = statistics.median(search[kind]), statistics.mean(search_ws[kind])
     print("library %-9s (%s): %d variants run in %.1f s: %.1f variants/s at a mean world size of %.2f; explore's "
           "median over its rows: %.1f variants/s at %.2f (%s)" % (kind, what, len(ran), s, lib, lib_ws, mine, mine_ws,
                                                                  "met" if mine >= lib else "NOT met"))

@@ -165,15 +165,6 @@ void disarm_dying_report() { dying_report_fd = -1; }
 
 // --- The worker ----------------------------------------------------------------------------------
 
-// Tells the supervisor where this rank is (entered / left each collective). The messages go in
-// batches: a collective only appends its two lines to a queue (no write, no wake-up of the
-// supervisor on the rank's path, which is what made a small compute() sync cost 1.5x a raw
-// all_reduce), and a flusher thread writes the queue once its oldest line has waited
-// kProgressGrace. So the supervisor's view of a rank is at most that stale: a rank that waits in
-// a collective, or stops outside one, is known as such kProgressGrace later, which its verdicts
-// (desync, stall, deadline) do not notice. A failed collective and every other message (phase,
-// outcome) write the queue at once, ahead of themselves; a rank that dies (a fatal signal,
-// exit()) writes it before its dying report (write_queued_progress), so its trace stays whole.
 // The static thread-local storage of every loaded object, which glibc carves out of a new
 // thread's stack size: about 330 KiB in a rank with the CUDA torch 2.x wheel and numpy loaded
 // (cuBLASLt alone 92 KiB), more than a fixed small stack; an upper bound (the objects' TLS
@@ -191,6 +182,15 @@ std::size_t static_tls_bytes() {
   return total;
 }
 
+// Tells the supervisor where this rank is (entered / left each collective). The messages go in
+// batches: a collective only appends its two lines to a queue (no write, no wake-up of the
+// supervisor on the rank's path, which is what made a small compute() sync cost 1.5x a raw
+// all_reduce), and a flusher thread writes the queue once its oldest line has waited
+// kProgressGrace. So the supervisor's view of a rank is at most that stale: a rank that waits in
+// a collective, or stops outside one, is known as such kProgressGrace later, which its verdicts
+// (desync, stall, deadline) do not notice. A failed collective and every other message (phase,
+// outcome) write the queue at once, ahead of themselves; a rank that dies (a fatal signal,
+// exit()) writes it before its dying report (write_queued_progress), so its trace stays whole.
 class ProgressReporter final : public CollectiveObserver {
  public:
   explicit ProgressReporter(LineChannel& channel) : channel_(channel) {
