@@ -284,13 +284,23 @@ TEST(TablesTest, ShardPoliciesSplitEverySampleOnceExceptPadding) {
 }
 
 TEST(TablesTest, PlacementsAndBackendsDecideDevicesAndGpus) {
-  EXPECT_EQ(place("mixed", 0, 0).state, c10::Device(c10::kCPU));
-  EXPECT_EQ(place("mixed", 1, 1).state, c10::Device(c10::kCUDA, 1));
-  EXPECT_EQ(place("cpu_state_cuda_input", 1, 1).input, c10::Device(c10::kCUDA, 1));
+  const c10::Device gpu1(c10::kCUDA, 1);
+  EXPECT_EQ(place("mixed", 0, gpu1).state, c10::Device(c10::kCPU));
+  EXPECT_EQ(place("mixed", 1, gpu1).state, gpu1);
+  EXPECT_EQ(place("cpu_state_cuda_input", 1, gpu1).input, gpu1);
+  EXPECT_TRUE(place("cpu_state_cuda_input", 1, gpu1).state.is_cpu());
+  EXPECT_EQ(place("cuda0", 1, gpu1).state, c10::Device(c10::kCUDA, 0));  // every rank on cuda:0, whatever its GPU
+  // The rank's GPU: its own on nccl (one per rank); shared on gloo, spread over the visible GPUs.
+  EXPECT_EQ(rank_gpu("nccl", 1, 1), gpu1);
+  EXPECT_EQ(rank_gpu("gloo", 1, 1), c10::Device(c10::kCUDA, 0));  // one GPU: both ranks on it
+  EXPECT_EQ(rank_gpu("gloo", 3, 2), gpu1);
+  EXPECT_EQ(rank_gpu("gloo", 1, 4), gpu1);
   EXPECT_EQ(gpus_needed("cpu", "gloo", 4), 0);
   EXPECT_EQ(gpus_needed("cuda0", "gloo", 4), 1);
-  EXPECT_EQ(gpus_needed("cuda", "gloo", 4), 4);
+  EXPECT_EQ(gpus_needed("cuda", "gloo", 4), 1);  // gloo ranks may share a GPU
+  EXPECT_EQ(gpus_needed("mixed", "gloo", 2), 1);
   EXPECT_EQ(gpus_needed("cpu", "nccl", 2), 2);
+  EXPECT_EQ(gpus_needed("cuda0", "nccl", 4), 4);
   EXPECT_EQ(comm_device_for("cpu", "nccl"), "cuda");
   EXPECT_EQ(comm_device_for("cuda", "gloo"), "cuda");
   EXPECT_EQ(comm_device_for("cuda", "mpi"), "cpu");

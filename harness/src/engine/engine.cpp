@@ -261,7 +261,8 @@ runtime::Job make_variant_job(const Scenario& scenario, const Variant& variant, 
   runtime::Job job;
   job.id = variant.id;
   job.task = kScenarioTask;
-  job.params = {{"scenario", scenario.to_json()}, {"shard", variant.shard}, {"placement", variant.placement}, {"dtype", variant.dtype}};
+  job.params = {{"scenario", scenario.to_json()}, {"shard", variant.shard}, {"placement", variant.placement}, {"dtype", variant.dtype},
+                {"backend", variant.backend}};  // the rank's GPU follows the backend's rule (rank_gpu)
   job.backend = variant.backend;
   job.comm_device = comm_device_for(variant.placement, variant.backend);
   job.deadline = ms(deadline_seconds);

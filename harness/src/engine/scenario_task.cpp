@@ -13,6 +13,7 @@
 
 #include "distmetrics/harness/engine.h"
 #include "distmetrics/harness/input_dtype.h"
+#include "distmetrics/runtime/backends.h"
 #include "distmetrics/runtime/errors.h"
 #include "distmetrics/harness/metric_catalog.h"
 #include "distmetrics/harness/observation.h"
@@ -88,7 +89,12 @@ nlohmann::json run_scenario_variant_task(runtime::TaskContext& ctx) {
     const VariantPlan planned = plan_variant(scenario, data, shard, ctx.world_size);
     const ShardPlan& plan = planned.shards;
     const ScriptPlan& script = planned.script;
-    const RankDevices devices = place(placement, ctx.rank, ctx.local_rank);
+    const Placement* where = find_placement(placement);
+    // GPUs are counted only for a GPU placement: counting initialises CUDA.
+    const c10::Device gpu = where != nullptr && where->uses_gpu
+                                ? rank_gpu(ctx.params.value("backend", ""), ctx.local_rank, runtime::visible_gpu_count())
+                                : c10::Device(c10::kCPU);
+    const RankDevices devices = place(placement, ctx.rank, gpu);
     obs.state_device = devices.state.str();
     obs.input_device = devices.input.str();
     obs.samples = plan.samples_of(ctx.rank);

@@ -162,14 +162,20 @@ std::optional<std::string> backend_unavailable_reason(const std::string& backend
   return b->unavailable(comm_device, world_size);
 }
 
+int rank_gpu_index(const std::string& backend, int local_rank, int visible_gpus) {
+  const Backend* b = find_backend(backend);
+  if ((b != nullptr && b->gpu_per_rank) || visible_gpus <= 0) return local_rank;
+  return local_rank % visible_gpus;
+}
+
 namespace detail {
 
 at::Device comm_device_of(const CommSpec& spec) {
   const Backend* backend = find_backend(spec.backend);
-  if (backend != nullptr && backend->gpu_per_rank) return at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(spec.local_rank));
-  if (spec.comm_device == "cuda") {
-    const int gpus = visible_gpu_count();  // Gloo ranks may share a GPU
-    return at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(gpus > 0 ? spec.local_rank % gpus : 0));
+  if ((backend != nullptr && backend->gpu_per_rank) || spec.comm_device == "cuda") {
+    // Asked only here: counting GPUs initialises CUDA, which a CPU variant never needs.
+    const int visible = backend != nullptr && backend->gpu_per_rank ? 0 : visible_gpu_count();
+    return at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(rank_gpu_index(spec.backend, spec.local_rank, visible)));
   }
   return at::Device(at::kCPU);
 }

@@ -96,4 +96,10 @@ std::optional<std::string> backend_unavailable_reason(const std::string& backend
 // The number of CUDA devices this process sees (0 in a CPU build).
 int visible_gpu_count();
 
+// The GPU a rank with `local_rank` uses on a node where `visible_gpus` GPUs are visible: its own,
+// cuda:local_rank, on a backend that needs one GPU per rank (nccl refuses two ranks on one GPU);
+// otherwise cuda:(local_rank mod visible_gpus): gloo ranks may share a GPU, so one GPU runs every
+// gloo placement at any world size, and ranks spread over the GPUs where there are several.
+int rank_gpu_index(const std::string& backend, int local_rank, int visible_gpus);
+
 }  // namespace distmetrics::runtime
