@@ -23,6 +23,7 @@
 #include "distmetrics/harness/scenario_files.h"
 #include "distmetrics/harness/session.h"
 #include "distmetrics/plugin/conform.h"
+#include "distmetrics/runtime/thread_pools.h"
 #include "distmetrics/runtime/peer_runner.h"
 #include "distmetrics/runtime/rank_pool.h"
 #include "distmetrics/runtime/backends.h"
@@ -195,8 +196,9 @@ int conform_with(const ConformOptions& o, runtime::PeerRunner* peers, std::ostre
   // Local pools fork their workers with the sources imported; peers (each rank its own
   // process, started by a launcher) import them in the warm-up.
   if (python && !peers && python_conform_source()->prepare_workers && !python_conform_source()->prepare_workers())
-    out << "distmetrics conform: another thread already runs in this process (a BLAS thread pool, if OPENBLAS_NUM_THREADS "
-           "is set above 1), so rank workers cannot be forked with the sources imported: each imports them as its pool "
+    out << "distmetrics conform: rank workers cannot be forked with the sources imported, since other threads run in "
+           "this process (" << runtime::other_threads_description() << "; a library the sources import started them as "
+           "it loaded, past the thread-pool variables held at 1: docs/runtime.md): each worker imports them as its pool "
            "starts (seconds per rank)\n";
   if (python && python_conform_source()->pool_warm_up) pool_warm_up = python_conform_source()->pool_warm_up();
   checks.set_pool_warm_up(pool_warm_up);

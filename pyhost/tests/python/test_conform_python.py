@@ -274,3 +274,22 @@ def test_the_html_header_names_the_torch_the_python_metric_ran_on(tmp_path):
     assert "<dd></dd>" not in page, "an empty header row"
     assert "plugin LibTorch" not in page  # a Python source is no shared library built against one
     assert data["plugin"]["torch_version"] == torch.__version__
+
+
+def test_workers_are_forked_with_the_sources_imported_whatever_thread_pools_the_environment_asks_for(tmp_path):
+    # A many-core machine's environment: numpy's OpenBLAS would start threads as it loads, and a
+    # process with threads cannot fork its rank workers from the zygote.
+    log = tmp_path / "imports.log"
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="4", OMP_NUM_THREADS="4", MKL_NUM_THREADS="4",
+               DISTMETRICS_TEST_IMPORT_LOG=str(log))
+    report = tmp_path / "report.json"
+    cmd = [os.environ["DISTMETRICS_BIN"], "conform", "--python", str(SOURCES / "blas_at_import.py"), str(MAE),
+           "--world-sizes", "2,4", "--shard", "even", "--json", str(report)]
+    run = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=150, env=env)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "cannot be forked" not in run.stdout + run.stderr
+    data = json.loads(report.read_text())
+    assert data["summary"]["pass"] == data["summary"]["total"] == 2
+    # Imported once, by the supervisor: every rank worker (2 + 4) and the single-process helper
+    # was forked with the module in it. A worker that imported it itself would add its pid.
+    assert len(log.read_text().split()) == 1, log.read_text()

@@ -8,6 +8,7 @@ list(APPEND DISTMETRICS_RUNTIME_SOURCES
   src/launch/worker_args.cpp
   src/launch/task_runner.cpp
   src/launch/worker.cpp
+  src/launch/thread_pools.cpp
   src/launch/zygote.cpp
   src/launch/diagnosis.cpp
   src/launch/rank_pool.cpp

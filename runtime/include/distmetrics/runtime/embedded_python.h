@@ -12,6 +12,7 @@
 #include <stdexcept>
 
 #include "distmetrics/runtime/rank_pool.h"
+#include "distmetrics/runtime/thread_pools.h"
 
 namespace distmetrics::runtime {
 
@@ -31,13 +32,9 @@ inline long& embedded_python_started_by() {
 inline bool start_embedded_python() {
   if (Py_IsInitialized()) return false;
   embedded_python_started_by() = static_cast<long>(::getpid());
-  // OpenBLAS (numpy's, which `import torch` loads) starts its thread pool as it loads, one thread
-  // per core but one: a thread that then keeps the worker zygote from being restarted with torch
-  // imported (fork is only safe while no other thread runs), so that every rank worker imported
-  // torch itself, ~1.3 s of CPU each on torch 2.15 (a gloo pool of 4 took 5.5 s to start, not
-  // 0.4 s). One BLAS thread per process is also what a rank on shared cores wants (torchrun sets
-  // OMP_NUM_THREADS=1 for the same reason). A value the user set is kept.
-  ::setenv("OPENBLAS_NUM_THREADS", "1", /*overwrite=*/0);
+  // Before the first import: numpy's OpenBLAS starts its threads as it loads, and a thread keeps
+  // the worker zygote from being restarted with the sources imported (thread_pools.h).
+  hold_thread_pools_at_one();
 #ifdef DISTMETRICS_EMBEDDED_PYTHON
   PyConfig config;
   PyConfig_InitPythonConfig(&config);
