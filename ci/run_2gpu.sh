@@ -28,7 +28,11 @@ Options:
   --plugin PATH      also check this plugin (lib<name>.so, built against this build) with
                      `distmetrics conform` on the GPUs; must exist
   --python SOURCE    or check these Python metrics (pkg.module:factory, pkg.module or file.py;
-                     docs/python.md) with `distmetrics conform --python` on the GPUs
+                     docs/python.md) with `distmetrics conform --python` on the GPUs; may be
+                     given several times (the three peer libraries: peers/*/metrics.py)
+  --conform-scenarios PATH
+                     the scenario files or folders conform checks (default: scenarios); may be
+                     given several times, e.g. scenarios/devices for the device placements only
   --deps-dir DIR     prefix holding include/ (nlohmann/json, toml++, CLI11) and googletest/ for
                      a node without those packages (default: $DISTMETRICS_DEPS_DIR)
   --min-gpus N       GPUs required (default 2); with 1, a one-GPU node runs what fits on it
@@ -59,7 +63,8 @@ min_gpus=2
 skip_build=0
 with_tests=0
 plugin=
-python_source=
+python_sources=()
+conform_scenarios=()
 run_args=()
 
 while [ $# -gt 0 ]; do
@@ -71,7 +76,8 @@ while [ $# -gt 0 ]; do
     --torch-dir) dm_need_value "$@"; torch_dir=$2; shift ;;
     --deps-dir) dm_need_value "$@"; deps_dir=$2; shift ;;
     --plugin) dm_need_value "$@"; plugin=$2; shift ;;
-    --python) dm_need_value "$@"; python_source=$2; shift ;;
+    --python) dm_need_value "$@"; python_sources+=("$2"); shift ;;
+    --conform-scenarios) dm_need_value "$@"; conform_scenarios+=("$2"); shift ;;
     --min-gpus)
       dm_need_value "$@"
       if ! [[ $2 =~ ^[1-9][0-9]*$ ]]; then
@@ -88,7 +94,7 @@ while [ $# -gt 0 ]; do
 done
 # What `conform` checks on the GPUs: a plugin or a Python source, not both.
 conform_source=()
-if [ -n "$plugin" ] && [ -n "$python_source" ]; then
+if [ -n "$plugin" ] && [ ${#python_sources[@]} -gt 0 ]; then
   dm_fail "give --plugin or --python, not both"
   exit "$DM_EXIT_BAD_INPUT"
 fi
@@ -100,7 +106,7 @@ if [ -n "$plugin" ]; then
   plugin=$(cd "$(dirname "$plugin")" && pwd)/${plugin##*/}
   conform_source=(--plugin "$plugin")
 fi
-if [ -n "$python_source" ]; then
+for python_source in "${python_sources[@]}"; do
   python_file=${python_source%%:*}
   if [[ $python_file == *.py ]]; then  # a file: absolute, since the runs start in the repository
     if [ ! -f "$python_file" ]; then
@@ -109,8 +115,17 @@ if [ -n "$python_source" ]; then
     fi
     python_source=$(cd "$(dirname "$python_file")" && pwd)/${python_source##*/}
   fi
-  conform_source=(--python "$python_source")
-fi
+  conform_source+=(--python "$python_source")
+done
+for i in "${!conform_scenarios[@]}"; do  # absolute, as the Python files above
+  path=${conform_scenarios[$i]}
+  if [ ! -e "$path" ]; then
+    dm_fail "--conform-scenarios $path: no such file or folder"
+    exit "$DM_EXIT_BAD_INPUT"
+  fi
+  conform_scenarios[$i]=$(cd "$(dirname "$path")" && pwd)/${path##*/}
+done
+[ ${#conform_scenarios[@]} -gt 0 ] || conform_scenarios=(scenarios)
 cd "$DM_ROOT"
 python=${PYTHON:-python3}
 export REPORTS_DIR=${reports_dir:-$build_dir/reports}
@@ -197,7 +212,9 @@ elif [ "$skip_build" != 1 ]; then
     if [ -z "$cuda" ]; then
       no_libtorch "torch $version of $python is a CPU build; NCCL needs a CUDA LibTorch (set Torch_DIR)"
     else
-      cmake_args+=("-DCMAKE_PREFIX_PATH=$prefix")
+      # The torch of a Python package: built as the pip build is (docs/gpu.md), so the embedded
+      # interpreter (Python metrics, gloo through torch's binding) starts as that python.
+      cmake_args+=(-DDISTMETRICS_TORCH=pip "-DDISTMETRICS_PYTHON=$(command -v "$python")")
       dm_say "LibTorch: torch $version (CUDA $cuda) of $python: $prefix"
     fi
   fi
@@ -241,10 +258,10 @@ dm_suite 2gpu-gloo-cuda "$runner" run scenarios --backend gloo --world-sizes 2 \
 codes+=("$DM_SUITE_CODE")
 if [ ${#conform_source[@]} -gt 0 ]; then
   # The plugin's (or Python source's) metrics on every scenario that names them, on the GPUs.
-  dm_suite 2gpu-conform-nccl "$runner" conform "${conform_source[@]}" scenarios --backend nccl \
+  dm_suite 2gpu-conform-nccl "$runner" conform "${conform_source[@]}" "${conform_scenarios[@]}" --backend nccl \
     --world-sizes "$nccl_sizes" "${run_args[@]}"
   codes+=("$DM_SUITE_CODE")
-  dm_suite 2gpu-conform-gloo-cuda "$runner" conform "${conform_source[@]}" scenarios --backend gloo \
+  dm_suite 2gpu-conform-gloo-cuda "$runner" conform "${conform_source[@]}" "${conform_scenarios[@]}" --backend gloo \
     --world-sizes 2 --placement "${GLOO_CUDA_PLACEMENTS:-cuda,cuda0,cpu_state_cuda_input,mixed}" \
     "${run_args[@]}"
   codes+=("$DM_SUITE_CODE")

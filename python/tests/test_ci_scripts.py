@@ -140,7 +140,7 @@ def test_two_gpus_dry_run_prints_the_build_and_both_runs(machine):
     root = str(REPO_ROOT)
     assert machine.commands(out) == [
         f"cmake -S {root} -B build-2gpu -G Ninja -DCMAKE_BUILD_TYPE=Release "
-        "-DDISTMETRICS_WITH_NCCL=ON -DCMAKE_PREFIX_PATH=/opt/torch/share/cmake "
+        f"-DDISTMETRICS_WITH_NCCL=ON -DDISTMETRICS_TORCH=pip -DDISTMETRICS_PYTHON={machine.python} "
         "-DDISTMETRICS_BUILD_TESTS=OFF",
         "cmake --build build-2gpu -j " + str(os.cpu_count()) + " --target distmetrics",
         "timeout --kill-after=30 3000 build-2gpu/bin/distmetrics run scenarios --backend nccl "
@@ -224,6 +224,27 @@ def test_python_source_runs_conform_on_the_gpus(machine):
                                  f"--python {source}:make scenarios --backend nccl ")
     code, out = machine.run("--dry-run", "--python", "pkg.metrics", "--plugin", str(source))
     assert code == 2 and "give --plugin or --python, not both" in out
+
+
+def test_several_python_sources_conform_on_the_scenarios_asked_for(machine):
+    # The three peer libraries at once, on the device placements' scenarios only.
+    machine.gpus(1)
+    sources = [REPO_ROOT / "peers" / lib / "metrics.py" for lib in ("torchmetrics", "ignite", "torcheval")]
+    args = [a for s in sources for a in ("--python", str(s))]
+    code, out = machine.run("--dry-run", "--min-gpus", "1", *args, "--conform-scenarios", "scenarios/missing",
+                            "--skip-build")
+    assert code == 2 and "--conform-scenarios scenarios/missing: no such file or folder" in out
+    (machine.tmp / "scenarios" / "devices").mkdir(parents=True)
+    code, out = machine.run("--dry-run", "--min-gpus", "1", *args, "--conform-scenarios", "scenarios/devices",
+                            "--skip-build")
+    assert code == 0, out
+    conform = [c for c in machine.commands(out) if " conform " in c]
+    assert len(conform) == 2
+    every_source = " ".join(f"--python {s}" for s in sources)
+    devices = machine.tmp / "scenarios" / "devices"  # given relative to where the script was started
+    assert conform[0].startswith(f"timeout --kill-after=30 3000 build-2gpu/bin/distmetrics conform {every_source} "
+                                 f"{devices} --backend nccl --world-sizes 1,2 "), conform[0]
+    assert f"conform {every_source} {devices} --backend gloo --world-sizes 2 " in conform[1], conform[1]
 
 
 @pytest.mark.parametrize("script", ["run_cpu.sh", "run_mpi.sh", "run_2gpu.sh"])
