@@ -19,7 +19,7 @@ endfunction()
 # DISTMETRICS_PYTHON (a venv from ci/torch2-venv.sh), found through torch.utils.cmake_prefix_path.
 set(DISTMETRICS_TORCH "system" CACHE STRING "Which LibTorch: system (Debian's, or Torch_DIR) or pip (DISTMETRICS_PYTHON's torch)")
 set_property(CACHE DISTMETRICS_TORCH PROPERTY STRINGS system pip)
-option(DISTMETRICS_ALLOW_UNTESTED_TORCH "Configure against a torch version not in DISTMETRICS_SUPPORTED_TORCH" OFF)
+option(DISTMETRICS_ALLOW_UNTESTED_TORCH "Configure against a torch version outside the tested ones (cmake/DistmetricsTorchVersion.cmake)" OFF)
 # A build folder holds one LibTorch: its cache (Torch_DIR, the libraries found) would mix two.
 if(DEFINED CACHE{DISTMETRICS_TORCH_OF_THIS_FOLDER} AND NOT DISTMETRICS_TORCH_OF_THIS_FOLDER STREQUAL DISTMETRICS_TORCH)
   message(FATAL_ERROR "distmetrics: ${CMAKE_BINARY_DIR} was configured with DISTMETRICS_TORCH=${DISTMETRICS_TORCH_OF_THIS_FOLDER} "
