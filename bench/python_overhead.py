@@ -13,11 +13,17 @@ MeanAbsoluteError) conformed in ONE run (`--python A --python B --python C`: one
 size, each worker starting its interpreter once) against one run per source, as a peer run of
 three libraries would do it otherwise: the walls' ratio.
 
+And the Python source's cost per variant, start-up and pool starts included (the run's wall over
+its variants), with the library thread-pool variables (OPENBLAS_NUM_THREADS, OMP_NUM_THREADS,
+MKL_NUM_THREADS) at 1 and at 4, as on a many-core machine: workers must still be forked with the
+sources imported (docs/runtime.md), so the two should cost about the same.
+
     bench/python_overhead.py --bin build/bin/distmetrics --plugin build/plugin/tests/libexample_regression_metrics.so
 """
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import tempfile
@@ -33,9 +39,11 @@ STYLES = [ROOT / "examples" / "python" / name for name in ("correct_torchmetrics
                                                               "correct_torcheval.py")]
 
 
-def run(binary, source_flag, source, repeat):
-    """Medians of the warm variants' seconds, of each pool's first variant, and of the runs' walls."""
+def run(binary, source_flag, source, repeat, env=None):
+    """Medians of the warm variants' seconds, of each pool's first variant, and of the runs' walls;
+    the number of variants a run has."""
     warm, first, walls = [], [], []
+    env = dict(os.environ, **(env or {}))
     sources = source if isinstance(source, list) else [source]
     for _ in range(repeat):
         with tempfile.TemporaryDirectory() as tmp:
@@ -45,16 +53,17 @@ def run(binary, source_flag, source, repeat):
             # A long deadline: a loaded machine must not turn a slow pool start into a hang.
             done = subprocess.run([binary, "conform", *flags, "--metric", "MeanAbsoluteError",
                                    str(SCENARIO), "--deadline", "60", "--quiet", "--json", str(report)], cwd=ROOT,
-                                  capture_output=True, text=True)
+                                  capture_output=True, text=True, env=env)
             walls.append(time.monotonic() - start)
             if done.returncode != 0:
                 raise SystemExit(f"{source_flag} {source}: exit {done.returncode}\n{done.stdout}{done.stderr}")
             pools_seen = set()  # one pool per (backend, world size), in the order the variants ran
-            for v in json.loads(report.read_text())["variants"]:
+            ran = json.loads(report.read_text())["variants"]
+            for v in ran:
                 pool = (v.get("backend"), v.get("world_size"))
                 (warm if pool in pools_seen else first).append(v["seconds"])
                 pools_seen.add(pool)
-    return statistics.median(warm), statistics.median(first), statistics.median(walls)
+    return statistics.median(warm), statistics.median(first), statistics.median(walls), len(ran)
 
 
 def main():
@@ -66,8 +75,8 @@ def main():
     parser.add_argument("--no-sources", action="store_true",
                         help="leave out the three-sources comparison (ci/bench.sh's torch 2.x row needs only the per-variant costs)")
     args = parser.parse_args()
-    cpp_variant, cpp_first, cpp_wall = run(args.bin, "--plugin", args.plugin, args.repeat)
-    py_variant, py_first, py_wall = run(args.bin, "--python", PYTHON_SOURCE, args.repeat)
+    cpp_variant, cpp_first, cpp_wall, _ = run(args.bin, "--plugin", args.plugin, args.repeat)
+    py_variant, py_first, py_wall, _ = run(args.bin, "--python", PYTHON_SOURCE, args.repeat)
     print(f"C++ plugin : {cpp_variant * 1000:8.1f} ms per variant at steady state (median), "
           f"{cpp_first * 1000:8.1f} ms the first on a pool, {cpp_wall:6.2f} s per conform run")
     print(f"Python     : {py_variant * 1000:8.1f} ms per variant at steady state (median), "
@@ -90,6 +99,15 @@ def main():
         print(f"3 sources in one conform run: {together:6.2f} s; one run per source: {separate:6.2f} s in all; "
               f"ratio {together / separate:.2f}")
         result.update(sources_together_s=together, sources_separate_s=separate)
+    # Thread pools: the same source's whole run over its variants, the variables at 1 and at 4.
+    per_variant = {}
+    for threads in ("1", "4"):
+        env = {name: threads for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}
+        _, _, wall, variants = run(args.bin, "--python", PYTHON_SOURCE, args.repeat, env)
+        per_variant[threads] = wall / variants
+    print(f"Python, whole run per variant: {per_variant['1'] * 1000:8.1f} ms with the thread-pool variables at 1, "
+          f"{per_variant['4'] * 1000:8.1f} ms at 4; ratio {per_variant['4'] / per_variant['1']:.2f}")
+    result.update(threads1_ms=per_variant["1"] * 1000, threads4_ms=per_variant["4"] * 1000)
     if args.json:
         Path(args.json).write_text(json.dumps(result))
 

@@ -125,6 +125,11 @@ def main(argv):
         first = p["python_first_ms"] / p["cpp_first_ms"]
         row("  the first variant on each new pool (each worker starts its interpreter and imports torch, once per pool)",
             fmt_ms(p["python_first_ms"]), fmt_ms(p["cpp_first_ms"]), first, f"{first:.2f}x", "(printed)", None)
+        if "threads4_ms" in p:
+            r = p["threads4_ms"] / p["threads1_ms"]
+            row("Python metric per variant, whole run (start-up, pool starts), OPENBLAS/OMP/MKL_NUM_THREADS=4 vs 1 "
+                "(a many-core machine: workers still forked with the sources imported)",
+                fmt_ms(p["threads4_ms"]), fmt_ms(p["threads1_ms"]), r, f"{r:.2f}x", "<= 1.3x", r <= 1.3)
         if "sources_together_s" in p:
             r = p["sources_together_s"] / p["sources_separate_s"]
             row("3 Python sources (torchmetrics, Ignite, torcheval styles) in one conform run vs one run per source",
