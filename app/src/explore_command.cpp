@@ -38,7 +38,6 @@ namespace fs = std::filesystem;
 namespace ex = harness::explore;
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
-constexpr int kBadInput = 2;
 constexpr int kMaxWorldSize = 8;
 
 std::function<const plugin::Plugin&(const std::string&)>& python_loader() {
