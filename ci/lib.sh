@@ -85,6 +85,33 @@ dm_torch_setup() {
   DM_TORCH_CMAKE_ARGS=(-DDISTMETRICS_TORCH=pip "-DDISTMETRICS_PYTHON=$DM_TORCH_PYTHON")
 }
 
+# dm_torch_sets VERSION: the package sets of ci/install-deps.sh that building the command needs
+# (the main job's: build, headers, python; Debian's LibTorch and its Python build for 1.13). A
+# job adds its own (run_mpi.sh: mpi); ci/test.sh installs every set.
+dm_torch_sets() {
+  if [ "$1" = 1.13 ]; then echo build headers python torch1.13; else echo build headers python; fi
+}
+
+# Steps timed by dm_timed, printed by dm_say_times: what a fresh machine costs, step by step.
+DM_STEP_TIMES=()
+DM_STEPS_STARTED=$SECONDS
+# dm_timed STEP COMMAND...: runs COMMAND and records its wall time under STEP (not in a dry run);
+# returns COMMAND's status.
+dm_timed() {
+  local step=$1 started=$SECONDS code=0
+  shift
+  "$@" || code=$?
+  [ "$DM_DRY_RUN" = 1 ] || DM_STEP_TIMES+=("$step $((SECONDS - started)) s")
+  return "$code"
+}
+# Prints the recorded steps and the time since the script began, on one line.
+dm_say_times() {
+  [ ${#DM_STEP_TIMES[@]} -gt 0 ] || return 0
+  local joined
+  joined=$(printf '%s, ' "${DM_STEP_TIMES[@]}")
+  dm_say "time per step: ${joined%, }; in all $((SECONDS - DM_STEPS_STARTED)) s"
+}
+
 # dm_skip REASON: the machine lacks what the job needs: say so and exit 77. A dry run calls it
 # after printing the commands it would run, so they show on any machine.
 dm_skip() {

@@ -12,8 +12,9 @@ usage() {
   cat <<'USAGE'
 Usage: ci/run_mpi.sh [options] [extra `distmetrics run` arguments]
 
-Installs the Debian packages that are missing (ci/install-deps.sh), builds distmetrics (in
-BUILD_DIR), then runs the scenarios on the mpi backend, oversubscribed and allowed as root:
+Installs the Debian packages of this job that are missing (ci/install-deps.sh: the command's
+sets and mpi), builds distmetrics (in BUILD_DIR), then runs the scenarios on the mpi backend,
+oversubscribed and allowed as root:
   at each size N of MPI_SIZES (2 4)   -> REPORTS_DIR/mpi-np<N>.{json,xml}
 
 Two ways to start the ranks (MPI_LAUNCH):
@@ -54,7 +55,8 @@ case "$launch" in
 esac
 
 if [ "$skip_deps" != 1 ]; then
-  dm_run bash ci/install-deps.sh
+  # shellcheck disable=SC2046
+  dm_run bash ci/install-deps.sh $(dm_torch_sets "$torch") mpi
 fi
 dm_torch_setup "$torch" || exit "$DM_EXIT_SETUP"
 dm_build "$build_dir" distmetrics "${DM_TORCH_CMAKE_ARGS[@]}" || exit "$DM_EXIT_SETUP"

@@ -17,9 +17,9 @@ usage() {
   cat <<'USAGE'
 Usage: ci/run_peers.sh [options] [extra `distmetrics conform` arguments, e.g. --filter 'accuracy*']
 
-Installs the Debian packages that are missing (ci/install-deps.sh) and the pinned libraries: on
-torch 2 (the default) the venv of ci/torch2-venv.sh (torch, torchmetrics, pytorch-ignite and
-torcheval of ci/requirements-torch2.txt, in $DISTMETRICS_TORCH2_VENV or
+Installs the command's Debian packages that are missing (ci/install-deps.sh) and the pinned
+libraries: on torch 2 (the default) the venv of ci/torch2-venv.sh (torch, torchmetrics,
+pytorch-ignite and torcheval of ci/requirements-torch2.txt, in $DISTMETRICS_TORCH2_VENV or
 ~/.cache/distmetrics/torch2-<torch version>), on torch 1.13 the venv of peers/venv.sh (the releases
 of peers/requirements-torch1.13.txt over Debian's torch, in $DISTMETRICS_PEERS_VENV or
 ~/.cache/distmetrics/peers-torch1.13); either is made once and reused. Builds distmetrics (in
@@ -105,7 +105,8 @@ dm_check_torch "$torch" || exit "$DM_EXIT_BAD_INPUT"
 reports=${reports_dir:-$build_dir/reports/peers}
 
 if [ "$skip_deps" != 1 ]; then
-  dm_run bash ci/install-deps.sh
+  # shellcheck disable=SC2046
+  dm_run bash ci/install-deps.sh $(dm_torch_sets "$torch")
 fi
 # The python the repros run on: the torch 2.x venv's, which the 2.x build's embedded interpreter
 # starts as, or Debian's (with the peers venv's libraries, peers/repro/common.py).

@@ -41,8 +41,6 @@ namespace {
 
 using namespace harness;  // the CLI is a thin layer over the scenario engine
 
-constexpr int kBadInput = harness::kBadInputExitCode;
-
 struct Options {
   std::vector<std::string> paths;
   Selection selection;

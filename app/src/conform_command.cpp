@@ -36,7 +36,6 @@ using harness::Outcome;
 using harness::Verdict;
 using nlohmann::json;
 using namespace plugin;
-constexpr int kBadInput = harness::kBadInputExitCode;
 
 bool contains(const std::vector<std::string>& list, const std::string& item) {
   return std::find(list.begin(), list.end(), item) != list.end();

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -37,7 +38,6 @@ namespace fs = std::filesystem;
 namespace ex = harness::explore;
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
-constexpr int kBadInput = 2;
 constexpr int kMaxWorldSize = 8;
 
 std::function<const plugin::Plugin&(const std::string&)>& python_loader() {

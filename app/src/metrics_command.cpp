@@ -12,14 +12,13 @@
 #include <ostream>
 #include <sstream>
 
+#include "distmetrics/app/cli.h"
 #include "distmetrics/harness/report.h"
 #include "distmetrics/metrics/registry.h"
 #include "distmetrics/plugin/loader.h"
 
 namespace distmetrics::app {
 namespace {
-
-constexpr int kBadInput = harness::kBadInputExitCode;
 
 nlohmann::json param_json(const metrics::ParamSpec& p) {
   return {{"name", p.name},

@@ -7,6 +7,8 @@
 
 #include <ATen/ATen.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 

@@ -3,6 +3,8 @@
 // and nothing in a bad file crashes the loader.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <regex>

@@ -7,15 +7,16 @@
 #include "distmetrics/metrics/errors.h"
 #include "distmetrics/metrics/input_checks.h"
 #include "reference_metrics.h"
+#include "tensor_numbers.h"
 
 namespace distmetrics::metrics {
 namespace {
 
 using namespace checks;
 
-std::int64_t count_of(const at::Tensor& t) { return t.to(at::kCPU).item<std::int64_t>(); }
-double number_of(const at::Tensor& t) { return t.to(at::kCPU, at::kDouble).item<double>(); }
-at::Tensor count() { return at::zeros({}, at::kLong); }
+using detail::count_of;
+using detail::number_of;
+using detail::zero_count;
 
 // input [N] real numbers as float64.
 at::Tensor values_1d(const std::string& metric, const Batch& batch, const std::string& what) {
@@ -43,8 +44,8 @@ at::Tensor unit_target(const std::string& metric, const Batch& batch) {
 WeightedMean::WeightedMean(std::string name, at::ScalarType sum_dtype) : StatefulMetric(std::move(name)) {
   add_state("value_sum", at::zeros({}, sum_dtype), Reduction::Sum);
   add_state("weight_sum", at::zeros({}, sum_dtype), Reduction::Sum);
-  add_state("unweighted_samples", count(), Reduction::Sum);
-  add_state("samples", count(), Reduction::Sum);
+  add_state("unweighted_samples", zero_count(), Reduction::Sum);
+  add_state("samples", zero_count(), Reduction::Sum);
 }
 
 void WeightedMean::update_state(const Batch& batch) {
@@ -158,7 +159,7 @@ at::Tensor Loss::values_of(const Batch& batch) const {
 
 GeometricAverage::GeometricAverage(at::ScalarType sum_dtype) : StatefulMetric("GeometricAverage") {
   add_state("log_sum", at::zeros({}, sum_dtype), Reduction::Sum);
-  add_state("samples", count(), Reduction::Sum);
+  add_state("samples", zero_count(), Reduction::Sum);
 }
 
 void GeometricAverage::update_state(const Batch& batch) {

@@ -6,21 +6,14 @@
 #include "distmetrics/metrics/errors.h"
 #include "distmetrics/metrics/input_checks.h"
 #include "reference_metrics.h"
+#include "tensor_numbers.h"
 
 namespace distmetrics::metrics {
 namespace {
 
-at::Tensor zero_count(std::int64_t n = -1) {
-  return n < 0 ? at::zeros({}, at::kLong) : at::zeros({n}, at::kLong);
-}
-
-std::int64_t count_of(const at::Tensor& t) { return t.to(at::kCPU).item<std::int64_t>(); }
-
-// Element-wise num / den, with `fallback` where den == 0.
-at::Tensor divide_or(const at::Tensor& num, const at::Tensor& den, double fallback) {
-  const at::Tensor positive = den.gt(0);
-  return at::where(positive, num / at::where(positive, den, at::ones_like(den)), at::full_like(num, fallback));
-}
+using detail::count_of;
+using detail::divide_or;
+using detail::zero_count;
 
 }  // namespace
 

@@ -6,14 +6,12 @@
 #include "distmetrics/metrics/errors.h"
 #include "distmetrics/metrics/input_checks.h"
 #include "reference_metrics.h"
+#include "tensor_numbers.h"
 
 namespace distmetrics::metrics {
 namespace {
 
-at::Tensor divide_or(const at::Tensor& num, const at::Tensor& den, double fallback) {
-  const at::Tensor positive = den.gt(0);
-  return at::where(positive, num / at::where(positive, den, at::ones_like(den)), at::full_like(num, fallback));
-}
+using detail::divide_or;
 
 void check_zero_division(const std::string& metric, double zero_division) {
   if (!(zero_division == 0.0 || zero_division == 1.0)) {

@@ -9,14 +9,16 @@
 #include "distmetrics/metrics/errors.h"
 #include "distmetrics/metrics/input_checks.h"
 #include "reference_metrics.h"
+#include "tensor_numbers.h"
 
 namespace distmetrics::metrics {
 namespace {
 
 using namespace checks;
 
-std::int64_t count_of(const at::Tensor& t) { return t.to(at::kCPU).item<std::int64_t>(); }
-double number_of(const at::Tensor& t) { return t.to(at::kCPU, at::kDouble).item<double>(); }
+using detail::count_of;
+using detail::number_of;
+using detail::zero_count;
 
 // input and target as float64, after checking them whole. `dims` = -1: any shape [N, *] (dim >= 1).
 struct Pair {
@@ -40,8 +42,6 @@ Pair paired(const std::string& metric, const Batch& batch, std::int64_t dims, co
 }
 
 at::Tensor zeros_of(at::ScalarType dtype, at::IntArrayRef shape = {}) { return at::zeros(shape, dtype); }
-at::Tensor count() { return at::zeros({}, at::kLong); }
-
 void require_samples(const std::string& metric, std::int64_t n, std::int64_t needed) {
   if (n == 0) throw NotComputableError(metric, "no samples on any rank");
   if (n < needed) {
@@ -63,7 +63,7 @@ at::ScalarType parse_sum_dtype(const std::string& metric, const std::string& tex
 MeanError::MeanError(std::string name, Kind kind, at::ScalarType sum_dtype)
     : StatefulMetric(std::move(name)), kind_(kind) {
   add_state("error_sum", zeros_of(sum_dtype), Reduction::Sum);
-  add_state("elements", count(), Reduction::Sum);
+  add_state("elements", zero_count(), Reduction::Sum);
 }
 
 void MeanError::update_state(const Batch& batch) {
@@ -97,8 +97,8 @@ RootMeanSquaredError::RootMeanSquaredError(at::ScalarType sum_dtype)
 
 MaximumAbsoluteError::MaximumAbsoluteError(at::ScalarType sum_dtype) : StatefulMetric("MaximumAbsoluteError") {
   add_state("max_abs_error", at::full({}, -std::numeric_limits<double>::infinity(), sum_dtype), Reduction::Max);
-  add_state("elements", count(), Reduction::Sum);
-  add_state("nans", count(), Reduction::Sum);
+  add_state("elements", zero_count(), Reduction::Sum);
+  add_state("nans", zero_count(), Reduction::Sum);
 }
 
 void MaximumAbsoluteError::update_state(const Batch& batch) {
@@ -127,7 +127,7 @@ MeanPairwiseDistance::MeanPairwiseDistance(double p, double eps, at::ScalarType 
   if (!(p_ > 0.0) || std::isinf(p_)) throw InputError(name(), "p", "a finite number > 0", number_string(p_));
   if (!(eps_ >= 0.0)) throw InputError(name(), "eps", "a number >= 0", number_string(eps_));
   add_state("distance_sum", zeros_of(sum_dtype), Reduction::Sum);
-  add_state("rows", count(), Reduction::Sum);
+  add_state("rows", zero_count(), Reduction::Sum);
 }
 
 void MeanPairwiseDistance::update_state(const Batch& batch) {
@@ -150,7 +150,7 @@ R2Score::R2Score(at::ScalarType sum_dtype) : StatefulMetric("R2Score") {
   add_state("target_sum", zeros_of(sum_dtype), Reduction::Sum);
   add_state("target_square_sum", zeros_of(sum_dtype), Reduction::Sum);
   add_state("squared_error_sum", zeros_of(sum_dtype), Reduction::Sum);
-  add_state("samples", count(), Reduction::Sum);
+  add_state("samples", zero_count(), Reduction::Sum);
   add_state("target_extremes", at::full({2}, -std::numeric_limits<double>::infinity(), sum_dtype), Reduction::Max);
 }
 
@@ -185,7 +185,7 @@ Value R2Score::compute_from(const StateValues& synced) const {
 
 PearsonCorrelation::PearsonCorrelation(at::ScalarType sum_dtype) : StatefulMetric("PearsonCorrelation") {
   for (const char* s : {"x_sum", "y_sum", "xx_sum", "yy_sum", "xy_sum"}) add_state(s, zeros_of(sum_dtype), Reduction::Sum);
-  add_state("samples", count(), Reduction::Sum);
+  add_state("samples", zero_count(), Reduction::Sum);
   add_state("extremes", at::full({4}, -std::numeric_limits<double>::infinity(), sum_dtype), Reduction::Max);
 }
 

@@ -12,3 +12,7 @@ list(APPEND DISTMETRICS_METRICS_SOURCES
   src/composite.cpp
   src/registry.cpp
   src/reference_metrics.cpp)
+# Not in a unity batch: the public headers it implements, aggregation.h, names a metric class
+# metrics::Average, and classification.h an enum metrics::Average (one translation unit cannot
+# include both).
+set_source_files_properties(src/aggregation.cpp PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)

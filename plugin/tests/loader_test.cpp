@@ -7,6 +7,8 @@
 
 #include <ATen/ATen.h>
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>

@@ -3,6 +3,7 @@ and its skip path, LibTorch discovery, and the commands they would run. nvidia-s
 probe and the runner are fakes on a PATH that holds nothing else of the machine's."""
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -351,6 +352,48 @@ def test_cpu_and_mpi_jobs_dry_run(machine):
     bad = machine.run(script=REPO_ROOT / "ci" / "run_mpi.sh", DM_DRY_RUN="1", SKIP_DEPS="1",
                       MPI_LAUNCH="srun")
     assert bad[0] == 2 and "MPI_LAUNCH must be local or mpirun, got 'srun'" in bad[1]
+
+
+def test_each_job_installs_only_the_package_sets_it_needs(machine):
+    """The main job installs the command's sets only (issue 36: Chromium, Slurm and Debian's
+    LibTorch made a fresh machine's run_cpu.sh take 15 minutes); ci/test.sh installs them all."""
+    executable(machine.bin / "mpirun", "#!/bin/sh\nexit 0\n")
+    jobs = {("run_cpu.sh",): "build headers python", ("run_cpu.sh", "--torch", "1.13"): "build headers python torch1.13",
+            ("run_mpi.sh",): "build headers python mpi", ("run_peers.sh",): "build headers python",
+            ("run_peers.sh", "--torch", "1.13"): "build headers python torch1.13"}
+    for (script, *args), sets in jobs.items():
+        code, out = machine.run("--dry-run", *args, script=REPO_ROOT / "ci" / script)
+        assert code == 0, out
+        assert machine.commands(out)[0] == f"bash ci/install-deps.sh {sets}", (script, args)
+    assert "bash ci/install-deps.sh\n" in (REPO_ROOT / "ci" / "test.sh").read_text()  # every set
+    deps = REPO_ROOT / "ci" / "install-deps.sh"
+
+    def packages(*sets):
+        done = subprocess.run(["bash", str(deps), "--print", *sets], capture_output=True, text=True, timeout=30)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.split()
+
+    main = packages("build", "headers", "python")
+    for heavy in ("chromium", "slurmd", "libtorch-dev", "python3-torch", "python3-sklearn", "libopenmpi-dev"):
+        assert heavy not in main and heavy in packages(), heavy
+    assert {"cmake", "ninja-build", "libtomlplusplus-dev", "python3-dev"} <= set(main)
+    done = subprocess.run(["bash", str(deps), "browsers"], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 2 and "no package set 'browsers' (sets: build headers python" in done.stderr
+    listed = subprocess.run(["bash", str(deps), "--list"], capture_output=True, text=True, timeout=30).stdout
+    assert "chromium chromium-driver python3-selenium" in listed and "recommends: yes" in listed
+
+
+def test_the_main_job_prints_each_steps_time(tmp_path):
+    script = (f"source {REPO_ROOT / 'ci' / 'lib.sh'}; DM_JOB=run_cpu; dm_timed install true; dm_timed build sleep 1; "
+              "dm_timed run false || echo run-failed $?; dm_say_times")
+    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=30, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "run-failed 1"  # a step's status comes back
+    assert re.fullmatch(r"\[run_cpu\] time per step: install 0 s, build [12] s, run 0 s; in all [12] s", lines[1]), lines
+    quiet = subprocess.run(["bash", "-c", f"source {REPO_ROOT / 'ci' / 'lib.sh'}; DM_DRY_RUN=1; dm_timed build true; dm_say_times"],
+                           capture_output=True, text=True, timeout=30)
+    assert quiet.returncode == 0 and quiet.stdout == ""  # a dry run took no time
 
 
 def test_mpi_job_without_mpirun_prints_its_commands_then_skips(machine):

@@ -38,3 +38,6 @@ file(RELATIVE_PATH _distmetrics_scenarios_from_bin "${CMAKE_INSTALL_FULL_BINDIR}
      "${CMAKE_INSTALL_FULL_DATADIR}/distmetrics/scenarios")
 set_source_files_properties(src/engine/scenario_files.cpp PROPERTIES COMPILE_DEFINITIONS
   DISTMETRICS_SCENARIOS_FROM_BINDIR="${_distmetrics_scenarios_from_bin}")
+# Not in a unity batch (cmake/DistmetricsHelpers.cmake): it defines a file-local seconds_text()
+# beside engine.cpp's (and report/junit.cpp's).
+set_source_files_properties(src/engine/report.cpp PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)

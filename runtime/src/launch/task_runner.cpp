@@ -1,5 +1,6 @@
 #include "task_runner.h"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cstdlib>

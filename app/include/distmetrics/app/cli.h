@@ -32,6 +32,9 @@ namespace distmetrics::app {
 // the outcome table's codes). `argv[0]` is the program name.
 int cli_main(int argc, char** argv, std::ostream& out, std::ostream& err);
 
+// The exit code of bad input (flags, files), as every command returns it.
+constexpr int kBadInput = harness::kBadInputExitCode;
+
 // PATHS and the SELECTION flags, as `list`, `run` and `conform` take them.
 void add_selection_options(CLI::App& command, std::vector<std::string>& paths, harness::Selection& selection);
 

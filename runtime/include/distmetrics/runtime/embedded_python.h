@@ -9,6 +9,7 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <stdexcept>
 
 #include "distmetrics/runtime/rank_pool.h"
