@@ -76,7 +76,7 @@ def main(argv):
                 f"{c:.2f} s", "(printed)", None)
     loading = get("cli/load_help")
     if loading:
-        row("  of which: loading the binary (`distmetrics --help`, exec to exit)", fmt_ms(loading["ms"]), "-",
+        row("  of which: loading the command (`distmetrics list --help`, exec to exit)", fmt_ms(loading["ms"]), "-",
             loading["ms"] / 1e3, f"{loading['ms'] / 1e3:.2f} s", "(printed)", None)
     suite, py2 = get("cli/suite_per_variant"), get("variant/spawn_python/ws:2")
     if suite and py2:

@@ -4,7 +4,7 @@
 # machine are noise; the ratios are the result). docs/performance.md explains every row. They
 # make raw C++ Gloo groups, so they are built on Debian's LibTorch 1.13 (build-torch1.13), whose
 # gloo headers match its gloo; the Python metric's row is also measured on the default torch 2.x
-# build (build) when that is built.
+# build (build) when that is built, and the start-up table puts both builds side by side.
 #   Usage: ci/bench.sh [--quick] [--json FILE] [--build-dir DIR] [--no-build] [--explore] [--torch2-build-dir DIR] [-- benchmark flags]
 #   --explore   also ci/bench_explore.sh: `distmetrics explore` on every example (opt-in, ~20 min)
 #   --build-dir DIR         the torch 1.13 build (default build-torch1.13)
@@ -12,7 +12,8 @@
 #               are built, as ci/test.sh builds them): the Python metric's per-variant cost there beside 1.13's
 #   --quick     tiny sizes, one repetition, no whole-library run, no peer run (~30 s): checks that every
 #               benchmark works (CI, ctest bench_quick); its numbers mean nothing
-#   --json FILE the table as JSON (rows with value, baseline, ratio, bar, meets)
+#   --json FILE the table as JSON (rows with value, baseline, ratio, bar, meets); the start-up table
+#               (both builds side by side, bench/startup.py) is in BUILD_DIR/bench/startup.json
 #   Google Benchmark's own output (with every counter) is kept in BUILD_DIR/bench/last.json.
 # Exit 0 when every benchmark ran; 1 when one failed; 5 when the build failed. Bars are printed,
 # never enforced.
@@ -32,7 +33,7 @@ while [ $# -gt 0 ]; do
     --explore) explore=1 ;;  # also ci/bench_explore.sh (opt-in: ~20 min)
     --torch2-build-dir) torch2_dir=$2; shift ;;
     --) shift; extra=("$@"); break ;;
-    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) dm_fail "unknown argument '$1' (see --help)"; exit 2 ;;
   esac
   shift
@@ -114,6 +115,22 @@ fi
 report_flags+=(--pytest-json "$pytest_json")
 
 "$python" "$DM_ROOT/bench/report.py" "$raw" "${report_flags[@]}"
+
+# Start-up of both builds side by side (bench/startup.py): `--version`, `list`, one trivial ws2
+# variant's run over the variant's own cost, and 40 trivial variants in one run against
+# spawn-per-test with each build's own torch (issue 36's bars). The torch 2.x build is the one the
+# Python-metric row used, or the default build folder when it holds a pip build's CLI.
+startup_builds=(--build "torch 1.13=$build_dir")
+startup_torch2=$torch2_dir
+if [ -z "$startup_torch2" ] && [ -x "$default_torch2/bin/distmetrics" ] &&
+   grep -q '^DISTMETRICS_TORCH:STRING=pip' "$default_torch2/CMakeCache.txt" 2>/dev/null; then startup_torch2=$default_torch2; fi
+[ -n "$startup_torch2" ] && [ -x "$startup_torch2/bin/distmetrics" ] && startup_builds+=(--build "torch 2.x=$startup_torch2")
+rounds=5; [ "$quick" = 1 ] && rounds=1
+echo
+if ! "$python" "$DM_ROOT/bench/startup.py" "${startup_builds[@]}" --rounds "$rounds" --json "$build_dir/bench/startup.json" \
+     2>>"$log"; then
+  dm_fail "bench/startup.py failed; see $log"; exit 1
+fi
 
 # The peer run (ci/run_peers.sh: torchmetrics, Ignite and torcheval in one conform, world sizes
 # 1-4, no repros): its wall time and variants per second. Left out with --quick. Its findings

@@ -30,6 +30,7 @@ else
 import sys
 import torch, torch.distributed as dist, pybind11, numpy  # noqa: F401
 import torchmetrics, ignite, torcheval  # noqa: F401  (the current peers)
+import torchvision, pycocotools, pystoi, torchaudio, gammatone, vmaf_torch, einops  # noqa: F401  (issue 35)
 import os
 if torch.__version__.split("+")[0] != sys.argv[1] or not torch.__file__.startswith(os.path.realpath(sys.prefix)):
     sys.exit(f"ci/torch2-venv.sh: the venv imports torch {torch.__version__} from {torch.__file__}, not {sys.argv[1]}")

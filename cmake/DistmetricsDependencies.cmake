@@ -97,6 +97,37 @@ if(TARGET torch_cuda)
 endif()
 message(STATUS "distmetrics: LibTorch ${DISTMETRICS_TORCH_VERSION} (CUDA: ${DISTMETRICS_TORCH_HAS_CUDA}) from ${Torch_DIR}")
 
+# What distmetrics' own libraries and the command link of LibTorch (DISTMETRICS_TORCH_LINK). A CUDA
+# LibTorch has two halves: libtorch_cpu (ATen, the dispatcher, c10d, gloo) and libtorch_cuda (its
+# CUDA kernels, and with them cuBLAS, cuDNN, NCCL, ...: ~0.15 s of CPU and ~150 MB to load).
+# TORCH_LIBRARIES links both into every program (--no-as-needed). Ours link the CPU half, compiled
+# exactly as with TORCH_LIBRARIES (the same definitions, options and include folders); the runtime
+# loads the CUDA half into the process that is about to use a GPU (runtime/src/comm/cuda_side.cpp,
+# DISTMETRICS_TORCH_CUDA_LIBRARY). Programs built on the installed package get TORCH_LIBRARIES, as
+# before, and the test programs link it too (a CUDA test there finds CUDA loaded).
+set(DISTMETRICS_TORCH_CUDA_LIBRARY "")
+if(DISTMETRICS_TORCH_HAS_CUDA AND TARGET torch_cpu_library AND TARGET torch_cuda)
+  add_library(distmetrics_torch_cpu INTERFACE)
+  target_link_libraries(distmetrics_torch_cpu INTERFACE torch_cpu_library)
+  foreach(_from torch torch_cuda)
+    foreach(_prop INTERFACE_COMPILE_DEFINITIONS INTERFACE_COMPILE_OPTIONS INTERFACE_COMPILE_FEATURES
+                  INTERFACE_INCLUDE_DIRECTORIES INTERFACE_SYSTEM_INCLUDE_DIRECTORIES)
+      get_target_property(_value ${_from} ${_prop})
+      if(_value)
+        set_property(TARGET distmetrics_torch_cpu APPEND PROPERTY ${_prop} "${_value}")
+      endif()
+    endforeach()
+  endforeach()
+  set(DISTMETRICS_TORCH_LINK "$<BUILD_INTERFACE:distmetrics_torch_cpu>")
+  foreach(_lib IN LISTS TORCH_LIBRARIES)
+    list(APPEND DISTMETRICS_TORCH_LINK "$<INSTALL_INTERFACE:${_lib}>")
+  endforeach()
+  set(DISTMETRICS_TORCH_CUDA_LIBRARY "$<TARGET_FILE:torch_cuda>")
+  message(STATUS "distmetrics: links LibTorch's CPU side; loads its CUDA side when a variant needs a GPU")
+else()
+  set(DISTMETRICS_TORCH_LINK ${TORCH_LIBRARIES})
+endif()
+
 # --- Gloo (through c10d) --------------------------------------------------------------------
 set(DISTMETRICS_HAVE_GLOO OFF)
 if(NOT DISTMETRICS_WITH_GLOO STREQUAL "OFF")
@@ -210,7 +241,7 @@ set(DISTMETRICS_HAVE_PYHOST OFF)
 set(_pyhost_missing "no Python interpreter with pytest was found")
 if(NOT DISTMETRICS_WITH_PYTHON STREQUAL "OFF" AND DISTMETRICS_PYTHON)
   execute_process(COMMAND "${DISTMETRICS_PYTHON}" -c
-    "import sysconfig, torch, os; print(sysconfig.get_paths()['include']); print(sysconfig.get_config_var('LIBDIR')); print(sysconfig.get_config_var('LDLIBRARY')); print(torch.__version__.split('+')[0]); print(os.path.join(os.path.dirname(torch.__file__), 'lib'))"
+    "import sysconfig, torch, os; print(sysconfig.get_paths()['include']); print(sysconfig.get_config_var('LIBDIR')); print(sysconfig.get_config_var('LDLIBRARY')); print(torch.__version__.split('+')[0]); print(os.path.join(os.path.dirname(torch.__file__), 'lib')); print(','.join(getattr(torch._C, '_PYBIND11_' + n, None) or '' for n in ('COMPILER_TYPE', 'STDLIB', 'BUILD_ABI')))"
     RESULT_VARIABLE _rc OUTPUT_VARIABLE _out ERROR_QUIET OUTPUT_STRIP_TRAILING_WHITESPACE)
   if(NOT _rc EQUAL 0)
     set(_pyhost_missing "${DISTMETRICS_PYTHON} cannot import torch (install python3-torch)")
@@ -221,6 +252,7 @@ if(NOT DISTMETRICS_WITH_PYTHON STREQUAL "OFF" AND DISTMETRICS_PYTHON)
     list(GET _out 2 _py_ldlibrary)
     list(GET _out 3 _py_torch_version)
     list(GET _out 4 _py_torch_libdir)
+    list(GET _out 5 _py_pybind11_abi)
     if(Torch_VERSION VERSION_LESS 2)
       find_path(DISTMETRICS_PYBIND11_INCLUDE_DIR pybind11/embed.h HINTS "${DISTMETRICS_DEPS_DIR}/include")
     else()
@@ -246,6 +278,20 @@ if(NOT DISTMETRICS_WITH_PYTHON STREQUAL "OFF" AND DISTMETRICS_PYTHON)
       add_library(distmetrics_dep_python INTERFACE)
       target_include_directories(distmetrics_dep_python SYSTEM INTERFACE "${_py_include}" "${DISTMETRICS_PYBIND11_INCLUDE_DIR}")
       target_link_libraries(distmetrics_dep_python INTERFACE "${_py_libdir}/${_py_ldlibrary}" "${DISTMETRICS_TORCH_PYTHON_LIBRARY}")
+      # pybind11 before 3 (torch up to 2.10) keys its type registry by compiler, C++ library and
+      # ABI tag, and a type registered by libtorch_python (c10d::Store, for gloo through Python)
+      # is found only by code of the same key: torch names its own (torch 2.8's wheel: "_gcc",
+      # "_libstdcpp", "_cxxabi1018", where g++ 12 would say "_cxxabi1017"), as its
+      # cpp_extension does. pybind11 3 keys by the C++ library alone and torch names none.
+      string(REPLACE "," ";" _py_pybind11_abi "${_py_pybind11_abi}")
+      list(GET _py_pybind11_abi 2 _abi)
+      if(_abi)
+        list(GET _py_pybind11_abi 0 _compiler)
+        list(GET _py_pybind11_abi 1 _stdlib)
+        target_compile_definitions(distmetrics_dep_python INTERFACE PYBIND11_COMPILER_TYPE="${_compiler}"
+                                   PYBIND11_STDLIB="${_stdlib}" PYBIND11_BUILD_ABI="${_abi}")
+        message(STATUS "distmetrics: pybind11 types shared with torch's as ${_compiler}${_stdlib}${_abi}")
+      endif()
       if(DISTMETRICS_TORCH_FROM_PIP)
         # The embedded interpreter starts as the venv's python (runtime/embedded_python.h).
         target_compile_definitions(distmetrics_dep_python INTERFACE DISTMETRICS_EMBEDDED_PYTHON="${DISTMETRICS_PYTHON}")

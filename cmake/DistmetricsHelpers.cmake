@@ -16,7 +16,7 @@ function(_distmetrics_pch_host kind out_var)
       file(WRITE "${source}" "// Compiles only the precompiled header (cmake/DistmetricsHelpers.cmake).\n")
     endif()
     add_library(${host} OBJECT "${source}")
-    target_link_libraries(${host} PRIVATE ${TORCH_LIBRARIES} distmetrics_dep_json)
+    target_link_libraries(${host} PRIVATE ${DISTMETRICS_TORCH_LINK} distmetrics_dep_json)
     target_compile_options(${host} PRIVATE ${DISTMETRICS_WARNINGS})
     if(kind STREQUAL "executable")  # what CMake gives an executable under POSITION_INDEPENDENT_CODE
       set_target_properties(${host} PROPERTIES POSITION_INDEPENDENT_CODE OFF)
@@ -79,7 +79,7 @@ function(distmetrics_library target)
     $<BUILD_INTERFACE:${CMAKE_BINARY_DIR}/generated/include>
     $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
   distmetrics_link_json(${target})
-  target_link_libraries(${target} PUBLIC ${TORCH_LIBRARIES} ${ARG_PUBLIC_LINK} PRIVATE ${ARG_PRIVATE_LINK})
+  target_link_libraries(${target} PUBLIC ${DISTMETRICS_TORCH_LINK} ${ARG_PUBLIC_LINK} PRIVATE ${ARG_PRIVATE_LINK})
   distmetrics_target_defaults(${target})
   set_property(GLOBAL APPEND PROPERTY DISTMETRICS_INSTALL_TARGETS ${target})
   install(DIRECTORY "${ARG_INCLUDE_DIR}/" DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
@@ -109,7 +109,9 @@ function(distmetrics_test target)
     set(ARG_TIMEOUT 300)
   endif()
   add_executable(${target} ${ARG_SOURCES})
-  target_link_libraries(${target} PRIVATE distmetrics::test_main GTest::gtest ${ARG_LINK})
+  # The whole LibTorch, its CUDA side included (the libraries link its CPU side only:
+  # DISTMETRICS_TORCH_LINK): a test on CUDA tensors finds CUDA loaded, as in any LibTorch program.
+  target_link_libraries(${target} PRIVATE distmetrics::test_main GTest::gtest ${ARG_LINK} ${TORCH_LIBRARIES})
   distmetrics_target_defaults(${target})
   gtest_discover_tests(${target} DISCOVERY_TIMEOUT 120 DISCOVERY_MODE PRE_TEST
     PROPERTIES TIMEOUT ${ARG_TIMEOUT} LABELS "${ARG_LABELS}")

@@ -8,7 +8,7 @@ if(CMAKE_SCRIPT_MODE_FILE)
   cmake_minimum_required(VERSION 3.22)  # script mode starts with no policies (IN_LIST)
 endif()
 set(DISTMETRICS_TORCH_1X 1.13)           # Debian bookworm's libtorch-dev
-set(DISTMETRICS_TORCH_2X_OLDEST 2.11)    # measured on a GPU node's image (torch 2.11.0+cu130)
+set(DISTMETRICS_TORCH_2X_OLDEST 2.8)     # ci/torch_range.sh on torch 2.8.0 (docs/gpu.md, "The torch range")
 set(DISTMETRICS_TORCH_2X_NEWEST 2.15)    # ci/requirements-torch2.txt
 set(DISTMETRICS_SUPPORTED_TORCH_TEXT "${DISTMETRICS_TORCH_1X}, ${DISTMETRICS_TORCH_2X_OLDEST} to ${DISTMETRICS_TORCH_2X_NEWEST}")
 

@@ -4,8 +4,9 @@
 # A textual check, not a second build: the one table below says which header declares which
 # function. Run as a script:
 #   cmake -DSOURCE_DIR=<tree> [-DSTAMP=<file>] -P cmake/check_includes.cmake
-# Every .h/.hpp/.cpp/.cc under SOURCE_DIR is checked, except build folders and cmake/tests (the
-# planted cases of this check's own test).
+# Every .h/.hpp/.cpp/.cc under SOURCE_DIR is checked, except build folders, hidden folders (.git,
+# a developer's .devdeps: other projects' headers) and cmake/tests (the planted cases of this
+# check's own test).
 #
 # The table: "<header>[|<another spelling>...]: <names>". A call counts as `name(`, `::name(` or
 # `std::name(` (not `obj.name(`, `p->name(`, `other::name(`); a name written `::name` here is an
@@ -114,7 +115,7 @@ set(_missing "")
 set(_checked 0)
 foreach(_file ${_files})
   file(RELATIVE_PATH _rel "${SOURCE_DIR}" "${_file}")
-  if(_rel MATCHES "^(build[^/]*|\\.git|cmake/tests)/")
+  if(_rel MATCHES "^(build[^/]*|\\.[^/]*|cmake/tests)/")
     continue()
   endif()
   math(EXPR _checked "${_checked} + 1")

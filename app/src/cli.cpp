@@ -19,6 +19,7 @@
 #include <ostream>
 #include <sstream>
 
+#include "commands.h"
 #include "conform_command.h"
 #include "explore_command.h"
 #include "metrics_command.h"
@@ -97,30 +98,20 @@ int cmd_list(const Options& o, std::ostream& out, std::ostream& err) {
 }
 
 // Everything a run needs before it starts: the selected variants, or an exit code.
-struct Plan {
+struct SelectedRun {
   LoadedScenarios loaded;
   std::vector<std::pair<const Scenario*, Variant>> variants;
 };
 
-std::optional<int> prepare_run(const Options& o, Plan& plan, std::ostream& err, bool quiet_errors) {
+std::optional<int> prepare_run(const Options& o, SelectedRun& selected, std::ostream& err, bool quiet_errors) {
   if (o.deadline && !(*o.deadline > 0)) {
     if (!quiet_errors) err << "distmetrics: --deadline must be a positive number of seconds\n";
     return kBadInput;
   }
-  plan.loaded = load_scenarios(o.paths);
-  if (!plan.loaded.not_found.empty()) {
-    if (!quiet_errors) report_not_found(plan.loaded, err);
-    return kBadInput;
-  }
-  if (!plan.loaded.diagnostics.empty()) {
-    if (!quiet_errors) {
-      print_scenario_diagnostics(plan.loaded.diagnostics, err);
-      err << "distmetrics: " << plan.loaded.diagnostics.size() << " error(s) in the scenario files: nothing was run "
-          << "(`distmetrics validate` lists them)\n";
-    }
-    return kBadInput;
-  }
-  plan.variants = selected_variants(plan.loaded, o.selection);
+  auto loaded = load_scenarios_or_say(o.paths, "distmetrics", err, quiet_errors);
+  if (!loaded) return kBadInput;
+  selected.loaded = std::move(*loaded);
+  selected.variants = selected_variants(selected.loaded, o.selection);
   return std::nullopt;
 }
 
@@ -143,9 +134,9 @@ std::vector<SessionItem> session_items(std::vector<std::pair<const Scenario*, Va
 
 // Local launcher: this process supervises its own rank pools.
 int run_local(const Options& o, std::ostream& out, std::ostream& err) {
-  Plan plan;
-  if (auto code = prepare_run(o, plan, err, false)) return *code;
-  const auto items = session_items(std::move(plan.variants));
+  SelectedRun selected;
+  if (auto code = prepare_run(o, selected, err, false)) return *code;
+  const auto items = session_items(std::move(selected.variants));
   const auto started = now_iso8601();
   const auto start = std::chrono::steady_clock::now();
   SessionOptions options;
@@ -161,21 +152,16 @@ int run_local(const Options& o, std::ostream& out, std::ostream& err) {
 // Peer launchers (mpi, env): every process is a rank and runs the same variants in lockstep;
 // rank 0 judges, prints and writes the reports, the others only take part.
 int run_peers(const Options& o, const std::string& launcher, std::ostream& out, std::ostream& err) {
-  std::unique_ptr<runtime::PeerRunner> runner;
-  try {
-    runner = start_peer_runner(launcher, o.rank_memory_gib);
-  } catch (const std::exception& e) {
-    err << "distmetrics: --launcher " << launcher << ": " << e.what() << "\n";
-    return kBadInput;
-  }
+  auto runner = start_peers_or_say(launcher, o.rank_memory_gib, "distmetrics", err);
+  if (!runner) return kBadInput;
   const bool reporter = runner->is_reporter();
-  Plan plan;
+  SelectedRun selected;
   // Every rank loads the same files; only rank 0 explains what is wrong with them.
-  if (auto code = prepare_run(o, plan, err, !reporter)) return reporter ? *code : 0;
+  if (auto code = prepare_run(o, selected, err, !reporter)) return reporter ? *code : 0;
   const int world_size = runner->world_size();
   std::vector<std::pair<const Scenario*, Variant>> variants;
   std::size_t other_sizes = 0;
-  for (auto& entry : plan.variants) {
+  for (auto& entry : selected.variants) {
     if (entry.second.world_size == world_size) variants.push_back(std::move(entry));
     else ++other_sizes;
   }
@@ -281,8 +267,8 @@ int cmd_serve(const Options& o, std::ostream& err) {
 int cmd_run(const Options& o, std::ostream& out, std::ostream& err) {
   std::string launcher = o.launcher;
   if (launcher.empty()) launcher = runtime::detect_launcher();
-  if (launcher.empty()) launcher = "local";
-  if (launcher == "local") return run_local(o, out, err);
+  if (launcher.empty()) launcher = runtime::local_launcher().name;
+  if (!runtime::find_launcher(launcher)->peers) return run_local(o, out, err);
   return run_peers(o, launcher, out, err);
 }
 
@@ -306,33 +292,37 @@ std::optional<std::string> unknown_subcommand(CLI::App& app, int argc, char** ar
   return std::nullopt;
 }
 
+std::function<std::string()>& python_support_loader() {
+  static std::function<std::string()> load;
+  return load;
+}
+
 }  // namespace
 
+void set_python_support_loader(std::function<std::string()> load) { python_support_loader() = std::move(load); }
+
 int cli_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
-  CLI::App app{"distmetrics: checks that distributed metrics give on N ranks what they give on one, "
-               "that compute() is idempotent, and that nothing hangs."};
-  app.require_subcommand(1);
-  app.set_version_flag("--version", std::string("distmetrics ") + DISTMETRICS_VERSION + " (LibTorch " +
-                                        DISTMETRICS_TORCH_VERSION + ")",
-                       "print the version of distmetrics and of the LibTorch it was built with, and exit");
+  // The help and the version are the front's answers (commands.cpp), before LibTorch is even loaded
+  // there; the same function gives them here for a caller of cli_main.
+  if (const auto code = answer_help_or_version(argc, argv, out)) return *code;
+  const auto main_app = make_main_app();  // the command table's commands; their options are added here
+  CLI::App& app = *main_app;
   Options o;
-  auto* list = app.add_subcommand("list", "print the variant ids the scenarios expand into");
+  auto* list = app.get_subcommand("list");
   add_selection(list, o);
   list->add_flag("--json", o.json, "print a JSON array of variants with their markers and skip reasons");
   add_allow_python_flag(*list, o.allow_python);
-  auto* validate = app.add_subcommand("validate", "check scenario files; print every error with file, line and field");
+  auto* validate = app.get_subcommand("validate");
   validate->add_option("paths", o.paths, "scenario files or folders (default: $DISTMETRICS_SCENARIOS, else ./scenarios, else the installed ones)");
   add_allow_python_flag(*validate, o.allow_python);
-  auto* run = app.add_subcommand("run", "run the variants and check their properties");
+  auto* run = app.get_subcommand("run");
   add_selection(run, o);
   add_deadline_option(*run, o.deadline);
   add_launch_options(*run, o.rank_memory_gib, o.launcher);
   add_report_options(*run, o.reports);
   add_console_flags(*run, o.console);
   add_allow_python_flag(*run, o.allow_python);
-  auto* serve = app.add_subcommand(
-      "serve", "run variants named on stdin, one per line (an id, or {\"path\": ..., \"id\": ...}), answering "
-               "each with one JSON line on stdout; the rank pools stay up between them (the pytest plugin's runner)");
+  auto* serve = app.get_subcommand("serve");
   serve->add_option("paths", o.paths,
                     "where plain ids are looked up (default: $DISTMETRICS_SCENARIOS, else ./scenarios, else the "
                     "installed ones)");
@@ -372,6 +362,14 @@ int cli_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
     return kBadInput;
   }
   // A subcommand's --help is raised from within parse() as well; nothing else to do here.
+  const bool wants_python = o.allow_python || !conform_options.python.empty() || !explore_options.python.empty() ||
+                            explore_options.allow_python;
+  if (wants_python && python_support_loader()) {
+    if (const std::string why = python_support_loader()(); !why.empty()) {
+      err << "distmetrics: " << why << "\n";
+      return kBadInput;
+    }
+  }
   harness::allow_scenario_python(o.allow_python);
   if (*conform) return run_conform(conform_options, out, err);
   if (*metrics) return run_metrics(metrics_options, out, err);
@@ -425,7 +423,7 @@ void add_selection_options(CLI::App& command, std::vector<std::string>& paths, h
 // The --launcher choices: the local pool, then every peer launcher some backend runs under (the
 // backend table's peer_launchers), in table order.
 static std::vector<std::string> launcher_choices() {
-  std::vector<std::string> choices = {"local"};
+  std::vector<std::string> choices = {runtime::local_launcher().name};
   for (const auto& backend : runtime::backends())
     for (const auto& launcher : backend.peer_launchers)
       if (std::find(choices.begin(), choices.end(), launcher) == choices.end()) choices.push_back(launcher);
@@ -442,6 +440,37 @@ void add_launch_options(CLI::App& command, std::optional<double>& rank_memory_gi
                      "local (a supervised rank pool), mpi (started by mpirun) or env (RANK, WORLD_SIZE, ... set); "
                      "default: the launcher that started this process, else local")
       ->check(CLI::IsMember(launcher_choices()));
+}
+
+const char* const kPluginValue = "the plugin's shared library (lib<name>.so)";
+const char* const kPythonSourceValue = "pkg.module:factory, pkg.module or file.py";
+
+std::optional<LoadedScenarios> load_scenarios_or_say(const std::vector<std::string>& paths, const std::string& command,
+                                                     std::ostream& err, bool quiet) {
+  auto loaded = load_scenarios(paths);
+  if (!loaded.not_found.empty()) {
+    if (!quiet) err << command << ": " << loaded.not_found << "\n";
+    return std::nullopt;
+  }
+  if (!loaded.diagnostics.empty()) {
+    if (!quiet) {
+      print_scenario_diagnostics(loaded.diagnostics, err);
+      err << command << ": " << loaded.diagnostics.size() << " error(s) in the scenario files: nothing was run "
+          << "(`distmetrics validate` lists them)\n";
+    }
+    return std::nullopt;
+  }
+  return loaded;
+}
+
+std::unique_ptr<runtime::PeerRunner> start_peers_or_say(const std::string& launcher, std::optional<double> rank_memory_gib,
+                                                         const std::string& command, std::ostream& err) {
+  try {
+    return start_peer_runner(launcher, rank_memory_gib);
+  } catch (const std::exception& e) {
+    err << command << ": --launcher " << launcher << ": " << e.what() << "\n";
+    return nullptr;
+  }
 }
 
 void add_report_options(CLI::App& command, harness::ReportFiles& reports) {

@@ -38,7 +38,7 @@ struct ConformOptions {
   harness::ConsoleOptions console;   // --quiet, --verbose, --hide-skips
 };
 
-// Adds `conform` to `app`, its flags filling `options`; returns the subcommand.
+// Gives `conform` (a command of `app`: commands.cpp) its flags, filling `options`; returns it.
 CLI::App* add_conform_command(CLI::App& app, ConformOptions& options);
 
 int run_conform(const ConformOptions& options, std::ostream& out, std::ostream& err);

@@ -41,30 +41,35 @@ std::vector<std::string> matrix_properties(const ConformResult& result) {
   return columns_for(result, all);
 }
 
-nlohmann::json metric_findings(const ConformResult& result) {
-  nlohmann::json findings = nlohmann::json::array();
+std::vector<MetricFinding> metric_findings(const ConformResult& result) {
+  std::vector<MetricFinding> findings;
   std::map<std::string, std::size_t> at;  // metric -> its entry
   for (std::size_t i = 0; i < result.verdicts.size(); ++i) {
     const auto* p = result.verdicts[i].property("accepts_empty_batch");
     if (!p || p->outcome != Outcome::Fail) continue;
     const std::string& metric = result.metrics[i];
     if (!at.count(metric)) {
-      // "... failed: rank 0 rejects an empty batch (ValueError: ...); ..." -> "ValueError: ..."
-      const std::string& m = p->message;
-      const auto open = m.find("rejects an empty batch (");
-      const auto from = open == std::string::npos ? open : open + 24;
-      const auto close = from == std::string::npos ? from : m.find("); ", from);
+      // What the first rank that rejected it raised: "ValueError: ..." (its message's first line).
+      std::string error;
+      for (const auto& line : p->lines) {
+        if (!line.error) continue;
+        error = line.error->type + ": " + line.error->message.substr(0, line.error->message.find('\n'));
+        break;
+      }
       at[metric] = findings.size();
-      findings.push_back({{"metric", metric},
-                          {"finding", "rejects an empty batch"},
-                          {"error", close == std::string::npos ? "" : m.substr(from, close - from)},
-                          {"variants", nlohmann::json::array()}});
+      findings.push_back({metric, "rejects an empty batch", error, {}});
     }
-    findings[at[metric]]["variants"].push_back(result.verdicts[i].variant.id);
+    findings[at[metric]].variants.push_back(result.verdicts[i].variant.id);
   }
   return findings;
 }
 
+nlohmann::json findings_json(const std::vector<MetricFinding>& findings) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& f : findings)
+    out.push_back({{"metric", f.metric}, {"finding", f.finding}, {"error", f.error}, {"variants", f.variants}});
+  return out;
+}
 
 namespace {
 
@@ -95,7 +100,7 @@ harness::ReportModel report_model(const ConformResult& result) {
     model.json_fields["plugins"] = nlohmann::json::array();
     for (const auto* p : result.plugins) model.json_fields["plugins"].push_back(described(*p));
   }
-  model.json_fields["findings"] = metric_findings(result);
+  model.json_fields["findings"] = findings_json(metric_findings(result));
   std::string names, paths;
   for (const auto* p : result.plugins.empty() ? std::vector<const Plugin*>{result.plugin} : result.plugins) {
     const auto labelled = result.labels.find(p);

@@ -39,10 +39,17 @@ struct ConformResult {
 // expected_error and agrees_with_reference.
 std::vector<std::string> matrix_properties(const ConformResult& result);
 
-// Findings about a metric rather than one variant, once per metric: "rejects an empty batch"
-// (the variants that failed accepts_empty_batch; the rest of their scripts ran without it):
-// [{metric, finding, error, variants: [ids]}]. The JSON report's "findings".
-nlohmann::json metric_findings(const ConformResult& result);
+// A finding about a metric rather than one variant, once per metric: "rejects an empty batch"
+// (the variants that failed accepts_empty_batch; the rest of their scripts ran without it).
+struct MetricFinding {
+  std::string metric;
+  std::string finding;             // "rejects an empty batch"
+  std::string error;               // what the first rank that rejected it raised: "ValueError: ..."
+  std::vector<std::string> variants;  // their ids
+};
+std::vector<MetricFinding> metric_findings(const ConformResult& result);
+// As the JSON report's "findings": [{metric, finding, error, variants}].
+nlohmann::json findings_json(const std::vector<MetricFinding>& findings);
 
 // The model of the run's verdicts, titled and headed for the plugin; rows are metrics, cells
 // harness::matrix_cell; its JSON fields: "plugin", "plugins" (several sources), "findings".

@@ -43,6 +43,7 @@ struct ExploreOptions {
   bool allow_python = false;
 };
 
+// Gives `explore` (a command of `app`: commands.cpp) its flags, filling `options`; returns it.
 CLI::App* add_explore_command(CLI::App& app, ExploreOptions& options);
 int run_explore(const ExploreOptions& options, std::ostream& out, std::ostream& err);
 

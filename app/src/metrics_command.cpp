@@ -92,9 +92,7 @@ int run_metrics(const MetricsOptions& o, std::ostream& out, std::ostream& err) {
 }
 
 CLI::App* add_metrics_command(CLI::App& app, MetricsOptions& options) {
-  auto* cmd = app.add_subcommand("metrics",
-                                 "list the metrics scenarios can name, with their parameters' types, defaults and "
-                                 "choices (the reference metrics, or with --plugin a plugin's)");
+  auto* cmd = app.get_subcommand("metrics");  // its description: the command table (commands.cpp)
   cmd->add_flag("--json", options.json,
                 "print a JSON array: name, source, family, description and params (name, type, required, "
                 "default, choices, aliases, description)");

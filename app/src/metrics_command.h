@@ -17,7 +17,7 @@ struct MetricsOptions {
   std::string plugin;  // list this plugin's metrics instead of the reference ones
 };
 
-// Adds `metrics` to `app`, its flags filling `options`; returns the subcommand.
+// Gives `metrics` (a command of `app`: commands.cpp) its flags, filling `options`; returns it.
 CLI::App* add_metrics_command(CLI::App& app, MetricsOptions& options);
 // Prints the metrics (text, or JSON with --json); 2 when the plugin cannot be loaded.
 int run_metrics(const MetricsOptions& options, std::ostream& out, std::ostream& err);

@@ -1,5 +1,7 @@
 #include "python_support.h"
 
+#include "distmetrics/harness/metric_id.h"
+
 #include "explore_command.h"
 
 #include <algorithm>
@@ -80,7 +82,7 @@ void register_conform_source() {
     auto& plugin = presented[python.spec];
     if (!plugin) {
       plugin = std::make_unique<Plugin>();
-      plugin->path = pyhost::kPythonQualifier + python.spec;
+      plugin->path = distmetrics::harness::MetricSource::python(python.spec).text();
       plugin->name = python.module;
       plugin->version = python.version;
       plugin->build.text = "Python module " + python.spec;
@@ -107,7 +109,7 @@ void register_conform_source() {
     return *plugin;
   };
   source.check = [](const Plugin& plugin, const std::string& metric, const nlohmann::json& params) {
-    const std::string spec = plugin.path.substr(std::string(pyhost::kPythonQualifier).size());
+    const std::string spec = distmetrics::harness::MetricSource::parse(plugin.path).location;
     const auto checked = nlohmann::json::parse(pyhost::check_python_metric(pyhost::load_python_source(spec), metric, params));
     return checked.value("conventions", nlohmann::json::object());
   };
@@ -136,3 +138,6 @@ void register_python_support() {
 }
 
 }  // namespace distmetrics::app
+
+// The module's entry point, called by the command that loads it (entry.cpp).
+extern "C" void distmetrics_register_python_support() { distmetrics::app::register_python_support(); }

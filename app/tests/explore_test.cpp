@@ -6,8 +6,11 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <sstream>
+#include <tuple>
 
 #include "distmetrics/harness/explore.h"
+#include "distmetrics/harness/explorer.h"
 #include "distmetrics/harness/scenario_files.h"
 
 namespace ex = distmetrics::harness::explore;
@@ -126,21 +129,45 @@ TEST(ExploreShrink, CandidatesAreSmallerDeterministicAndStartWithFewerRanks) {
   }
 }
 
+namespace {
+
+// A verdict with these properties (name, outcome, consequence_of) and rank end states.
+distmetrics::harness::Verdict verdict(distmetrics::harness::Outcome outcome,
+                                      const std::vector<std::tuple<std::string, distmetrics::harness::Outcome, std::string>>& properties,
+                                      const std::vector<std::string>& states) {
+  distmetrics::harness::Verdict v;
+  v.outcome = outcome;
+  for (const auto& [name, result, consequence_of] : properties) {
+    distmetrics::harness::PropertyResult p;
+    p.name = name;
+    p.outcome = result;
+    p.consequence_of = consequence_of;
+    v.properties.push_back(p);
+  }
+  for (std::size_t r = 0; r < states.size(); ++r) {
+    distmetrics::harness::RankReport rank;
+    rank.rank = static_cast<int>(r);
+    rank.state = states[r];
+    v.ranks.push_back(rank);
+  }
+  return v;
+}
+
+}  // namespace
+
 TEST(ExploreSignature, ReadsOutcomeFirstHandPropertiesAndRankStates) {
-  const json pass = {{"outcome", "pass"}, {"properties", json::array()}, {"ranks", json::array()}};
-  EXPECT_FALSE(ex::failure_signature(pass));
-  const json hang = {
-      {"outcome", "hang"},
-      {"properties",
-       {{{"name", "no_hang"}, {"outcome", "fail"}, {"consequence_of", nullptr}, {"expected_failure", false}},
-        {{"name", "ranks_agree"}, {"outcome", "fail"}, {"consequence_of", "no_hang"}, {"expected_failure", false}}}},
-      {"ranks", {{{"rank", 0}, {"state", "stuck"}}, {{"rank", 1}, {"state", "raised"}}, {{"rank", 2}, {"state", "stuck"}}}}};
+  using distmetrics::harness::Outcome;
+  EXPECT_FALSE(ex::failure_signature(verdict(Outcome::Pass, {}, {})));
+  const auto hang = verdict(Outcome::Hang, {{"no_hang", Outcome::Fail, ""}, {"ranks_agree", Outcome::Fail, "no_hang"}},
+                            {"stuck", "raised", "stuck"});
   const auto sig = ex::failure_signature(hang);
   ASSERT_TRUE(sig);
   EXPECT_EQ(sig->text(), "hang [no_hang] ranks: raised, stuck");
   // Fewer ranks, the same pattern: the same failure.
-  json smaller = hang;
-  smaller["ranks"] = {{{"rank", 0}, {"state", "raised"}}, {{"rank", 1}, {"state", "stuck"}}};
+  auto smaller = hang;
+  smaller.ranks.pop_back();
+  smaller.ranks[0].state = "raised";
+  smaller.ranks[1].state = "stuck";
   EXPECT_TRUE(*ex::failure_signature(smaller) == *sig);
 }
 
@@ -203,25 +230,20 @@ TEST(ExploreSpace, TheDataSpreadStaysResolvableAgainstItsMagnitude) {
 // same failure as equal_to_single's (a maximum reduced with SUM, seen through 'reset, update,
 // compute'); where equal_to_single held, update_after_compute keeps its own name.
 TEST(ExploreSignature, AComparisonWithTheSingleProcessWhereEqualToSingleJudgedNothingIsEqualToSingle) {
-  const json through_reset = {
-      {"outcome", "fail"},
-      {"properties",
-       {{{"name", "equal_to_single"}, {"outcome", "skip"}, {"consequence_of", nullptr}},
-        {{"name", "reset_replay"}, {"outcome", "fail"}, {"consequence_of", nullptr}},
-        {{"name", "ranks_agree"}, {"outcome", "pass"}, {"consequence_of", nullptr}}}},
-      {"ranks", {{{"state", "finished"}}, {{"state", "finished"}}}}};
-  const json fresh = {
-      {"outcome", "fail"},
-      {"properties",
-       {{{"name", "equal_to_single"}, {"outcome", "fail"}, {"consequence_of", nullptr}},
-        {{"name", "update_after_compute"}, {"outcome", "fail"}, {"consequence_of", "equal_to_single"}}}},
-      {"ranks", {{{"state", "finished"}}, {{"state", "finished"}}}}};
+  using distmetrics::harness::Outcome;
+  const auto through_reset = verdict(Outcome::Fail,
+                                     {{"equal_to_single", Outcome::Skip, ""}, {"reset_replay", Outcome::Fail, ""},
+                                      {"ranks_agree", Outcome::Pass, ""}},
+                                     {"finished", "finished"});
+  const auto fresh = verdict(Outcome::Fail,
+                             {{"equal_to_single", Outcome::Fail, ""}, {"update_after_compute", Outcome::Fail, "equal_to_single"}},
+                             {"finished", "finished"});
   ASSERT_TRUE(ex::failure_signature(through_reset));
   EXPECT_EQ(ex::failure_signature(through_reset)->text(), "fail [equal_to_single]");
   EXPECT_TRUE(*ex::failure_signature(through_reset) == *ex::failure_signature(fresh));
-  json later = fresh;  // equal_to_single held: a later compute's own failure
-  later["properties"][0]["outcome"] = "pass";
-  later["properties"][1]["consequence_of"] = nullptr;
+  auto later = fresh;  // equal_to_single held: a later compute's own failure
+  later.properties[0].outcome = Outcome::Pass;
+  later.properties[1].consequence_of.clear();
   EXPECT_EQ(ex::failure_signature(later)->text(), "fail [update_after_compute]");
 }
 
@@ -318,4 +340,54 @@ TEST(ExploreSpace, LargeCasesBoundBatchInvariantsBatchesAndTheFileCarriesTheSize
   }
   EXPECT_GE(large, 3);
   EXPECT_GE(small, 3);
+}
+
+// A metric's parameters decide what data it takes (Precision's task: binary, multiclass or
+// multilabel): with the task given, the base is made of the generator that fits it; drawn, every
+// task is searched, each case on data of its task. The generator table and the metric's parameter
+// descriptors decide, not names in explore.
+TEST(ExploreSpace, EveryTaskOfAMetricIsSearchedOnDataThatFitsIt) {
+  std::ostringstream diagnostics;
+  for (const char* task : {"binary", "multiclass", "multilabel"}) {
+    json params = {{"task", task}};
+    if (std::string(task) != "binary") params["num_classes"] = 4;
+    const Scenario base = ex::choose_base("Precision", params, "", diagnostics);
+    EXPECT_EQ(base.data.generator, task) << task;
+    ex::Space space;
+    space.world_sizes = {1, 2};
+    space.vary_metric_params = false;  // given: kept
+    space.generator_for = ex::generator_chooser(base);
+    int loaded = 0;
+    for (std::uint64_t i = 0; i < 40; ++i) {
+      const auto c = ex::generate_case(base, space, 11, i);
+      const auto s = ex::load_case(ex::scenario_to_toml(c.scenario, {}, false), "case");
+      if (!s) continue;
+      ++loaded;
+      EXPECT_EQ(s->data.generator, task);
+      EXPECT_EQ(s->metric_params.at("task"), task);
+    }
+    EXPECT_GE(loaded, 20) << task;  // most draws are valid scenarios (as for a metric of one task)
+  }
+  // Drawn: from the library's multiclass scenario (segmentation data), every task, each on data the
+  // metric takes for it: the base's where they fit, else the generator of that task.
+  const Scenario base =
+      ex::choose_base("Precision", json::object(), std::string(DISTMETRICS_SCENARIO_ROOT) + "/core/precision_macro.toml",
+                      diagnostics);
+  ex::Space space;
+  space.world_sizes = {1, 2};
+  space.generator_for = ex::generator_chooser(base);
+  std::set<std::string> tasks;
+  int loaded = 0;
+  for (std::uint64_t i = 0; i < 120; ++i) {
+    const auto c = ex::generate_case(base, space, 5, i);
+    const auto s = ex::load_case(ex::scenario_to_toml(c.scenario, {}, false), "case");
+    if (!s) continue;
+    ++loaded;
+    const std::string task = s->metric_params.at("task");
+    tasks.insert(task);
+    if (task == "multiclass") EXPECT_EQ(s->data.generator, base.data.generator);
+    else EXPECT_EQ(s->data.generator, task) << ex::scenario_to_toml(*s, {}, false);
+  }
+  EXPECT_EQ(tasks, (std::set<std::string>{"binary", "multiclass", "multilabel"}));
+  EXPECT_GE(loaded, 60);
 }

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "distmetrics/runtime/backends.h"
+#include "distmetrics/harness/metric_id.h"
 #include "distmetrics/harness/compare.h"
 #include "distmetrics/harness/data.h"
 #include "distmetrics/metrics/value.h"
@@ -96,6 +97,63 @@ TEST(Data, ShapesAndDtypesFollowTheBatchConventions) {
 
   auto scores = dh::generate_data(spec("scores", {{"ties", true}}, 40));
   EXPECT_LT(std::get<0>(at::_unique(scores.input)).numel(), 40);  // ties on a coarse grid
+}
+
+TEST(Data, FairnessGroupsAndTheirRates) {
+  auto d = dh::generate_data(spec("fairness", {{"groups", 2}, {"positive_rate", 0.1}, {"group_shift", 0.8},
+                                               {"group_weights", {3, 1}}}, 400, "float64"));
+  EXPECT_EQ(d.input.sizes(), (std::vector<std::int64_t>{400}));
+  EXPECT_TRUE(d.input.gt(0).all().item<bool>() && d.input.lt(1).all().item<bool>());
+  ASSERT_EQ(d.target.sizes(), (std::vector<std::int64_t>{400, 2}));
+  auto label = d.target.select(1, 0), group = d.target.select(1, 1);
+  EXPECT_TRUE(group.ge(0).all().item<bool>() && group.lt(2).all().item<bool>());
+  const double share1 = group.eq(1).to(at::kDouble).mean().item<double>();  // weights 3:1
+  EXPECT_GT(share1, 0.15);
+  EXPECT_LT(share1, 0.35);
+  // Group 0's positive rate 0.1, group 1's 0.9.
+  EXPECT_LT(label.masked_select(group.eq(0)).to(at::kDouble).mean().item<double>(), 0.25);
+  EXPECT_GT(label.masked_select(group.eq(1)).to(at::kDouble).mean().item<double>(), 0.75);
+  auto labels = dh::generate_data(spec("fairness", {{"output", "labels"}}, 20));
+  EXPECT_EQ(labels.input.scalar_type(), at::kLong);
+  EXPECT_THROW(dh::resolve_generator_params("fairness", {{"groups", 2}, {"group_weights", {1, 2, 3}}}), std::exception);
+}
+
+TEST(Data, RetrievalQueriesFollowTheirLayout) {
+  // interleaved: document i belongs to query i mod Q, so every query spans every contiguous shard.
+  auto inter = dh::generate_data(spec("retrieval", {{"queries", 3}, {"empty_queries", 1}}, 30, "float64"));
+  EXPECT_EQ(inter.input.sizes(), (std::vector<std::int64_t>{30}));
+  EXPECT_EQ(inter.input.scalar_type(), at::kDouble);
+  ASSERT_EQ(inter.target.sizes(), (std::vector<std::int64_t>{30, 2}));
+  EXPECT_EQ(inter.target.scalar_type(), at::kLong);
+  auto rel = inter.target.select(1, 0), query = inter.target.select(1, 1);
+  for (std::int64_t i = 0; i < 30; ++i) EXPECT_EQ(query[i].item<std::int64_t>(), i % 3);
+  EXPECT_TRUE(rel.ge(0).all().item<bool>() && rel.le(1).all().item<bool>());
+  EXPECT_EQ(rel.masked_select(query.eq(0)).sum().item<std::int64_t>(), 0);  // empty_queries = 1: query 0 has none
+  EXPECT_GT(rel.masked_select(query.ne(0)).sum().item<std::int64_t>(), 0);
+  // blocks: `block` consecutive documents a query.
+  auto blocks = dh::generate_data(spec("retrieval", {{"layout", "blocks"}, {"block", 4}}, 10));
+  auto bq = blocks.target.select(1, 1);
+  for (std::int64_t i = 0; i < 10; ++i) EXPECT_EQ(bq[i].item<std::int64_t>(), i / 4);
+  // random: ids in [0, Q); graded relevance in [0, max_relevance] and some above 1.
+  auto graded = dh::generate_data(
+      spec("retrieval", {{"layout", "random"}, {"queries", 5}, {"relevance", "graded"}, {"max_relevance", 4},
+                         {"positive_rate", 0.8}}, 200));
+  auto gq = graded.target.select(1, 1), gr = graded.target.select(1, 0);
+  EXPECT_TRUE(gq.ge(0).all().item<bool>() && gq.lt(5).all().item<bool>());
+  EXPECT_EQ(std::get<0>(at::_unique(gq)).numel(), 5);
+  EXPECT_TRUE(gr.ge(0).all().item<bool>() && gr.le(4).all().item<bool>());
+  EXPECT_TRUE(gr.gt(1).any().item<bool>());
+  // Relevant documents score higher on average (separation 1 a grade).
+  auto s = inter.input;
+  EXPECT_GT(s.masked_select(rel.eq(1)).mean().item<double>(), s.masked_select(rel.eq(0)).mean().item<double>());
+  auto probs = dh::generate_data(spec("retrieval", {{"output", "probabilities"}}, 30, "float64"));
+  EXPECT_TRUE(probs.input.gt(0).all().item<bool>() && probs.input.lt(1).all().item<bool>());
+  EXPECT_TRUE(at::equal(probs.target, dh::generate_data(spec("retrieval", json::object(), 30, "float64")).target));
+  // A row made alone is the same row as in the whole data.
+  const auto lazy = dh::generate_lazy_data(spec("retrieval", {{"queries", 3}, {"empty_queries", 1}}, 30, "float64"));
+  const auto some = lazy.rows({7, 2, 29});
+  EXPECT_TRUE(at::equal(some.target, inter.target.index_select(0, at::tensor(std::vector<std::int64_t>{7, 2, 29}))));
+  EXPECT_TRUE(at::equal(some.input, inter.input.index_select(0, at::tensor(std::vector<std::int64_t>{7, 2, 29}))));
 }
 
 TEST(Data, SameBytesEveryTimeWhateverTheTorchSeed) {
@@ -443,4 +501,28 @@ TEST(EngineCompare, NestedDictsAndListsAreComparedLeafByLeafNamingThePath) {
   const auto leaf = distmetrics::metrics::Value::from_json(text.at("counts").at("summary"));
   EXPECT_EQ(leaf.uncomparable_type(), "str");
   EXPECT_EQ(leaf.to_json(), text.at("counts").at("summary"));
+}
+
+// A metric's identity, spelt and read by one type: the name ends at the first '@' (a plugin's
+// path may hold one), "python:" marks a Python source.
+TEST(MetricIds, QualifiedNamesSplitAtTheFirstAtAndNameTheirSource) {
+  const auto plugin = dh::MetricId::parse("MeanAbsoluteError@/a/b@c/libx.so");
+  EXPECT_EQ(plugin.name, "MeanAbsoluteError");
+  EXPECT_EQ(plugin.source.kind, dh::MetricSource::Kind::Plugin);
+  EXPECT_EQ(plugin.source.location, "/a/b@c/libx.so");
+  EXPECT_EQ(plugin.qualified(), "MeanAbsoluteError@/a/b@c/libx.so");
+  EXPECT_EQ(plugin.source.option(), "--plugin /a/b@c/libx.so");
+  const auto python = dh::MetricId::parse("Precision@python:/abs/my metrics.py");
+  EXPECT_EQ(python.name, "Precision");
+  EXPECT_TRUE(python.source.is_python());
+  EXPECT_EQ(python.source.location, "/abs/my metrics.py");
+  EXPECT_EQ(python.source.text(), "python:/abs/my metrics.py");
+  EXPECT_EQ(python.source.option(), "--python '/abs/my metrics.py'");
+  EXPECT_EQ(python.qualified(), "Precision@python:/abs/my metrics.py");
+  for (const char* registered : {"MeanAbsoluteError", "@/libx.so", "Average@"}) {
+    const auto id = dh::MetricId::parse(registered);
+    EXPECT_EQ(id.name, registered);
+    EXPECT_EQ(id.source.kind, dh::MetricSource::Kind::Registered);
+    EXPECT_EQ(id.qualified(), registered);
+  }
 }

@@ -6,6 +6,7 @@
 #include <regex>
 #include <sstream>
 
+#include "distmetrics/harness/internal/blame.h"
 #include "distmetrics/harness/check.h"
 #include "distmetrics/harness/input_dtype.h"
 #include "distmetrics/harness/report.h"
@@ -123,13 +124,28 @@ TEST(Checks, NoSyncFailsEqualToSingleWithTheValuesAndTheCommand) {
   EXPECT_NE(p.message.find("rank 0: 0.4"), std::string::npos) << p.message;
   EXPECT_NE(p.message.find("rank 1: 0.6"), std::string::npos) << p.message;
   EXPECT_NE(p.message.find("difference 0.1"), std::string::npos) << p.message;
-  EXPECT_NE(p.message.find("backend gloo, world size 2, shard uneven, placement cpu, seed 7"), std::string::npos);
-  EXPECT_NE(p.message.find("distmetrics run scenarios/core/crafted.toml --filter 'core/crafted:gloo-ws2-uneven-cpu'"),
+  // The variant and the command that reproduces it: in the full message (the JSON report's), not
+  // in what the views show (they say them once).
+  EXPECT_NE(p.full_message().find("backend gloo, world size 2, shard uneven, placement cpu, seed 7"), std::string::npos);
+  EXPECT_NE(p.full_message().find("distmetrics run scenarios/core/crafted.toml --filter 'core/crafted:gloo-ws2-uneven-cpu'"),
             std::string::npos);
+  EXPECT_EQ(p.message.find("reproduce: "), std::string::npos) << p.message;
+  EXPECT_EQ(p.full_message(), p.message + p.variant_lines);
   ASSERT_TRUE(p.difference);
   EXPECT_NEAR(*p.difference, 0.1, 1e-12);
-  EXPECT_EQ(p.single, json(0.5));
-  EXPECT_EQ(p.ranks, json({0.4, 0.6}));
+  ASSERT_TRUE(p.single && p.single->value);
+  EXPECT_EQ(*p.single->value, json(0.5));
+  ASSERT_EQ(p.values.size(), 2u);
+  EXPECT_EQ(*p.values[0]->value, json(0.4));
+  EXPECT_EQ(*p.values[1]->value, json(0.6));
+  // Each rank's line, typed as the message shows it.
+  ASSERT_EQ(p.lines.size(), 2u);
+  EXPECT_EQ(p.lines[1].rank, 1);
+  EXPECT_TRUE(p.lines[1].differs);
+  ASSERT_TRUE(p.lines[1].difference);
+  EXPECT_NEAR(*p.lines[1].difference, 0.1, 1e-12);
+  EXPECT_NE(p.message.find("  rank 1: " + p.lines[1].text + "\n"), std::string::npos) << p.message;
+  EXPECT_EQ(p.tolerance, "rtol 1e-06, atol 1e-09; integer tensors exact");
   // The replay after reset is judged against the single process, which no rank gives either.
   EXPECT_EQ(failing(f.check()),
             (std::vector<std::string>{"equal_to_single", "ranks_agree", "update_after_compute", "reset_replay"}));
@@ -282,8 +298,8 @@ dh::Verdict verdict(dh::Outcome outcome, const std::string& scenario_name, const
     p.name = "equal_to_single";
     p.outcome = dh::Outcome::Fail;
     p.message = "equal_to_single failed at compute 1 <&>\n  single process: 0.5";
-    p.single = 0.5;
-    p.ranks = {0.4, 0.6};
+    p.single = dh::ComputeResult{json(0.5), "", ""};
+    p.values = {dh::ComputeResult{json(0.4), "", ""}, dh::ComputeResult{json(0.6), "", ""}};
     p.difference = 0.1;
     v.properties.push_back(p);
   }
@@ -446,8 +462,7 @@ TEST(Reports, TheTimelineMarksTheStepWhereTheBlamedRanksBrokeThePattern) {
     rank.blocked_in = 2;
     extra.ranks.push_back(rank);
   }
-  extra.deviation = {{"script_step", 4}, {"compute", 2}, {"seq", 2}, {"op", "barrier #2"},
-                     {"more", {3}}, {"fewer", {0, 1, 2}}, {"blamed", {3}}};
+  extra.deviation = dh::Deviation{4, 2, 2, "barrier #2", {3}, {0, 1, 2}, {3}};
   // A cached compute 2 on ranks 0 and 2: they passed it without its all_reduce #1, which rank 1
   // issued; their #1 is compute 3's.
   dh::Verdict cached = verdict(dh::Outcome::Hang, "core/c", "uneven");
@@ -460,13 +475,12 @@ TEST(Reports, TheTimelineMarksTheStepWhereTheBlamedRanksBrokeThePattern) {
     if (r == 1) rank.blocked_in = 2;
     cached.ranks.push_back(rank);
   }
-  cached.deviation = {{"script_step", 4}, {"compute", 2}, {"seq", 1}, {"op", "all_reduce(sum) #1 (float64 [4])"},
-                      {"more", {1}}, {"fewer", {0, 2}}, {"blamed", {0, 2}}};
+  cached.deviation = dh::Deviation{4, 2, 1, "all_reduce(sum) #1 (float64 [4])", {1}, {0, 2}, {0, 2}};
   // The same on an even split: neither side blamed, both marked where they part.
   dh::Verdict even = extra;
   even.variant.id = dh::variant_id("core/d", "gloo", 4, "uneven", "cpu");
   even.variant.scenario = "core/d";
-  even.deviation["blamed"] = nlohmann::json::array();
+  even.deviation->blamed.clear();
   const auto model = dh::report_model({extra, cached, even}, "2024-05-01T12:00:00Z", 3.0);
   ASSERT_EQ(model.not_passed().size(), 3u);
   // cell(variant, seq, rank)
@@ -503,6 +517,35 @@ TEST(Reports, TheTimelineMarksTheStepWhereTheBlamedRanksBrokeThePattern) {
                       "issued barrier #2 there, which ranks 0, 1, 2 never issued; neither side is blamed (dashed: where they part).</p>"),
             std::string::npos)
       << html;
+}
+
+// The timeline's "same collective" is the runtime's (runtime::same_collective): the ranks of an
+// all_gather contribute different shapes by design, so an uneven gather is not where they
+// diverged; the first collective one rank issued and another did not is.
+TEST(Reports, TheTimelineDoesNotMarkAnUnevenGatherAsTheDivergence) {
+  dh::Verdict v = verdict(dh::Outcome::Hang, "core/b", "uneven");
+  for (int r = 0; r < 2; ++r) {
+    dh::RankReport rank;
+    rank.rank = r;
+    rank.state = r == 0 ? "timed_out" : "finished";
+    rank.trace.push_back({0, "all_reduce(sum)", "float64", {2}, 2, "compute"});
+    rank.trace.push_back({1, "all_gather", "float64", {r == 0 ? 7 : 3}, 2, "compute"});  // 7 rows against 3
+    if (r == 0) {
+      rank.trace.push_back({2, "barrier", "", {}, 2, "compute"});
+      rank.blocked_in = 2;
+    }
+    v.ranks.push_back(rank);
+  }
+  const auto model = dh::report_model({v}, "2024-05-01T12:00:00Z", 1.0);
+  ASSERT_EQ(model.not_passed().size(), 1u);
+  const auto& timeline = model.not_passed()[0]->timeline;
+  ASSERT_TRUE(timeline);
+  EXPECT_EQ(timeline->divergence, std::optional<std::uint64_t>(2));  // the barrier rank 1 never issued
+  // Gathers of other dtypes are different collectives, as the runtime says.
+  dh::Verdict dtypes = v;
+  dtypes.ranks[1].trace[1].dtype = "int64";
+  const auto other = dh::report_model({dtypes}, "2024-05-01T12:00:00Z", 1.0);
+  EXPECT_EQ(other.not_passed()[0]->timeline->divergence, std::optional<std::uint64_t>(1));
 }
 
 TEST(Reports, JsonFollowsTheContract) {
@@ -720,7 +763,8 @@ TEST(RootCause, AChangedStateDigestIsAnInPlaceSyncAndLeadsTheLaterFailures) {
   EXPECT_EQ(v.reason.rfind("root cause: compute() changes the local state", 0), 0u) << v.reason;
   EXPECT_EQ(v.properties.front().name, "idempotent");
   EXPECT_EQ(v.property("update_after_compute")->consequence_of, "idempotent");
-  EXPECT_EQ(v.root_cause.at("consequences"), json({"update_after_compute"}));
+  ASSERT_TRUE(v.root_cause);
+  EXPECT_EQ(v.root_cause->consequences, std::vector<std::string>{"update_after_compute"});
 }
 
 TEST(RootCause, BatchSizesThatDifferWithinFloat32RoundingAreRoundingNotPerBatchStatistics) {
@@ -776,7 +820,7 @@ dh::RankObservation with_error(int rank, const std::string& type, const std::str
 }  // namespace
 
 TEST(AbandonedWait, ARaiseBeforeAPeersTimeoutIsTheCause) {
-  const auto blame = dh::find_abandoned_wait({with_error(0, "Error", "Operation timed out!", 1001.5),
+  const auto blame = distmetrics::harness::judging::find_abandoned_wait({with_error(0, "Error", "Operation timed out!", 1001.5),
                                               with_error(1, "NotComputableError", "no samples on this rank", 1000.0)});
   ASSERT_TRUE(blame);
   EXPECT_EQ(blame->blamed, 1);
@@ -790,15 +834,15 @@ TEST(AbandonedWait, ARaiseBeforeAPeersTimeoutIsTheCause) {
 TEST(AbandonedWait, ARaiseAfterTheTimeoutIsAConsequenceAndARankThatLeftIsBlamed) {
   dh::RankObservation finished;
   finished.rank = 2;
-  const auto blame = dh::find_abandoned_wait({with_error(0, "Error", "Operation timed out!", 1000.0),
+  const auto blame = distmetrics::harness::judging::find_abandoned_wait({with_error(0, "Error", "Operation timed out!", 1000.0),
                                               with_error(1, "SyncError", "peer gone", 1000.2), finished});
   ASSERT_TRUE(blame);
   EXPECT_EQ(blame->blamed, 2);
   // Every rank's wait timing out together is a stalled backend, no one rank to blame.
-  EXPECT_FALSE(dh::find_abandoned_wait({with_error(0, "Error", "Operation timed out!", 1000.0),
+  EXPECT_FALSE(distmetrics::harness::judging::find_abandoned_wait({with_error(0, "Error", "Operation timed out!", 1000.0),
                                         with_error(1, "Error", "Operation timed out!", 1000.1)}));
   // No timeout, no abandoned wait.
-  EXPECT_FALSE(dh::find_abandoned_wait({with_error(0, "InputError", "bad input", 1000.0), finished}));
+  EXPECT_FALSE(distmetrics::harness::judging::find_abandoned_wait({with_error(0, "InputError", "bad input", 1000.0), finished}));
 }
 
 // --- Empty batches, NaN after them, float32 cancellation, float32 golden values ---------------

@@ -171,7 +171,7 @@ TEST(LazyData, LargeGeneratedDataAreLazyAndSmallOnesWhole) {
 namespace {
 
 // The values generator's uniform draw, written out from the splitmix64 finalizer as
-// docs/scenarios.md describes it (independent of harness/src/engine/counter_rng.h).
+// docs/scenarios.md describes it (independent of harness/src/data/counter_rng.h).
 std::uint64_t mix(std::uint64_t z) {
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;

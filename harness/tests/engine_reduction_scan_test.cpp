@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "distmetrics/harness/engine.h"
+#include "distmetrics/harness/session.h"
 #include "distmetrics/harness/metric_catalog.h"
 #include "distmetrics/harness/scenario_files.h"
 #include "distmetrics/metrics/internal/faults.h"

@@ -11,6 +11,7 @@
 #include "distmetrics/fixtures/scenario_test.h"
 #include "distmetrics/runtime/backends.h"
 #include "distmetrics/harness/engine.h"
+#include "distmetrics/harness/session.h"
 #include "distmetrics/harness/scenario_python.h"
 #include "engine_broken_metrics.h"
 
@@ -97,13 +98,13 @@ TEST(EngineRun, AConsistentlyWrongMetricIsCaughtByAgreesWithReferenceAlone) {
     const auto* ref = v.property("agrees_with_reference");
     ASSERT_NE(ref, nullptr);
     // 41 samples: the metric gives sum / 40 where the reference gives sum / 41.
-    ASSERT_TRUE(ref->single.is_number()) << explain(v);
+    ASSERT_TRUE(ref->single && ref->single->value && ref->single->value->is_number()) << explain(v);
     EXPECT_NE(ref->message.find("reference statistics:fmean: "), std::string::npos) << ref->message;
     EXPECT_NE(ref->message.find("rank 0, compute 3"), std::string::npos) << ref->message;
     EXPECT_EQ(v.variant.reproduce().rfind("distmetrics run --allow-python ", 0), 0u) << v.variant.reproduce();
   }
   const double mean = data.input.to(at::kDouble).mean().item<double>();
-  EXPECT_NEAR(verdicts[0].property("agrees_with_reference")->single.get<double>(), mean * 41 / 40, 1e-9);
+  EXPECT_NEAR(verdicts[0].property("agrees_with_reference")->single->value->get<double>(), mean * 41 / 40, 1e-9);
 }
 
 TEST(EngineRun, NoSyncIsCaughtByEqualToSingle) {
@@ -115,9 +116,9 @@ TEST(EngineRun, NoSyncIsCaughtByEqualToSingle) {
       << explain(v);
   // The verdict leads with the root cause; the other failures are listed as its consequences.
   EXPECT_EQ(v.reason, "root cause: no sync: the ranks return different values, each from its own shard") << v.reason;
-  ASSERT_TRUE(v.root_cause.is_object());
-  EXPECT_EQ(v.root_cause.at("property"), "equal_to_single");
-  EXPECT_EQ(v.root_cause.at("consequences"), nlohmann::json({"ranks_agree", "update_after_compute", "reset_replay"}));
+  ASSERT_TRUE(v.root_cause);
+  EXPECT_EQ(v.root_cause->property, "equal_to_single");
+  EXPECT_EQ(v.root_cause->consequences, (std::vector<std::string>{"ranks_agree", "update_after_compute", "reset_replay"}));
   EXPECT_EQ(v.properties.at(1).name, "equal_to_single");  // after no_hang, the cause first
   EXPECT_EQ(v.property("ranks_agree")->consequence_of, "equal_to_single");
   const auto* p = v.property("equal_to_single");
@@ -125,14 +126,14 @@ TEST(EngineRun, NoSyncIsCaughtByEqualToSingle) {
   EXPECT_NE(p->message.find("equal_to_single failed at compute 1 of 4"), std::string::npos) << p->message;
   EXPECT_NE(p->message.find("single process: "), std::string::npos);
   // Every rank's shard, the first clue to an uneven-shard bug.
-  EXPECT_NE(p->message.find("shards: rank 0 "), std::string::npos) << p->message;
+  EXPECT_NE(p->full_message().find("shards: rank 0 "), std::string::npos) << p->full_message();
   ASSERT_EQ(v.shards.size(), 2u);
-  EXPECT_EQ(v.shards[0].at("samples").get<int>() + v.shards[1].at("samples").get<int>(), 37);
+  EXPECT_EQ(v.shards[0].samples + v.shards[1].samples, 37);
   EXPECT_NE(p->message.find("rank 1: "), std::string::npos);
-  EXPECT_NE(p->message.find("reproduce: distmetrics run " + kDir + "/no_sync.toml --filter 'broken/no_sync:gloo-ws2-uneven-cpu'"),
+  EXPECT_NE(p->full_message().find("reproduce: distmetrics run " + kDir + "/no_sync.toml --filter 'broken/no_sync:gloo-ws2-uneven-cpu'"),
             std::string::npos)
       << p->message;
-  EXPECT_EQ(p->ranks.size(), 2u);
+  EXPECT_EQ(p->values.size(), 2u);
   ASSERT_TRUE(p->difference);
   EXPECT_GT(*p->difference, 1e-6);
 }
@@ -221,9 +222,9 @@ TEST(EngineRun, ARankThatSkipsAComputesCollectivesIsNamedByCompute) {
                              "of compute 2 (script step 3)"),
             std::string::npos)
       << v.diagnosis;
-  ASSERT_TRUE(v.deviation.is_object());
-  EXPECT_EQ(v.deviation.at("script_step"), 3);
-  EXPECT_EQ(v.deviation.at("blamed"), nlohmann::json::array({1}));
+  ASSERT_TRUE(v.deviation);
+  EXPECT_EQ(v.deviation->script_step, 3);
+  EXPECT_EQ(v.deviation->blamed, (std::vector<int>{1}));
   // The hang is reported as seen: rank 1 left, long before the deadline.
   EXPECT_EQ(v.property("no_hang")->message.rfind("no_hang failed: rank 1 left the collective rank 0 waits in (detected after ", 0), 0u)
       << v.property("no_hang")->message;
@@ -306,7 +307,8 @@ TEST(EngineRun, ARejectedEmptyBatchDoesNotHideAMissingSync) {
     ASSERT_NE(empty, nullptr);
     EXPECT_EQ(empty->outcome, dh::Outcome::Fail);
     EXPECT_EQ(empty->consequence_of, "") << explain(v);
-    EXPECT_EQ(v.root_cause.at("consequences"), nlohmann::json({"ranks_agree", "update_after_compute", "reset_replay"}))
+    ASSERT_TRUE(v.root_cause) << explain(v);
+    EXPECT_EQ(v.root_cause->consequences, (std::vector<std::string>{"ranks_agree", "update_after_compute", "reset_replay"}))
         << explain(v);
   }
 }
@@ -322,7 +324,8 @@ TEST(EngineRun, ANanRightAfterAnEmptyBatchIsBlamedOnTheEmptyBatch) {
   ASSERT_EQ(v.outcome, dh::Outcome::Fail) << explain(v);
   EXPECT_EQ(failed(v), (std::vector<std::string>{"update_after_compute"})) << explain(v);
   EXPECT_EQ(v.reason.rfind("root cause: an empty batch makes the result NaN", 0), 0u) << explain(v);
-  EXPECT_NE(v.root_cause.at("evidence").get<std::string>().find("the first compute after 'update empty ranks=0' (script step 4"),
+  ASSERT_TRUE(v.root_cause) << explain(v);
+  EXPECT_NE(v.root_cause->evidence.find("the first compute after 'update empty ranks=0' (script step 4"),
             std::string::npos)
       << explain(v);
 }
@@ -414,7 +417,8 @@ TEST(EngineRun, AStateThatSaveStateLeavesOutIsCaughtByStateRoundtrip) {
   // instance finds no samples, while the original gives the single-process value.
   const auto* single = v.property("equal_to_single");
   ASSERT_TRUE(single && single->outcome == dh::Outcome::Pass) << explain(v);
-  const std::string original = "(the original: " + dh::ComputeResult{p.single, "", ""}.text() + ")";
+  ASSERT_TRUE(p.single);
+  const std::string original = "(the original: " + p.single->text() + ")";
   for (const char* rank : {"rank 0: raised NotComputableError", "rank 1: raised NotComputableError"})
     EXPECT_NE(p.message.find(rank), std::string::npos) << p.message;
   EXPECT_NE(p.message.find(original), std::string::npos) << original << "\n" << p.message;
@@ -457,7 +461,8 @@ TEST(EngineRun, InputDtypesAreAVariantAxisWithTheDtypesTolerance) {
     EXPECT_EQ(v.variant.id, "broken/input_dtypes:gloo-ws1-even-cpu-" + dtypes[i]);
     EXPECT_EQ(v.variant.dtype, dtypes[i]);
     EXPECT_EQ(v.outcome, dh::Outcome::Pass) << explain(v);
-    EXPECT_DOUBLE_EQ(v.tolerance.at("rtol").get<double>(), rtols[i]) << v.variant.id;
+    ASSERT_TRUE(v.tolerance) << v.variant.id;
+    EXPECT_DOUBLE_EQ(v.tolerance->rtol, rtols[i]) << v.variant.id;
   }
 }
 
@@ -474,13 +479,14 @@ TEST(EngineRun, CountsKeptInTheInputsDtypeAreCaughtInFloat16AndBfloat16) {
   EXPECT_EQ(property(f16, "equal_to_single").outcome, dh::Outcome::Pass) << explain(f16);
   const auto& later = property(f16, "update_after_compute");
   ASSERT_EQ(later.outcome, dh::Outcome::Fail) << explain(f16);
-  const double single = later.single.get<double>();
-  const double rank0 = later.ranks.at(0).get<double>();
+  const double single = later.single->value->get<double>();
+  const double rank0 = later.values.at(0)->value->get<double>();
   EXPECT_NEAR(rank0 / single, 3000.0 / 2048.0, 1e-9) << later.message;
   // bfloat16: counts stop at 256, before compute 1's 1500 samples.
   EXPECT_EQ(property(bf16, "equal_to_single").outcome, dh::Outcome::Fail) << explain(bf16);
   const auto& first = property(bf16, "equal_to_single");
-  EXPECT_NEAR(first.ranks.at(0).get<double>() / first.single.get<double>(), 1500.0 / 256.0, 1e-9) << first.message;
+  EXPECT_NEAR(first.values.at(0)->value->get<double>() / first.single->value->get<double>(), 1500.0 / 256.0, 1e-9)
+      << first.message;
 }
 
 TEST(EngineRun, ComputeEveryJudgesTheValueAfterEveryRoundOfBatches) {
@@ -488,8 +494,8 @@ TEST(EngineRun, ComputeEveryJudgesTheValueAfterEveryRoundOfBatches) {
   EXPECT_EQ(v.outcome, dh::Outcome::Pass) << explain(v);
   // Shards of 6 and 4 batches; after 'update 1', 'update rest' has 5 rounds (rank 1 runs out
   // after 3): computes 1 to 5, then the plain compute 6.
-  ASSERT_EQ(v.shards.at(0).at("batches").get<int>(), 6) << explain(v);
-  ASSERT_EQ(v.shards.at(1).at("batches").get<int>(), 4) << explain(v);
+  ASSERT_EQ(v.shards.at(0).batches, 6) << explain(v);
+  ASSERT_EQ(v.shards.at(1).batches, 4) << explain(v);
   EXPECT_EQ(property(v, "equal_to_single").message.rfind("equal_to_single held at compute 1 on all 2", 0), 0u)
       << explain(v);
   EXPECT_EQ(property(v, "update_after_compute").message.rfind("update_after_compute held at compute 2, 3, 4, 5 on all 2", 0), 0u)

@@ -229,3 +229,44 @@ TEST(Scenario, BadFilesGiveEveryErrorWithLineAndField) {
   }
   EXPECT_GE(files, 15);
 }
+
+// A built-in generator whose samples Python makes (`text`): in a process without the Python
+// hooks (this test binary), the error names the field and says what is missing; per-sample
+// weights are refused by name before any Python runs.
+TEST(Scenario, AStructuredGeneratorSaysWhatItNeeds) {
+  const std::string text = R"(
+description = "text data"
+
+[metric]
+name = "MeanSquaredError"
+
+[data]
+generator = "text"
+seed = 1
+num_samples = 8
+batch_size = 4
+)";
+  const auto r = dh::load_scenario_text(text, "scenarios/core/text.toml", "core/text");
+  ASSERT_FALSE(r.scenario);
+  ASSERT_EQ(r.diagnostics.size(), 1u);
+  EXPECT_EQ(r.diagnostics[0].field, "data.generator");
+  EXPECT_NE(r.diagnostics[0].message.find("distmetrics.text_data:make"), std::string::npos) << r.diagnostics[0].message;
+  EXPECT_NE(r.diagnostics[0].message.find("made in Python"), std::string::npos) << r.diagnostics[0].message;
+
+  std::string weighted = text;
+  weighted.replace(weighted.find("batch_size = 4"), 14, "batch_size = 4\nparams = { weights = \"uniform\" }");
+  const auto w = dh::load_scenario_text(weighted, "scenarios/core/text.toml", "core/text");
+  ASSERT_FALSE(w.scenario);
+  ASSERT_EQ(w.diagnostics.size(), 1u);
+  EXPECT_EQ(w.diagnostics[0].field, "data.params.weights");
+
+  // The detection generator's samples are made in Python as well, by its own maker.
+  std::string detection = text;
+  detection.replace(detection.find("generator = \"text\""), 18, "generator = \"detection\"");
+  const auto d = dh::load_scenario_text(detection, "scenarios/core/detection.toml", "core/detection");
+  ASSERT_FALSE(d.scenario);
+  ASSERT_EQ(d.diagnostics.size(), 1u);
+  EXPECT_EQ(d.diagnostics[0].field, "data.generator");
+  EXPECT_NE(d.diagnostics[0].message.find("distmetrics.detection_data:make"), std::string::npos)
+      << d.diagnostics[0].message;
+}

@@ -167,6 +167,40 @@ TEST(TablesTest, DocsListExactlyTheShardPoliciesPlacementsAndBackends) {
   EXPECT_EQ(doc_table_names("scenarios.md", "backend"), table_names(runtime::backends()));
 }
 
+// The data generator table: each descriptor complete, and docs/scenarios.md's table row by row
+// what the descriptors say (generator_docs_row), in table order.
+TEST(TablesTest, DocsShowEveryDataGeneratorAsItsDescriptorSaysIt) {
+  EXPECT_EQ(generator_table_problems(data_generators()), std::vector<std::string>{});
+  std::vector<std::string> rows, expected;
+  std::istringstream in(read_doc("scenarios.md"));
+  bool inside = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("| generator |", 0) == 0) inside = true;
+    else if (inside && line.rfind("| `", 0) == 0) rows.push_back(line);
+    else if (inside && line.rfind("|", 0) != 0) break;
+  }
+  for (const auto& g : data_generators()) expected.push_back(generator_docs_row(g));
+  EXPECT_EQ(rows, expected) << "docs/scenarios.md's generator table should read:\n" << [&] {
+    std::string all;
+    for (const auto& row : expected) all += row + "\n";
+    return all;
+  }();
+}
+
+// A descriptor that lacks what validation, explore or the docs need is named.
+TEST(TablesTest, AGeneratorDescriptorLackingAFieldIsAProblem) {
+  std::vector<DataGenerator> table = {data_generators().front(), data_generators().front()};
+  table[1].make = nullptr;
+  table[1].class_count = "num_colours";
+  table[1].produces.clear();
+  const auto problems = generator_table_problems(table);
+  const std::vector<std::string> expected = {
+      "generator 'binary': its name is used twice", "generator 'binary': produces nothing (no InputDecl)",
+      "generator 'binary': makes tensors without a make function",
+      "generator 'binary': class_count 'num_colours' is not an int parameter of it"};
+  EXPECT_EQ(problems, expected);
+}
+
 TEST(TablesTest, EveryPropertyIsCompleteAndHasItsOwnColumn) {
   EXPECT_EQ(property_table_problems(property_table()), std::vector<std::string>{});
   for (const auto& p : property_table()) EXPECT_EQ(find_property(p.name), &p);

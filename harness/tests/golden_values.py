@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Golden values for scenario files, from an independent source.
 
-Re-implements distmetrics' data generators (harness/src/engine/data.cpp: a counter-based
+Re-implements distmetrics' data generators (harness/src/data/generators/: a counter-based
 splitmix64 generator, Box-Muller normals) in plain Python, regenerates a scenario's data, and
 computes the metric on all of it with scikit-learn / numpy. This checks the C++ pipeline end to
 end: the generator's bytes and the metric's value.

@@ -227,7 +227,9 @@ ParamSpec num_classes_param() {
   return param("num_classes", "int", 0, "number of classes (multiclass) or labels (multilabel), >= 2; unused for binary");
 }
 ParamSpec threshold_param() {
-  return param("threshold", "float", 0.5, "binary/multilabel scores count as positive when score >= threshold");
+  ParamSpec p = param("threshold", "float", 0.5, "binary/multilabel scores count as positive when score >= threshold");
+  p.draws = {0.0, 0.25, 0.5, 0.75, 1.0};  // explore: the ends, and between
+  return p;
 }
 ParamSpec average_param() {
   return param("average", "string", "macro",
@@ -253,14 +255,14 @@ void register_classification(MetricRegistry& registry) {
   registry.add({"Accuracy", "classification",
                 std::string("fraction of samples classified correctly (multilabel: all labels right); ") + kBatchDoc,
                 {task_param(), num_classes_param(), threshold_param(),
-                 param("top_k", "int", 1, "multiclass scores: correct when the target is among the k best")},
+                 drawn(param("top_k", "int", 1, "multiclass scores: correct when the target is among the k best"), {1, 2, 3})},
                 [](const nlohmann::json& p) {
                   return std::make_unique<Accuracy>(options_of("Accuracy", p), p.at("top_k").get<std::int64_t>());
                 }});
   registry.add({"TopKCategoricalAccuracy", "classification",
                 "multiclass: fraction of samples whose target is among the k best scores; input scores [N,C,*], "
                 "target labels [N,*] in [0,C)",
-                {param("k", "int", 5, "how many of the best-scoring classes count as correct"),
+                {drawn(param("k", "int", 5, "how many of the best-scoring classes count as correct"), {1, 2, 3}),
                  param("num_classes", "int", nullptr, "number of classes C (columns of input), >= k")},
                 [](const nlohmann::json& p) {
                   return std::make_unique<TopKCategoricalAccuracy>(p.at("k").get<std::int64_t>(),

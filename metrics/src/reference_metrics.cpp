@@ -15,6 +15,11 @@ ParamSpec param(std::string name, std::string type, nlohmann::json default_value
   return spec;
 }
 
+ParamSpec drawn(ParamSpec spec, std::vector<nlohmann::json> draws) {
+  spec.draws = std::move(draws);
+  return spec;
+}
+
 ParamSpec sum_dtype_param() {
   return param("sum_dtype", "string", "float64", "dtype of the floating-point sums (counts are always int64)",
                {"float64", "float32"});

@@ -27,6 +27,8 @@ void register_composite(MetricRegistry& registry);
 // Shorthand for ParamSpecs.
 ParamSpec param(std::string name, std::string type, nlohmann::json default_value, std::string description,
                 std::vector<std::string> choices = {});
+// `spec` with the values explore draws for it (runtime::ParamDecl::draws).
+ParamSpec drawn(ParamSpec spec, std::vector<nlohmann::json> draws);
 // The `sum_dtype` parameter of metrics with floating-point sums, and its value.
 ParamSpec sum_dtype_param();
 at::ScalarType sum_dtype_of(const std::string& metric, const nlohmann::json& params);

@@ -7,7 +7,7 @@ global value with torcheval.metrics.toolkit.sync_and_compute(metric, recipient_r
 """
 
 from distmetrics.errors import Unsupported
-from distmetrics.peers import NoCounterpart, Peer, param_in, register_table, require, task
+from distmetrics.peers import NoCounterpart, NotRunnable, Own, Peer, channel_statistics, param_in, register_own, register_table, require, retrieval_update, task
 
 M = "torcheval.metrics:"
 
@@ -75,6 +75,143 @@ NO_COUNTERPART = [
 ]
 
 MAPPED = register_table(TABLE, "torcheval")
+
+# Classes with no reference counterpart, each checked against its own single-process run on
+# generated scenarios (python/distmetrics/peers.py `Own`, peers/scenarios.py); merge_state too.
+BIN, MC, ML = "binary_probabilities", "multiclass_logits", "multilabel_probabilities"
+NC, NL = dict(num_classes=4), dict(num_labels=3)
+# Max and Min take torch.max/min of the whole batch (max.py:52, min.py:52 of 0.0.7), AUC checks
+# for at least one element (auc.py:55), BinaryNormalizedEntropy checks the input's range with
+# max() (binary_normalized_entropy.py:145): a batch of no rows raises, by design; not fed.
+REJECTS_EMPTY = {"empty_batch": "rejected"}
+OWN = [
+    Own(M + "Sum", "values"),
+    Own(M + "Max", "values", conventions=REJECTS_EMPTY),
+    Own(M + "Min", "values", conventions=REJECTS_EMPTY),
+    Own(M + "Cat", "values"),
+    Own(M + "AUC", "regression", conventions=REJECTS_EMPTY),
+    Own(M + "MulticlassAUPRC", MC, NC, inputs="long_target"),
+    Own(M + "MultilabelAUPRC", ML, NL, inputs="long_target"),
+    Own(M + "MulticlassAUROC", MC, NC, inputs="long_target"),
+    Own(M + "BinaryNormalizedEntropy", BIN, inputs="float_labels", conventions=REJECTS_EMPTY),
+    Own(M + "BinaryBinnedAUPRC", BIN, dict(threshold=5), inputs="long_target"),
+    Own(M + "MulticlassBinnedAUPRC", MC, dict(num_classes=4, threshold=5), inputs="long_target"),
+    Own(M + "MultilabelBinnedAUPRC", ML, dict(num_labels=3, threshold=5), inputs="long_target"),
+    Own(M + "BinaryBinnedAUROC", BIN, dict(threshold=5), inputs="long_target"),
+    Own(M + "MulticlassBinnedAUROC", MC, dict(num_classes=4, threshold=5), inputs="long_target"),
+    Own(M + "BinaryBinnedPrecisionRecallCurve", BIN, dict(threshold=5), inputs="long_target"),
+    Own(M + "MulticlassBinnedPrecisionRecallCurve", MC, dict(num_classes=4, threshold=5), inputs="long_target"),
+    Own(M + "MultilabelBinnedPrecisionRecallCurve", ML, dict(num_labels=3, threshold=5), inputs="long_target"),
+    Own(M + "BinaryConfusionMatrix", BIN, inputs="long_target"),
+    Own(M + "BinaryPrecisionRecallCurve", BIN, inputs="long_target"),
+    Own(M + "MulticlassPrecisionRecallCurve", MC, NC, inputs="long_target"),
+    Own(M + "MultilabelPrecisionRecallCurve", ML, NL, inputs="long_target"),
+    Own(M + "BinaryRecallAtFixedPrecision", BIN, dict(min_precision=0.5), inputs="long_target"),
+    Own(M + "MultilabelRecallAtFixedPrecision", ML, dict(num_labels=3, min_precision=0.5), inputs="long_target"),
+    Own(M + "TopKMultilabelAccuracy", ML, dict(k=2), inputs="long_target"),
+    Own(M + "HitRate", MC, dict(k=2), inputs="long_target"),
+    Own(M + "ReciprocalRank", MC, dict(k=2), inputs="long_target"),
+    Own(M + "WeightedCalibration", BIN, inputs="float_labels"),
+    Own(M + "ClickThroughRate", "binary_labels", note="update(clicks): the 0/1 labels as clicks"),
+    Own(M + "PeakSignalNoiseRatio", "images", dict(data_range=1.0)),
+    # Windows over each rank's last updates (and lifetime values beside them).
+    Own(M + "WindowedMeanSquaredError", "regression", dict(max_num_updates=3)),
+    Own(M + "WindowedBinaryAUROC", BIN, dict(max_num_samples=10), inputs="long_target"),
+    Own(M + "WindowedClickThroughRate", "binary_labels", dict(max_num_updates=3)),
+    Own(M + "WindowedBinaryNormalizedEntropy", BIN, dict(max_num_updates=3), inputs="float_labels",
+        conventions=REJECTS_EMPTY),
+    Own(M + "WindowedWeightedCalibration", BIN, dict(max_num_updates=3), inputs="float_labels"),
+]
+# Retrieval: 5 queries interleaved across the sample order (every query spans every rank), query 0
+# with no relevant document; update(input, target, indexes) from the target's two columns.
+OWN += [
+    Own(M + "RetrievalPrecision", "retrieval", dict(k=3, num_queries=5, avg="macro"), update=retrieval_update,
+        note="k=3 per query, macro over the 5 queries"),
+]
+# Text: hypothesis and reference strings (the `text` generator, structured samples).
+OWN += [Own(M + name, "text") for name in ("WordErrorRate", "WordInformationLost", "WordInformationPreserved")]
+# functional/text/bleu.py:108 (0.0.7): a batch with fewer than n_gram words raises ValueError.
+OWN += [Own(M + "BLEUScore", "text_multi", dict(n_gram=4), inputs="text_references",
+            conventions=REJECTS_EMPTY)]
+
+
+def _timed_update(metric, input, target, weight):
+    """Throughput.update(num_processed, elapsed_time_sec): the batch's sample count, and the seconds
+    since this metric's previous update (or since it was first updated: a time reading)."""
+    import time
+
+    if weight is not None:
+        raise Unsupported("Throughput.update takes no per-sample weight: weighted variants are skipped")
+    now = time.perf_counter()
+    last = getattr(metric, "_distmetrics_last_update", None)
+    metric._distmetrics_last_update = now
+    metric.update(len(input), max(now - last, 1e-6) if last is not None else 1e-6)
+
+
+# Items per second (a time reading): no other run gives its value, so the ranks are checked to agree
+# on it and nothing to hang, nothing else.
+OWN += [Own(M + "Throughput", "values", update=_timed_update, only=("ranks_agree",),
+            note="update(batch size, seconds since the previous update); a time reading: ranks_agree and no_hang only")]
+
+
+def _one_token_sequences(metric, input, target, weight):
+    """Perplexity.update(input [B, S, V], target [B, S]): each sample a sequence of one token, its 4
+    class logits over a vocabulary of 4 and its class the next token (the ignore index among them)."""
+    if weight is not None:
+        raise Unsupported("Perplexity.update takes no per-sample weight: weighted variants are skipped")
+    metric.update(input.unsqueeze(1), target.long().unsqueeze(1))
+
+
+# functional/text/perplexity.py:153 (0.0.7): torch.max of the batch's targets, which no rows cannot give.
+OWN += [Own(M + "Perplexity", MC, dict(ignore_index=0), update=_one_token_sequences, conventions=REJECTS_EMPTY,
+            note="one-token sequences over a vocabulary of 4 (the class logits); class 0 ignored")]
+
+
+
+def _fid_real_and_fake(metric, input, target, weight):
+    """FrechetInceptionDistance.update(images, is_real): the target images as the real ones, the
+    predictions as the fake."""
+    if weight is not None:
+        raise Unsupported("FrechetInceptionDistance.update takes no per-sample weight: weighted variants are skipped")
+    metric.update(target, is_real=True)
+    metric.update(input, is_real=False)
+
+
+# FID with the small fixed feature extractor (channel means and stds, 6: distmetrics.peers.
+# channel_statistics), never the downloaded InceptionV3; it asks for torchvision even so
+# (image/fid.py:80, :28-31), pinned in ci/requirements-torch2.txt.
+OWN += [Own("torcheval.metrics.image.fid:FrechetInceptionDistance", "images",
+            build=lambda cls, kw: cls(model=channel_statistics(), feature_dim=6, **kw), update=_fid_real_and_fake,
+            # Its sums and covariance sums are float32 (image/fid.py:95-102): the value here (about 2e-4,
+            # a difference of traces about 1e3 times larger) moves by 3e-5 of itself with the order
+            # of the additions, measured. rtol 1e-4 covers that rounding.
+            tolerance=dict(rtol=1e-4, atol=1e-9),
+            note="features: channel means and stds (6); targets real, predictions fake; rtol 1e-4 (float32 sums)")]
+
+
+
+def _frame_statistics():
+    """FrechetAudioDistance's model here: a waveform of 64 samples as 8 frames of 8 (the preproc),
+    each frame's mean and standard deviation its embedding (2), never downloaded VGGish weights."""
+    import torch
+
+    class FrameStatistics(torch.nn.Module):
+        def forward(self, frames):
+            return torch.stack([frames.mean(dim=1), frames.std(dim=1)], dim=1)
+
+    return FrameStatistics()
+
+
+OWN += [Own("torcheval.metrics.audio.fad:FrechetAudioDistance", "waveforms",
+            build=lambda cls, kw: cls(preproc=lambda w: w.reshape(8, 8), model=_frame_statistics(), embedding_dim=2, **kw),
+            # Its partial sums are float32 (audio/fad.py:61-65): the value here (about 2e-3) moves by
+            # 1.3e-5 of itself with the order of the additions (measured), as FID's; rtol 1e-4.
+            tolerance=dict(rtol=1e-4, atol=1e-9),
+            note="model: 8 frames of 8 samples, each frame's mean and std (2); preds against targets; rtol 1e-4 (float32 sums)")]
+
+# Classes that cannot run here, and why (docs/peers.md's coverage lists them).
+NOT_RUNNABLE = []
+OWNED = register_own(OWN, "torcheval", since="0.0.7")  # triaged on 0.0.7: older releases run none
 # The release the report names (its source's version): peers/expected.py picks the expected
 # findings by it and by the torch version.
 __version__ = require("torcheval", __file__).__version__

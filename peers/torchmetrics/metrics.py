@@ -4,7 +4,9 @@
     distmetrics conform --python peers/torchmetrics/metrics.py scenarios
 """
 
-from distmetrics.peers import NoCounterpart, Peer, param_in, register_table, require, task
+from distmetrics.errors import Unsupported
+from distmetrics.peers import (NoCounterpart, NotRunnable, Own, Peer, channel_statistics, fairness_update, param_in,
+                               register_own, register_table, require, retrieval_update, task)
 
 C = "torchmetrics.classification:"
 # The stat-scores classes (Accuracy, Precision, Recall, F1, FBeta, ExactMatch) reject a batch of
@@ -99,6 +101,532 @@ NO_COUNTERPART = [
 ]
 
 MAPPED = register_table(TABLE, "torchmetrics")
+
+# Classes with no reference counterpart, each checked against its own single-process run on
+# generated scenarios (python/distmetrics/peers.py `Own`, peers/scenarios.py): the data of an
+# existing generator of the class's input shape.
+BIN, MC, ML = "binary_probabilities", "multiclass_logits", "multilabel_probabilities"
+MCP = "multiclass_probabilities"
+REG = "torchmetrics.regression:"
+AGG = "torchmetrics.aggregation:"
+NC, NL = dict(num_classes=4), dict(num_labels=3)
+OWN = []
+# The stat-scores family (Specificity, NPV, StatScores, Hamming, Jaccard's binary and multilabel,
+# multilabel Accuracy, ExactMatch) rejects a batch of no rows, as the mapped classes do.
+for kind in ("Specificity", "NegativePredictiveValue", "StatScores", "HammingDistance"):
+    OWN += [Own(C + "Binary" + kind, BIN, conventions=REJECTS_EMPTY),
+            Own(C + "Multiclass" + kind, MC, NC, conventions=REJECTS_EMPTY),
+            Own(C + "Multilabel" + kind, ML, NL, conventions=REJECTS_EMPTY)]
+OWN += [
+    Own(C + "MultilabelAccuracy", ML, NL, conventions=REJECTS_EMPTY),
+    Own(C + "MulticlassExactMatch", "multiclass_labels", NC, conventions=REJECTS_EMPTY),
+    Own(C + "BinaryJaccardIndex", BIN),
+    Own(C + "MultilabelJaccardIndex", ML, NL),
+    Own(C + "BinaryConfusionMatrix", BIN),
+    Own(C + "MultilabelConfusionMatrix", ML, NL),
+    Own(C + "BinaryCohenKappa", BIN),
+    Own(C + "BinaryMatthewsCorrCoef", BIN),
+    Own(C + "MulticlassMatthewsCorrCoef", MC, NC),
+    Own(C + "MultilabelMatthewsCorrCoef", ML, NL),
+    Own(C + "BinaryCalibrationError", BIN, dict(n_bins=5)),
+    Own(C + "MulticlassCalibrationError", MCP, dict(num_classes=4, n_bins=5)),
+    Own(C + "BinaryHingeLoss", BIN),
+    # hinge.py:161 (1.9.0) reshapes the batch's scores to (-1, C) then takes max of no rows.
+    Own(C + "MulticlassHingeLoss", MC, NC, conventions=REJECTS_EMPTY),
+    Own(C + "MulticlassAUROC", MC, NC),
+    Own(C + "MultilabelAUROC", ML, NL),
+    Own(C + "MulticlassAveragePrecision", MC, NC),
+    Own(C + "MultilabelAveragePrecision", ML, NL),
+    Own(C + "BinaryROC", BIN),
+    Own(C + "MulticlassROC", MC, NC),
+    Own(C + "MultilabelROC", ML, NL),
+    Own(C + "BinaryPrecisionRecallCurve", BIN),
+    Own(C + "MulticlassPrecisionRecallCurve", MC, NC),
+    Own(C + "MultilabelPrecisionRecallCurve", ML, NL),
+    Own(C + "BinaryEER", BIN),
+    Own(C + "MulticlassEER", MC, NC),
+    Own(C + "MultilabelEER", ML, NL),
+    Own(C + "BinaryLogAUC", BIN),
+    Own(C + "MulticlassLogAUC", MC, NC),
+    Own(C + "MultilabelLogAUC", ML, NL),
+    Own(C + "BinaryPrecisionAtFixedRecall", BIN, dict(min_recall=0.5)),
+    Own(C + "MulticlassPrecisionAtFixedRecall", MC, dict(num_classes=4, min_recall=0.5)),
+    Own(C + "MultilabelPrecisionAtFixedRecall", ML, dict(num_labels=3, min_recall=0.5)),
+    Own(C + "BinaryRecallAtFixedPrecision", BIN, dict(min_precision=0.5)),
+    Own(C + "MulticlassRecallAtFixedPrecision", MC, dict(num_classes=4, min_precision=0.5)),
+    Own(C + "MultilabelRecallAtFixedPrecision", ML, dict(num_labels=3, min_precision=0.5)),
+    Own(C + "BinarySensitivityAtSpecificity", BIN, dict(min_specificity=0.5)),
+    Own(C + "MulticlassSensitivityAtSpecificity", MC, dict(num_classes=4, min_specificity=0.5)),
+    Own(C + "MultilabelSensitivityAtSpecificity", ML, dict(num_labels=3, min_specificity=0.5)),
+    Own(C + "BinarySpecificityAtSensitivity", BIN, dict(min_sensitivity=0.5)),
+    Own(C + "MulticlassSpecificityAtSensitivity", MC, dict(num_classes=4, min_sensitivity=0.5)),
+    Own(C + "MultilabelSpecificityAtSensitivity", ML, dict(num_labels=3, min_sensitivity=0.5)),
+    # ranking.py:51 (1.9.0): min() of the batch's scores, which no rows cannot give.
+    Own(C + "MultilabelCoverageError", ML, NL, conventions=REJECTS_EMPTY),
+    Own(C + "MultilabelRankingAveragePrecision", ML, NL),
+    Own(C + "MultilabelRankingLoss", ML, NL),
+    # Regression: every class whose inputs are predictions and targets of one shape.
+    # ConcordanceCorrCoef is PearsonCorrCoef's update (pearson.py:86): the same convention.
+    Own(REG + "ConcordanceCorrCoef", "regression", conventions=PEARSON_CONVENTIONS),
+    Own(REG + "CosineSimilarity", "regression_2d"),
+    Own(REG + "CriticalSuccessIndex", "regression", dict(threshold=0.5)),
+    Own(REG + "ExplainedVariance", "regression"),
+    Own(REG + "KendallRankCorrCoef", "regression"),
+    Own(REG + "LogCoshError", "regression"),
+    Own(REG + "MeanAbsolutePercentageError", "regression_positive"),
+    Own(REG + "MeanSquaredLogError", "regression_positive"),
+    Own(REG + "MinkowskiDistance", "regression", dict(p=3.0)),
+    # nrmse.py:200 (1.9.0): target.min(dim=0) of no rows raises.
+    Own(REG + "NormalizedRootMeanSquaredError", "regression", conventions=REJECTS_EMPTY),
+    Own(REG + "RelativeSquaredError", "regression"),
+    Own(REG + "SpearmanCorrCoef", "regression"),
+    Own(REG + "SymmetricMeanAbsolutePercentageError", "regression_positive"),
+    Own(REG + "TweedieDevianceScore", "regression_positive", dict(power=1.5)),
+    Own(REG + "WeightedMeanAbsolutePercentageError", "regression_positive"),
+    Own(REG + "KLDivergence", "regression_2d", inputs="softmax_rows", note="rows as distributions (their softmax)"),
+    Own(REG + "JensenShannonDivergence", "regression_2d", inputs="softmax_rows", note="rows as distributions (their softmax)"),
+    # Aggregation: values without a target.
+    Own(AGG + "SumMetric", "values"),
+    Own(AGG + "MaxMetric", "values"),
+    Own(AGG + "MinMetric", "values"),
+    Own(AGG + "CatMetric", "values"),
+    # Windows over the last updates: each rank's window holds its own last batches.
+    Own(AGG + "RunningMean", "values", dict(window=3)),
+    Own(AGG + "RunningSum", "values", dict(window=3)),
+]
+CL, NOM = "torchmetrics.clustering:", "torchmetrics.nominal:"
+# Clustering: two label vectors (the predicted labels as the clustering, the target as the truth),
+# or features with labels (the class scores as 4-d points).
+OWN += [Own(CL + name, "multiclass_labels") for name in (
+    "AdjustedMutualInfoScore", "AdjustedRandScore", "FowlkesMallowsIndex", "CompletenessScore", "HomogeneityScore",
+    "VMeasureScore", "MutualInfoScore", "NormalizedMutualInfoScore", "RandScore")]
+OWN += [Own(CL + name, MC, note="the 4 class scores as points, the target as their cluster")
+        for name in ("CalinskiHarabaszScore", "DaviesBouldinScore", "DunnIndex")]
+# Nominal association between two label vectors.
+OWN += [Own(NOM + name, "multiclass_labels", NC) for name in (
+    "CramersV", "PearsonsContingencyCoefficient", "TheilsU", "TschuprowsT")]
+IMG, AUD = "torchmetrics.image:", "torchmetrics.audio:"
+OWN += [
+    # SSIM and UQI split the convolved batch by its row count (functional/image/ssim.py:156,
+    # uqi.py:99 of 1.9.0): split(0) of no rows raises. Declared: not fed.
+    Own(IMG + "StructuralSimilarityIndexMeasure", "images", dict(data_range=1.0, kernel_size=5), conventions=REJECTS_EMPTY),
+    Own(IMG + "UniversalImageQualityIndex", "images", dict(kernel_size=(5, 5), sigma=(1.5, 1.5)),
+        conventions=REJECTS_EMPTY),
+    Own(IMG + "SpectralAngleMapper", "images"),
+    Own(IMG + "TotalVariation", "images", inputs="input_only"),
+    Own(IMG + "ErrorRelativeGlobalDimensionlessSynthesis", "images"),
+    Own(IMG + "RelativeAverageSpectralError", "images", dict(window_size=4)),
+    Own(IMG + "RootMeanSquaredErrorUsingSlidingWindow", "images", dict(window_size=4)),
+    Own(IMG + "SpatialCorrelationCoefficient", "images", dict(window_size=4)),
+    Own(IMG + "PeakSignalNoiseRatioWithBlockedEffect", "images_gray", dict(data_range=1.0, block_size=4)),
+    Own(IMG + "SpectralDistortionIndex", "images"),
+    Own(AUD + "SignalNoiseRatio", "waveforms"),
+    Own(AUD + "ScaleInvariantSignalNoiseRatio", "waveforms"),
+    Own(AUD + "ScaleInvariantSignalDistortionRatio", "waveforms"),
+    Own(AUD + "SignalDistortionRatio", "waveforms", dict(filter_length=16), note="filter_length=16: signals of 64 samples"),
+]
+
+
+def _wrapped(make):
+    """A wrapper class built around a fresh inner metric (the row's kwargs are the wrapper's)."""
+    return lambda cls, kwargs: cls(make(), **kwargs)
+
+
+WR = "torchmetrics.wrappers:"
+OWN += [
+    Own(WR + "MinMaxMetric", BIN, build=_wrapped(lambda: __import__("torchmetrics").classification.BinaryAccuracy()),
+        conventions=REJECTS_EMPTY, note="around BinaryAccuracy"),
+    Own(WR + "ClasswiseWrapper", MC,
+        build=_wrapped(lambda: __import__("torchmetrics").classification.MulticlassAccuracy(num_classes=4, average=None)),
+        conventions=REJECTS_EMPTY, note="around MulticlassAccuracy(average=None)"),
+    Own(WR + "MultioutputWrapper", "regression_2d", dict(num_outputs=3),
+        build=_wrapped(lambda: __import__("torchmetrics").regression.MeanSquaredError()),
+        note="around MeanSquaredError, one per output"),
+]
+# Retrieval: documents of 5 queries interleaved across the sample order (every query spans every
+# rank), query 0 with no relevant document; update(preds, target, indexes) from the target's two
+# columns (retrieval_update). Mean average precision and NDCG also against scikit-learn per query.
+# A convention of 1.9.0 (PR #3104): a document scored <= 0 counts as not retrieved, its relevance
+# dropped, in AP, MRR, precision and recall (functional/retrieval/average_precision.py:55,
+# reciprocal_rank.py:55, precision.py:68, recall.py:62); scikit-learn ranks every document, so
+# RetrievalMAP's reference runs on probabilities (all scores > 0), the others on scores of any sign.
+RET = "torchmetrics.retrieval:"
+REF = "distmetrics.references:"
+# update() rejects a batch of no rows: utilities/checks.py:112 (1.9.0), "must be non-empty".
+R = dict(update=retrieval_update, conventions=REJECTS_EMPTY)
+OWN += [
+    Own(RET + "RetrievalMAP", "retrieval_probabilities", reference=REF + "retrieval_map", tolerance=dict(rtol=1e-6), **R,
+        note="reference: sklearn average_precision_score per query (scores in (0, 1): PR #3104)"),
+    Own(RET + "RetrievalMRR", "retrieval", **R),
+    Own(RET + "RetrievalPrecision", "retrieval", dict(top_k=3), **R),
+    Own(RET + "RetrievalRecall", "retrieval", dict(top_k=3), **R),
+    Own(RET + "RetrievalFallOut", "retrieval", dict(top_k=3), **R),
+    Own(RET + "RetrievalHitRate", "retrieval", dict(top_k=3), **R),
+    Own(RET + "RetrievalNormalizedDCG", "retrieval_graded", reference=REF + "retrieval_ndcg", tolerance=dict(rtol=1e-6), **R,
+        note="graded relevance 0..3; reference: sklearn ndcg_score per query"),
+    Own(RET + "RetrievalRPrecision", "retrieval", **R),
+    Own(RET + "RetrievalAUROC", "retrieval", **R),
+    Own(RET + "RetrievalPrecisionRecallCurve", "retrieval", dict(max_k=4), **R),
+    Own(RET + "RetrievalRecallAtFixedPrecision", "retrieval", dict(min_precision=0.5, max_k=4), **R),
+]
+# Text: hypothesis and reference strings (the `text` generator, structured samples), one reference
+# a sample, or two for the classes that take several.
+TXT = "torchmetrics.text:"
+OWN += [Own(TXT + name, "text") for name in (
+    "CharErrorRate", "WordErrorRate", "MatchErrorRate", "WordInfoLost", "WordInfoPreserved", "EditDistance")]
+OWN += [
+    Own(TXT + "BLEUScore", "text_multi", inputs="text_references"),
+    Own(TXT + "SacreBLEUScore", "text_multi", inputs="text_references", note="tokenize='13a' (its default)"),
+    Own(TXT + "CHRFScore", "text_multi", inputs="text_references"),
+    Own(TXT + "TranslationEditRate", "text_multi", inputs="text_references"),
+    # functional/text/eed.py:355 (1.9.0): `if 0 in (len(preds), len(target[0]))`, meant to return
+    # early on no sentences, indexes target[0] of an empty batch first: IndexError.
+    Own(TXT + "ExtendedEditDistance", "text_multi", inputs="text_references", conventions=REJECTS_EMPTY),
+    Own(TXT + "ROUGEScore", "text_multi", dict(rouge_keys=("rouge1", "rouge2", "rougeL")), inputs="text_references",
+        note="rougeLsum and the stemmer need nltk (and its downloaded data): left out"),
+    Own(TXT + "SQuAD", "text_multi", inputs="squad", note="answers: the references; ids: the place in the batch"),
+]
+# Fairness: binary probabilities of 3 groups (the third rare), update(preds, target, groups) from
+# the target's two columns (fairness_update). An empty batch is rejected:
+# functional/classification/group_fairness.py:38 (1.9.0) takes groups.max() of no rows.
+OWN += [
+    Own(C + "BinaryFairness", "fairness", dict(num_groups=3, task="all"), update=fairness_update,
+        conventions=REJECTS_EMPTY),
+    Own(C + "BinaryGroupStatRates", "fairness", dict(num_groups=3), update=fairness_update, conventions=REJECTS_EMPTY),
+]
+# Segmentation: 8 x 8 masks of 3 classes, the predicted and the true class per pixel, given as
+# index masks (input_format="index"; the class makes them one-hot itself).
+SEG, IX = "torchmetrics.segmentation:", dict(num_classes=3, input_format="index")
+OWN += [
+    Own(SEG + "DiceScore", "segmentation_labels", IX),
+    # functional/segmentation/generalized_dice.py:79 (1.9.0): torch.max(weights, 0) of no rows raises.
+    Own(SEG + "GeneralizedDiceScore", "segmentation_labels", IX, conventions=REJECTS_EMPTY),
+    Own(SEG + "MeanIoU", "segmentation_labels", IX),
+    Own(SEG + "HausdorffDistance", "segmentation_labels", IX),
+]
+
+
+def _seeded(make, seed):
+    """A class that draws random numbers (BootStrapper's resampling) built after torch.manual_seed(seed):
+    every rank and the single process start from the same generator state, but the draws differ
+    with the data each one sees, so the value is compared within the row's declared tolerance."""
+    def build(cls, kwargs):
+        import torch
+
+        torch.manual_seed(seed)
+        return cls(make(), **kwargs)
+    return build
+
+
+def _tm(path, **kwargs):
+    """A fresh torchmetrics metric, "module:Class" under torchmetrics."""
+    import importlib
+
+    module, _, name = path.partition(":")
+    return getattr(importlib.import_module("torchmetrics." + module), name)(**kwargs)
+
+
+def _no_weight(metric, weight):
+    if weight is not None:
+        raise Unsupported(f"{type(metric).__name__}.update takes no per-sample weight: weighted variants are skipped")
+
+
+def _multitask_update(metric, input, target, weight):
+    """MultitaskWrapper.update(task_preds, task_targets): the same predictions and targets for both tasks."""
+    _no_weight(metric, weight)
+    metric.update({"mse": input, "mae": input}, {"mse": target, "mae": target})
+
+
+def _two_raters(metric, input, target, weight):
+    """FleissKappa(mode="counts").update(ratings [N, C]): the predicted and the true label as two
+    raters' votes (each row's counts sum to 2)."""
+    import torch.nn.functional as F
+
+    _no_weight(metric, weight)
+    metric.update(F.one_hot(input.long(), 4) + F.one_hot(target.long(), 4))
+
+
+def _ensemble(metric, input, target, weight):
+    """ContinuousRankedProbabilityScore.update(preds [N, E], target [N]): a row's 3 predictions as an
+    ensemble forecast of its target's first column."""
+    _no_weight(metric, weight)
+    metric.update(input, target[:, 0])
+
+
+def _point_clouds(metric, input, target, weight):
+    """ProcrustesDisparity.update(point_cloud1 [N, M, D], point_cloud2 [N, M, D]): an image's pixels
+    as M = H * W points in D = C dimensions, the prediction's against the target's."""
+    _no_weight(metric, weight)
+    metric.update(input.flatten(2).transpose(1, 2), target.flatten(2).transpose(1, 2))
+
+
+MSE, MAE = (lambda: _tm("regression:MeanSquaredError")), (lambda: _tm("regression:MeanAbsoluteError"))
+OWN += [
+    # Resamples each update's rows (poisson) for each of 20 copies of MeanSquaredError: the mean of
+    # the copies is a random estimate of the MSE (std=False: a spread of 20 draws is no value to
+    # compare). Seed 35 at construction; the draws differ with the data a rank or a batch sees, so
+    # the value is compared within rtol 0.2 (measured spread of the mean over seeds: about 5%).
+    Own(WR + "BootStrapper", "regression", dict(num_bootstraps=20, std=False), build=_seeded(MSE, 35),
+        tolerance=dict(rtol=0.2, atol=1e-6), note="around MeanSquaredError; seed 35, rtol 0.2"),
+    # A window over each rank's last 3 updates (documented), as RunningMean.
+    Own(WR + "Running", "regression", dict(window=3), build=_wrapped(MSE), note="around MeanSquaredError, window 3"),
+    Own(WR + "MultitaskWrapper", "regression", build=lambda cls, kw: cls({"mse": MSE(), "mae": MAE()}, **kw),
+        update=_multitask_update, note="tasks mse and mae (MeanSquaredError, MeanAbsoluteError) on the same data"),
+    Own(WR + "BinaryTargetTransformer", "regression", dict(threshold=0.0), build=_wrapped(MSE),
+        note="around MeanSquaredError: the predictions against the target's sign (t > 0)"),
+    Own(WR + "LambdaInputTransformer", "regression", build=lambda cls, kw: cls(MSE(), transform_pred=_tanh,
+                                                                              transform_target=_tanh),
+        note="around MeanSquaredError, tanh of predictions and targets"),
+    Own(WR + "MetricInputTransformer", "regression", build=_wrapped(MSE),
+        note="the base transformer (identity transforms) around MeanSquaredError"),
+    Own("torchmetrics.metric:CompositionalMetric", "regression",
+        build=lambda cls, kw: cls(_add, MSE(), MAE()), note="MeanSquaredError() + MeanAbsoluteError()"),
+    Own(NOM + "FleissKappa", "multiclass_labels", dict(mode="counts"), update=_two_raters,
+        note="counts: the predicted and the true label as two raters"),
+    Own(REG + "ContinuousRankedProbabilityScore", "regression_2d", update=_ensemble,
+        note="a row's 3 predictions as an ensemble forecast of its target's first column"),
+    Own("torchmetrics.shape:ProcrustesDisparity", "images", update=_point_clouds,
+        note="an image's 256 pixels as points in 3-d (its channels)"),
+    # functional/image/ssim.py:159 (1.9.0): the split of the convolved batch by its row count leaves
+    # no second part for a batch of no rows (IndexError), as SSIM above: declared, not fed.
+    Own(IMG + "MultiScaleStructuralSimilarityIndexMeasure", "images",
+        dict(data_range=1.0, kernel_size=3, sigma=0.5, betas=(0.3, 0.3, 0.4)), conventions=REJECTS_EMPTY,
+        note="3 scales, kernel 3 (sigma 0.5): 16 x 16 images"),
+    Own(IMG + "VisualInformationFidelity", "images_41", note="41 x 41 gray images: its four scales' smallest"),
+]
+
+
+def _tanh(x):
+    import torch
+
+    return torch.tanh(x)
+
+
+def _add(a, b):
+    return a + b
+
+
+
+
+def _one_token_sequences(metric, input, target, weight):
+    """Perplexity.update(preds [B, S, V], target [B, S]): each sample a sequence of one token, its 4
+    class logits over a vocabulary of 4 and its class the next token (the ignore index among them)."""
+    _no_weight(metric, weight)
+    metric.update(input.unsqueeze(1), target.long().unsqueeze(1))
+
+
+# Perplexity of one-token sequences (the multiclass generator's logits as a vocabulary of 4); the
+# tokens of class 0 are padding (ignore_index=0), so a batch may hold no counted token.
+OWN += [Own(TXT + "Perplexity", MC, dict(ignore_index=0), update=_one_token_sequences,
+            note="one-token sequences over a vocabulary of 4 (the class logits); class 0 ignored")]
+
+
+def _real_and_fake(metric, input, target, weight):
+    """FID, KID, MIFID: update(imgs, real): the target images as the real ones, the predictions as the fake."""
+    _no_weight(metric, weight)
+    metric.update(target, real=True)
+    metric.update(input, real=False)
+
+
+def _fake_only(metric, input, target, weight):
+    """InceptionScore.update(imgs): the predicted images."""
+    _no_weight(metric, weight)
+    metric.update(input)
+
+
+def _with_features(cls, kwargs):
+    """A class that takes a feature extractor, built with a small fixed one (channel_statistics)."""
+    return cls(feature=channel_statistics(), **kwargs)
+
+
+def _seeded_with_features(seed):
+    def build(cls, kwargs):
+        import torch
+
+        torch.manual_seed(seed)
+        return _with_features(cls, kwargs)
+    return build
+
+
+# Image distributions: the feature extractor is a fixed module (each image's channel means and
+# standard deviations: distmetrics.peers.channel_statistics), never downloaded weights; images in
+# [0, 1], passed to a custom extractor as given (normalize's uint8 scaling is for the Inception net).
+OWN += [
+    Own("torchmetrics.image.fid:FrechetInceptionDistance", "images", dict(normalize=True), build=_with_features, update=_real_and_fake,
+        note="features: channel means and stds (6); targets real, predictions fake"),
+    Own("torchmetrics.image.mifid:MemorizationInformedFrechetInceptionDistance", "images", dict(normalize=True), build=_with_features,
+        update=_real_and_fake, note="features: channel means and stds (6); targets real, predictions fake"),
+    # splits=1: compute's random permutation (inception.py) cannot change one split's mean; the
+    # std of one split is NaN, so the value is the mean alone.
+    Own("torchmetrics.image.inception:InceptionScore", "images", dict(normalize=True, splits=1), build=_with_features, update=_fake_only,
+        value=lambda m: m.compute()[0], note="features (as logits): channel means and stds; splits=1, the mean"),
+    # compute() draws `subsets` random subsets of subset_size rows (kid.py): seeded at construction
+    # (seed 35), so ranks that compute as often draw alike; compared within the declared tolerance.
+    Own("torchmetrics.image.kid:KernelInceptionDistance", "images", dict(normalize=True, subsets=10, subset_size=4),
+        build=_seeded_with_features(35), update=_real_and_fake, tolerance=dict(rtol=0.5, atol=1e-6),
+        note="features: channel means and stds (6); 10 subsets of 4, seed 35, rtol 0.5"),
+]
+# Detection: per image a dict of predicted boxes, scores and labels and one of true boxes and labels
+# (the `detection` generator, structured samples; a fifth of the images hold no true box). The IoU
+# family takes torchvision's box ops, MeanAveragePrecision pycocotools (its default backend), both
+# pinned in ci/requirements-torch2.txt.
+DET = "torchmetrics.detection:"
+OWN += [Own(DET + name, "detection") for name in (
+    "IntersectionOverUnion", "GeneralizedIntersectionOverUnion", "DistanceIntersectionOverUnion",
+    "CompleteIntersectionOverUnion")]
+OWN += [Own(DET + "MeanAveragePrecision", "detection", dict(iou_type="bbox", backend="pycocotools"),
+            note="bbox, pycocotools; the per-class values too (class_metrics=False: the defaults)")]
+
+
+# Audio beyond waveform pairs, on the `waveforms` rows (64 samples a row), converted in the row:
+# two speakers of 32 samples ([N, 2, 32]; the target's speakers swapped for
+# PermutationInvariantTraining, so that the best permutation is not the identity), or a
+# spectrogram of 4 frequencies x 8 frames as (real, imaginary) pairs ([N, 4, 8, 2]) for the complex
+# SI-SNR.
+def _two_speakers(swap):
+    def update(metric, input, target, weight):
+        _no_weight(metric, weight)
+        target = target.reshape(-1, 2, 32)
+        metric.update(input.reshape(-1, 2, 32), target.flip(1) if swap else target)
+    return update
+
+
+def _complex_spectrogram(metric, input, target, weight):
+    _no_weight(metric, weight)
+    metric.update(input.reshape(-1, 4, 8, 2), target.reshape(-1, 4, 8, 2))
+
+
+def _pit(cls, kwargs):
+    from torchmetrics.functional.audio import scale_invariant_signal_noise_ratio
+
+    return cls(scale_invariant_signal_noise_ratio, **kwargs)
+
+
+OWN += [
+    Own(AUD + "PermutationInvariantTraining", "waveforms", dict(mode="speaker-wise", eval_func="max"), build=_pit,
+        update=_two_speakers(swap=True), note="metric_func: SI-SNR; 2 speakers of 32 samples, the target's swapped"),
+    Own(AUD + "SourceAggregatedSignalDistortionRatio", "waveforms", update=_two_speakers(swap=False),
+        note="2 speakers of 32 samples"),
+    # functional/audio/snr.py:128 (1.9.0): reshape(*shape[:-3], -1) of no rows is ambiguous: an
+    # empty batch raises (declared).
+    Own(AUD + "ComplexScaleInvariantSignalNoiseRatio", "waveforms", update=_complex_spectrogram, conventions=REJECTS_EMPTY,
+        note="each row as 4 frequencies x 8 frames of (real, imaginary) pairs"),
+]
+
+
+# Speech quality and intelligibility on `speech` rows (4800 samples): pystoi for STOI, torchaudio
+# and gammatone for SRMR (fast=True, the gammatone FFT approximation: 0.5 s for 40 signals instead
+# of 5 s), pinned in ci/requirements-torch2.txt.
+def _signals(metric, input, target, weight):
+    _no_weight(metric, weight)
+    metric.update(input.flatten(1), target.flatten(1))
+
+
+def _signals_only(metric, input, target, weight):
+    _no_weight(metric, weight)
+    metric.update(input.flatten(1))
+
+
+OWN += [
+    Own(AUD + "ShortTimeObjectiveIntelligibility", "speech", dict(fs=10000), update=_signals,
+        note="fs 10 kHz, 0.48 s signals (pystoi)"),
+    # functional/audio/srmr.py:276 (1.9.0): torch.stack of no signals: an empty batch raises (declared).
+    Own(AUD + "SpeechReverberationModulationEnergyRatio", "speech", dict(fs=8000, fast=True), update=_signals_only,
+        conventions=REJECTS_EMPTY,
+        note="fs 8 kHz, fast=True; the predictions only (no reference)"),
+]
+
+
+# Video: VMAF (vmaf-torch, its SVM model in the wheel) on `video` rows as [N, 3, 4, 32, 32]: 3 colour
+# channels of 4 frames; its value is one score per frame ([N, 4]).
+def _videos(metric, input, target, weight):
+    _no_weight(metric, weight)
+    metric.update(input.reshape(-1, 3, 4, 32, 32).clamp(0, 1), target.reshape(-1, 3, 4, 32, 32))
+
+
+# functional/video/vmaf.py:129 (1.9.0): torch.cat of no videos' scores: an empty batch raises (declared).
+OWN += [Own("torchmetrics.video.vmaf:VideoMultiMethodAssessmentFusion", "video", update=_videos, conventions=REJECTS_EMPTY,
+            note="videos of 4 frames, 3 x 32 x 32; the prediction clamped to [0, 1]")]
+
+
+# Panoptic segmentation: the `segmentation_labels` masks (8 x 8, 3 classes) as panoptic maps
+# [N, 8, 8, 2] of (category, instance): classes 0 and 1 things, 2 stuff; one instance of each
+# class an image (instance id 0).
+def _panoptic(metric, input, target, weight):
+    import torch
+
+    _no_weight(metric, weight)
+    metric.update(torch.stack([input, torch.zeros_like(input)], dim=-1),
+                  torch.stack([target, torch.zeros_like(target)], dim=-1))
+
+
+OWN += [Own("torchmetrics.detection.panoptic_qualities:" + name, "segmentation_labels", dict(things={0, 1}, stuffs={2}),
+            update=_panoptic, note="things 0, 1; stuff 2; one instance of a class an image")
+        for name in ("PanopticQuality", "ModifiedPanopticQuality")]
+
+
+# Vertices: a `regression_2d` row of 12 values as 4 vertices in 3-d, one frame a row; vertices 0
+# and 1 the mouth.
+def _vertex_frames(metric, input, target, weight):
+    _no_weight(metric, weight)
+    metric.update(input.reshape(-1, 4, 3), target.reshape(-1, 4, 3))
+
+
+# Pansharpening (no reference image): the predicted images, the target's 2 x 2 average as the
+# multispectral image and its channel mean (repeated over the 3 channels: the classes want as many
+# as the predictions') as the panchromatic one.
+def _pansharpening(metric, input, target, weight):
+    import torch.nn.functional as F
+
+    _no_weight(metric, weight)
+    metric.update(input, {"ms": F.avg_pool2d(target, 2),
+                          "pan": target.mean(dim=1, keepdim=True).expand_as(target).contiguous()})
+
+
+OWN += [
+    Own("torchmetrics.multimodal.lve:LipVertexError", "regression_2d", dict(mouth_map=[0, 1]),
+        data=dict(params=dict(dims=12)), update=_vertex_frames, note="4 vertices in 3-d a frame; mouth: vertices 0, 1"),
+    Own(IMG + "SpatialDistortionIndex", "images", update=_pansharpening,
+        note="ms: the target's 2 x 2 average (8 x 8); pan: its channel mean (16 x 16)"),
+    Own(IMG + "QualityWithNoReference", "images", update=_pansharpening,
+        note="ms: the target's 2 x 2 average (8 x 8); pan: its channel mean (16 x 16)"),
+]
+# Classes that cannot run here, and why (docs/peers.md's coverage lists them).
+NOT_RUNNABLE = [
+    NotRunnable("torchmetrics.image.perceptual_path_length:PerceptualPathLength",
+                "no state and no data: update() stores a generator model (image/perceptual_path_length.py:164-167) and "
+                "compute() draws num_samples random latents through it, syncing nothing; its default similarity net is "
+                "LPIPS with downloaded weights"),
+    NotRunnable("torchmetrics.audio.pesq:PerceptualEvaluationSpeechQuality",
+                "needs pesq (audio/pesq.py:106-107), which PyPI has only as a source distribution (pesq 0.0.4, "
+                "a C extension built at install, no wheel): not installed"),
+    NotRunnable("torchmetrics.aggregation:BaseAggregator",
+                "base of SumMetric, MaxMetric, MinMetric, CatMetric and MeanMetric: its update() does nothing "
+                "(aggregation.py:110-111, 'Overwrite in child class'); every subclass has its row"),
+    NotRunnable("torchmetrics.wrappers.abstract:WrapperMetric",
+                "abstract base of the wrappers: update() and compute() are abstract; every concrete wrapper has its row"),
+    NotRunnable("torchmetrics.retrieval.base:RetrievalMetric",
+                "abstract base of the retrieval classes: _metric() is abstract; every concrete subclass has its row"),
+    NotRunnable("torchmetrics.audio.dnsmos:DeepNoiseSuppressionMeanOpinionScore",
+                "downloads its ONNX models at first use (functional/audio/dnsmos.py); onnxruntime and librosa are not installed"),
+    NotRunnable("torchmetrics.audio.nisqa:NonIntrusiveSpeechQualityAssessment",
+                "downloads its weights at first use (functional/audio/nisqa.py:141); librosa is not installed"),
+    NotRunnable("torchmetrics.image.lpip:LearnedPerceptualImagePatchSimilarity",
+                "pretrained LPIPS and torchvision networks, downloaded at first use (functional/image/lpips.py)"),
+    NotRunnable("torchmetrics.image.arniqa:ARNIQA", "pretrained weights downloaded from GitHub (functional/image/arniqa.py:41)"),
+    NotRunnable("torchmetrics.image.dists:DeepImageStructureAndTextureSimilarity",
+                "a pretrained VGG16 (torchvision weights, downloaded at first use) and DISTS weights"),
+    NotRunnable("torchmetrics.multimodal.clip_score:CLIPScore",
+                "a pretrained CLIP model from the Hugging Face hub (transformers, not installed)"),
+    NotRunnable("torchmetrics.multimodal.clip_iqa:CLIPImageQualityAssessment",
+                "a pretrained CLIP model from the Hugging Face hub (transformers, not installed)"),
+    NotRunnable("torchmetrics.text.bert:BERTScore", "a pretrained model from the Hugging Face hub (transformers, not installed)"),
+    NotRunnable("torchmetrics.clustering.cluster_accuracy:ClusterAccuracy",
+                "needs torch_linear_assignment (torchmetrics[clustering]), not installed"),
+    NotRunnable("torchmetrics.text.infolm:InfoLM", "a pretrained masked language model from the Hugging Face hub (transformers, not installed)"),
+]
+
+OWNED = register_own(OWN, "torchmetrics", since="1.9.0")  # triaged on 1.9.0: older releases run none
 # The release the report names (its source's version): peers/expected.py picks the expected
 # findings by it and by the torch version.
 __version__ = require("torchmetrics", __file__).__version__

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "distmetrics/harness/metric_catalog.h"
+#include "distmetrics/harness/metric_id.h"
 #include "distmetrics/runtime/rank_pool.h"
 
 namespace distmetrics::plugin {
@@ -23,16 +24,6 @@ std::map<const Plugin*, std::unique_ptr<metrics::MetricRegistry>>& qualified_reg
 
 }  // namespace
 
-std::string qualified_metric_name(const std::string& metric, const std::string& plugin_path) {
-  return metric + "@" + plugin_path;
-}
-
-std::optional<std::pair<std::string, std::string>> split_qualified_name(const std::string& name) {
-  const auto at = name.find('@');
-  if (at == std::string::npos || at == 0 || at + 1 == name.size()) return std::nullopt;
-  return std::make_pair(name.substr(0, at), name.substr(at + 1));
-}
-
 const metrics::MetricRegistry& qualified_registry(const Plugin& plugin) {
   std::lock_guard<std::mutex> lock(registries_mutex());
   auto& registries = qualified_registries();
@@ -41,7 +32,7 @@ const metrics::MetricRegistry& qualified_registry(const Plugin& plugin) {
   auto registry = std::make_unique<metrics::MetricRegistry>();
   for (const auto& name : plugin.registry.names()) {
     metrics::MetricSpec spec = *plugin.registry.find(name);
-    const std::string qualified = qualified_metric_name(name, plugin.path);
+    const std::string qualified = harness::MetricId{name, harness::MetricSource::parse(plugin.path)}.qualified();
     auto make = spec.make;
     const std::string plugin_name = plugin.name;
     spec.make = [make, name, plugin_name](const nlohmann::json& params) {
@@ -59,23 +50,23 @@ const metrics::MetricRegistry& qualified_registry(const Plugin& plugin) {
 void install_plugin_resolver() {
   static const bool installed = [] {
     harness::MetricCatalog::instance().add_resolver([](const std::string& name) -> const metrics::MetricRegistry* {
-      const auto parts = split_qualified_name(name);
-      // Plugins are named by absolute paths; other qualified names (Python's "python:...") are
-      // for other resolvers.
-      if (!parts || parts->second.empty() || parts->second.front() != '/') return nullptr;
+      const auto id = harness::MetricId::parse(name);
+      // Plugins are named by absolute paths; other sources (Python's) are for other resolvers.
+      if (id.source.kind != harness::MetricSource::Kind::Plugin || id.source.location.front() != '/') return nullptr;
+      const std::string& path = id.source.location;
       // Only code named on the command line is loaded: a scenario file may name a plugin given
       // with --plugin, never make us load one. A rank worker loads what its supervisor (the one
       // process that could connect to it) sends, which the supervisor checked so.
-      const Plugin* loaded = find_loaded_plugin(parts->second);
+      const Plugin* loaded = find_loaded_plugin(path);
       if (!loaded && !runtime::this_process_is_a_rank_worker()) {
-        throw std::runtime_error("metric '" + name + "' names the plugin " + parts->second +
+        throw std::runtime_error("metric '" + name + "' names the plugin " + path +
                                  ", which was not given with --plugin: a scenario cannot make distmetrics load code; "
-                                 "check the plugin with `distmetrics conform --plugin " + parts->second + "`");
+                                 "check the plugin with `distmetrics conform --plugin " + path + "`");
       }
-      const Plugin& plugin = loaded ? *loaded : load_plugin(parts->second);
+      const Plugin& plugin = loaded ? *loaded : load_plugin(path);
       const auto& registry = qualified_registry(plugin);
       if (!registry.find(name))
-        throw std::runtime_error("plugin " + plugin.path + " (" + plugin.name + ") has no metric '" + parts->first + "'");
+        throw std::runtime_error("plugin " + plugin.path + " (" + plugin.name + ") has no metric '" + id.name + "'");
       return &registry;
     });
     return true;

@@ -3,13 +3,16 @@
 // agrees_with_reference. The command itself is the CLI's (app/src/conform_command.cpp).
 #include <algorithm>
 #include <map>
+#include <set>
 #include <ostream>
 #include <sstream>
 
 #include "distmetrics/runtime/text.h"
 #include "distmetrics/plugin/catalog.h"
 #include "distmetrics/plugin/conform.h"
+#include "distmetrics/harness/explore.h"
 #include "distmetrics/harness/input_dtype.h"
+#include "distmetrics/harness/metric_id.h"
 
 namespace distmetrics::plugin {
 namespace {
@@ -75,7 +78,7 @@ PluginScenario adapt_scenario(const harness::Scenario& scenario, const Plugin& p
   out.scenario = scenario;
   out.reference = scenario;
   out.metric = name;
-  out.scenario.metric = qualified_metric_name(name, plugin.path);
+  out.scenario.metric = harness::MetricId{name, harness::MetricSource::parse(plugin.path)}.qualified();
   const auto* spec = plugin.registry.find(name);
   if (!spec) {
     out.cannot_run = "plugin " + plugin.name + " has no metric " + name;
@@ -87,7 +90,9 @@ PluginScenario adapt_scenario(const harness::Scenario& scenario, const Plugin& p
   const auto* reference = metrics::MetricRegistry::reference().find(scenario.metric);
   json params = json::object();
   for (const auto& [key, value] : scenario.metric_params.items()) {
-    const bool declared = std::any_of(spec->params.begin(), spec->params.end(), [&](const auto& p) { return p.name == key; });
+    // A plain reference for the lambda: clang before 16 cannot capture a structured binding.
+    const std::string& wanted = key;
+    const bool declared = std::any_of(spec->params.begin(), spec->params.end(), [&](const auto& p) { return p.name == wanted; });
     if (declared) {
       params[key] = value;
       continue;
@@ -117,16 +122,15 @@ std::optional<ConformSource>& python_source() {
 }
 }  // namespace
 
-bool is_python(const Plugin& plugin) { return plugin.path.rfind("python:", 0) == 0; }
+bool is_python(const Plugin& plugin) { return harness::MetricSource::parse(plugin.path).is_python(); }
 
 void register_python_conform_source(ConformSource source) { python_source() = std::move(source); }
 const ConformSource* python_conform_source() { return python_source() ? &*python_source() : nullptr; }
 
 std::string conform_reproduce_command(const Plugin& plugin, const std::string& metric, const harness::Variant& variant,
                                       std::optional<double> deadline, std::optional<double> rank_memory_gib) {
-  const std::string source = is_python(plugin) ? "--python " + shell_quote(plugin.path.substr(7))
-                                               : "--plugin " + shell_quote(plugin.path);
-  std::string command = "distmetrics conform " + source + " --metric " + shell_quote(metric) +
+  std::string command = "distmetrics conform " + harness::MetricSource::parse(plugin.path).option() + " --metric " +
+                        shell_quote(metric) +
                         " " + shell_quote(variant.file) + " --filter " + shell_quote(variant.id, true);
   if (deadline) command += " --deadline " + number_text(*deadline);
   if (rank_memory_gib) command += " --rank-memory " + number_text(*rank_memory_gib);
@@ -134,11 +138,14 @@ std::string conform_reproduce_command(const Plugin& plugin, const std::string& m
 }
 
 
-ConformChecks::ConformChecks(const std::vector<PluginScenario>& scenarios, std::optional<double> deadline_seconds)
-    : deadline_seconds_(deadline_seconds), remote_(deadline_seconds) {
+ConformChecks::ConformChecks(const std::vector<PluginScenario>& scenarios, std::optional<double> deadline_seconds,
+                             ConformJudging judging)
+    : deadline_seconds_(deadline_seconds), judging_(judging), remote_(deadline_seconds) {
   // By scenario and qualified metric: each source runs the same scenario under its own name.
-  for (const auto& ps : scenarios) by_name_[{ps.scenario.name, ps.scenario.metric}] = &ps;
+  for (const auto& ps : scenarios) track(ps);
 }
+
+void ConformChecks::track(const PluginScenario& ps) { by_name_[{ps.scenario.name, ps.scenario.metric}] = &ps; }
 
 void ConformChecks::warm_up() { remote_.warm_up(); }
 
@@ -150,24 +157,46 @@ harness::EngineOptions ConformChecks::engine_options() {
     return remote_.build(scenario, variant);
   };
   options.extra_checks.push_back([this](const harness::CheckContext& ctx, const harness::Dataset&,
-                                        const harness::ShardPlan&, const runtime::Deadline& until) {
-    const auto& reference = by_name_.at({ctx.scenario.name, ctx.scenario.metric})->reference;
-    if (ctx.scenario.reference) {  // the scenario's own [reference] judges agrees_with_reference
-      harness::PropertyResult p;
-      p.name = kAgreesWithReference;
-      p.outcome = Outcome::Skip;
-      return p;
-    }
-    if (!metrics::MetricRegistry::reference().find(reference.metric)) {
-      harness::PropertyResult p;
-      p.name = kAgreesWithReference;
-      p.outcome = Outcome::Skip;
-      p.message = "agrees_with_reference skipped: distmetrics has no reference implementation of " + reference.metric;
-      return p;
-    }
-    return check_agrees_with_reference(ctx, reference, remote_, until);
+                                        const harness::ShardPlan& shards, const runtime::Deadline& until) {
+    return agrees_with_reference(ctx, shards, until);
   });
   return options;
+}
+
+harness::PropertyResult ConformChecks::agrees_with_reference(const harness::CheckContext& ctx,
+                                                             const harness::ShardPlan& shards,
+                                                             const runtime::Deadline& until) {
+  const auto& reference = by_name_.at({ctx.scenario.name, ctx.scenario.metric})->reference;
+  harness::PropertyResult p;
+  p.name = kAgreesWithReference;
+  p.outcome = Outcome::Skip;
+  if (ctx.scenario.reference) return p;  // the scenario's own [reference] judges agrees_with_reference
+  std::set<int> without_data;
+  if (!judging_.computes_without_data) {
+    without_data = harness::explore::computes_without_data(ctx.plan, shards);
+    if (without_data.size() == ctx.plan.computes.size()) {
+      p.message = "agrees_with_reference skipped: no rank had a sample at any compute (what compute() returns then "
+                  "is the source's declared no-data convention, which conform judges)";
+      return p;
+    }
+  }
+  if (!metrics::MetricRegistry::reference().find(reference.metric)) {
+    p.message = "agrees_with_reference skipped: distmetrics has no reference implementation of " + reference.metric;
+    return p;
+  }
+  if (without_data.empty()) return check_agrees_with_reference(ctx, reference, remote_, until);
+  std::vector<harness::RankObservation> judged = ctx.ranks;
+  for (auto& obs : judged)
+    obs.computes.erase(std::remove_if(obs.computes.begin(), obs.computes.end(),
+                                      [&](const harness::ComputeRecord& c) { return without_data.count(c.index) > 0; }),
+                       obs.computes.end());
+  const harness::CheckContext judged_ctx{ctx.scenario, ctx.variant, ctx.plan, ctx.single, judged};
+  auto result = check_agrees_with_reference(judged_ctx, reference, remote_, until);
+  // After the message's last line (on a failure, its reproduce line).
+  (result.variant_lines.empty() ? result.message : result.variant_lines) +=
+      " (" + std::to_string(without_data.size()) +
+      " compute(s) where no rank had a sample not judged: the source's no-data convention)";
+  return result;
 }
 
 void register_reference_task();   // conform_reference.cpp

@@ -16,6 +16,7 @@
 #include "distmetrics/runtime/text.h"
 #include "distmetrics/harness/input_dtype.h"
 #include "distmetrics/plugin/conform.h"
+#include "distmetrics/runtime/launchers.h"
 
 namespace distmetrics::plugin {
 namespace {
@@ -139,7 +140,8 @@ RemoteReference::RemoteReference(std::optional<double> deadline_seconds) : deadl
     return b.compiled && std::find(b.comm_devices.begin(), b.comm_devices.end(), "cpu") != b.comm_devices.end();
   };
   const auto& table = runtime::backends();
-  auto found = std::find_if(table.begin(), table.end(), [&](const auto& b) { return cpu(b) && b.pool_launch == "direct"; });
+  auto found = std::find_if(table.begin(), table.end(),
+                            [&](const auto& b) { return cpu(b) && !runtime::find_pool_launch(b.pool_launch).through_mpirun; });
   if (found == table.end()) found = std::find_if(table.begin(), table.end(), cpu);
   backend_ = found != table.end() ? found->name : table.front().name;
 }
@@ -273,12 +275,10 @@ PropertyResult judge_agrees_with_reference(const harness::CheckContext& ctx, con
   }
   // The values shown: the first differing compute (else the first compute) on every rank.
   const int shown = differences.empty() ? 0 : differences.front().compute->index;
-  if (shown < static_cast<int>(reference.at_compute.size()) && reference.at_compute[shown].value &&
-      !reference.at_compute[shown].raised())
-    p.single = *reference.at_compute[shown].value;
+  if (shown < static_cast<int>(reference.at_compute.size())) p.single = reference.at_compute[shown];
   for (const auto& obs : ctx.ranks) {
     const auto* c = obs.compute(shown);
-    p.ranks.push_back(c && c->result.value && !c->result.raised() ? *c->result.value : json(nullptr));
+    p.values.push_back(c ? std::optional<harness::ComputeResult>(c->result) : std::nullopt);
   }
   if (compared == 0) {
     p.outcome = Outcome::Skip;
@@ -320,10 +320,12 @@ PropertyResult judge_agrees_with_reference(const harness::CheckContext& ctx, con
   }
   if (differences.size() > limit) msg << "  ... and " << differences.size() - limit << " more\n";
   const auto& v = ctx.variant;
-  msg << "  variant: " << v.id << " (backend " << v.backend << ", world size " << v.world_size << ", shard " << v.shard
-      << ", placement " << v.placement << ", seed " << v.seed << ")\n"
-      << "  reproduce: " << v.reproduce();
   p.message = msg.str();
+  std::ostringstream lines;
+  lines << "  variant: " << v.id << " (backend " << v.backend << ", world size " << v.world_size << ", shard " << v.shard
+        << ", placement " << v.placement << ", seed " << v.seed << ")\n"
+        << "  reproduce: " << v.reproduce();
+  p.variant_lines = lines.str();
   return p;
 }
 

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "distmetrics/harness/engine.h"
+#include "distmetrics/harness/session.h"
 #include "distmetrics/harness/scenario.h"
 #include "distmetrics/plugin/conform.h"
 #include "distmetrics/build_config.h"

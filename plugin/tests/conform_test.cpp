@@ -402,15 +402,6 @@ TEST(ConformParts, ScenarioParametersAreThoseThePluginTakes) {
             "sets to \"float32\"");
 }
 
-TEST(ConformParts, QualifiedNamesSplitAtTheFirstAt) {
-  const auto parts = distmetrics::plugin::split_qualified_name("MeanAbsoluteError@/a/b@c/libx.so");
-  ASSERT_TRUE(parts);
-  EXPECT_EQ(parts->first, "MeanAbsoluteError");
-  EXPECT_EQ(parts->second, "/a/b@c/libx.so");
-  EXPECT_FALSE(distmetrics::plugin::split_qualified_name("MeanAbsoluteError"));
-  EXPECT_FALSE(distmetrics::plugin::split_qualified_name("@/libx.so"));
-}
-
 TEST(ConformParts, TheSingleProcessReferenceTravelsAsJson) {
   distmetrics::harness::SingleProcessReference ref;
   ref.at_compute.resize(2);

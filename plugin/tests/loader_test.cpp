@@ -198,7 +198,8 @@ TEST(Loader, LoadsAPluginOnceAndDescribesIt) {
   EXPECT_EQ(plugin.build.torch_version, TORCH_VERSION);
   EXPECT_EQ(plugin.build.distmetrics_version, DISTMETRICS_VERSION);
   EXPECT_EQ(plugin.metric_names(), (std::vector<std::string>{"MaximumAbsoluteError", "MeanAbsoluteError"}));
-  EXPECT_EQ(plugin.describe().rfind("example_regression_metrics 1.0.0 (interface 2, LibTorch " TORCH_VERSION ", GCC ", 0),
+  EXPECT_EQ(plugin.describe().rfind(
+                "example_regression_metrics 1.0.0 (interface 2, LibTorch " TORCH_VERSION ", " PLUGIN_TEST_COMPILER, 0),
             0u)
       << plugin.describe();
   EXPECT_EQ(&distmetrics::plugin::load_plugin(PLUGIN_EXAMPLE_REGRESSION_METRICS), &plugin);

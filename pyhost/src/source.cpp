@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "distmetrics/harness/metric_catalog.h"
+#include "distmetrics/harness/metric_id.h"
 #include "distmetrics/metrics/errors.h"
 #include "distmetrics/pyhost/python_metric.h"
 #include "distmetrics/runtime/embedded_python.h"
@@ -101,7 +102,7 @@ void use_registration_of(const std::string& spec, const std::string& name) {
 }  // namespace detail
 
 std::string python_qualified_name(const std::string& metric, const std::string& spec) {
-  return metric + "@" + kPythonQualifier + spec;
+  return harness::MetricId{metric, harness::MetricSource::python(spec)}.qualified();
 }
 
 const PythonSource& load_python_source(const std::string& value, const std::vector<std::string>& metrics) {
@@ -173,10 +174,10 @@ std::string check_python_metric(const PythonSource& source, const std::string& m
 void install_python_resolver() {
   static const bool installed = [] {
     harness::MetricCatalog::instance().add_resolver([](const std::string& name) -> const metrics::MetricRegistry* {
-      const auto at = name.find(std::string("@") + kPythonQualifier);
-      if (at == std::string::npos || at == 0) return nullptr;
-      const std::string metric = name.substr(0, at);
-      const std::string spec = name.substr(at + 1 + std::string(kPythonQualifier).size());
+      const auto id = harness::MetricId::parse(name);
+      if (!id.source.is_python()) return nullptr;
+      const std::string& metric = id.name;
+      const std::string& spec = id.source.location;
       // Only code named on the command line is imported: a scenario file may name a Python
       // source given with --python, never make us import one. A rank worker imports what its
       // supervisor sends (which the supervisor checked so), as for plugins.

@@ -18,7 +18,7 @@ import traceback
 import torch
 import torch.distributed as dist
 
-import _distmetrics_host as _c  # the embedded C++ module (pyhost/src/host_module.cpp)
+import _distmetrics_host as _c  # the embedded C++ module (pyhost/src/interpreter.cpp)
 
 from . import adapters
 from .errors import Unsupported

@@ -106,6 +106,49 @@ def _float_labels(params):
     return convert
 
 
+def _softmax_rows(params):
+    """Input and target rows as probability distributions (their softmax): what divergences
+    between distributions take, from regression rows [N, D]."""
+    def convert(input, target, weight):
+        return input.softmax(-1), (None if target is None else target.softmax(-1)), weight
+    return convert
+
+
+def _input_only(params):
+    """The input alone (classes whose update takes one tensor: a total variation, a sequence's
+    own statistic); the target is dropped."""
+    return lambda input, target, weight: (input, None, weight)
+
+
+def _text_references(params):
+    """Text targets as lists of references (one string becomes a list of one): what BLEU, chrF,
+    TER and EED take, from the `text` generator's strings or lists of strings."""
+    def convert(input, target, weight):
+        return input, [[r] if isinstance(r, str) else list(r) for r in target], weight
+    return convert
+
+
+def _text_tokens(params):
+    """Text as token lists (Ignite's Bleu and Rouge): each hypothesis split into words, each
+    target a list of references, each split into words."""
+    def convert(input, target, weight):
+        refs = [[r] if isinstance(r, str) else list(r) for r in target]
+        return [h.split() for h in input], [[r.split() for r in rs] for rs in refs], weight
+    return convert
+
+
+def _squad(params):
+    """Hypothesis and reference strings as SQuAD's dicts: {"prediction_text", "id"} and
+    {"answers": {"text", "answer_start"}, "id"}, the id the sample's place in its batch (SQuAD
+    pairs them within one update)."""
+    def convert(input, target, weight):
+        refs = [[r] if isinstance(r, str) else list(r) for r in target]
+        preds = [{"prediction_text": h, "id": str(k)} for k, h in enumerate(input)]
+        targets = [{"answers": {"text": rs, "answer_start": [0] * len(rs)}, "id": str(k)} for k, rs in enumerate(refs)]
+        return preds, targets, weight
+    return convert
+
+
 # The input conversions, in one place (docs/peers.md lists which class uses which).
 CONVERSIONS: Dict[str, Callable] = {
     "as_is": _as_is,
@@ -116,6 +159,11 @@ CONVERSIONS: Dict[str, Callable] = {
     "elements_as_rows": _elements_as_rows,
     "batch_mean": _batch_mean,
     "float_labels": _float_labels,
+    "softmax_rows": _softmax_rows,
+    "input_only": _input_only,
+    "text_references": _text_references,
+    "text_tokens": _text_tokens,
+    "squad": _squad,
 }
 
 
@@ -157,6 +205,14 @@ class Peer:
 @dataclass
 class NoCounterpart:
     reference: str
+    why: str
+
+
+@dataclass
+class NotRunnable:
+    """A library class that cannot run here, and why (weights fetched from a hub, a package that
+    is not installed or needs hardware): docs/peers.md's coverage lists it with the reason."""
+    cls: str                                # "module:Class"
     why: str
 
 
@@ -312,3 +368,264 @@ class _Transform:
 
     def __call__(self, input, target, weight):  # without parameters: the first class's conversion
         return self.for_params({})(input, target, weight)
+
+
+# -- Classes checked against themselves ----------------------------------------------------------
+#
+# A class with no reference counterpart (torchmetrics' Specificity, Ignite's regression family,
+# torcheval's Sum...) is registered under its own identity, "<library>.<Class>", and runs on
+# scenarios generated for it (peers/scenarios.py writes them; the ordinary scenario loader reads
+# them): data of its input shape from an existing generator, the default script, and every
+# property that needs no independent value (equal_to_single against its own single-process run,
+# ranks_agree, idempotent, update_after_compute, reset_replay, batch_invariant,
+# accepts_empty_batch, no_hang, state_roundtrip; merge_state where the library has it).
+
+# The input shapes the existing generators make (docs/scenarios.md, "Data generators"): the
+# scenario's [data] table for each. Sizes are small on purpose: a class is checked for how it
+# syncs, not for its formula, and the peer run holds a few hundred classes.
+SHAPES: Dict[str, dict] = {
+    "binary_probabilities": dict(generator="binary", params={"output": "probabilities"}),
+    "binary_logits": dict(generator="binary", params={"output": "logits"}),
+    "binary_labels": dict(generator="binary", params={"output": "labels"}),
+    "multiclass_logits": dict(generator="multiclass", params={"num_classes": 4, "output": "logits"}),
+    "multiclass_probabilities": dict(generator="multiclass", params={"num_classes": 4, "output": "probabilities"}),
+    "multiclass_labels": dict(generator="multiclass", params={"num_classes": 4, "output": "labels"}),
+    "multilabel_probabilities": dict(generator="multilabel", params={"num_labels": 3, "output": "probabilities"}),
+    "multilabel_labels": dict(generator="multilabel", params={"num_labels": 3, "output": "labels"}),
+    "regression": dict(generator="regression", params={"scale": 2.0, "noise": 0.5}, dtype="float64"),
+    "regression_positive": dict(generator="regression", params={"offset": 10.0, "scale": 1.0, "noise": 0.5},
+                                dtype="float64"),
+    "regression_2d": dict(generator="regression", params={"dims": 3, "scale": 2.0, "noise": 0.5}, dtype="float64"),
+    "values": dict(generator="values", params={"distribution": "normal", "mean": 1.0, "scale": 2.0}, dtype="float64"),
+    "values_positive": dict(generator="values", params={"distribution": "uniform", "low": 0.5, "high": 2.0},
+                            dtype="float64"),
+    "images": dict(generator="images", params={"channels": 3, "height": 16, "width": 16}),
+    "images_gray": dict(generator="images", params={"channels": 1, "height": 16, "width": 16}),
+    # Signals: rows of 64 samples (a target waveform and a noisy estimate of it).
+    "waveforms": dict(generator="regression", params={"dims": 64, "scale": 1.0, "noise": 0.3}, dtype="float64"),
+    # Speech-length signals for STOI and SRMR: gray 64 x 75 images, each one signal of 4800 samples
+    # once flattened (0.48 s at 10 kHz, more than STOI's 30 frames of 256; 0.6 s at 8 kHz for SRMR's
+    # modulation windows), the prediction the target plus noise (the `regression` generator's rows
+    # stop at 64 values).
+    "speech": dict(generator="images", params={"channels": 1, "height": 64, "width": 75, "noise": 0.3},
+                   dtype="float64"),
+    # Videos for VMAF: 12 channels of 32 x 32 as 3 colour channels of 4 frames ([N, 3, 4, 32, 32]
+    # once the row reshapes them), the prediction the target plus noise.
+    "video": dict(generator="images", params={"channels": 12, "height": 32, "width": 32, "noise": 0.05}),
+    # Documents of 5 queries interleaved (document i to query i mod 5: every query spans every
+    # rank's shard, no rank holds a whole one), query 0 with no relevant document; the target's
+    # two columns are the relevance and the query id (retrieval_update splits them).
+    "retrieval": dict(generator="retrieval", params={"queries": 5, "empty_queries": 1}, dtype="float64"),
+    "retrieval_probabilities": dict(generator="retrieval", params={"queries": 5, "empty_queries": 1,
+                                                                   "output": "probabilities"}, dtype="float64"),
+    "retrieval_graded": dict(generator="retrieval", params={"queries": 5, "empty_queries": 1, "relevance": "graded",
+                                                            "max_relevance": 3, "positive_rate": 0.5}, dtype="float64"),
+    # Binary predictions of 3 groups, the third rare (a rank may hold none of it), group g's
+    # positive rate 0.3 + 0.15 g; target's two columns are the label and the group id.
+    "fairness": dict(generator="fairness", params={"groups": 3, "group_weights": [4.0, 4.0, 1.0]}, dtype="float64"),
+    "fairness_labels": dict(generator="fairness", params={"groups": 3, "group_weights": [4.0, 4.0, 1.0],
+                                                          "output": "labels"}),
+    # Hypothesis and reference strings (structured samples: python/distmetrics/text_data.py), one
+    # reference a sample or two; some hypotheses empty.
+    "text": dict(generator="text", params={}),
+    "text_multi": dict(generator="text", params={"references": 2}),
+    # Masks of 8 x 8 pixels, 3 classes: the predicted class and the true class per pixel, both
+    # [N, H, W] int64 (torchmetrics' segmentation classes take them as input_format="index").
+    # Gray images of 41 x 41 pixels: the smallest VisualInformationFidelity's four scales take.
+    "images_41": dict(generator="images", params={"channels": 1, "height": 41, "width": 41}),
+    # Object detections of 64 x 64 images (structured samples: python/distmetrics/detection_data.py):
+    # per image a dict of predicted boxes, scores and labels and one of true boxes and labels, 3
+    # classes, at most 3 true boxes, a fifth of the images with none.
+    "detection": dict(generator="detection", params={}),
+    "segmentation_labels": dict(generator="segmentation", params={"num_classes": 3, "height": 8, "width": 8,
+                                                                  "output": "labels"}),
+}
+
+
+def fairness_update(metric, input, target, weight):
+    """update(preds, target, groups) of a torchmetrics fairness class from the `fairness`
+    generator's batch: target [N, 2] int64, its column 0 the label, column 1 the group id."""
+    if weight is not None:
+        raise Unsupported(f"{type(metric).__name__}.update takes no per-sample weight: weighted variants are skipped")
+    metric.update(input, target[:, 0], target[:, 1])
+
+
+def ignite_fairness_update(metric, input, target, weight):
+    """Ignite's subgroup classes: update((y_pred, y, group_labels)) from the same batch."""
+    if weight is not None:
+        raise Unsupported(f"Ignite's {type(metric).__name__}.update takes no per-sample weight: weighted variants are skipped")
+    metric.update((input, target[:, 0], target[:, 1]))
+
+
+def ignite_detection_update(metric, input, target, weight):
+    """Ignite's object-detection classes: update((y_pred, y)) of lists of dicts keyed "bbox",
+    "scores", "labels", from the `detection` generator's dicts (keyed "boxes", as torchmetrics)."""
+    if weight is not None:
+        raise Unsupported(f"Ignite's {type(metric).__name__}.update takes no per-sample weight: weighted variants are skipped")
+    y_pred = [{"bbox": p["boxes"], "scores": p["scores"], "labels": p["labels"]} for p in input]
+    y = [{"bbox": t["boxes"], "labels": t["labels"]} for t in target]
+    metric.update((y_pred, y))
+
+
+def retrieval_update(metric, input, target, weight):
+    """update(preds, target, indexes=...) of a retrieval class from the `retrieval` generator's
+    batch: input the scores, target [N, 2] int64, its column 0 the relevance and column 1 the
+    query id (the batch carries no third tensor: docs/scenarios.md, "Data generators")."""
+    if weight is not None:
+        raise Unsupported(f"{type(metric).__name__}.update takes no per-sample weight: weighted variants are skipped")
+    metric.update(input, target[:, 0], indexes=target[:, 1])
+SHAPE_DEFAULTS = dict(num_samples=40, batch_size=4)
+# The shard policies and world size every class runs: a random split (unequal shards, which
+# also shows whatever an even split shows) and a rank with no data (the sync of empty and
+# default states), at 3 ranks (a first, a middle and a last rank; an odd split). World size 1
+# judges nothing a single-process run does not, and 2 shows no mechanism 3 does not: 2 variants
+# a class, since the peer run holds a few hundred classes (measured: docs/peers.md).
+OWN_SHARDS = ("uneven", "empty_rank")
+OWN_WORLD_SIZES = (3,)
+
+
+def channel_statistics(probabilities=False):
+    """A small fixed feature extractor for the classes that take one (FID, KID, InceptionScore,
+    MIFID), never downloaded weights: an image [N, 3, H, W] (float, or uint8 as torchmetrics passes
+    it) becomes its channels' means and standard deviations, 6 features; with `probabilities`, their
+    softmax (a distribution over 6 classes: what Ignite's InceptionScore takes)."""
+    import torch
+
+    class ChannelStatistics(torch.nn.Module):
+        num_features = 6
+
+        def forward(self, x):
+            x = x.float()
+            features = torch.cat([x.mean(dim=(2, 3)), x.std(dim=(2, 3))], dim=1)
+            return features.softmax(dim=1) if probabilities else features
+
+    return ChannelStatistics()
+
+
+def own_name(library, cls):
+    """The name a class checked against itself is registered under: "torchmetrics.BinarySpecificity"."""
+    return f"{library}.{cls.partition(':')[2]}"
+
+
+@dataclass
+class Own:
+    cls: str                                # "module:Class" in the library
+    shape: str                              # a key of SHAPES: the data the generated scenarios use
+    kwargs: dict = field(default_factory=dict)  # constructor keyword arguments
+    inputs: str = "as_is"                   # a key of CONVERSIONS
+    adapter: str = "auto"
+    conventions: dict = field(default_factory=dict)
+    build: Optional[Callable] = None        # (cls, kwargs) -> metric, when a class is not built as cls(**kwargs)
+    value: Optional[Callable] = None        # (metric) -> value, instead of the adapter's compute
+    update: Optional[Callable] = None       # (metric, input, target, weight), instead of the adapter's update
+    reference: str = ""                     # "module:attr" of an independent reference (scikit-learn), or ""
+    reference_kwargs: dict = field(default_factory=dict)
+    data: dict = field(default_factory=dict)    # overrides of the shape's [data] table (params merge)
+    properties: Tuple[str, ...] = ()        # more than the defaults (state_roundtrip is always listed)
+    tolerance: dict = field(default_factory=dict)   # the scenario's [tolerance] (rtol, atol)
+    shards: Tuple[str, ...] = ()            # instead of OWN_SHARDS: a class whose finding costs a deadline per variant
+    # Instead of every property: the only ones this class can be judged on (a time or hardware
+    # reading, whose value no other run repeats: ("ranks_agree",); no_hang is always checked).
+    only: Tuple[str, ...] = ()
+    note: str = ""
+    name: str = ""                          # filled in: own_name(library, cls), or a given "<library>.<Class>[...]"
+    where: str = ""
+
+    def __post_init__(self):
+        frame = sys._getframe(2)
+        self.where = f"{frame.f_code.co_filename}:{frame.f_lineno}"
+
+
+def _release(version):
+    return tuple(int(part) for part in version.split("+")[0].split(".")[:3] if part.isdigit())
+
+
+def register_own(rows, library, since=None):
+    """Registers every Own row of `rows` under its own identity (own_name). Returns {name: Own}.
+    `since` ("1.9.0"): the release the rows were triaged on; an older installed release (the
+    torch 1.13 peer run's) registers none of them (they may name classes it lacks, and their
+    findings were never triaged there). Bad input (an unknown shape, conversion or class, a
+    duplicate name) is a PeerSetupError naming the row's file and line."""
+    from . import registry
+
+    caller = sys._getframe(1)
+    caller_where = f"{caller.f_code.co_filename}:{caller.f_lineno}"
+    installed = require(library, caller_where).__version__
+    out: Dict[str, Own] = {}
+    if since and _release(installed) < _release(since):
+        return out
+    for row in rows:
+        if not isinstance(row, Own):
+            raise PeerSetupError(f"{caller_where}: rows: {row!r} is not an Own row")
+        if row.shape not in SHAPES:
+            raise PeerSetupError(f"{row.where}: shape: unknown input shape {row.shape!r}; known: {', '.join(SHAPES)}")
+        if row.inputs not in CONVERSIONS:
+            raise PeerSetupError(f"{row.where}: inputs: unknown conversion {row.inputs!r}; known: {', '.join(CONVERSIONS)}")
+        row.name = row.name or own_name(library, row.cls)
+        if row.name in out:
+            raise PeerSetupError(f"{row.where}: cls: {row.name} is registered twice (first at {out[row.name].where}); "
+                                 f"give the second a name of its own, '{row.name}[VARIANT]'")
+        _resolve(row)
+        out[row.name] = row
+
+        def factory(params, row=row):
+            cls = _resolve(row)
+            return row.build(cls, dict(row.kwargs)) if row.build else cls(**row.kwargs)
+
+        convert = CONVERSIONS[row.inputs]({})
+        registry.register(row.name, factory, adapter=row.adapter, description=f"{library}: {row.cls.split(':')[1]}",
+                          transform=convert, update=row.update, compute=row.value, conventions=row.conventions)
+    return out
+
+
+def own_scenario(row, library):
+    """The scenario file (TOML text) that checks `row` against itself: its shape's data, the
+    default script, every property that needs no independent value."""
+    import zlib
+
+    data = dict(SHAPE_DEFAULTS, **SHAPES[row.shape])
+    data["params"] = dict(data.get("params", {}), **row.data.get("params", {}))
+    data.update({k: v for k, v in row.data.items() if k != "params"})
+    data["seed"] = zlib.crc32(row.name.encode()) % 100000
+    properties = ["state_roundtrip", *row.properties]
+    if row.reference and "agrees_with_reference" not in properties:
+        properties.append("agrees_with_reference")
+    if library == "torcheval" and "merge_state" not in properties:
+        properties.append("merge_state")
+    where = "/".join(row.where.replace(os.sep, "/").split("/")[-3:])  # peers/<library>/metrics.py:LINE
+    lines = [f'description = """{row.cls.replace(":", ".")} checked against itself (its own single-process '
+             f'run), on data of shape {row.shape}: generated by peers/scenarios.py from {where}."""',
+             "", "[metric]", f'name = "{row.name}"', "", "[data]"]
+    for key in ("generator", "seed", "num_samples", "batch_size", "dtype"):
+        if key in data:
+            lines.append(f"{key} = {_toml(data[key])}")
+    lines.append("params = {" + ", ".join(f"{k} = {_toml(v)}" for k, v in data["params"].items()) + "}")
+    lines += ["", "[variants]", f"world_sizes = {_toml(list(OWN_WORLD_SIZES))}", 'backends = ["gloo"]',
+              f"shards = {_toml(list(row.shards or OWN_SHARDS))}"]
+    if row.reference:
+        lines += ["", "[reference]", f"python = {_toml(row.reference)}"]
+        if row.reference_kwargs:
+            lines.append("kwargs = {" + ", ".join(f"{k} = {_toml(v)}" for k, v in row.reference_kwargs.items()) + "}")
+    if row.tolerance:
+        lines += ["", "[tolerance]"] + [f"{k} = {_toml(v)}" for k, v in row.tolerance.items()]
+    # The defaults (every property the script can judge, batch_invariant) plus the listed ones:
+    # written out, so the file says what it checks.
+    defaults = ["equal_to_single", "ranks_agree", "idempotent", "update_after_compute", "reset_replay",
+                "batch_invariant"]
+    if row.only:
+        defaults, properties = [], list(row.only)
+    lines.insert(lines.index("[metric]"), f"properties = {_toml(defaults + properties)}")
+    lines.insert(lines.index("[metric]"), "")
+    return "\n".join(lines) + "\n"
+
+
+def _toml(value):
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    raise TypeError(f"no TOML for {value!r}")

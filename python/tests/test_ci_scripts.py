@@ -421,7 +421,11 @@ def test_peer_job_has_help_and_a_dry_run_over_every_library_at_world_sizes_1_to_
     (conform,) = [c for c in commands if " conform " in c]
     assert [part.split()[0] for part in conform.split("--python ")[1:]] == [
         "peers/torchmetrics/metrics.py", "peers/ignite/metrics.py", "peers/torcheval/metrics.py"]
-    assert "scenarios --backend gloo --world-sizes 1,2,3,4" in conform
+    # The scenario library, and the scenarios written for the classes with no reference
+    # counterpart (peers/scenarios.py, before the conform), then each variant's class named.
+    assert "scenarios build/reports/peers/scenarios --backend gloo --world-sizes 1,2,3,4" in conform
+    (written,) = [c for c in commands if "peers/scenarios.py" in c]
+    assert commands.index(written) < commands.index(conform) and "--out build/reports/peers" in written
     for ext in ("json", "xml", "md", "html"):
         assert f"build/reports/peers/peers.{ext}" in conform
     assert not (machine.tmp / "build").exists()
@@ -681,3 +685,46 @@ def test_a_repro_says_which_releases_it_is_about():
     assert not common._holds("1.9.0", "==1.5.2")
     with pytest.raises(ValueError, match="bad version spec"):
         common._holds("1.0", "~=1.0")
+
+
+# -- ci/torch_range.sh (the declared torch 2.x range, measured; not run by CI) --------------------
+
+RANGE = REPO_ROOT / "ci" / "torch_range.sh"
+
+
+def declared_range():
+    import re
+    text = (REPO_ROOT / "cmake" / "DistmetricsTorchVersion.cmake").read_text()
+    return [re.search(rf"^set\(DISTMETRICS_TORCH_2X_{end} ([0-9.]+)\)", text, re.M).group(1) for end in ("OLDEST", "NEWEST")]
+
+
+def test_torch_range_builds_each_declared_end_in_a_venv_and_folder_of_its_own(machine):
+    for tool in ("sed", "cut", "sort", "head", "tail", "sha256sum"):
+        (machine.bin / tool).symlink_to(shutil.which(tool))
+    code, out = machine.run("--help", script=RANGE)
+    assert code == 0 and out.startswith("Usage: ci/torch_range.sh [options] [VERSION...]") and machine.commands(out) == []
+    oldest, newest = declared_range()
+    code, out = machine.run("--dry-run", script=RANGE)
+    assert code == 0, out
+    assert f"declared 2.x range: {oldest} to {newest}" in out
+    commands = machine.commands(out)
+    venv = machine.tmp / ".cache" / "distmetrics" / f"torch-range-{oldest}"
+    assert f"/usr/bin/python3 -m venv --system-site-packages {venv}" in commands
+    configures = [c for c in commands if c.startswith("cmake -S . -B ")]
+    assert [c.split()[4] for c in configures] == [f"build-torch{oldest}", f"build-torch{newest}"]
+    assert f"-DDISTMETRICS_PYTHON={venv}/bin/python" in configures[0]
+    assert not any("ALLOW_UNTESTED" in c for c in configures)  # both ends are inside the range
+    assert "bash ci/torch2-venv.sh" in commands  # the pinned end reuses the 2.x venv
+    assert sum(" run scenarios --backend gloo --world-sizes 1,2 " in c for c in commands) == 2
+    assert sum(" conform --python peers/torchmetrics/metrics.py " in c and " scenarios/devices " in c
+               for c in commands) == 2
+    assert not (machine.tmp / ".cache").exists()  # a dry run installs nothing
+    # A candidate below the range is configured as untested; a version that is no 2.x is bad input.
+    code, out = machine.run("--dry-run", "--skip-peers", "2.1", script=RANGE)
+    assert code == 0 and "outside the declared range: a candidate" in out, out
+    (configure,) = [c for c in machine.commands(out) if c.startswith("cmake -S . -B build-torch2.1 ")]
+    assert "-DDISTMETRICS_ALLOW_UNTESTED_TORCH=ON" in configure
+    assert not any(" conform --python peers/" in c for c in machine.commands(out))
+    for bad in ("1.13", "2.x", "--frobnicate"):
+        code, out = machine.run(bad, script=RANGE)
+        assert code == 2 and "[torch_range] error: " in out and machine.commands(out) == [], out

@@ -1,6 +1,7 @@
 #include "distmetrics/runtime/params.h"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 #include "distmetrics/runtime/text.h"
@@ -76,6 +77,13 @@ nlohmann::json resolve_declared_params(const std::string& owner, const std::vect
       if (std::find(d.choices.begin(), d.choices.end(), s) == d.choices.end())
         throw FieldError(d.name, owner + " parameter '" + d.name + "': '" + s + "' is not one of " +
                                      quoted_list(d.choices) + did_you_mean(s, d.choices));
+    }
+    if ((d.min || d.max) && value.is_number()) {
+      const double v = value.get<double>();
+      const double lo = d.min.value_or(-INFINITY), hi = d.max.value_or(INFINITY);
+      if (!std::isfinite(v) || v < lo || v > hi)
+        throw FieldError(d.name, owner + " parameter '" + d.name + "' must be in [" + nlohmann::json(lo).dump() + ", " +
+                                     nlohmann::json(hi).dump() + "], got " + value.dump());
     }
     out[d.name] = d.type == "float" ? nlohmann::json(value.get<double>()) : value;
   }

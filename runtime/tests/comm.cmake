@@ -4,3 +4,12 @@ distmetrics_test(comm_tests
   SOURCES comm_single_process_test.cpp comm_collectives_test.cpp
   LINK distmetrics::runtime
   LABELS runtime)
+
+# LibTorch's CUDA side loaded on demand, and the nccl module: a program that links the runtime and
+# no more of LibTorch (its CPU side), as the distmetrics command does; not a distmetrics_test(),
+# which links the whole LibTorch.
+add_executable(comm_cuda_side_tests comm_cuda_side_test.cpp)
+target_link_libraries(comm_cuda_side_tests PRIVATE distmetrics::runtime GTest::gtest)
+target_compile_definitions(comm_cuda_side_tests PRIVATE DISTMETRICS_TEST_TORCH_CUDA_LIBRARY="${DISTMETRICS_TORCH_CUDA_LIBRARY}")
+distmetrics_target_defaults(comm_cuda_side_tests)
+gtest_discover_tests(comm_cuda_side_tests DISCOVERY_TIMEOUT 120 DISCOVERY_MODE PRE_TEST PROPERTIES TIMEOUT 120 LABELS runtime)

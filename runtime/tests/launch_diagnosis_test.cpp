@@ -384,6 +384,26 @@ TEST(Diagnosis, ACrashNamesTheRankHowItDiedAndWhereThePeersWaited) {
             "all_reduce(sum) #1 (float64 [4]). The other ranks were ended.");
 }
 
+// A host lost under mpirun (issue 36): rank 2's process is gone with it, and rank 1's task died of
+// SIGPIPE writing to rank 2's closed connection inside the same collective. Rank 2 is the cause.
+TEST(Diagnosis, ARankKilledBySigpipeAfterAPeerVanishedIsNotBlamedForIt) {
+  auto pipe = rank(1, RankState::Crashed, reduces(22), true);
+  pipe.how_died = "killed by signal 13 (SIGPIPE)";
+  auto gone = rank(2, RankState::Crashed, reduces(22), true);
+  gone.how_died = "its process is gone: its connection to the rendezvous store closed (host h3)";
+  const auto run = diagnosed({rank(0, RankState::Stuck, reduces(22), true), pipe, gone});
+  EXPECT_EQ(run.status, RunStatus::Crash);
+  EXPECT_EQ(run.blamed_rank, 2);
+  EXPECT_EQ(run.diagnosis,
+            "rank 2 crashed (its process is gone: its connection to the rendezvous store closed (host h3)) inside "
+            "all_reduce(sum) #21 (float64 [4]); rank 1 crashed too (killed by signal 13 (SIGPIPE): it wrote to rank 2's "
+            "closed connection), while rank 0 was waiting in all_reduce(sum) #21 (float64 [4]). The other ranks were ended.");
+  // Alone, a SIGPIPE is still that rank's crash.
+  auto only = rank(1, RankState::Crashed, reduces(1));
+  only.how_died = "killed by signal 13 (SIGPIPE)";
+  EXPECT_EQ(diagnosed({rank(0, RankState::Ended, reduces(2), true), only}).blamed_rank, 1);
+}
+
 TEST(Diagnosis, SomeRanksRaisingWhileTheOthersFinishIsAnErrorBlamingTheRaiser) {
   auto raiser = rank(1, RankState::Raised, reduces(2));
   raiser.error_type = "ValueError";

@@ -21,6 +21,7 @@
 #include "distmetrics/runtime/errors.h"
 #include "distmetrics/runtime/peer_runner.h"
 #include "distmetrics/runtime/task.h"
+#include "../src/launch/peer_teardown.h"
 #include "launch_faults.h"
 
 namespace dr = distmetrics::runtime;
@@ -84,19 +85,22 @@ DISTMETRICS_TASK(peer_collectives_for) {
   return {{"sum", sum}, {"iterations", iterations}};
 }
 
-// launch_peer_probe <mpi|env> <backend> multihost ITERATIONS DEADLINE_MS: one job of
-// peer_collectives_for (10 ms apart) with that deadline and a report grace of 0.5 s; rank 0
+// launch_peer_probe <mpi|env> <backend> multihost ITERATIONS DEADLINE_MS [CONNECT_MS [WRITE_DELAY_MS]]:
+// one job of peer_collectives_for (10 ms apart) with that deadline, a report grace of 0.5 s and
+// that connect deadline (5 s unless given). With WRITE_DELAY_MS, rank 0 writes its report only
+// once the launcher's SIGTERM has come (held by the runner; at most 5 s), WRITE_DELAY_MS after
+// it, printing HELD <signal> <time>: the report must survive the teardown it was held for; rank 0
 // prints VARIANT and how long the job took (SECONDS), every rank finishes with the runner's
 // code (3 hang, 4 crash, 1 otherwise) and rank 0 returns it.
 double now_s() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-int run_multihost_variant(char** argv) {
+int run_multihost_variant(int argc, char** argv) {
   dr::PeerOptions options;
   options.launcher = argv[1];
   options.report_grace = 500ms;
-  options.connect_deadline = 5s;
+  options.connect_deadline = argc > 6 ? std::chrono::milliseconds(std::stoi(argv[6])) : std::chrono::milliseconds(5s);
   // When the runner starts and when it refused to (the test's latency of a refused start).
   std::cout << std::fixed << "STARTED " << now_s() << std::endl;
   std::optional<dr::PeerRunner> made;
@@ -117,7 +121,16 @@ int run_multihost_variant(char** argv) {
   const dr::JobResult result = runner.run(request);
   std::cout << std::fixed << "RANK " << runner.rank() << " RETURNED_AFTER " << now_s() - began << std::endl;
   std::cout << "RANK " << runner.rank() << " SAW " << dr::to_string(result.status) << " " << result.blamed_rank << std::endl;
-  if (runner.is_reporter()) std::cout << "VARIANT " << result.to_json().dump() << std::endl;
+  if (!runner.is_reporter()) std::cout << "RANK " << runner.rank() << " HEARD " << result.diagnosis.substr(0, 600) << std::endl;
+  if (runner.is_reporter()) {
+    if (argc > 7) {
+      for (int i = 0; i < 500 && dr::detail::teardown_signal() == 0; ++i) std::this_thread::sleep_for(10ms);
+      std::cout << std::fixed << "RANK 0 HELD " << dr::detail::teardown_signal() << " " << now_s() << std::endl;
+      std::this_thread::sleep_for(std::chrono::milliseconds(std::stoi(argv[7])));
+    }
+    std::cout << "VARIANT " << result.to_json().dump() << std::endl;
+    std::cout << std::fixed << "RANK 0 REPORTED_AT " << now_s() << std::endl;  // the report is out (above)
+  }
   const int code = result.status == dr::RunStatus::Hang ? 3 : result.status == dr::RunStatus::Crash ? 4
                  : result.status == dr::RunStatus::Completed ? 0 : 1;
   runner.finish(code);
@@ -147,9 +160,9 @@ int run_fault_variant(char** argv) {
 }
 
 int main(int argc, char** argv) {
-  if (argc == 6 && std::string(argv[3]) == "multihost") {
+  if (argc >= 6 && argc <= 8 && std::string(argv[3]) == "multihost") {
     try {
-      return run_multihost_variant(argv);
+      return run_multihost_variant(argc, argv);
     } catch (const std::exception& e) {
       std::cerr << "launch_peer_probe: " << e.what() << std::endl;
       return 1;

@@ -150,5 +150,47 @@ TEST(PeerStore, AcrossHostsTheStoreWantsTheRunsSecretAndSaysWhichRanksAreGone) {
   EXPECT_EQ(gone, std::set<int>{1});
 }
 
+// Rank 0 hears each rank: its own connection and its heartbeat's count as that rank, only the own
+// one closing makes it gone, and silence is counted against the store's latest serving pass.
+TEST(PeerStore, AcrossHostsEachRankIsHeardOnItsOwnConnectionAndItsHeartbeats) {
+  PoolStoreHost host("127.0.0.1", 0, "the secret");
+  const auto connect = [&](int rank, bool heartbeat) {
+    return connect_to_network_store("127.0.0.1", host.port(), "the secret", Deadline::after(5s), 2000ms, rank, heartbeat);
+  };
+  auto own1 = connect(1, false);
+  auto beat1 = connect(1, true);
+  auto beat2 = connect(2, true);
+  auto other = connect(-1, false);  // a task's connection: not a rank's voice
+  auto silence = host.silent_for();
+  EXPECT_EQ(silence.count(1), 1u);  // heard as it was admitted
+  EXPECT_EQ(silence.count(2), 1u);
+  EXPECT_EQ(silence.count(-1), 0u);
+  // Rank 1 beats while rank 2 says nothing: bounded, until rank 2's silence has grown past 300 ms.
+  for (int i = 0; i < 500 && host.silent_for()[2] < 300ms; ++i) {
+    beat1->add("beat/1", 1);
+    other->check({"k"});  // keeps the store serving
+    std::this_thread::sleep_for(10ms);
+  }
+  silence = host.silent_for();
+  EXPECT_GE(silence[2], 300ms);
+  EXPECT_LT(silence[1], silence[2]);  // heard since
+  EXPECT_EQ(own1->add("beat/1", 0), beat1->add("beat/1", 0));  // one rank's keys, whichever connection
+  // Its heartbeat's connection closing is not the rank gone; its own connection closing is.
+  beat1.reset();
+  beat2.reset();
+  for (int i = 0; i < 20; ++i) {
+    other->check({"k"});
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_TRUE(host.gone_ranks().empty());
+  own1.reset();
+  std::set<int> gone;
+  for (int i = 0; i < 250 && gone.empty(); ++i) {
+    std::this_thread::sleep_for(20ms);
+    gone = host.gone_ranks();
+  }
+  EXPECT_EQ(gone, std::set<int>{1});
+}
+
 }  // namespace
 }  // namespace distmetrics::runtime::detail

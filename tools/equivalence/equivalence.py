@@ -11,7 +11,10 @@ example plugins as examples/plugins builds them: plugin/tests/build_examples.sh)
 Python examples, and `run --allow-python` of the Python scenario examples. Each command's exit
 code, its JSON report, its JUnit, Markdown and HTML reports and its console output are kept, with what
 changes from run to run taken out: seconds, start times, process ids, temporary paths and the
-durations written into messages. Run from the repository root with /usr/bin/python3:
+durations written into messages. `explore` runs with a fixed seed and `--max-cases` (a count, not
+the clock, ends the search) on a reference metric, two broken example plugins (a failure, a hang)
+and a broken Python example, each finding shrunk within a few candidates; its throughput is taken
+out with the timings. Run from the repository root with /usr/bin/python3:
 
     cmake --build build --target installable
     bash plugin/tests/build_examples.sh $PWD/build $PWD/examples/plugins $PWD/build/equiv-examples Ninja c++
@@ -70,6 +73,23 @@ def commands(plugins):
     for lib in sorted(Path(plugins).glob("lib*.so")):
         out.append((f"conform_plugin_{lib.stem[3:]}", ["conform", "--plugin", str(lib), "examples/plugins/scenarios",
                                                        "--world-sizes", "1,2,4"], True))
+    # explore with a fixed seed: --max-cases ends the search, a budget far past it never does.
+    search = ["--budget", "900", "--quiet", "--shrink-attempts", "12"]
+    out += [
+        ("explore_reference", ["explore", "--metric", "MeanAbsoluteError", "--seed", "5", "--max-cases", "24",
+                               "--world-sizes", "1,2,3", *search], "explore"),
+        ("explore_reference_precision", ["explore", "--metric", "Precision", "--seed", "3", "--max-cases", "16",
+                                         "--world-sizes", "1,2", *search], "explore"),
+        ("explore_python_no_sync", ["explore", "--python", str(PY / "broken" / "no_sync.py"), "--metric",
+                                    "MeanAbsoluteError", "--seed", "1", "--max-cases", "6", "--world-sizes", "1,2",
+                                    "--deadline", "40", *search], "explore"),
+    ]
+    for lib in ("no_sync", "raises_alone"):
+        path = Path(plugins) / f"libexample_{lib}.so"
+        if path.exists():
+            out.append((f"explore_plugin_{lib}", ["explore", "--plugin", str(path), "--metric", "MeanAbsoluteError",
+                                                  "--seed", "2", "--max-cases", "10", "--world-sizes", "1,2",
+                                                  "--deadline", "4", *search], "explore"))
     return out
 
 
@@ -79,6 +99,8 @@ ISO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
 
 def scrub_text(text, tmp):
     text = text.replace(tmp, "<tmp>")
+    text = re.sub(r"\b\d+(\.\d+)? variants/s", "<n> variants/s", text)
+    text = re.sub(r"/tmp/distmetrics-explore-\w+", "<explore-tmp>", text)
     text = ISO.sub("<when>", text)
     text = TIME.sub("<t>", text)
     text = re.sub(r"\b(pid|process) \d+", r"\1 <pid>", text)
@@ -93,7 +115,10 @@ def html_seconds(text):
     return re.sub(r'(</span></td><td>)\d+\.\d\d(</td>)', r'\1<t>\2', text)
 
 
-DROP = {"seconds", "started", "timings", "pid", "elapsed_seconds", "duration_seconds"}
+DROP = {"seconds", "started", "timings", "pid", "elapsed_seconds", "duration_seconds",
+        # explore's summary: its throughput and when things happened
+        "variants_per_second", "helper_ready_seconds", "first_case_seconds", "found_after_seconds",
+        "seconds_since_start"}
 
 
 def scrub_json(value, tmp):
@@ -116,6 +141,8 @@ def run_all(binary, plugins, only=None):
             if reports:
                 argv += ["--json", f"{tmp}/r.json", "--junit", f"{tmp}/r.xml", "--markdown", f"{tmp}/r.md",
                          "--html", f"{tmp}/r.html"]
+            if reports == "explore":  # and its saved findings, and the log of every case
+                argv += ["--save", f"{tmp}/found", "--log", f"{tmp}/log.jsonl"]
             env = dict(os.environ, NO_COLOR="1")
             env.pop("DISTMETRICS_SCENARIOS", None)
             proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=900, env=env,
@@ -133,6 +160,12 @@ def run_all(binary, plugins, only=None):
                         entry[suffix] = scrub_json(json.loads(path.read_text()), tmp)
                     else:
                         entry[suffix] = scrub_text(path.read_text(), tmp).splitlines()
+            if reports == "explore":
+                entry["saved"] = {f.name: scrub_text(f.read_text(), tmp).splitlines()
+                                  for f in sorted(Path(tmp, "found").glob("*.toml"))}
+                log = Path(tmp, "log.jsonl")
+                entry["log"] = [scrub_json(json.loads(line), tmp) for line in log.read_text().splitlines()] \
+                    if log.exists() else None
             results[name] = entry
             print(f"equivalence: {name}: exit {proc.returncode}", file=sys.stderr)
     return results

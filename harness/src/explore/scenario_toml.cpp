@@ -69,7 +69,7 @@ std::string scenario_to_toml(const Scenario& s, const std::vector<std::string>& 
   if (!s.metric_params.empty()) out << "params = " << toml_value(s.metric_params) << "\n";
 
   out << "\n[data]\n";
-  if (!s.data.file.empty()) {
+  if (!s.data.file.empty() && s.data.generator.empty()) {  // a built-in generator's structured file: its generator
     out << "file = " << toml_string(s.data.file) << "\n";
     if (s.data.num_samples >= 0) out << "num_samples = " << s.data.num_samples << "\n";
   } else {
@@ -90,12 +90,8 @@ std::string scenario_to_toml(const Scenario& s, const std::vector<std::string>& 
   out << "placements = " << list(s.placements) << "\n";
   if (!s.dtypes.empty()) out << "dtypes = " << list(s.dtypes) << "\n";
 
-  // batch_invariant's other sizes, unless they are what the loader gives a file without them
-  // (read_batch_invariant in engine/scenario.cpp: 1 and 2 * batch_size + 1, never batch_size).
-  std::vector<std::int64_t> loader_default;
-  for (std::int64_t size : {std::int64_t{1}, 2 * s.batch_size + 1})
-    if (size != s.batch_size) loader_default.push_back(size);
-  if (!s.batch_invariant_sizes.empty() && s.batch_invariant_sizes != loader_default) {
+  // batch_invariant's other sizes, unless they are what the loader gives a file without them.
+  if (!s.batch_invariant_sizes.empty() && s.batch_invariant_sizes != default_batch_invariant_sizes(s.batch_size)) {
     json sizes_json = json::array();
     for (auto size : s.batch_invariant_sizes) sizes_json.push_back(size);
     out << "\n[batch_invariant]\nbatch_sizes = " << toml_value(sizes_json) << "\n";

@@ -10,6 +10,7 @@
 #include "distmetrics/harness/explore.h"
 #include "distmetrics/harness/input_dtype.h"
 #include "distmetrics/harness/metric_catalog.h"
+#include "distmetrics/harness/property.h"
 #include "distmetrics/harness/shard.h"
 
 namespace distmetrics::harness::explore {
@@ -26,40 +27,27 @@ std::uint64_t mix(std::uint64_t a, std::uint64_t b) {
 // Parameters tied between the metric and its data: the same class count on both sides.
 bool is_class_count(const std::string& name) { return name == "num_classes" || name == "num_labels"; }
 
-// Magnitudes at the ends of what floating point holds well, and the degenerate ones.
+// Magnitudes at the ends of what floating point holds well, and the degenerate ones: a number
+// parameter that declares no draws of its own draws from them.
 const std::vector<double>& magnitudes() {
   static const std::vector<double> values = {0.0, 1e-7, 1e-3, 1.0, 3.0, 1e3, 1e6, 1e9, 1e12};
   return values;
 }
 
-json draw_float_param(Rng& r, const std::string& name, const json& current) {
-  if (name == "positive_rate") return std::vector<double>{0.0, 1.0, 0.5, 0.05, 0.95}[r.between(0, 4)];
-  if (name == "separation") return std::vector<double>{0.0, 0.5, 1.5, 5.0}[r.between(0, 3)];
-  if (name == "outliers") return std::vector<double>{0.0, 0.1, 0.5}[r.between(0, 2)];
-  if (name == "offset" || name == "mean" || name == "low")
-    return (r.chance(0.5) ? -1.0 : 1.0) * r.pick(magnitudes());
-  if (name == "threshold") return std::vector<double>{0.0, 0.25, 0.5, 0.75, 1.0}[r.between(0, 4)];
-  if (name == "weight_low") return std::vector<double>{0.0, 1.0, 2.0}[r.between(0, 2)];
-  if (name == "weight_high") return std::vector<double>{2.0, 1e3, 4194304.0}[r.between(0, 2)];
-  if (name == "noise") return std::vector<double>{0.0, 1e-7, 0.5, 1e3, 1e6}[r.between(0, 4)];
-  if (name == "high") {
-    const double low = 0;
-    return low + r.pick(magnitudes());
-  }
-  (void)current;
-  return r.pick(magnitudes());
-}
-
-// A value for a declared parameter, or null to leave it alone.
+// A value for a declared parameter, or null to leave it alone: one of its choices, the other
+// truth value, one of the values its descriptor says explore draws (runtime::ParamDecl::draws,
+// with a random sign where it says so), else a magnitude (a float) or a count near the current
+// one (an int).
 json draw_param(Rng& r, const runtime::ParamDecl& p, const json& current) {
   if (!p.choices.empty()) return r.pick(p.choices);
   if (p.type == "bool") return !(current.is_boolean() && current.get<bool>());
-  if (p.type == "float") return draw_float_param(r, p.name, current);
+  if (!p.draws.empty()) {
+    if (!p.draws_either_sign) return r.pick(p.draws);
+    const double sign = r.chance(0.5) ? -1.0 : 1.0;
+    return sign * r.pick(p.draws).get<double>();
+  }
+  if (p.type == "float") return r.pick(magnitudes());
   if (p.type == "int") {
-    if (p.name == "dims") return r.between(0, 3);
-    if (p.name == "height" || p.name == "width") return r.between(1, 8);
-    if (p.name == "channels") return r.between(1, 3);
-    if (p.name == "top_k" || p.name == "k") return r.between(1, 3);
     if (current.is_number_integer()) return std::max<std::int64_t>(0, current.get<std::int64_t>() + r.between(-2, 2));
     return r.between(0, 4);
   }
@@ -102,7 +90,7 @@ void set_class_count(Scenario& s, std::int64_t classes) {
 // extreme: only the spread relative to them is bounded.
 constexpr double kLeastRelativeSpread = 1e-3;
 
-void keep_spread_resolvable(json& p, const GeneratorSpec& generator) {
+void keep_spread_resolvable(json& p, const DataGenerator& generator) {
   auto number = [&](const char* key) -> std::optional<double> {  // as given, else the default
     if (p.contains(key)) return p[key].is_number() ? std::optional<double>(p[key].get<double>()) : std::nullopt;
     for (const auto& decl : generator.params)
@@ -121,6 +109,39 @@ void keep_spread_resolvable(json& p, const GeneratorSpec& generator) {
     if (*high - *low < size * kLeastRelativeSpread) p["high"] = *low + size * kLeastRelativeSpread;
   }
 }
+
+}  // namespace
+
+std::int64_t metric_class_count(const json& metric_params) {
+  for (const char* key : {"num_classes", "num_labels"})
+    if (metric_params.contains(key) && metric_params[key].is_number_integer() && metric_params[key].get<std::int64_t>() > 0)
+      return metric_params[key].get<std::int64_t>();
+  return 0;
+}
+
+void use_generator(Scenario& s, const std::string& generator_name, Rng& r) {
+  const DataGenerator* generator = find_generator(generator_name);
+  if (!generator) return;
+  s.data.generator = generator->name;
+  s.data.params = json::object();
+  // Its class count is the metric's (3 when the metric has none), its other required parameters 3.
+  for (const auto& p : generator->params) {
+    if (p.name == generator->class_count) {
+      const auto classes = metric_class_count(s.metric_params);
+      s.data.params[p.name] = classes > 0 ? classes : 3;
+    } else if (p.required()) {
+      s.data.params[p.name] = 3;
+    }
+  }
+  for (const auto& p : generator->params) {
+    if (p.name == generator->class_count || p.required() || !r.chance(0.3)) continue;
+    json value = draw_param(r, p, p.default_value);
+    if (!value.is_null()) s.data.params[p.name] = value;
+  }
+  keep_spread_resolvable(s);
+}
+
+namespace {
 
 Step step(const std::string& text) { return parse_step(text); }
 
@@ -264,7 +285,7 @@ Case generate_case(const Scenario& base, const Space& space, std::uint64_t seed,
     if (r.chance(0.3)) s.data.dtype = r.chance(0.5) ? "float32" : "float64";
     if (const auto* generator = find_generator(s.data.generator)) {
       for (const auto& p : generator->params) {
-        if (is_class_count(p.name) || !r.chance(0.3)) continue;
+        if (p.name == generator->class_count || !r.chance(0.3)) continue;
         const json current = s.data.params.value(p.name, p.default_value);
         json value = draw_param(r, p, current);
         if (!value.is_null()) s.data.params[p.name] = value;
@@ -299,6 +320,17 @@ Case generate_case(const Scenario& base, const Space& space, std::uint64_t seed,
         const json current = s.metric_params.value(p.name, p.default_value);
         json value = draw_param(r, p, current);
         if (!value.is_null()) s.metric_params[p.name] = value;
+      }
+    }
+    // Parameters that change what data the metric takes (a task, binary against multiclass)
+    // call for another generator: the one the space's chooser says the metric accepts. Its
+    // parameters are drawn from a stream of their own, so that a case the base's generator fits
+    // is drawn as it always was.
+    if (space.generator_for && s.data.file.empty()) {
+      const std::string fitting = space.generator_for(s.metric_params);
+      if (!fitting.empty() && fitting != s.data.generator) {
+        Rng data_rng(mix(seed, index) ^ 0xD1B54A32D192ED03ull);
+        use_generator(s, fitting, data_rng);
       }
     }
   }
@@ -385,33 +417,42 @@ std::string Signature::text() const {
   return out;
 }
 
-std::optional<Signature> failure_signature(const json& verdict) {
+std::optional<Signature> failure_signature(const Verdict& verdict) {
+  if (verdict.outcome == Outcome::Pass || verdict.outcome == Outcome::Skip) return std::nullopt;
   Signature sig;
-  sig.outcome = verdict.value("outcome", "");
-  if (sig.outcome == "pass" || sig.outcome == "skip" || sig.outcome.empty()) return std::nullopt;
-  for (const auto& p : verdict.value("properties", json::array()))
-    if (p.value("outcome", "") == "fail" && !p.value("expected_failure", false) && p["consequence_of"].is_null())
-      sig.properties.push_back(p.value("name", ""));
+  sig.outcome = to_string(verdict.outcome);
+  for (const auto& p : verdict.properties)
+    if (p.outcome == Outcome::Fail && !p.expected_failure && p.consequence_of.empty()) sig.properties.push_back(p.name);
   // A comparison with the single process (update_after_compute; reset_replay with no earlier
-  // compute of the same batches) that failed where equal_to_single judged nothing is the first
+  // compute of the same batches) that failed where the first compute was not judged is the first
   // comparison with the single process failing, as equal_to_single's would: nothing in that case
   // tells them apart (the root cause says so), so it is the same failure. A metric whose own bug
-  // is in a later compute shows it, under its own name, in a case where equal_to_single held.
+  // is in a later compute shows it, under its own name, in a case where the first compute held.
   // (The verdict does not say which reset_replay compared with: one against an earlier compute
-  // after another reset is renamed too; rare, and such a bug also shows where equal_to_single held.)
-  bool fresh_judged = false;
-  for (const auto& p : verdict.value("properties", json::array()))
-    if (p.value("name", "") == "equal_to_single" && p.value("outcome", "") != "skip") fresh_judged = true;
-  if (!fresh_judged)
-    for (auto& name : sig.properties)
-      if (name == "update_after_compute" || name == "reset_replay") name = "equal_to_single";
+  // after another reset is renamed too; rare, and such a bug also shows where the first held.)
+  if (const Property* fresh = property_judging(ComputeRole::Fresh)) {
+    const PropertyResult* first = verdict.property(fresh->name);
+    if (!first || first->outcome == Outcome::Skip)
+      for (auto& name : sig.properties)
+        if (const Property* p = find_property(name); p && p->compares_with_single_process) name = fresh->name;
+  }
   std::set<std::string> states;
-  for (const auto& r : verdict.value("ranks", json::array()))
-    if (r.value("state", "finished") != "finished") states.insert(r.value("state", ""));
+  for (const auto& r : verdict.ranks)
+    if (r.state != "finished") states.insert(r.state);
   sig.blame.assign(states.begin(), states.end());
   std::sort(sig.properties.begin(), sig.properties.end());
   sig.properties.erase(std::unique(sig.properties.begin(), sig.properties.end()), sig.properties.end());
   return sig;
+}
+
+bool maybe_slow(const Verdict& verdict) {
+  if (verdict.outcome == Outcome::Error)
+    return verdict.reason.rfind("the single-process reference failed: ", 0) == 0 &&
+           verdict.reason.find("did not finish within the deadline") != std::string::npos;
+  if (verdict.outcome != Outcome::Hang || verdict.deviation) return false;
+  for (const auto& r : verdict.ranks)
+    if (r.state == "raised" || r.state == "crashed" || r.state == "timed_out") return false;
+  return true;
 }
 
 }  // namespace distmetrics::harness::explore

@@ -1,6 +1,6 @@
 // accepts_empty_batch: update() of a batch with no rows ('update empty') is accepted on every
 // rank that feeds one. When it raises, the rank records it and runs the rest of its script
-// without that (and any later) empty update (engine/scenario_task.cpp), so that every other
+// without that (and any later) empty update (variants/scenario_task.cpp), so that every other
 // property still judges the distributed result: its own finding, never another's consequence.
 #include <cmath>
 #include <sstream>
@@ -28,8 +28,13 @@ PropertyResult check(const CheckContext& ctx, const std::string& hint) {
       first = &e;
       first_rank = obs.rank;
     }
-    lines << "  rank " << obs.rank << ": script step " << e.step + 1 << " ('" << ctx.scenario.script.at(e.step).text
-          << "') raised " << e.type << ": " << e.message.substr(0, e.message.find('\n')) << "\n";
+    RankLine line;
+    line.rank = obs.rank;
+    line.text = "script step " + std::to_string(e.step + 1) + " ('" + ctx.scenario.script.at(e.step).text + "') raised " +
+                e.type + ": " + e.message.substr(0, e.message.find('\n'));
+    line.error = e;
+    lines << "  rank " << line.rank << ": " << line.text << "\n";
+    result.lines.push_back(std::move(line));
   }
   if (!first) {
     result.message = "accepts_empty_batch held: every rank that called update() with an empty batch went on";
@@ -38,7 +43,8 @@ PropertyResult check(const CheckContext& ctx, const std::string& hint) {
   result.outcome = Outcome::Fail;
   result.message = "accepts_empty_batch failed: rank " + std::to_string(first_rank) + " rejects an empty batch (" +
                    first->type + ": " + first->message.substr(0, first->message.find('\n')) + "); " + hint + "\n" +
-                   lines.str() + variant_lines(ctx);
+                   lines.str();
+  result.variant_lines = variant_lines(ctx);
   return result;
 }
 

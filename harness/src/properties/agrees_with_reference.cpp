@@ -18,7 +18,8 @@ PropertyResult check(const CheckContext& ctx, const std::string& hint) {
     result.name = "agrees_with_reference";
     result.outcome = Outcome::Fail;
     result.message = "agrees_with_reference failed: " + label + " raised " + ctx.single.reference->error_type + ": " +
-                     ctx.single.reference->error + "\n" + variant_lines(ctx);
+                     ctx.single.reference->error + "\n";
+    result.variant_lines = variant_lines(ctx);
     return result;
   }
   return check_full_data(ctx, "agrees_with_reference", label, *ctx.single.reference, ctx.scenario.tolerance, hint);

@@ -16,7 +16,7 @@ PropertyResult check(const CheckContext& ctx, const std::string& hint) {
   PropertyResult result;
   result.name = "batch_invariant";
   if (ctx.single.other_batch_sizes.empty()) return skipped("batch_invariant", "no other batch size to try");
-  result.single = value_json(ctx.single.full);
+  result.single = ctx.single.full;
   // As golden's: a float32 result (or input) differs between batchings by float32 rounding.
   std::vector<const json*> returned;
   if (ctx.single.full.value) returned.push_back(&*ctx.single.full.value);
@@ -55,9 +55,10 @@ PropertyResult check(const CheckContext& ctx, const std::string& hint) {
   std::ostringstream msg;
   msg << "batch_invariant failed: " << hint << "\n"
       << "  batch size " << ctx.scenario.batch_size << " (the scenario's): " << ctx.single.full.text() << "\n"
-      << lines.str() << "  tolerance: " << tol_text << "\n"
-      << variant_lines(ctx);
+      << lines.str() << "  tolerance: " << tol_text << "\n";
   result.message = msg.str();
+  result.tolerance = tol_text;
+  result.variant_lines = variant_lines(ctx);
   return result;
 }
 

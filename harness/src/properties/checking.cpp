@@ -12,8 +12,9 @@ namespace distmetrics::harness::checking {
 
 using nlohmann::json;
 
-json value_json(const ComputeResult& r) { return r.value && !r.raised() ? *r.value : json(nullptr); }
-json value_json(const ComputeResult* r) { return r ? value_json(*r) : json(nullptr); }
+std::optional<ComputeResult> optional_result(const ComputeResult* r) {
+  return r ? std::optional<ComputeResult>(*r) : std::nullopt;
+}
 
 std::string number_text(double v) {
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
@@ -64,7 +65,8 @@ PropertyResult skipped(const std::string& name, const std::string& why) {
 
 namespace {
 
-struct RankLine {
+// A rank's result at a compute against what it must equal.
+struct Compared {
   const ComputeResult* actual = nullptr;
   const ComputeResult* expected = nullptr;
   Comparison cmp;
@@ -81,7 +83,7 @@ PropertyResult judge(const CheckContext& ctx, const std::string& name, const std
   result.name = name;
   double largest = 0;
   for (int k : ks) {
-    std::vector<RankLine> lines(ctx.ranks.size());
+    std::vector<Compared> lines(ctx.ranks.size());
     bool failed = false;
     for (std::size_t r = 0; r < ctx.ranks.size(); ++r) {
       auto& line = lines[r];
@@ -105,9 +107,9 @@ PropertyResult judge(const CheckContext& ctx, const std::string& name, const std
       else largest = line.cmp.difference;
     }
     const ComputeResult* single = k < static_cast<int>(ctx.single.at_compute.size()) ? &ctx.single.at_compute[k] : nullptr;
-    result.single = value_json(single);
-    result.ranks = json::array();
-    for (const auto& line : lines) result.ranks.push_back(value_json(line.actual));
+    result.single = optional_result(single);
+    result.values.clear();
+    for (const auto& line : lines) result.values.push_back(optional_result(line.actual));
     if (!failed) continue;
     result.outcome = Outcome::Fail;
     std::ostringstream msg;
@@ -117,27 +119,35 @@ PropertyResult judge(const CheckContext& ctx, const std::string& name, const std
     bool numeric = true;
     for (std::size_t r = 0; r < lines.size(); ++r) {
       const auto& line = lines[r];
-      msg << "  rank " << r << ": ";
+      harness::RankLine shown;
+      shown.rank = static_cast<int>(r);
       if (!line.actual) {
-        msg << line.missing << "\n";
+        shown.text = line.missing;
         numeric = false;
-        continue;
-      }
-      msg << line.actual->text();
-      if (line.expected) {
-        if (expected_label != "single process") msg << "   (" << expected_label << ": " << line.expected->text() << ")";
-        if (line.actual->raised() || line.expected->raised()) {
-          numeric = false;
-        } else {
-          msg << "   difference " << number_text(line.cmp.difference);
-          worst = std::max(worst, line.cmp.difference);
+      } else {
+        shown.text = line.actual->text();
+        if (line.expected) {
+          if (expected_label != "single process") shown.text += "   (" + expected_label + ": " + line.expected->text() + ")";
+          if (line.actual->raised() || line.expected->raised()) {
+            numeric = false;
+          } else {
+            shown.text += "   difference " + number_text(line.cmp.difference);
+            shown.difference = line.cmp.difference;
+            worst = std::max(worst, line.cmp.difference);
+          }
+          if (!line.cmp.equal) {
+            shown.text += "   <- differs" + (line.cmp.detail.empty() ? "" : ": " + line.cmp.detail);
+            shown.differs = true;
+          }
         }
-        if (!line.cmp.equal) msg << "   <- differs" << (line.cmp.detail.empty() ? "" : ": " + line.cmp.detail);
       }
-      msg << "\n";
+      msg << "  rank " << r << ": " << shown.text << "\n";
+      result.lines.push_back(std::move(shown));
     }
-    msg << "  tolerance: " << tolerance_text(tol) << "\n" << variant_lines(ctx);
+    result.tolerance = tolerance_text(tol);
+    msg << "  tolerance: " << result.tolerance << "\n";
     result.message = msg.str();
+    result.variant_lines = variant_lines(ctx);
     if (numeric || worst > 0) result.difference = worst;
     return result;
   }
@@ -198,7 +208,7 @@ PropertyResult check_full_data(const CheckContext& ctx, const std::string& name,
                                                             number_text(given.atol) + ": " + widened_by + ")");
   PropertyResult result;
   result.name = name;
-  result.single = value_json(ctx.single.full);
+  result.single = ctx.single.full;
   const auto single_cmp = compare_results(expected, ctx.single.full, tol);
   double largest = single_cmp.difference;
   std::ostringstream problems;
@@ -219,7 +229,9 @@ PropertyResult check_full_data(const CheckContext& ctx, const std::string& name,
     }
   }
   if (!full.empty())
-    for (const auto& obs : ctx.ranks) result.ranks.push_back(value_json(obs.compute(full.back()) ? &obs.compute(full.back())->result : nullptr));
+    for (const auto& obs : ctx.ranks)
+      result.values.push_back(obs.compute(full.back()) ? std::optional<ComputeResult>(obs.compute(full.back())->result)
+                                                       : std::nullopt);
   result.difference = largest;
   if (problems.str().empty()) {
     result.message = name + " held: the result on all the data is " + expected.text() +
@@ -229,8 +241,10 @@ PropertyResult check_full_data(const CheckContext& ctx, const std::string& name,
     return result;
   }
   result.outcome = Outcome::Fail;
+  result.tolerance = tol_text;
   result.message = name + " failed: " + hint + "\n  " + label + ": " + expected.text() + "\n" + problems.str() +
-                   "  tolerance: " + tol_text + "\n" + variant_lines(ctx);
+                   "  tolerance: " + tol_text + "\n";
+  result.variant_lines = variant_lines(ctx);
   return result;
 }
 

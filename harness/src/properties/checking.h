@@ -13,11 +13,11 @@
 
 namespace distmetrics::harness::checking {
 
-nlohmann::json value_json(const ComputeResult& r);
-nlohmann::json value_json(const ComputeResult* r);
+// A copy of the result shown, or none.
+std::optional<ComputeResult> optional_result(const ComputeResult* r);
 std::string number_text(double v);
 std::string tolerance_text(const Tolerance& tol);
-// "  variant: ...\n  reproduce: ..." (no newline at the end).
+// "  variant: ...\n  reproduce: ..." (no newline at the end): a result's variant_lines.
 std::string variant_lines(const CheckContext& ctx);
 // "compute 2 of 4 (script step 3: 'compute')".
 std::string compute_phrase(const CheckContext& ctx, int k);

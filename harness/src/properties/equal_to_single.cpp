@@ -56,6 +56,7 @@ Property equal_to_single() {
   p.needs_compute = ComputeRole::Fresh;
   p.needs_compute_text = "a compute before any other compute";
   p.by_default = fresh_compute;
+  p.compares_with_single_process = true;
   p.check = check;
   p.hint = "every rank must give the single-process result on the union of the data fed so far";
   p.root_causes = {{60, wrong_at_the_first_compute}};

@@ -36,15 +36,15 @@ PropertyResult check(const CheckContext& ctx, const std::string& hint) {
   if (!single || single->error_type != want)
     problems << "  single process: " << (single ? single->text() : "did not get there")
              << "   <- the scenario expects " << want << " here too\n";
+  std::vector<RankLine> lines;
   for (const auto& obs : ctx.ranks) {
     const auto* record = obs.compute(k);
-    result.ranks.push_back(value_json(record ? &record->result : nullptr));
-    if (!record) {
-      problems << "  rank " << obs.rank << ": " << missing_text(obs) << "\n";
-    } else if (record->result.error_type != want) {
-      problems << "  rank " << obs.rank << ": " << record->result.text() << "   <- expected " << want << "\n";
-    }
+    result.values.push_back(optional_result(record ? &record->result : nullptr));
+    if (!record) lines.push_back({obs.rank, missing_text(obs), std::nullopt, false, std::nullopt});
+    else if (record->result.error_type != want)
+      lines.push_back({obs.rank, record->result.text() + "   <- expected " + want, std::nullopt, false, std::nullopt});
   }
+  for (const auto& line : lines) problems << "  rank " << line.rank << ": " << line.text << "\n";
   if (problems.str().empty()) {
     result.message = "expected_error held: every rank and the single process raised " + want + " at compute " +
                      std::to_string(k + 1) + ", together";
@@ -57,12 +57,13 @@ PropertyResult check(const CheckContext& ctx, const std::string& hint) {
     return result;
   }
   result.outcome = Outcome::Fail;
+  result.lines = std::move(lines);
   if (!ctx.scenario.expect.no_data_value.empty())
     problems << "  (the metric declares that compute() with no data anywhere returns " << ctx.scenario.expect.no_data_value
              << ": that also holds only when every rank and the single process return the same value)\n";
   result.message = "expected_error failed: every rank must raise " + want + " at " + compute_phrase(ctx, k) + ", " +
-                   hint + "\n" + problems.str() +
-                   variant_lines(ctx);
+                   hint + "\n" + problems.str();
+  result.variant_lines = variant_lines(ctx);
   return result;
 }
 

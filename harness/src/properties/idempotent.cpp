@@ -31,17 +31,20 @@ PropertyResult check(const CheckContext& ctx, const std::string& hint) {
       if (record.digest_before == record.digest_after) continue;
       result.outcome = Outcome::Fail;
       const auto* single = single_at(ctx, record.index);
-      result.single = value_json(single);
-      result.ranks = json::array();
-      for (const auto& o : ctx.ranks) result.ranks.push_back(value_json(o.compute(record.index) ? &o.compute(record.index)->result : nullptr));
+      result.single = optional_result(single);
+      result.values.clear();
+      for (const auto& o : ctx.ranks)
+        result.values.push_back(optional_result(o.compute(record.index) ? &o.compute(record.index)->result : nullptr));
+      result.lines = {{obs.rank, record.result.text(), std::nullopt, false, std::nullopt}};
+      result.tolerance.clear();
       std::ostringstream msg;
       msg << "idempotent failed at " << compute_phrase(ctx, record.index) << ": compute() changed rank " << obs.rank
           << "'s local state (state digest " << record.digest_before << " before, " << record.digest_after
           << " after); compute() must sync copies of the state and leave the local state untouched\n"
           << "  single process: " << (single ? single->text() : "none") << "\n"
-          << "  rank " << obs.rank << ": " << record.result.text() << "\n"
-          << variant_lines(ctx);
+          << "  rank " << obs.rank << ": " << record.result.text() << "\n";
       result.message = msg.str();
+      result.variant_lines = variant_lines(ctx);
       result.difference.reset();
       return result;
     }

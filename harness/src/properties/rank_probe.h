@@ -1,5 +1,5 @@
 // A property's rank-side probe (property.h, Property::probe): what every rank does for it beside
-// the script, told each step the metric takes. The scenario task (engine/scenario_task.cpp)
+// the script, told each step the metric takes. The scenario task (variants/scenario_task.cpp)
 // creates one per property the scenario checks that has a probe, in table order, and calls them
 // in that order on every rank alike, so that the collectives a probe issues pair up.
 #pragma once

@@ -49,6 +49,7 @@ Property reset_replay() {
   p.needs_compute = ComputeRole::AfterReset;
   p.needs_compute_text = "a compute after a reset";
   p.by_default = compute_after_reset;
+  p.compares_with_single_process = true;
   p.check = check;
   p.hint = "after reset() and the same data again, each rank must give what it gave on that data before the reset";
   p.root_causes = {{90, reset_leaves_something}};

@@ -65,7 +65,8 @@ PropertyResult check(const CheckContext& ctx, const std::string& hint) {
       result.name = kName;
       result.outcome = Outcome::Fail;
       result.message = "state_roundtrip failed on rank " + std::to_string(obs.rank) + ": " + it->second + "\n  " + hint +
-                       "\n" + variant_lines(ctx);
+                       "\n";
+      result.variant_lines = variant_lines(ctx);
       return result;
     }
   }

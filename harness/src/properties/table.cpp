@@ -60,6 +60,13 @@ std::vector<std::string> default_properties(const Scenario& scenario, const std:
   return out;
 }
 
+std::vector<std::string> listed_only_properties() {
+  std::vector<std::string> out;
+  for (const auto& p : property_table())
+    if (p.listable && !p.by_default && !p.checked_anyway) out.push_back(p.name);
+  return out;
+}
+
 std::vector<const Property*> properties_by_column() {
   std::vector<const Property*> out;
   for (const auto& p : property_table()) out.push_back(&p);

@@ -91,6 +91,7 @@ Property update_after_compute() {
   p.needs_compute = ComputeRole::AfterUpdate;
   p.needs_compute_text = "a compute after an earlier compute and more updates";
   p.by_default = compute_after_update;
+  p.compares_with_single_process = true;
   p.check = check;
   p.hint = "after a mid-stream compute and more updates, every rank must still give the single-process result "
            "(a compute that folds synced values into the local state counts samples twice)";

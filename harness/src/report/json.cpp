@@ -5,8 +5,48 @@
 
 namespace distmetrics::harness {
 
+namespace {
+
+// explore's summary: its counts, coverage and findings (docs/explore.md).
+nlohmann::json search_json(const SearchSummary& s) {
+  using nlohmann::json;
+  json findings = json::array();
+  for (const auto& f : s.findings)
+    findings.push_back({{"signature", f.signature},
+                        {"outcome", f.outcome},
+                        {"properties", f.properties},
+                        {"blame", f.blame},
+                        {"case", f.index},
+                        {"found_after_seconds", f.found_after},
+                        {"original_size", f.original_size},
+                        {"shrunk_size", f.shrunk_size},
+                        {"shrink_steps", f.shrink_steps},
+                        {"shrink_candidates", f.shrink_tried},
+                        {"shrink_cut", f.shrink_cut.empty() ? json(nullptr) : json(f.shrink_cut)},
+                        {"saved", f.saved.empty() ? json(nullptr) : json(f.saved)},
+                        {"scenario", f.toml},
+                        {"verdict", f.verdict.to_json()}});
+  return {{"metric", s.metric},
+          {"seed", s.seed},
+          {"budget", s.budget},
+          {"seconds", s.seconds},
+          {"cases", s.cases},
+          {"refused", s.refused},
+          {"slow", s.slow},
+          {"unjudged", s.unjudged},
+          {"shrink_cases", s.shrink_cases},
+          {"variants_per_second", s.variants_per_second},
+          {"helper_ready_seconds", s.helper_ready_seconds},
+          {"first_case_seconds", s.first_case_seconds ? json(*s.first_case_seconds) : json(nullptr)},
+          {"coverage", s.coverage},
+          {"findings", findings}};
+}
+
+}  // namespace
+
 nlohmann::json render_json(const ReportModel& model) {
   using nlohmann::json;
+  if (model.search) return search_json(*model.search);
   json summary = json::object();
   for (const auto& kind : outcome_kinds()) summary[kind.name] = model.counts.of(kind.outcome);
   summary["total"] = model.counts.total;

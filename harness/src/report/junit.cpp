@@ -46,7 +46,7 @@ std::string details(const Verdict& v) {
   std::ostringstream out;
   if (v.outcome == Outcome::Fail) {
     for (const auto& p : v.properties)
-      if (p.outcome == Outcome::Fail) out << p.message << "\n";
+      if (p.outcome == Outcome::Fail) out << p.full_message() << "\n";
   } else if (!v.diagnosis.empty()) {
     out << v.diagnosis << "\n";
   } else {

@@ -30,7 +30,23 @@ std::string fenced(const std::string& text, const std::string& language) {
 
 }  // namespace
 
+namespace {
+
+// explore's summary: a section per failure with its shrunk scenario.
+std::string search_markdown(const SearchSummary& s) {
+  std::ostringstream md;
+  md << "## distmetrics explore: " << s.metric << "\n\n" << s.cases << " case(s), seed " << s.seed << ", "
+     << text::fixed(s.seconds, 1) << " s, " << s.findings.size() << " distinct failure(s)\n\n";
+  for (const auto& f : s.findings)
+    md << "- **" << f.signature << "** (case " << f.index << "): " << text::first_line(f.verdict.reason) << "; shrunk to "
+       << f.shrunk_size << "\n\n```toml\n" << f.toml << "```\n";
+  return md.str();
+}
+
+}  // namespace
+
 std::string render_markdown(const ReportModel& model) {
+  if (model.search) return search_markdown(*model.search);
   std::ostringstream md;
   const bool passed = model.worst.empty() || model.worst == "pass";
   md << "## " << model.title << "\n\n";

@@ -4,7 +4,6 @@
 #include <cmath>
 #include <iomanip>
 #include <map>
-#include <regex>
 #include <sstream>
 #include <stdexcept>
 
@@ -12,22 +11,13 @@
 #include "distmetrics/harness/compare.h"
 #include "distmetrics/harness/property.h"
 #include "distmetrics/harness/report_model.h"
+#include "distmetrics/runtime/desync.h"
 #include "text.h"
 
 namespace distmetrics::harness {
 namespace {
 
 using nlohmann::json;
-
-std::string str(const json& j, const char* name) {
-  if (!j.is_object() || !j.contains(name) || !j.at(name).is_string()) return "";
-  return j.at(name).get<std::string>();
-}
-
-std::optional<std::int64_t> opt_int(const json& j, const char* name) {
-  if (!j.is_object() || !j.contains(name) || !j.at(name).is_number()) return std::nullopt;
-  return j.at(name).get<std::int64_t>();
-}
 
 std::string anchor_of(const std::string& prefix, const std::string& text) {
   std::string out = prefix;
@@ -41,56 +31,32 @@ std::string shape_text(const std::vector<std::int64_t>& shape) {
   return out + "]";
 }
 
-// What differed, or what happened: the failed properties' messages, or the reason and the
-// diagnosis (said once when the diagnosis opens with the reason's sentence).
-std::string details_of(const Verdict& v) {
-  std::ostringstream out;
-  if (v.outcome == Outcome::Fail) {
-    for (const auto& p : v.properties)
-      if (p.outcome == Outcome::Fail) out << text::without_variant_lines(p.message);
-  } else {
-    out << v.reason << "\n";
-    std::string diagnosis = v.diagnosis;
-    const std::string opening = text::first_line(diagnosis);
-    if (!opening.empty() && v.reason.find(opening) != std::string::npos)
-      diagnosis = diagnosis.find('\n') == std::string::npos ? "" : diagnosis.substr(diagnosis.find('\n') + 1);
-    if (!diagnosis.empty()) out << diagnosis << "\n";
-  }
-  return text::without_variant_lines(out.str());
+// What a property's result shows: a value's text, or none (no value, or it raised).
+std::optional<std::string> shown_value(const std::optional<ComputeResult>& r) {
+  if (!r || !r->value || r->raised()) return std::nullopt;
+  return value_text(*r->value);
 }
 
+// A failed property as the views show it: its values and its message's per-rank lines, side by
+// side from rank 0 for as long as the one or the other has a rank.
 Finding finding_of(const PropertyResult& p, const std::vector<RankReport>& ranks) {
   Finding f;
   f.property = p.name;
-  const std::string& message = p.message;
-  f.headline = text::first_line(message);
-  f.message = text::without_variant_lines(message);
-  f.single = !p.single.is_null() ? value_text(p.single) : "none";
+  f.headline = p.headline();
+  f.message = p.shown_message();
+  f.single = shown_value(p.single).value_or("none");
   if (p.difference && std::isfinite(*p.difference)) f.difference = *p.difference;
-  // The message's own lines say, per rank, the difference to what it was compared with.
-  std::map<int, std::string> lines;
-  static const std::regex rank_line(R"(^  rank (\d+): (.*)$)");
-  std::istringstream in(message);
-  for (std::string line; std::getline(in, line);) {
-    std::smatch m;
-    if (std::regex_match(line, m, rank_line)) lines[std::stoi(m[1])] = m[2];
-    else if (line.rfind("  tolerance: ", 0) == 0) f.tolerance = line.substr(13);
-  }
-  const json& values = p.ranks;
-  for (std::size_t r = 0; r < values.size() || lines.count(static_cast<int>(r)); ++r) {
+  f.tolerance = p.tolerance;
+  std::map<int, const RankLine*> lines;
+  for (const auto& line : p.lines) lines[line.rank] = &line;
+  for (std::size_t r = 0; r < p.values.size() || lines.count(static_cast<int>(r)); ++r) {
     RankValue rv;
     rv.rank = static_cast<int>(r);
-    const std::string line = lines.count(rv.rank) ? lines[rv.rank] : "";
-    rv.value = r < values.size() && !values[r].is_null() ? value_text(values[r]) : line;
-    static const std::regex difference(R"(   difference (\S+))");
-    std::smatch m;
-    if (std::regex_search(line, m, difference)) {
-      try {
-        rv.difference = std::stod(m[1]);
-      } catch (const std::exception&) {
-      }
-    }
-    rv.differs = line.find("<- differs") != std::string::npos || (r >= values.size() || values[r].is_null());
+    const RankLine* line = lines.count(rv.rank) ? lines[rv.rank] : nullptr;
+    const auto value = r < p.values.size() ? shown_value(p.values[r]) : std::nullopt;
+    rv.value = value ? *value : line ? line->first_line() : "";
+    if (line) rv.difference = line->difference;
+    rv.differs = (line && line->differs) || !value;
     if (r < ranks.size()) {
       rv.samples = ranks[r].samples;
       rv.batches = ranks[r].batches;
@@ -101,19 +67,22 @@ Finding finding_of(const PropertyResult& p, const std::vector<RankReport>& ranks
 }
 
 // The collectives of every rank side by side; the first sequence number at which they differ
-// (a rank issued another collective, or none) is the divergence. With a deviation (a desync judged
-// per script step), the blamed ranks' cells of the step where they broke the pattern are marked.
-std::optional<Timeline> timeline_of(const std::vector<RankReport>& ranks, const json& deviation) {
+// (a rank issued another collective, or none; runtime::same_collective: the shapes of a gather
+// may differ) is the divergence. With a deviation (a desync judged per script step), the blamed
+// ranks' cells of the step where they broke the pattern are marked.
+std::optional<Timeline> timeline_of(const std::vector<RankReport>& ranks, const std::optional<Deviation>& deviation) {
   if (ranks.empty()) return std::nullopt;
   Timeline t;
   std::uint64_t longest = 0;
   std::vector<std::map<std::uint64_t, TimelineCell>> by_rank;
+  std::vector<std::map<std::uint64_t, runtime::CollectiveRecord>> records;  // per rank, by seq
   bool any = false;
   for (const auto& r : ranks) {
     t.ranks.push_back(r.rank);
     t.states.push_back(r.state);
     t.errors.push_back(r.error);
     std::map<std::uint64_t, TimelineCell> cells;
+    std::map<std::uint64_t, runtime::CollectiveRecord> issued;
     for (const auto& c : r.trace) {
       TimelineCell cell;
       cell.present = true;
@@ -124,21 +93,21 @@ std::optional<Timeline> timeline_of(const std::vector<RankReport>& ranks, const 
       cell.step_text = c.step_text;
       cell.blocked = r.blocked_in && *r.blocked_in == c.seq;
       cells[c.seq] = cell;
+      runtime::CollectiveRecord record;
+      record.seq = c.seq;
+      record.op = c.op;
+      record.dtype = c.dtype;
+      record.shape = c.shape;
+      issued[c.seq] = record;
       longest = std::max(longest, c.seq + 1);
       any = true;
     }
     by_rank.push_back(std::move(cells));
+    records.push_back(std::move(issued));
   }
   if (!any) return std::nullopt;
-  if (deviation.is_object()) {
-    TimelineDeviation d;
-    d.script_step = deviation.value("script_step", 0);
-    d.compute = opt_int(deviation, "compute");
-    d.seq = deviation.value("seq", std::uint64_t{0});
-    d.op = str(deviation, "op");
-    d.more = deviation.value("more", std::vector<int>{});
-    d.fewer = deviation.value("fewer", std::vector<int>{});
-    d.blamed = deviation.value("blamed", std::vector<int>{});
+  if (deviation) {
+    const Deviation& d = *deviation;
     auto has = [](const std::vector<int>& ranks, int r) { return std::find(ranks.begin(), ranks.end(), r) != ranks.end(); };
     for (std::size_t i = 0; i < t.ranks.size(); ++i) {
       const int rank = t.ranks[i];
@@ -157,16 +126,18 @@ std::optional<Timeline> timeline_of(const std::vector<RankReport>& ranks, const 
     }
     t.deviation = d;
   }
+  // The first seq where a rank issued another collective than rank 0's first (or none where
+  // another issued one).
   for (std::uint64_t seq = 0; seq < longest && !t.divergence; ++seq) {
-    std::string first;
-    bool have_first = false;
-    for (const auto& cells : by_rank) {
-      const auto it = cells.find(seq);
-      const std::string sig = it == cells.end() || !it->second.present ? "(none)" : it->second.signature();
-      if (!have_first) {
-        first = sig;
-        have_first = true;
-      } else if (sig != first) {
+    const runtime::CollectiveRecord* first = nullptr;
+    bool first_seen = false;
+    for (const auto& issued : records) {
+      const auto it = issued.find(seq);
+      const runtime::CollectiveRecord* mine = it == issued.end() ? nullptr : &it->second;
+      if (!first_seen) {
+        first = mine;
+        first_seen = true;
+      } else if ((first == nullptr) != (mine == nullptr) || (first && !runtime::same_collective(*first, *mine))) {
         t.divergence = seq;
       }
     }
@@ -288,7 +259,7 @@ ReportModel report_model(const std::vector<Verdict>& verdicts, const std::string
       rv.rank_counts.push_back(counts);
     }
     if (!rv.passed() && rv.outcome != "fail") rv.timeline = timeline_of(v.ranks, v.deviation);  // hang, crash, memory, error
-    rv.details = rv.passed() ? "" : details_of(v);
+    rv.details = rv.passed() ? "" : v.details();
     if (!row_variants.count(rv.row)) model.rows.push_back(ReportRow{rv.row, {}, 0, 0, 0, 0, ""});
     row_variants[rv.row].push_back(i);
     model.variants.push_back(std::move(rv));
@@ -358,7 +329,7 @@ ReportModel report_model(const std::vector<Verdict>& verdicts, const std::string
     if (v.outcome != "skip" && (model.worst.empty() || outcome_severity(v.outcome) > outcome_severity(model.worst)))
       model.worst = v.outcome;
     if (v.outcome != "skip") continue;
-    const std::string gist = v.reason.substr(0, v.reason.find(" ("));
+    const std::string gist = v.verdict.skip_gist();
     auto group = std::find_if(model.skips.begin(), model.skips.end(), [&](const auto& g) { return g.reason == gist; });
     if (group == model.skips.end()) group = model.skips.insert(model.skips.end(), SkipGroup{gist, 0, {}});
     ++group->count;

@@ -1,6 +1,7 @@
 # The report model, built from the verdicts, and its views (JSON, JUnit, console, Markdown, HTML),
 # shared by `run`, `conform` and `explore`.
 list(APPEND DISTMETRICS_HARNESS_SOURCES
+  src/report/report.cpp
   src/report/text.cpp
   src/report/model.cpp
   src/report/outcome.cpp
@@ -9,6 +10,5 @@ list(APPEND DISTMETRICS_HARNESS_SOURCES
   src/report/html.cpp
   src/report/json.cpp
   src/report/junit.cpp)
-# Not in a unity batch (cmake/DistmetricsHelpers.cmake): it defines a file-local seconds_text()
-# beside engine/engine.cpp's.
-set_source_files_properties(src/report/junit.cpp PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
+# Not in a unity batch (cmake/DistmetricsHelpers.cmake): each defines a file-local seconds_text().
+set_source_files_properties(src/report/report.cpp src/report/junit.cpp PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)

@@ -9,19 +9,6 @@ namespace distmetrics::harness::text {
 
 std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
 
-std::string without_variant_lines(const std::string& message) {
-  std::istringstream in(message);
-  std::ostringstream out;
-  for (std::string line; std::getline(in, line);) {
-    const auto start = line.find_first_not_of(' ');
-    if (start != std::string::npos &&
-        (line.compare(start, 9, "variant: ") == 0 || line.compare(start, 11, "reproduce: ") == 0))
-      continue;
-    out << line << "\n";
-  }
-  return out.str();
-}
-
 std::string indent(const std::string& text, const std::string& prefix) {
   std::istringstream in(text);
   std::ostringstream out;

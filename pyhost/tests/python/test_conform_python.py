@@ -293,3 +293,19 @@ def test_workers_are_forked_with_the_sources_imported_whatever_thread_pools_the_
     # Imported once, by the supervisor: every rank worker (2 + 4) and the single-process helper
     # was forked with the module in it. A worker that imported it itself would add its pid.
     assert len(log.read_text().split()) == 1, log.read_text()
+
+
+def test_a_metric_with_no_reference_counterpart_runs_under_its_own_name(tmp_path):
+    """docs/python.md's example: MeanBias is no reference metric; registered under its own name it
+    runs the scenario that names it, judged against its own single-process run by every property
+    that needs no independent value (agrees_with_reference: skipped, there is nothing to agree with)."""
+    own = EXAMPLES / "own_name"
+    run, data = conform(tmp_path, own / "mean_bias.py", own / "mean_bias.toml")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert {v["metric"] for v in data["variants"]} == {"MeanBias"}
+    assert sorted((v["world_size"], v["shard"]) for v in data["variants"]) == [(2, "empty_rank"), (2, "uneven")]
+    for v in data["variants"]:
+        for name in ("equal_to_single", "ranks_agree", "idempotent", "update_after_compute", "reset_replay",
+                     "batch_invariant", "state_roundtrip", "accepts_empty_batch"):
+            assert prop(v, name)["outcome"] == "pass", (v["id"], name, prop(v, name)["message"])
+        assert prop(v, "agrees_with_reference")["outcome"] == "skip"

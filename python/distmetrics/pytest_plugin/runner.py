@@ -10,9 +10,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
-# The runner's own exit codes (docs/cli-contract.md).
-EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT, EXIT_HANG, EXIT_CRASH, EXIT_MEMORY = 0, 1, 2, 3, 4, 6
-
 LIST_TIMEOUT = 120.0  # seconds; listing parses scenario files and starts no ranks
 
 

@@ -1,10 +1,14 @@
 // Which backends exist and can run here, and building a communicator by backend name.
-#include <ATen/detail/CUDAHooksInterface.h>
+#include <atomic>
+#include <mutex>
 
 #include "backend_factory.h"
 #include "distmetrics/build_config.h"
 #include "distmetrics/runtime/backends.h"
 #include "distmetrics/runtime/errors.h"
+#include "distmetrics/runtime/launchers.h"
+#include "distmetrics/runtime/task.h"
+#include "modules.h"
 #if DISTMETRICS_GLOO_THROUGH_PYTHON
 #include "gloo_through_python.h"
 #endif
@@ -19,11 +23,10 @@ std::optional<std::string> gloo_unavailable(const std::string& comm_device, int)
       return std::string("gloo: this build has no Gloo: LibTorch " DISTMETRICS_TORCH_VERSION " ships no gloo headers (docs/gpu.md)");
     return std::string("gloo: this build has no Gloo (install libgloo-dev and reconfigure)");
   }
-#if DISTMETRICS_GLOO_THROUGH_PYTHON
-  // Imports torch.distributed once per process (gloo_through_python.cpp): here, before a job's
-  // deadline starts, and in a peer rank before it forks the job's task child.
-  if (auto reason = detail::gloo_through_python_unavailable()) return reason;
-#endif
+  // Through torch's Python binding, torch.distributed is imported when a group is made, or when
+  // a supervisor or a peer rank loads it for the processes it forks (load_for_forked_workers), not
+  // here: asking costs nothing, so that `list` of a gloo scenario loads no Python (the configure
+  // checked that this venv's torch.distributed has gloo; a venv broken since fails the pool's start).
   if (comm_device == "cuda") {
     if (!DISTMETRICS_TORCH_HAS_CUDA) return std::string("gloo on cuda: this LibTorch has no CUDA");
     if (visible_gpu_count() < 1) return std::string("gloo on cuda: needs a GPU, found 0");
@@ -36,6 +39,31 @@ std::optional<std::string> mpi_unavailable(const std::string& comm_device, int) 
   if (comm_device == "cuda") return std::string("mpi: collectives run on the CPU only (comm device cuda)");
   return std::nullopt;
 }
+
+#if DISTMETRICS_GLOO_THROUGH_PYTHON
+std::atomic<int> groups_made_through_python{0};
+std::atomic<int> warm_ups_run{0};
+
+// The gloo backend's pool warm-up (the table below): the worker made this job's communicator
+// first, which imported torch.distributed and made a group; the barrier shows the group works.
+// Registered here, not in the module: a worker looks the task up before the module is loaded.
+const bool warm_up_registered = [] {
+  TaskRegistry::instance().add(detail::kGlooThroughPythonWarmUpTask, [](TaskContext& ctx) {
+    ctx.comm.barrier();
+    ++warm_ups_run;
+    return nlohmann::json::object();
+  });
+  return true;
+}();
+
+std::optional<ForkHooks> gloo_load_for_forked_workers() {
+  try {
+    return detail::gloo_through_python().load_for_forked_workers();
+  } catch (const std::exception&) {
+    return std::nullopt;  // the workers load it themselves, and their warm-up says why it fails
+  }
+}
+#endif
 
 std::optional<std::string> nccl_unavailable(const std::string&, int world_size) {
   if (!DISTMETRICS_HAVE_NCCL) return std::string("nccl: this build has no NCCL (it needs a CUDA LibTorch)");
@@ -70,7 +98,7 @@ const std::vector<Backend>& backends() {
 #if DISTMETRICS_GLOO_THROUGH_PYTHON
     // Workers forked after the supervisor imported torch.distributed start with it; the warm-up
     // makes each worker's first group (and imports it where a worker was not forked so).
-    gloo.load_for_forked_workers = detail::gloo_through_python_load_for_forked_workers;
+    gloo.load_for_forked_workers = gloo_load_for_forked_workers;
     gloo.pool_warm_up_task = detail::kGlooThroughPythonWarmUpTask;
 #endif
 
@@ -124,7 +152,7 @@ std::vector<std::string> default_backend_names() {
 
 std::string pool_launch_for(const std::string& backend) {
   const Backend* b = find_backend(backend);
-  return b ? b->pool_launch : "direct";
+  return b ? b->pool_launch : direct_pool_launch().name;
 }
 
 TaskIsolation peer_task_isolation(const std::string& backend, const std::string& comm_device) {
@@ -138,14 +166,6 @@ std::vector<std::string> compiled_backends() {
   for (const auto& b : backends())
     if (b.compiled) out.push_back(b.name);
   return out;
-}
-
-int visible_gpu_count() {
-  try {
-    return static_cast<int>(at::detail::getCUDAHooks().getNumGPUs());
-  } catch (const std::exception&) {
-    return 0;  // a CUDA build on a machine without a driver
-  }
 }
 
 std::optional<std::string> backend_unavailable_reason(const std::string& backend, const std::string& comm_device,
@@ -185,8 +205,53 @@ std::unique_ptr<Communicator> make_communicator(const CommSpec& spec, const c10:
   if (auto reason = backend_unavailable_reason(spec.backend, spec.comm_device, spec.world_size)) {
     throw ConfigError(*reason);
   }
-  return find_backend(spec.backend)->make(spec, store, deadline);
+  const Backend* backend = find_backend(spec.backend);
+  if (spec.comm_device == "cuda" || backend->gpu_per_rank) {
+    if (auto why = load_cuda_side()) throw ConfigError(spec.backend + " on cuda: " + *why);
+  }
+  return backend->make(spec, store, deadline);
 }
+
+#if DISTMETRICS_GLOO_THROUGH_PYTHON
+namespace {
+std::mutex gloo_module_mutex;
+const GlooThroughPython* gloo_module = nullptr;  // set once loaded (kept by forked children)
+}  // namespace
+
+const GlooThroughPython& gloo_through_python() {
+  using Entry = const GlooThroughPython* (*)();
+  std::lock_guard<std::mutex> lock(gloo_module_mutex);
+  if (gloo_module == nullptr)
+    gloo_module = reinterpret_cast<Entry>(runtime_module_entry(kGlooThroughPythonModule, kGlooThroughPythonEntry))();
+  return *gloo_module;
+}
+
+std::unique_ptr<Communicator> make_gloo_communicator(const CommSpec& spec, const c10::intrusive_ptr<c10d::Store>& store,
+                                                     const Deadline& deadline) {
+  return gloo_through_python().make(spec, store, deadline);
+}
+
+int gloo_groups_made_through_python() { return groups_made_through_python.load(); }
+int gloo_warm_ups_run() { return warm_ups_run.load(); }
+void count_gloo_group_made_through_python() { ++groups_made_through_python; }
+
+long embedded_python_started_by_pid() {
+  std::lock_guard<std::mutex> lock(gloo_module_mutex);
+  return gloo_module != nullptr ? gloo_module->embedded_python_started_by() : 0;
+}
+#endif
+
+#if DISTMETRICS_HAVE_NCCL
+// The nccl backend is a module of its own (nccl.cpp: libtorch_cuda and NCCL), loaded by the first
+// nccl communicator of a process.
+std::unique_ptr<Communicator> make_nccl_communicator(const CommSpec& spec, const c10::intrusive_ptr<c10d::Store>& store,
+                                                     const Deadline& deadline) {
+  using Entry = CommunicatorFactory (*)();
+  static const CommunicatorFactory make =
+      reinterpret_cast<Entry>(runtime_module_entry("libdistmetrics_nccl.so", "distmetrics_nccl_communicator"))();
+  return make(spec, store, deadline);
+}
+#endif
 
 #if !DISTMETRICS_HAVE_GLOO
 std::unique_ptr<Communicator> make_gloo_communicator(const CommSpec&, const c10::intrusive_ptr<c10d::Store>&,

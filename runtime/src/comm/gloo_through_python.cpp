@@ -13,20 +13,23 @@
 // What torch's Python API does not reach, and is therefore off here: the transport kept per
 // process and the hurried loop of gloo.cpp (docs/performance.md). Every group makes its own
 // device, as torch.distributed does.
+//
+// This unit is a module of its own (libdistmetrics_gloo_python.so, modules.cmake), loaded by the
+// runtime with the process's first gloo group (gloo_through_python() in backends.cpp): it links
+// libpython and libtorch_python, and libtorch_python links LibTorch's CUDA side, none of which a
+// command that makes no gloo group (list, validate, metrics) should load.
 #include <pybind11/embed.h>
 #include <torch/csrc/utils/pybind.h>  // torch's holder declaration: c10::intrusive_ptr
 
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
-#include <atomic>
 #include <cstdlib>
 #include <mutex>
 #include <optional>
 #include <string>
 
 #include "distmetrics/runtime/embedded_python.h"
-#include "distmetrics/runtime/task.h"
 #include "gloo_collectives.h"
 #include "gloo_through_python.h"
 
@@ -34,20 +37,6 @@ namespace distmetrics::runtime::detail {
 namespace {
 
 namespace py = pybind11;
-
-std::atomic<int> groups_made{0};
-std::atomic<int> warm_ups_run{0};
-
-// The gloo backend's pool warm-up (backends.cpp): the worker made this job's communicator first,
-// which imported torch.distributed and made a group; the barrier shows the group works.
-const bool warm_up_registered = [] {
-  TaskRegistry::instance().add(kGlooThroughPythonWarmUpTask, [](TaskContext& ctx) {
-    ctx.comm.barrier();
-    ++warm_ups_run;
-    return nlohmann::json::object();
-  });
-  return true;
-}();
 
 // The interpreter, started here unless pyhost (or an earlier group) did; the GIL left free.
 void ensure_embedded_python() {
@@ -95,12 +84,8 @@ c10::intrusive_ptr<c10d::Backend> gloo_group_from_torch(const CommSpec& spec, co
   }
 }
 
-}  // namespace
-
-int gloo_groups_made_through_python() { return groups_made.load(); }
-int gloo_warm_ups_run() { return warm_ups_run.load(); }
-
-std::optional<std::string> gloo_through_python_unavailable() {
+// Imports torch.distributed once per process; why not, or nullopt.
+std::optional<std::string> torch_distributed_unavailable() {
   static std::once_flag checked;
   static std::optional<std::string> reason;
   std::call_once(checked, [] {
@@ -120,15 +105,16 @@ std::optional<std::string> gloo_through_python_unavailable() {
   return reason;
 }
 
-long embedded_python_started_by_pid() { return embedded_python_started_by(); }
-
-std::optional<ForkHooks> gloo_through_python_load_for_forked_workers() {
-  if (gloo_through_python_unavailable()) return std::nullopt;
+// Backend::load_for_forked_workers of the gloo backend on this route.
+std::optional<ForkHooks> load_for_forked_workers() {
+  if (torch_distributed_unavailable()) return std::nullopt;
   return python_fork_hooks();
 }
 
-std::unique_ptr<Communicator> make_gloo_communicator(const CommSpec& spec, const c10::intrusive_ptr<c10d::Store>& store,
-                                                     const Deadline& deadline) {
+long started_by() { return embedded_python_started_by(); }
+
+std::unique_ptr<Communicator> make_group(const CommSpec& spec, const c10::intrusive_ptr<c10d::Store>& store,
+                                         const Deadline& deadline) {
   // The rendezvous (every rank connects to every other through the store) must finish by the
   // deadline; the store's own timeout bounds each of its waits.
   store->setTimeout(std::max(deadline.remaining(), std::chrono::milliseconds(1)));
@@ -141,8 +127,16 @@ std::unique_ptr<Communicator> make_gloo_communicator(const CommSpec& spec, const
                              std::to_string(spec.world_size - 1) + " peers (torch's ProcessGroupGloo, made through its "
                              "Python binding): " + short_what(e));
   }
-  ++groups_made;
+  count_gloo_group_made_through_python();
   return std::make_unique<GlooCollectives<c10d::Backend>>(spec, comm_device_of(spec), std::move(group), store);
 }
 
+const GlooThroughPython entry{make_group, load_for_forked_workers, started_by};
+
+}  // namespace
 }  // namespace distmetrics::runtime::detail
+
+// What the runtime asks of this module (gloo_through_python.h).
+extern "C" const distmetrics::runtime::detail::GlooThroughPython* distmetrics_gloo_through_python() {
+  return &distmetrics::runtime::detail::entry;
+}

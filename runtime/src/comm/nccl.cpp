@@ -1,5 +1,7 @@
 // The nccl backend: c10d::ProcessGroupNCCL over a (prefix) store; CUDA tensors on
-// cuda:local_rank. Built only with a CUDA LibTorch that ships NCCL (DISTMETRICS_HAVE_NCCL).
+// cuda:local_rank. Built only with a CUDA LibTorch that ships NCCL (DISTMETRICS_HAVE_NCCL), as a
+// module of its own (libdistmetrics_nccl.so, modules.cmake): it links libtorch_cuda and NCCL,
+// which the runtime (LibTorch's CPU side) loads with the first nccl communicator of a process.
 #ifndef USE_C10D_NCCL
 #define USE_C10D_NCCL  // the c10d NCCL header is empty without it (LibTorch's targets define it)
 #endif
@@ -12,6 +14,7 @@
 
 #include "backend_factory.h"
 #include "c10d_ops.h"
+#include "distmetrics/runtime/backends.h"
 #include "distmetrics/runtime/errors.h"
 
 namespace distmetrics::runtime::detail {
@@ -112,10 +115,8 @@ class NcclCommunicator final : public Communicator {
   c10::intrusive_ptr<c10d::Store> store_;
 };
 
-}  // namespace
-
-std::unique_ptr<Communicator> make_nccl_communicator(const CommSpec& spec, const c10::intrusive_ptr<c10d::Store>& store,
-                                                     const Deadline& deadline) {
+std::unique_ptr<Communicator> make_nccl(const CommSpec& spec, const c10::intrusive_ptr<c10d::Store>& store,
+                                        const Deadline& deadline) {
   const at::Device device = comm_device_of(spec);  // cuda:local_rank
   // Every rank on its own GPU, and this process's current device set to it: NCCL refuses two
   // ranks on one GPU, and kernels launched on cuda:0 by every rank is a classic hang.
@@ -138,4 +139,10 @@ std::unique_ptr<Communicator> make_nccl_communicator(const CommSpec& spec, const
   return comm;
 }
 
+}  // namespace
 }  // namespace distmetrics::runtime::detail
+
+// The nccl backend's factory, for the runtime that loads this module (backends.cpp).
+extern "C" distmetrics::runtime::CommunicatorFactory distmetrics_nccl_communicator() {
+  return distmetrics::runtime::detail::make_nccl;
+}

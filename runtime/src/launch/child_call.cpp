@@ -157,7 +157,7 @@ void ChildCall::release(std::chrono::milliseconds grace) {
   end_group();
 }
 
-ChildCallResult ChildCall::wait(const Deadline& deadline) {
+ChildCallResult ChildCall::wait(const Deadline& deadline, const std::function<bool()>& stop) {
   if (group_ < 0) return failed_start_;
   std::string sent;
   std::optional<int> status;
@@ -186,7 +186,7 @@ ChildCallResult ChildCall::wait(const Deadline& deadline) {
       if (status) pid_ = -1;
       break;
     }
-    if (deadline.expired()) break;
+    if (deadline.expired() || (stop && stop())) break;
   }
   if (kept_) {
     ::close(out_fd_);

@@ -317,11 +317,7 @@ bool describe_step_divergence(JobResult& run, std::ostringstream& out) {
   const bool blame_fewer = !d.blamed.empty() && d.blamed == d.fewer;
   if (d.blamed.empty()) {
     out << "ranks split evenly over " << where << ": " << more_did << " (" << describe_ranks(d.more) << " did more: "
-        << collectives(d.issued.size()) << " in it against " << d.fewer_issued << "). With as many ranks on each side "
-        << "and no other " << (is_compute ? "compute" : "step") << " where the ranks agree to tell which sequence is the "
-        << "metric's, neither side is blamed: look at why " << where << " issues " << d.parted.op
-        << " on some ranks only (a number of collectives that follows the rank's own data, a rank-local cache or "
-           "condition, an early return).";
+        << collectives(d.issued.size()) << " in it against " << d.fewer_issued << "). " << even_split_unblamed_text(d);
   } else {
     const std::vector<int>& spared = blame_fewer ? d.more : d.fewer;
     out << (blame_fewer ? fewer_did : more_did) << ". " << (d.blamed.size() == 1 ? "Rank " : "Ranks ");
@@ -404,12 +400,19 @@ bool describe_divergence(JobResult& run, std::ostringstream& out) {
   return true;
 }
 
+// A rank killed by SIGPIPE wrote to a connection its peer had closed: it followed from another
+// rank's end (a host lost: ranks on other hosts die writing to it), not the cause.
+bool died_writing_to_a_closed_peer(const RankOutcome& r) { return r.how_died.find("(SIGPIPE)") != std::string::npos; }
+
 void diagnose_crash(JobResult& run, const std::vector<std::string>& phases) {
   std::vector<int> crashed, waiting;
   for (const auto& r : run.ranks) {
     if (r.state == RankState::Crashed) crashed.push_back(r.rank);
     else if (r.blocked_in) waiting.push_back(r.rank);
   }
+  // The ranks that died of something else come first: the first of them is blamed.
+  std::stable_partition(crashed.begin(), crashed.end(),
+                        [&](int r) { return !died_writing_to_a_closed_peer(run.ranks[r]); });
   const RankOutcome& first = run.ranks[crashed.front()];
   run.blamed_rank = first.rank;
   std::ostringstream out;
@@ -424,7 +427,11 @@ void diagnose_crash(JobResult& run, const std::vector<std::string>& phases) {
   else out << " after " << collectives(first.trace.size());
   for (size_t i = 1; i < crashed.size(); ++i) {
     const auto& other = run.ranks[crashed[i]];
-    out << "; rank " << other.rank << " crashed too (" << other.how_died << ")";
+    out << "; rank " << other.rank << " crashed too (" << other.how_died
+        << (died_writing_to_a_closed_peer(other) && !died_writing_to_a_closed_peer(first)
+                ? ": it wrote to rank " + std::to_string(first.rank) + "'s closed connection"
+                : std::string())
+        << ")";
   }
   if (!waiting.empty()) {
     // Name the collective the survivors were in (the latest one, if they differ).
@@ -644,5 +651,15 @@ void diagnose(JobResult& run, const std::vector<std::string>& phases, std::chron
 namespace distmetrics::runtime {
 
 std::optional<StepDeviation> find_step_deviation(const std::vector<RankOutcome>& ranks) { return detail::step_deviation(ranks); }
+
+std::string even_split_unblamed_text(const StepDeviation& d) {
+  const std::string where = detail::step_name({d.step, d.compute});
+  return "With as many ranks on each side and no other " + std::string(d.compute >= 0 ? "compute" : "step") +
+         " where the ranks agree to tell which sequence is the metric's, neither side is blamed: look at why " + where +
+         " issues " + d.parted.op +
+         " on some ranks only (a number of collectives that follows the rank's own data, a rank-local cache or "
+         "condition, an early return).";
+}
+bool same_collective(const CollectiveRecord& a, const CollectiveRecord& b) { return detail::same_collective(a, b); }
 
 }  // namespace distmetrics::runtime

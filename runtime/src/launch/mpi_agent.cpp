@@ -109,7 +109,7 @@ bool MpiAgent::send(const nlohmann::json& message, std::chrono::milliseconds bud
 }
 
 // The agent's next message, or how it ended or stopped, by `deadline`.
-MpiAgent::Reply MpiAgent::await(const Deadline& deadline) {
+MpiAgent::Reply MpiAgent::await(const Deadline& deadline, const std::function<bool()>& stop) {
   Reply reply;
   while (pid_ > 0) {
     if ((reply.message = next())) return reply;
@@ -123,7 +123,7 @@ MpiAgent::Reply MpiAgent::await(const Deadline& deadline) {
       pid_ = -pid_;   // reaped; its group may live on (end() ends it)
       break;
     }
-    if (deadline.expired()) return reply;
+    if (deadline.expired() || (stop && stop())) return reply;
     pollfd watch{channel_->fd(), POLLIN, 0};
     ::poll(&watch, 1, static_cast<int>(std::min<std::chrono::milliseconds>(deadline.remaining(), 20ms).count()));
     channel_->read_available();
@@ -159,11 +159,11 @@ std::string MpiAgent::broadcast(const std::string& text, const Deadline& deadlin
   return reply.message->at("text").get<std::string>();
 }
 
-std::optional<TaskEnd> MpiAgent::run(const AgentTask& task, const Deadline& until) {
+std::optional<TaskEnd> MpiAgent::run(const AgentTask& task, const Deadline& until, const std::function<bool()>& stop) {
   if (!send(to_json(task))) return std::nullopt;
-  Reply reply = await(until);
+  Reply reply = await(until, stop);
   // An earlier job's outcome that came after its wait is not this one's.
-  while (reply.message && reply.message->value("job", "") != task.prefix) reply = await(until);
+  while (reply.message && reply.message->value("job", "") != task.prefix) reply = await(until, stop);
   TaskEnd end;
   if (reply.message) {
     holds_variant_ = true;

@@ -63,7 +63,9 @@ class MpiAgent {
   // Runs the task: what the agent sent for this job, or how it ended (then it is ended with
   // what the task forked) or stopped, by `until`; nullopt when the agent is gone or does not
   // read the request. An agent that answered keeps the job's communicator until release().
-  std::optional<TaskEnd> run(const AgentTask& task, const Deadline& until);
+  // `stop` (asked every 20 ms at most) ends the wait early, as `until` would: the task goes on
+  // in the agent, and its late outcome is not taken for a later job's.
+  std::optional<TaskEnd> run(const AgentTask& task, const Deadline& until, const std::function<bool()>& stop = {});
   // The agent may drop the last job's communicator (every rank has the report).
   void release();
   // The agent finalises MPI and leaves, within `grace`; then it is ended.
@@ -78,7 +80,7 @@ class MpiAgent {
     std::optional<int> status;  // it ended (reaped)
     int stop_signal = 0;        // it stopped itself
   };
-  Reply await(const Deadline& deadline);
+  Reply await(const Deadline& deadline, const std::function<bool()>& stop = {});
   std::optional<nlohmann::json> next();
   bool send(const nlohmann::json& message, std::chrono::milliseconds budget = std::chrono::seconds(1));
 

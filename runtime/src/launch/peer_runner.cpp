@@ -11,9 +11,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <functional>
 #include <map>
 #include <set>
 #include <thread>
@@ -24,8 +26,10 @@
 #include "distmetrics/runtime/errors.h"
 #include "mpi_agent.h"
 #include "peer_env.h"
+#include "peer_gather.h"
 #include "peer_store.h"
 #include "peer_task.h"
+#include "peer_teardown.h"
 #include "process.h"
 #include "protocol.h"
 #include "task_runner.h"
@@ -34,17 +38,18 @@ namespace distmetrics::runtime {
 
 using namespace std::chrono_literals;
 
-std::string detect_launcher() {
-  if (std::getenv("OMPI_COMM_WORLD_SIZE")) return "mpi";
-  if (std::getenv("WORLD_SIZE") && std::getenv("RANK")) return "env";
-  return "";
-}
-
 class PeerRunner::Impl {
  public:
   explicit Impl(PeerOptions options) : options_(std::move(options)) {
     const auto env = detail::process_environment();
-    if (options_.launcher == "mpi") {
+    const Launcher* launcher = find_launcher(options_.launcher);
+    if (!launcher || !launcher->peers) {
+      std::vector<std::string> peers;
+      for (const auto& l : launchers())
+        if (l.peers) peers.push_back(l.name);
+      throw ConfigError("peer runner: launcher must be one of " + quoted_list(peers) + ", got \"" + options_.launcher + "\"");
+    }
+    if (launcher->through_mpi) {
       if (!detail::mpi_runtime::compiled()) throw ConfigError("mpi launcher: this build has no Open MPI");
       const std::uint64_t memory = options_.rank_memory_bytes;
       agent_ = std::make_unique<detail::MpiAgent>([memory](int fd) { detail::serve_mpi_agent(fd, memory); },
@@ -52,10 +57,8 @@ class PeerRunner::Impl {
       const auto& hello = agent_->hello();
       launch_ = detail::read_mpi_launch(env, hello.at("rank").get<int>(), hello.at("size").get<int>(),
                                         hello.at("on_node").get<int>());
-    } else if (options_.launcher == "env") {
-      launch_ = detail::read_env_launch(env, detail::this_host_name());
     } else {
-      throw ConfigError("peer runner: launcher must be \"mpi\" or \"env\", got \"" + options_.launcher + "\"");
+      launch_ = detail::read_env_launch(env, detail::this_host_name());
     }
     rank_ = launch_.rank;
     world_size_ = launch_.world_size;
@@ -68,6 +71,13 @@ class PeerRunner::Impl {
     // On failure the agent goes with agent_: no MPI agent outlives a runner that did not start.
     rendezvous_ = std::make_unique<detail::PeerRendezvous>(launch_, agent_ ? broadcast : detail::Broadcast(),
                                                            options_.connect_deadline, options_.report_grace);
+    // The launcher's SIGTERM (its teardown after a lost host, which can come within 20 ms of the
+    // loss) is held by rank 0 from now until finish(), so that the verdict is written before
+    // the rank goes (peer_teardown.h): a run in progress, or the next one, stops and reports.
+    if (rank_ == 0) {
+      detail::install_teardown_handler();
+      detail::hold_teardown(true);
+    }
   }
 
   ~Impl() { leave(); }
@@ -85,6 +95,7 @@ class PeerRunner::Impl {
     if (auto reason = backend_unavailable_reason(job.backend, job.comm_device, launch_.local_world_size)) {
       throw ConfigError("job " + job.id + ": " + *reason);
     }
+    load_for_task_children(job);
     const auto started = std::chrono::steady_clock::now();
     const Deadline deadline = Deadline::after(job.deadline);
     // From the job's start: a verdict comes within its deadline plus the grace, however
@@ -110,13 +121,18 @@ class PeerRunner::Impl {
     // after MPI_Init); or in the rank itself (CUDA does not survive a fork).
     const TaskIsolation isolation = peer_task_isolation(job.backend, job.comm_device);
     const bool in_agent = isolation == TaskIsolation::MpiAgent && agent_ != nullptr;
+    // A task in a child or the agent is waited for with an eye on the others: rank 0 stops
+    // waiting once a rank is gone without its outcome (the verdict is known: a crash) or the
+    // launcher is ending the job; the others once rank 0's report is out.
+    const std::function<bool()> stop = rank_ == 0 ? std::function<bool()>([this, store] { return verdict_is_due(*store); })
+                                                   : report_is_out(prefix, store);
     detail::LocalRun local;
     std::optional<detail::TaskChild> child;
     if (in_agent) {
-      local.outcome = run_in_agent(job, spec, prefix, deadline, task_deadline, *store);
+      local.outcome = run_in_agent(job, spec, prefix, deadline, task_deadline, *store, stop);
     } else if (isolation == TaskIsolation::ForkedChild) {
       child.emplace(job, spec, prefix, rendezvous_->address(), deadline, options_.rank_memory_bytes);
-      local.outcome = child->wait(task_deadline, *store);
+      local.outcome = child->wait(task_deadline, *store, stop);
     } else {
       auto group_store = c10::make_intrusive<c10d::PrefixStore>("group/", store);
       local = detail::run_task_here(job, spec, group_store, deadline, detail::store_task_hooks(store, rank_));
@@ -126,7 +142,9 @@ class PeerRunner::Impl {
     JobResult run = rank_ == 0 ? gather(*store, job, local.outcome, report_deadline)
                                 : await_report(*store, job, local.outcome, deadline);
     local.comm.reset();  // only now: peers may have been inside collectives until the report
-    const bool broken = run.status == RunStatus::Hang || run.status == RunStatus::Crash;
+    // A teardown the launcher started stops the run too: rank 0 reported what it knew.
+    const bool torn_down = rank_ == 0 && detail::teardown_signal() != 0;
+    const bool broken = run.status == RunStatus::Hang || run.status == RunStatus::Crash || torn_down;
     // After a hang or a crash the run stops: nobody waits for a child to leave on its own.
     if (child) child->release(broken ? 0ms : std::min<std::chrono::milliseconds>(options_.report_grace, 1s));
     if (agent_) agent_->release();
@@ -134,13 +152,25 @@ class PeerRunner::Impl {
       stopped_ = true;
       stopped_in_agent_ = in_agent;
       stop_status_ = run.status;
-      stop_reason_ = std::string("a ") + to_string(run.status) + " in job " + job.id;
+      stop_reason_ = torn_down ? "the launcher's SIGTERM in job " + job.id
+                               : std::string("a ") + to_string(run.status) + " in job " + job.id;
     }
     run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     return run;
   }
 
   void finish(int exit_code) {
+    if (rank_ == 0 && detail::teardown_signal() != 0) {
+      // The launcher is ending the job (it sent SIGTERM while the verdict was made) and its
+      // SIGKILL follows: the reports are written, so leave now, with the run's code, without
+      // waiting for ranks that are being ended too.
+      std::cout.flush();
+      std::cerr.flush();
+      std::fflush(nullptr);
+      if (agent_) agent_->end();
+      ::_exit(exit_code);
+    }
+    if (rank_ == 0) detail::hold_teardown(false);  // the reports are written: a SIGTERM now ends the rank
     if (agent_ && stopped_ && stopped_in_agent_) {
       std::cout.flush();
       std::cerr.flush();
@@ -169,19 +199,76 @@ class PeerRunner::Impl {
   RunStatus stopped_by() const { return stopped_ ? stop_status_ : RunStatus::Completed; }
 
  private:
+  // What the job's backend loads per process for the children it forks (gloo through Python
+  // imports torch.distributed: seconds, longer on a loaded machine), loaded before its first job,
+  // before that job's deadline starts, so that each child has it. Every rank reaches that job
+  // (they run the same jobs in order) and waits there until every rank has loaded it (by the
+  // connect deadline): a rank still importing would otherwise make its peers wait out the
+  // variant's deadline. (Asking whether a backend can run loads nothing.)
+  void load_for_task_children(const Job& job) {
+    const Backend* backend = find_backend(job.backend);
+    if (backend == nullptr || backend->load_for_forked_workers == nullptr ||
+        peer_task_isolation(job.backend, job.comm_device) != TaskIsolation::ForkedChild || !loaded_.insert(job.backend).second)
+      return;
+    (void)backend->load_for_forked_workers();  // nullopt: each child loads it, and says why it cannot
+    std::vector<std::string> keys;
+    for (int r = 0; r < world_size_; ++r) keys.push_back("loaded/" + job.backend + "/" + std::to_string(r));
+    auto& store = *rendezvous_->store();
+    detail::set_quietly(store, keys[static_cast<std::size_t>(rank_)], true);
+    // Past the deadline the job runs anyway: its own deadline reports a rank that is not there.
+    (void)detail::wait_for_keys(store, keys, Deadline::after(options_.connect_deadline));
+  }
+
   void leave() {
     if (left_) return;
     left_ = true;
+    if (rank_ == 0) detail::hold_teardown(false);
     if (rendezvous_) {
       rendezvous_->say_left();
       rendezvous_->close();  // after every rank has left (above): stops serving, removes the folder
     }
     if (agent_) agent_->stop(options_.report_grace);
+    if (rank_ == 0) detail::restore_teardown_handler();
+  }
+
+  // Rank 0, while its own task runs: whether the verdict cannot wait for it. A rank whose
+  // connection to the store closed before it sent its outcome makes the run a crash whatever the
+  // others say (the report is written now, before a launcher that lost that rank's host ends
+  // this one); a SIGTERM from the launcher means this rank is being ended.
+  bool verdict_is_due(c10d::Store& store) const {
+    if (detail::teardown_signal() != 0) return true;
+    for (int r : rendezvous_->gone_ranks()) {
+      try {
+        if (!store.check({"outcome/" + std::to_string(r)})) return true;
+      } catch (const std::exception&) {
+        return true;  // this rank's own store does not answer it: nothing more will come
+      }
+    }
+    return false;
+  }
+
+  // The other ranks, while their own task runs: whether rank 0's report is out (then their own
+  // outcome changes nothing: it was decided without it). Across hosts the heartbeat looks for it
+  // (no traffic of its own); on one host the rank asks every kBeatPeriod.
+  std::function<bool()> report_is_out(const std::string& prefix, const c10::intrusive_ptr<c10d::Store>& store) const {
+    if (rendezvous_->watch_report(prefix)) return [this] { return rendezvous_->report_out(); };
+    auto next = std::make_shared<std::chrono::steady_clock::time_point>(std::chrono::steady_clock::now());
+    return [store, next] {
+      const auto now = std::chrono::steady_clock::now();
+      if (now < *next) return false;
+      *next = now + detail::kBeatPeriod;
+      try {
+        return store->check({"report"});
+      } catch (const std::exception&) {
+        return false;
+      }
+    };
   }
 
   // Runs an mpi-backend task in the agent; its outcome, or how the agent ended or stopped.
   RankOutcome run_in_agent(const Job& job, const detail::CommSpec& spec, const std::string& prefix,
-                           const Deadline& deadline, const Deadline& until, c10d::Store& store) {
+                           const Deadline& deadline, const Deadline& until, c10d::Store& store,
+                           const std::function<bool()>& stop) {
     detail::AgentTask task;
     task.job = job;
     task.prefix = prefix;
@@ -192,7 +279,7 @@ class PeerRunner::Impl {
     task.gloo_address = spec.gloo_address;
     task.store = rendezvous_->address();
     const long pid = agent_->pid();
-    const std::optional<detail::TaskEnd> end = agent_->run(task, until);
+    const std::optional<detail::TaskEnd> end = agent_->run(task, until, stop);
     if (!end) {
       RankOutcome gone;
       gone.rank = rank_;
@@ -206,25 +293,41 @@ class PeerRunner::Impl {
 
   const std::vector<std::string>& hosts() const { return rendezvous_->hosts(); }
 
-  // Rank 0: every rank's outcome, or, for a rank that sent none by the deadline, what its
-  // progress says (stuck, or gone if its process is no longer there).
+  // Rank 0: every rank's outcome, or, for a rank that sent none, what its progress says (stuck;
+  // gone if its connection to the store closed, or its process is no longer there on this host).
+  // When to stop waiting is decide_gather's (peer_gather.h): at once when a rank is gone without
+  // its outcome, at the deadline unless a rank that has not reported is still heard (it is late,
+  // not cut off), at the deadline plus the late margin whatever is missing.
   JobResult gather(c10d::Store& store, const Job& job, const RankOutcome& own, const Deadline& deadline) {
+    const detail::GatherMargins margins = detail::gather_margins(options_.report_grace);
     std::vector<std::string> keys;
     for (int r = 0; r < world_size_; ++r) keys.push_back("outcome/" + std::to_string(r));
-    // Until every rank has sent its outcome or is gone (its connection to the store closed: a
-    // killed process, a host that went down), by the deadline.
-    std::set<int> gone;
-    for (auto pause = 1ms; !deadline.expired(); pause = std::min<std::chrono::milliseconds>(pause * 2, 20ms)) {
-      if (store.check(keys)) break;
-      gone = rendezvous_->gone_ranks();
-      bool waiting = false;
-      for (int r = 1; r < world_size_ && !waiting; ++r) waiting = !gone.count(r) && !store.check({keys[r]});
-      if (!waiting) break;
-      std::this_thread::sleep_for(std::min<std::chrono::milliseconds>(pause, deadline.remaining()));
+    std::vector<detail::RankHearing> hearing(world_size_);
+    detail::GatherDecision decision;
+    std::optional<std::chrono::steady_clock::time_point> teardown_seen;  // the launcher's SIGTERM
+    for (auto pause = 1ms;; pause = std::min<std::chrono::milliseconds>(pause * 2, 20ms)) {
+      detail::Teardown teardown;
+      teardown.requested = detail::teardown_signal() != 0;
+      if (teardown.requested && !teardown_seen) teardown_seen = std::chrono::steady_clock::now();
+      if (teardown_seen) {
+        teardown.since = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - *teardown_seen);
+      }
+      const std::set<int> gone = rendezvous_->gone_ranks();
+      const auto silence = rendezvous_->silent_for();
+      for (int r = 0; r < world_size_; ++r) {
+        detail::RankHearing& h = hearing[r];
+        h.reported = r == 0 || h.reported || detail::get_json(store, keys[r]).has_value();
+        h.gone = gone.count(r) > 0;
+        const auto heard = silence.find(r);
+        h.silent_for = heard == silence.end() ? std::nullopt : std::optional<std::chrono::milliseconds>(heard->second);
+      }
+      const auto past = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - deadline.at());
+      decision = detail::decide_gather(hearing, past, margins, teardown);
+      if (decision.done) break;
+      std::this_thread::sleep_for(pause);
     }
     JobResult run;
     std::vector<std::string> phases(world_size_);
-    std::vector<int> silent;  // sent no outcome, and their connection is still open
     for (int r = 0; r < world_size_; ++r) {
       if (r == 0) {
         run.ranks.push_back(own);
@@ -233,17 +336,18 @@ class PeerRunner::Impl {
         }
         continue;
       }
-      if (auto outcome = detail::get_json(store, keys[r])) {
-        run.ranks.push_back(detail::outcome_from_json(*outcome));
-        if (run.ranks.back().state == RankState::Stuck) {
-          if (auto phase = detail::get_json(store, "phase/" + std::to_string(r))) phases[r] = phase->value("phase", "");
+      if (decision.ranks[r] == detail::Heard::Reported) {
+        if (auto outcome = detail::get_json(store, keys[r])) {
+          run.ranks.push_back(detail::outcome_from_json(*outcome));
+          if (run.ranks.back().state == RankState::Stuck) {
+            if (auto phase = detail::get_json(store, "phase/" + std::to_string(r))) phases[r] = phase->value("phase", "");
+          }
+          continue;
         }
-        continue;
       }
       RankOutcome missing;
       missing.rank = r;
       missing.state = RankState::Stuck;
-      if (!gone.count(r)) silent.push_back(r);
       if (auto phase = detail::get_json(store, "phase/" + std::to_string(r))) {
         phases[r] = phase->value("phase", "");
         missing.pid = phase->value("pid", 0L);
@@ -253,7 +357,7 @@ class PeerRunner::Impl {
           missing.how_died = "its process is gone (its launcher has the exit status)";
         }
       }
-      if (gone.count(r) && missing.state == RankState::Stuck) {
+      if (decision.ranks[r] == detail::Heard::Gone && missing.state == RankState::Stuck) {
         missing.state = RankState::Crashed;
         missing.how_died = "its process is gone: its connection to the rendezvous store closed" +
                            (static_cast<size_t>(r) < hosts().size() ? " (host " + hosts()[r] + ")" : std::string());
@@ -262,7 +366,19 @@ class PeerRunner::Impl {
       run.ranks.push_back(std::move(missing));
     }
     detail::diagnose(run, phases, job.deadline);
-    blame_the_silent(run, silent);
+    detail::blame_the_silent(run, decision, hearing, options_.report_grace);
+    detail::say_who_was_late(run, decision, hearing, options_.report_grace);
+    if (const int sig = detail::teardown_signal(); sig != 0 && !decision.loss) {
+      std::vector<int> missing;
+      for (int r = 0; r < world_size_; ++r) {
+        if (decision.ranks[r] == detail::Heard::Late || decision.ranks[r] == detail::Heard::Silent) missing.push_back(r);
+      }
+      run.diagnosis = "the launcher sent " + std::string(sig == SIGTERM ? "SIGTERM" : "a signal") +
+                      " (it is ending the job) " +
+                      (missing.empty() ? std::string("as the ranks reported")
+                                       : "before " + detail::describe_ranks(missing) + " reported") +
+                      "; what rank 0 knew then:\n" + run.diagnosis;
+    }
     name_hosts(run);
     detail::set_quietly(store, "report", run.to_json());
     return run;
@@ -271,23 +387,6 @@ class PeerRunner::Impl {
   // How long after the deadline a task that timed out in a collective still has to say so: half
   // the report grace (at most 500 ms), so that its outcome reaches rank 0 within the grace.
   std::chrono::milliseconds moment() const { return std::min<std::chrono::milliseconds>(options_.report_grace / 2, 500ms); }
-
-  // A hang where some ranks sent nothing at all by the deadline plus the grace (their process
-  // alive as far as the store can tell: its connection did not close) while the others reported:
-  // the silent ones are the cause (cut off by a partition, stopped, or their host is down),
-  // whatever their last progress said, and the others' waits follow from it.
-  void blame_the_silent(JobResult& run, const std::vector<int>& silent) const {
-    if (run.status != RunStatus::Hang || silent.empty() || silent.size() + 1 >= static_cast<size_t>(world_size_) + 1) return;
-    std::string who;
-    for (size_t i = 0; i < silent.size(); ++i) who += (i ? ", " : "") + std::to_string(silent[i]);
-    const bool one = silent.size() == 1;
-    run.blamed_rank = one ? silent.front() : -1;
-    run.diagnosis = std::string(one ? "rank " : "ranks ") + who + (one ? " sent" : " sent") +
-                    " nothing by the deadline plus " + std::to_string(options_.report_grace.count()) +
-                    " ms while the other ranks reported: " + (one ? "it is" : "they are") +
-                    " cut off (a network partition, its host down) or stopped. What the others saw follows from it:\n" +
-                    run.diagnosis;
-  }
 
   // Ranks on several hosts: the diagnosis says where the blamed rank is, and which ranks each host holds.
   void name_hosts(JobResult& run) const {
@@ -313,7 +412,10 @@ class PeerRunner::Impl {
 
   // Ranks other than 0: rank 0's report, or (rank 0 silent) this rank's own view as a hang.
   JobResult await_report(c10d::Store& store, const Job& job, const RankOutcome& own, const Deadline& job_deadline) {
-    const Deadline deadline = Deadline::after(job_deadline.remaining() + 2 * options_.report_grace);
+    // Rank 0 decides by the deadline plus the grace plus the late margin (peer_gather.h); one more
+    // grace for its report to come.
+    const auto wait = options_.report_grace + detail::gather_margins(options_.report_grace).late + options_.report_grace;
+    const Deadline deadline = Deadline::after(job_deadline.remaining() + wait);
     if (detail::wait_for_keys(store, {"report"}, deadline)) {
       if (auto report = detail::get_json(store, "report")) return detail::job_result_from_json(*report);
     }
@@ -327,7 +429,7 @@ class PeerRunner::Impl {
     run.status = RunStatus::Hang;
     run.blamed_rank = 0;
     run.diagnosis = "rank " + std::to_string(rank_) + " heard no report from rank 0 within " +
-                    std::to_string((job.deadline + 2 * options_.report_grace).count()) + " ms";
+                    std::to_string((job.deadline + wait).count()) + " ms";
     return run;
   }
 
@@ -343,6 +445,7 @@ class PeerRunner::Impl {
   RunStatus stop_status_ = RunStatus::Completed;
   std::string stop_reason_;
   bool left_ = false;
+  std::set<std::string> loaded_;  // the backends whose load_for_forked_workers this rank has run
 };
 
 PeerRunner::PeerRunner(PeerOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}

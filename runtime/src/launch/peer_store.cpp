@@ -1,10 +1,17 @@
 #include "peer_store.h"
 
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+
 #include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 
 #include "../comm/backend_factory.h"
+#include "distmetrics/runtime/launchers.h"
 #include "distmetrics/runtime/errors.h"
+#include "peer_gather.h"
 #include "pool_store.h"
 #include "wire.h"
 
@@ -51,6 +58,62 @@ c10::intrusive_ptr<c10d::Store> StoreAddress::connect(const Deadline& deadline) 
   if (!socket.empty()) return connect_to_private_store(socket, deadline, timeout);
   return connect_to_network_store(host, static_cast<std::uint16_t>(port), secret, deadline, timeout);
 }
+
+// A rank's heartbeat across hosts: a thread that sends one request every kBeatPeriod on a
+// connection of its own (named as the rank's heartbeat), so that rank 0 hears the rank's runner
+// whatever its own connection waits for. The request does a second job: it looks for the current
+// job's report, so that the rank learns without traffic of its own when rank 0 has decided. Each
+// beat is bounded (4 periods); a cut-off link only delays the next one.
+class Heartbeat {
+ public:
+  explicit Heartbeat(c10::intrusive_ptr<c10d::Store> store) : store_(std::move(store)) {
+    thread_ = std::thread([this] { beat(); });
+  }
+  ~Heartbeat() {
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
+  }
+  Heartbeat(const Heartbeat&) = delete;
+  Heartbeat& operator=(const Heartbeat&) = delete;
+
+  void watch(const std::string& prefix) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    watched_ = c10::make_intrusive<c10d::PrefixStore>(prefix, store_);
+    report_out_ = false;
+  }
+  bool report_out() const { return report_out_.load(); }
+
+ private:
+  void beat() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (!stop_) {
+      const c10::intrusive_ptr<c10d::Store> watched = watched_;
+      lock.unlock();
+      try {
+        const bool out = watched ? watched->check({"report"}) : store_->check({});
+        if (watched && out) {
+          const std::lock_guard<std::mutex> relock(mutex_);
+          if (watched_ == watched) report_out_ = true;  // still the same job's
+        }
+      } catch (const std::exception&) {
+        // cut off, or rank 0 is gone: rank 0 (if there) counts the silence
+      }
+      lock.lock();
+      wake_.wait_for(lock, kBeatPeriod, [this] { return stop_; });
+    }
+  }
+  c10::intrusive_ptr<c10d::Store> store_;
+  c10::intrusive_ptr<c10d::Store> watched_;  // the current job's keys
+  std::atomic<bool> report_out_{false};
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stop_ = false;
+  std::thread thread_;
+};
 
 namespace {
 
@@ -101,6 +164,16 @@ PeerRendezvous::PeerRendezvous(const PeerLaunch& launch, const Broadcast& broadc
   // is bounded by the report grace: a store cut off by a partition costs a grace, not a connect
   // deadline, per call.
   store_->setTimeout(std::max<std::chrono::milliseconds>(report_grace_, 100ms));
+  if (!launch_.one_host && launch_.rank != 0) {
+    try {
+      heartbeat_ = std::make_unique<Heartbeat>(
+          connect_to_network_store(address_.host, static_cast<std::uint16_t>(address_.port), address_.secret,
+                                   Deadline::after(connect_deadline_), 4 * kBeatPeriod, launch_.rank, /*heartbeat=*/true));
+    } catch (const std::exception&) {
+      // Without a heartbeat rank 0 hears this rank's own messages only: a late outcome of it
+      // may then be taken for silence, as before heartbeats.
+    }
+  }
 }
 
 PeerRendezvous::~PeerRendezvous() { close(); }
@@ -110,7 +183,7 @@ PeerRendezvous::~PeerRendezvous() { close(); }
 // from MASTER_PORT on every rank. Nothing listens on a network port.
 void PeerRendezvous::connect_privately(const Broadcast& broadcast, const Deadline& deadline) {
   std::string path;
-  if (launch_.launcher == "mpi") {
+  if (find_launcher(launch_.launcher)->through_mpi) {
     path = announce(launch_, broadcast, [&] {
       // In mpirun's session folder when there is one: mpirun removes it whatever happens to
       // rank 0 (a crash, MPI_Abort), as it does Open MPI's shared memory.
@@ -140,7 +213,7 @@ void PeerRendezvous::connect_over_network(const Broadcast& broadcast, const Dead
   std::string host = launch_.master_addr;
   int port = launch_.master_port;
   std::string secret = launch_.run_secret;
-  if (launch_.launcher == "mpi") {
+  if (find_launcher(launch_.launcher)->through_mpi) {
     const auto where = nlohmann::json::parse(announce(launch_, broadcast, [&] {
       if (secret.empty()) secret = random_secret();
       if (host.empty()) host = this_host_address(launch_);
@@ -234,6 +307,18 @@ void PeerRendezvous::check_that_every_rank_joined(const Deadline& deadline) {
 
 std::set<int> PeerRendezvous::gone_ranks() const { return host_ ? host_->gone_ranks() : std::set<int>{}; }
 
+bool PeerRendezvous::watch_report(const std::string& prefix) {
+  if (!heartbeat_) return false;
+  heartbeat_->watch(prefix);
+  return true;
+}
+
+bool PeerRendezvous::report_out() const { return heartbeat_ && heartbeat_->report_out(); }
+
+std::map<int, std::chrono::milliseconds> PeerRendezvous::silent_for() const {
+  return host_ ? host_->silent_for() : std::map<int, std::chrono::milliseconds>{};
+}
+
 void PeerRendezvous::say_left() {
   try {
     if (launch_.rank != 0 && store_) {
@@ -253,6 +338,7 @@ void PeerRendezvous::say_left() {
 void PeerRendezvous::stop_serving() { host_.reset(); }
 
 void PeerRendezvous::close() {
+  heartbeat_.reset();
   store_.reset();
   host_.reset();  // stops serving, removes the folder
 }

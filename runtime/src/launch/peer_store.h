@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -22,6 +23,7 @@ namespace distmetrics::runtime::detail {
 
 class PoolStoreHost;
 class PoolStoreClient;
+class Heartbeat;
 
 // Where rank 0's store is: its Unix socket (every rank on this host), or its network address and
 // the run's secret. A task's process opens its own connection from it.
@@ -58,6 +60,14 @@ class PeerRendezvous {
   const std::vector<std::string>& hosts() const { return hosts_; }
   // Rank 0 across hosts: the ranks whose own connection to the store closed (gone).
   std::set<int> gone_ranks() const;
+  // Rank 0 across hosts: how long ago each rank was last heard (its heartbeat, every
+  // kBeatPeriod, or any other message of its runner); a rank never heard is absent.
+  std::map<int, std::chrono::milliseconds> silent_for() const;
+  // The other ranks across hosts: from now on each heartbeat looks for the report of the job
+  // whose keys have this prefix ("v3/"); false when this rank sends no heartbeats (one host).
+  bool watch_report(const std::string& prefix);
+  // Whether a heartbeat found the watched job's report.
+  bool report_out() const;
   // This rank is done with the store. Rank 0 keeps serving (bounded by the report grace) until
   // every other rank has said so, so that no rank loses the store while it reads its last report.
   void say_left();
@@ -80,6 +90,7 @@ class PeerRendezvous {
   std::vector<std::string> hosts_;
   std::unique_ptr<PoolStoreHost> host_;  // rank 0
   c10::intrusive_ptr<c10d::Store> store_;
+  std::unique_ptr<Heartbeat> heartbeat_;  // the other ranks, across hosts
 };
 
 // Polls the store until every key exists or the deadline passes (a store that does not answer

@@ -5,6 +5,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
+
 #include "process.h"
 #include "protocol.h"
 
@@ -92,6 +94,10 @@ TaskChild::TaskChild(const Job& job, const CommSpec& spec, const std::string& pr
         // In the child. A failure outside the task (its store unreachable) is its process's
         // exit status 1, with why on stderr; the rank reports it as this rank's crash.
         try {
+          // A write to a peer whose host vanished must fail in the collective (EPIPE), not kill
+          // this task with SIGPIPE and make its rank look crashed (gloo's sends do not all ask
+          // the kernel for no signal, and an embedded Python does not ignore it as python does).
+          ::signal(SIGPIPE, SIG_IGN);
           limit_rank_memory(rank_memory_bytes, /*for_life=*/false);  // the child's life: it never returns
           auto held = std::make_shared<HeldTask>();
           held->store = c10::make_intrusive<c10d::PrefixStore>(prefix, store.connect(deadline));
@@ -105,8 +111,8 @@ TaskChild::TaskChild(const Job& job, const CommSpec& spec, const std::string& pr
         }
       }) {}
 
-RankOutcome TaskChild::wait(const Deadline& until, c10d::Store& store) {
-  const ChildCallResult result = call_.wait(until);
+RankOutcome TaskChild::wait(const Deadline& until, c10d::Store& store, const std::function<bool()>& stop) {
+  const ChildCallResult result = call_.wait(until, stop);
   TaskEnd end;
   switch (result.ended) {
     case ChildCallResult::Ended::Returned:

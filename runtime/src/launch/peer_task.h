@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -66,8 +67,9 @@ class TaskChild {
   TaskChild(const Job& job, const CommSpec& spec, const std::string& prefix, const StoreAddress& store,
             const Deadline& deadline, std::uint64_t rank_memory_bytes);
   // The rank's outcome by `until` (the deadline plus a moment for a task that timed out in a
-  // collective to say so): what the child sent, or how it ended. Once only.
-  RankOutcome wait(const Deadline& until, c10d::Store& store);
+  // collective to say so): what the child sent, or how it ended. Once only. `stop` (asked every
+  // 20 ms at most) ends the wait early: the task is then Stuck where its progress says.
+  RankOutcome wait(const Deadline& until, c10d::Store& store, const std::function<bool()>& stop = {});
   // The child may go: a healthy one gets `grace` to leave; then its process group is ended.
   void release(std::chrono::milliseconds grace) { call_.release(grace); }
 

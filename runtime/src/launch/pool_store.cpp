@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <iterator>
 #include <stdexcept>
 
 #include "distmetrics/runtime/errors.h"
@@ -79,13 +80,17 @@ void PoolStoreServer::serve() {
     LineChannel& client = *it->second;
     bool broken = !client.read_available();
     try {
-      while (auto request = client.next()) handle(client, *request);
+      while (auto request = client.next()) {
+        heard_[it->first] = std::chrono::steady_clock::now();
+        handle(client, *request);
+      }
     } catch (const std::exception&) {
       broken = true;  // a malformed request: the client is not following the protocol
     }
     if (broken) {
       waiting_.erase(std::remove_if(waiting_.begin(), waiting_.end(), [&](const Waiting& w) { return w.client == &client; }),
                      waiting_.end());
+      heard_.erase(it->first);
       it = clients_.erase(it);
     } else {
       ++it;
@@ -341,12 +346,23 @@ std::set<int> PoolStoreHost::gone_ranks() const {
   return gone_;
 }
 
+std::map<int, std::chrono::milliseconds> PoolStoreHost::silent_for() const {
+  const std::lock_guard<std::mutex> lock(gone_mutex_);
+  std::map<int, std::chrono::milliseconds> silence;
+  for (const auto& [rank, heard] : heard_of_rank_) {
+    silence[rank] = std::max(std::chrono::milliseconds(0),
+                             std::chrono::duration_cast<std::chrono::milliseconds>(last_pass_ - heard));
+  }
+  return silence;
+}
+
 void PoolStoreHost::admit(int& next_client) {
   for (size_t i = 0; i < pending_.size();) {
     Pending& p = pending_[i];
     std::string refused;
     bool admitted = false;
     int hello_rank = -1;
+    bool heartbeat = false;
     try {
       const bool open = p.channel->read_available();
       if (auto hello = p.channel->next()) {
@@ -355,6 +371,7 @@ void PoolStoreHost::admit(int& next_client) {
         else {
           admitted = true;
           hello_rank = hello->value("rank", -1);
+          heartbeat = hello->value("role", "") == "heartbeat";
         }
       } else if (!open) {
         refused = "it closed the connection before showing the run's secret";
@@ -368,7 +385,11 @@ void PoolStoreHost::admit(int& next_client) {
       try {
         const int rank = hello_rank;
         p.channel->send({{"ok", true}}, Deadline::after(kAnswerBudget));
-        if (rank >= 0) rank_of_client_[next_client] = rank;
+        if (rank >= 0) {
+          (heartbeat ? beat_of_client_ : rank_of_client_)[next_client] = rank;
+          const std::lock_guard<std::mutex> lock(gone_mutex_);
+          heard_of_rank_[rank] = last_pass_ = std::chrono::steady_clock::now();
+        }
         server_.add_client(next_client++, std::move(p.channel));
       } catch (const ChannelError&) {
       }
@@ -421,6 +442,22 @@ void PoolStoreHost::serve_loop() {
     }
     if (!pending_.empty()) admit(next_client);
     server_.serve();
+    if (!secret_.empty()) {
+      // Each rank's last message (on its own connection or its heartbeat's), against this pass.
+      const std::lock_guard<std::mutex> lock(gone_mutex_);
+      last_pass_ = std::chrono::steady_clock::now();
+      for (const auto& [client, heard] : server_.heard()) {
+        int rank = -1;
+        if (auto own = rank_of_client_.find(client); own != rank_of_client_.end()) rank = own->second;
+        else if (auto beat = beat_of_client_.find(client); beat != beat_of_client_.end()) rank = beat->second;
+        if (rank < 0) continue;
+        auto& last = heard_of_rank_[rank];
+        last = std::max(last, heard);
+      }
+    }
+    for (auto it = beat_of_client_.begin(); it != beat_of_client_.end();) {
+      it = server_.has_client(it->first) ? std::next(it) : beat_of_client_.erase(it);
+    }
     for (auto it = rank_of_client_.begin(); it != rank_of_client_.end();) {
       if (server_.has_client(it->first)) {
         ++it;
@@ -435,7 +472,7 @@ void PoolStoreHost::serve_loop() {
 
 c10::intrusive_ptr<PoolStoreClient> connect_to_network_store(const std::string& host, std::uint16_t port,
                                                              const std::string& secret, const Deadline& deadline,
-                                                             std::chrono::milliseconds timeout, int rank) {
+                                                             std::chrono::milliseconds timeout, int rank, bool heartbeat) {
   const std::string where = host + ":" + std::to_string(port);
   int fd = -1;
   try {
@@ -446,7 +483,9 @@ c10::intrusive_ptr<PoolStoreClient> connect_to_network_store(const std::string& 
   auto channel = std::make_unique<LineChannel>(fd);
   std::optional<nlohmann::json> welcome;
   try {
-    channel->send({{"op", "hello"}, {"secret", secret}, {"rank", rank}}, deadline);
+    nlohmann::json hello = {{"op", "hello"}, {"secret", secret}, {"rank", rank}};
+    if (heartbeat) hello["role"] = "heartbeat";
+    channel->send(hello, deadline);
     welcome = channel->receive(Deadline::after(std::max(deadline.remaining(), kHelloBudget)));
   } catch (const ChannelError&) {
     throw ConfigError("the rendezvous store at " + where +

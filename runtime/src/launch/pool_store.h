@@ -9,6 +9,7 @@
 #include <torch/version.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -36,6 +37,8 @@ class PoolStoreServer {
   void drop_all() { clients_.clear(); waiting_.clear(); data_.clear(); }
   size_t clients() const { return clients_.size(); }
   bool has_client(int id) const { return clients_.count(id) > 0; }
+  // When serve() last read a request from each client (by client id).
+  const std::map<int, std::chrono::steady_clock::time_point>& heard() const { return heard_; }
 
  private:
   struct Waiting {
@@ -50,6 +53,7 @@ class PoolStoreServer {
   void wake_waiters();
 
   std::map<int, std::unique_ptr<LineChannel>> clients_;
+  std::map<int, std::chrono::steady_clock::time_point> heard_;
   std::map<std::string, std::vector<std::uint8_t>> data_;
   std::vector<Waiting> waiting_;
 };
@@ -126,6 +130,11 @@ class PoolStoreHost {
   // Network mode: the ranks whose own connection (the one that named its rank in its hello) has
   // closed: their process, or their host, is gone.
   std::set<int> gone_ranks() const;
+  // Network mode: for each rank heard so far (any message on a connection that named it: its own,
+  // its heartbeat's), how long before this store's latest serving pass it was last heard. Measured
+  // against that pass, not the caller's clock: a serving thread that was not scheduled for a
+  // while finds the messages that came meanwhile before anyone is counted silent.
+  std::map<int, std::chrono::milliseconds> silent_for() const;
 
  private:
   void serve_loop();
@@ -141,8 +150,11 @@ class PoolStoreHost {
   std::uint16_t port_ = 0;
   std::vector<Pending> pending_;  // network mode: accepted, not yet shown the secret
   std::map<int, int> rank_of_client_;  // network mode: client id -> the rank it named
-  mutable std::mutex gone_mutex_;
+  std::map<int, int> beat_of_client_;  // network mode: client id -> the rank whose heartbeat it carries
+  mutable std::mutex gone_mutex_;      // guards gone_, heard_of_rank_, last_pass_
   std::set<int> gone_;
+  std::map<int, std::chrono::steady_clock::time_point> heard_of_rank_;
+  std::chrono::steady_clock::time_point last_pass_;
   std::string folder_;
   int listen_fd_ = -1;
   int wake_[2] = {-1, -1};
@@ -160,10 +172,12 @@ c10::intrusive_ptr<PoolStoreClient> connect_to_private_store(const std::string& 
 // A client of a PoolStoreHost on the network: connects (retried until the deadline: rank 0 may
 // start later), shows `secret`, and waits for the host to admit it. ConfigError when the host
 // refuses or never answers.
-// `rank`: the rank whose own connection this is (rank 0 learns when it closes), -1 for others.
+// `rank`: the rank whose own connection this is (rank 0 learns when it closes), -1 for others;
+// with `heartbeat`, the connection of that rank's heartbeat (heard as the rank, never "gone").
 c10::intrusive_ptr<PoolStoreClient> connect_to_network_store(const std::string& host, std::uint16_t port,
                                                              const std::string& secret, const Deadline& deadline,
-                                                             std::chrono::milliseconds timeout, int rank = -1);
+                                                             std::chrono::milliseconds timeout, int rank = -1,
+                                                             bool heartbeat = false);
 
 // How long a network connection has to show the run's secret.
 constexpr std::chrono::milliseconds kHelloBudget{2000};

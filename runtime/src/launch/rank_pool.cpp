@@ -6,6 +6,7 @@
 //   WorkerLink     the request/answer protocol with one worker;
 //   RankPool::Impl supervision: a job's deadline, what happened, ending and respawning.
 #include "distmetrics/runtime/rank_pool.h"
+#include "distmetrics/runtime/launchers.h"
 
 #include <poll.h>
 #include <signal.h>
@@ -468,11 +469,8 @@ class RankPool::Impl {
                         " MiB of memory, at most " + std::to_string(kMostLocalRanks) +
                         "); run a smaller world size, or start the ranks with mpirun or a torchrun-style launcher");
     }
-    if (options_.launch != "direct" && options_.launch != "mpirun") {
-      throw ConfigError("rank pool: launch must be \"direct\" or \"mpirun\", got \"" + options_.launch + "\"");
-    }
-    if (options_.launch == "mpirun" && !DISTMETRICS_HAVE_MPI) {
-      throw ConfigError("rank pool: launch \"mpirun\" needs a build with Open MPI");
+    if (find_pool_launch(options_.launch).through_mpirun && !DISTMETRICS_HAVE_MPI) {
+      throw ConfigError("rank pool: launch \"" + options_.launch + "\" needs a build with Open MPI");
     }
   }
 
@@ -487,7 +485,7 @@ class RankPool::Impl {
     if (starting || backend_needs_warm_up(job.backend)) {
       // Workers forked from the zygote start with what the backend loads per process, where
       // the zygote can still be restarted from this one (the first pools of a program).
-      if (starting && options_.launch == "direct" && options_.worker_command.empty())
+      if (starting && !find_pool_launch(options_.launch).through_mpirun && options_.worker_command.empty())
         detail::load_into_worker_zygote(job.backend);
       const Deadline startup = Deadline::after(options_.startup_deadline);
       std::optional<JobResult> failure;
@@ -560,8 +558,8 @@ class RankPool::Impl {
   void validate(const Job& job) const {
     if (job.task.empty()) throw ConfigError("job " + job.id + ": no task named");
     if (job.deadline.count() <= 0) throw ConfigError("job " + job.id + ": the deadline must be positive");
-    if (const Backend* backend = find_backend(job.backend); backend != nullptr && backend->pool_launch != options_.launch &&
-                                                                 backend->pool_launch != "direct") {
+    if (const Backend* backend = find_backend(job.backend);
+        backend != nullptr && backend->pool_launch != options_.launch && find_pool_launch(backend->pool_launch).through_mpirun) {
       throw ConfigError("job " + job.id + ": the " + backend->name + " backend needs a pool launched through " +
                         backend->pool_launch + " (PoolOptions::launch = \"" + backend->pool_launch + "\")");
     }
@@ -602,7 +600,8 @@ class RankPool::Impl {
       args.world_size = options_.world_size;
       args.launch = options_.launch;
       args.memory_bytes = options_.rank_memory_bytes;
-      if (options_.launch == "direct") processes_->spawn_direct(worker_command(), args, options_.worker_command.empty());
+      if (!find_pool_launch(options_.launch).through_mpirun)
+        processes_->spawn_direct(worker_command(), args, options_.worker_command.empty());
       else processes_->spawn_mpirun(worker_command(), args, rendezvous_->dir());
       await_hellos(deadline, failure, failed_rank);
     } catch (const std::exception& e) {

@@ -14,6 +14,8 @@ list(APPEND DISTMETRICS_RUNTIME_SOURCES
   src/launch/rank_pool.cpp
   src/launch/peer_env.cpp
   src/launch/peer_store.cpp
+  src/launch/peer_gather.cpp
+  src/launch/peer_teardown.cpp
   src/launch/peer_task.cpp
   src/launch/mpi_agent.cpp
   src/launch/peer_runner.cpp

@@ -30,6 +30,7 @@
 
 #include "distmetrics/runtime/backends.h"
 #include "distmetrics/runtime/errors.h"
+#include "distmetrics/runtime/launchers.h"
 #include "distmetrics/runtime/rank_pool.h"
 #include "distmetrics/runtime/task.h"
 #include "pool_store.h"
@@ -362,7 +363,7 @@ class Worker {
       // Only this rank's allocations fail past the limit (reported as RankMemoryExceeded), not the machine.
       if (!limit_rank_memory(args_.memory_bytes, /*for_life=*/true)) throw ConfigError("worker: setrlimit(RLIMIT_AS) failed");
     }
-    if (args_.launch == "mpirun") {
+    if (find_pool_launch(args_.launch).through_mpirun) {
       mpi_runtime::ensure_initialized();
       args_.rank = mpi_runtime::world_rank();
       if (mpi_runtime::world_size() != args_.world_size) {

@@ -18,17 +18,71 @@
 
 namespace distmetrics::harness {
 
-struct GeneratorSpec {
+struct DataSpec;
+struct Dataset;
+
+// One input a generator produces per sample, as a metric's batch holds it.
+struct InputDecl {
+  std::string name;  // the batch's field: "input", "target", "weight"
+  std::string shape;  // of a batch of N samples: "[N]", "[N, C]" (C, H, W...: its parameters)
+  std::string dtype;  // "float (data.dtype)", "int64", "int64 or float (output)"
+  std::string text;   // what docs/scenarios.md says of it: "`[N]` probabilities, logits (float) or labels (int64 0/1)"
+};
+
+// How a generator's samples reach a metric. Tensors: rows of metrics::Batch's input, target and
+// weight, each sample a row, sharded by row (every shard policy, batch size, placement and input
+// dtype applies). Structured: samples that are not tensors (strings, per-image lists of dicts),
+// which only a Python metric reads: made once by the supervisor into a file of torch.save'd
+// samples (DataSpec::structured), each rank given the indices of its rows
+// (metrics::Batch::structured_file), as `data.python` generators that return lists do
+// (docs/scenarios.md, "Structured data"); such a generator names the Python that makes them.
+enum class DataCarrier { Tensors, Structured };
+
+// A data generator: ONE descriptor in ONE table (harness/src/data/generators/table.cpp, each
+// descriptor in its own file there). Its name, parameters (checked by the one resolver,
+// runtime::resolve_declared_params: types, choices, ranges; `check` for what ties two of them),
+// what it produces and how, the values explore draws (each parameter's `draws`), the skewed
+// shard policy's key and its docs row come from the descriptor; validation, explore's space and
+// shrinker, the scenario writer and docs/scenarios.md's table derive from it (TablesTest checks
+// the docs row).
+struct DataGenerator {
   std::string name;         // "multiclass"
-  std::string description;  // what input/target/weight it produces (shapes, dtypes, ranges)
+  std::string description;  // one line: what input/target/weight it produces
+  // Its parameters, then the ones every generator takes (per-sample weights: common_params()).
   std::vector<runtime::ParamDecl> params;
+  std::vector<InputDecl> produces;  // input, target (if any); weight when `weights` is not none
+  DataCarrier carrier = DataCarrier::Tensors;
+  // Structured: the Python callable ("module:attribute") that makes the samples from (seed,
+  // params), as a `data.python` generator is called.
+  std::string python;
+  // The parameter that is the data's class (or label) count, which explore ties to the metric's
+  // own (num_classes, num_labels); empty: none.
+  std::string class_count;
+  // Numbers one sample holds (input, target and weight together, about): where generated data
+  // turn lazy (kWholeDataElements). Null: 2 * dims + 1.
+  std::int64_t (*elements_per_sample)(const nlohmann::json& params) = nullptr;
+  // Makes the rows `rows` (global sample indices, in that order) into out.input and out.target:
+  // sample i's numbers come from counters of i only, so a row made alone is the same row, to the
+  // bit, as in the whole data set. Tensors only.
+  void (*make)(const DataSpec& spec, const std::vector<std::int64_t>& rows, Dataset& out) = nullptr;
+  // What the parameters cannot say one at a time (class_weights' length against num_classes,
+  // high >= low); throws runtime::FieldError naming the parameter. Null: nothing.
+  void (*check)(const std::string& owner, const nlohmann::json& params) = nullptr;
 };
 
 // Every generator, with its parameters (the ones every generator takes, for sample weights,
 // included).
-const std::vector<GeneratorSpec>& data_generators();
-const GeneratorSpec* find_generator(const std::string& name);
+const std::vector<DataGenerator>& data_generators();
+const DataGenerator* find_generator(const std::string& name);
 std::vector<std::string> generator_names();
+// The parameters every generator takes: per-sample weights (weights, weight_low, weight_high).
+const std::vector<runtime::ParamDecl>& common_generator_params();
+// Its row of docs/scenarios.md's generator table: "| `binary` | input | target | parameters |".
+std::string generator_docs_row(const DataGenerator& generator);
+// What is missing or contradictory in descriptors (an empty name or description, a name used
+// twice, nothing produced, a tensor generator without `make`, a structured one without its
+// Python, a class_count that is not an int parameter); one line each; empty when sound.
+std::vector<std::string> generator_table_problems(const std::vector<DataGenerator>& table);
 
 // Checks and completes a generator's parameters (throws runtime::FieldError naming the parameter).
 nlohmann::json resolve_generator_params(const std::string& generator, const nlohmann::json& params);

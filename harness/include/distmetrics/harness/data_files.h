@@ -47,7 +47,9 @@ Dataset load_data_file(const DataSpec& spec);
 // Calls the spec's Python generator (installed hooks; see scenario_python.h), checks what it
 // returned, writes it to a private temporary .pt file (removed when the process exits) and sets
 // spec.file to it and spec.num_samples to its rows. Throws DataFileError.
-void materialize_python_data(DataSpec& spec);
+// builtin: the Python is a built-in generator's maker (DataGenerator::python), which needs the
+// Python hooks but not --allow-python (builtin_python_unavailable).
+void materialize_python_data(DataSpec& spec, bool builtin = false);
 // Removes those files now: for a program that leaves without running static destructors (the
 // CLI's _Exit), once nothing will read them again.
 void remove_generated_data_files();

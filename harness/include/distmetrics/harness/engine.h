@@ -1,13 +1,16 @@
 // The scenario engine: runs one variant of a scenario on a set of ranks and judges it.
 //
 //   Engine engine;
-//   LocalPools pools;                              // rank pools, reused across variants
+//   LocalPools pools;                              // rank pools, reused across variants (session.h)
 //   for (const auto& v : expand_variants(scenario, runtime::visible_gpu_count()))
 //     Verdict verdict = engine.run(scenario, v, pools.runner_for(v));
 //
 // Each variant runs the "scenario_variant" task on every rank (a fresh process group per
-// variant, from the runner); the engine builds the single-process reference in this process,
-// checks the scenario's properties, and turns hangs and crashes into verdicts with a diagnosis.
+// variant, from the runner); beside them, the engine builds the single-process reference in a
+// child process (or, with EngineOptions::single_process, where conform says: its helper worker),
+// and hands the ranks' results to the judging rules (harness/src/judging/), which check the
+// scenario's properties and turn hangs and crashes into verdicts with a diagnosis and a rank to
+// blame.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -33,6 +36,10 @@
 
 namespace distmetrics::runtime {
 class ChildCall;
+}
+namespace distmetrics::harness::judging {
+class Baselines;
+struct ReferenceBuilt;
 }
 
 namespace distmetrics::harness {
@@ -71,7 +78,7 @@ Verdict skip_verdict(const Variant& variant);
 struct EngineOptions {
   // Overrides every scenario's deadline (seconds per variant), e.g. from --deadline.
   std::optional<double> deadline_seconds;
-  // Builds a variant's single-process reference instead of build_reference() in this process:
+  // Builds a variant's single-process reference instead of build_reference() in a child process:
   // `distmetrics conform` builds a plugin's on a helper worker, so that a plugin that crashes or
   // hangs without a communicator cannot take the supervisor down.
   std::function<SingleProcessReference(const Scenario&, const Variant&, const Dataset&, const ShardPlan&,
@@ -88,6 +95,9 @@ struct EngineOptions {
 class Engine {
  public:
   explicit Engine(EngineOptions options = {});
+  ~Engine();
+  Engine(Engine&&) noexcept;
+  Engine& operator=(Engine&&) noexcept;
 
   // Runs and judges one variant. Never throws for a failing metric or runner: every outcome
   // (skip, pass, fail, hang, crash, error) is a verdict.
@@ -106,27 +116,17 @@ class Engine {
   Verdict judge(const Scenario& scenario, const Variant& variant, const runtime::JobResult& run, const Planned* planned,
                 const std::string& plan_error, runtime::ChildCall* reference,
                 std::chrono::steady_clock::time_point started);
+  // The single-process reference of the planned variant, ended at its deadline.
+  judging::ReferenceBuilt build_reference_for(const Scenario& scenario, const Variant& variant,
+                                              const runtime::JobResult& run, const Planned& planned,
+                                              runtime::ChildCall* reference, std::chrono::steady_clock::time_point started,
+                                              double deadline);
   const Dataset& data_for(const Scenario& scenario);
   EngineOptions options_;
   std::map<std::string, Dataset> data_;  // per scenario name (+ seed)
-};
-
-// Rank pools for local runs, reused across consecutive variants: one pool per (launch mode,
-// world size), the mpi backend's through mpirun. At most `max_pools` stay alive (the least
-// recently used one is ended first).
-class LocalPools {
- public:
-  explicit LocalPools(runtime::PoolOptions base = {}, std::size_t max_pools = 2);
-  ~LocalPools();
-  runtime::JobRunner& runner_for(const Variant& variant);
-  void clear();  // ends every pool
-  int pools_started() const { return started_; }
-
- private:
-  runtime::PoolOptions base_;
-  std::size_t max_pools_;
-  int started_ = 0;
-  std::vector<std::pair<std::string, std::unique_ptr<runtime::RankPool>>> pools_;  // most recent last
+  // What each scenario's metric issues per script step where the ranks agreed: the baseline of
+  // an even split (harness/src/judging/blame.cpp).
+  std::unique_ptr<judging::Baselines> baselines_;
 };
 
 }  // namespace distmetrics::harness

@@ -1,12 +1,13 @@
-// `distmetrics explore`'s engine-side parts (docs/explore.md): random scenarios drawn around a
-// base scenario, written back as scenario TOML (the one format; every case is loaded by the same
-// loader as a file before it runs), the failure signature read from a verdict, and the
-// candidates that shrink a failing case. Running cases is the caller's (app/src/explore_*).
+// `distmetrics explore`'s search space (docs/explore.md): random scenarios drawn around a base
+// scenario, written back as scenario TOML (the one format; every case is loaded by the same
+// loader as a file before it runs), the failure signature of a verdict, and the candidates that
+// shrink a failing case. The engine that runs them is explorer.h.
 #pragma once
 
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -16,6 +17,7 @@
 #include "distmetrics/harness/scenario.h"
 #include "distmetrics/harness/script.h"
 #include "distmetrics/harness/shard.h"
+#include "distmetrics/harness/verdict.h"
 
 namespace distmetrics::harness::explore {
 
@@ -53,16 +55,18 @@ struct Space {
   double deadline_seconds = 10;      // each case's deadline
   bool vary_metric_params = true;    // --param given: false keeps the parameters
   // The most batches a case feeds a rank, and the single process (0: no bound): each is a call
-  // into the metric (and, with `compute every`, a sync), and a Python metric's cost a millisecond
-  // or more each (explore sets 40 and 100 for a Python source, whose cases ran past their deadline
-  // with 375 batches of 5). For C++ metrics 64 and 256: with 200 and no bound, the 14% of cases
-  // past 400 samples took half of a search's time (one of 744 samples in batches of 1 at world
-  // size 5: 9 s of 93), and a bug that needs many samples needs no more batches than that.
+  // into the metric (and, with `compute every`, a sync). A bug that needs many samples needs no
+  // more batches than these, and thousands of one-sample batches would spend a case's deadline
+  // (docs/explore.md, "What it searches", measures it). A Python metric's call costs a
+  // millisecond or more: explore takes 40 and 100 for a Python source.
   std::int64_t max_batches_per_rank = 64;
   std::int64_t max_batches_single = 256;
-  // [variants] dtypes. Still off for plugins and Python sources: conform's single-process run
-  // did not round through the input dtype until that was fixed (plugin/src/conform_reference.cpp);
-  // turning it on changes explore's seeded draws and needs its tests rerun first.
+  // The data generator whose data the metric takes with these parameters (a metric parameter such
+  // as `task` decides between binary, multiclass and multilabel data); empty: the base's, always.
+  // explore's engine sets it (explorer.h: generator_chooser).
+  std::function<std::string(const nlohmann::json& metric_params)> generator_for;
+  // Whether cases draw [variants] dtypes: explore sets false for plugins and Python sources, whose
+  // seeded draws (and so explore's tests) would change with it (docs/explore.md).
   bool input_dtypes = true;
 };
 
@@ -92,7 +96,20 @@ struct Signature {
     return outcome == other.outcome && properties == other.properties && blame == other.blame;
   }
 };
-std::optional<Signature> failure_signature(const nlohmann::json& verdict);
+std::optional<Signature> failure_signature(const Verdict& verdict);
+
+// A hang with no sign of a bug of the metric's own, which the machine's load may explain: no rank
+// raised, crashed or timed out inside a collective, and the ranks' collectives did not part (no
+// deviation); or the single-process run of a plugin's or Python source's metric ran past the
+// deadline (one process, no collective). explore runs it again with three times the deadline.
+bool maybe_slow(const Verdict& verdict);
+
+// The metric's class (or label) count among its parameters (num_classes, num_labels), or 0.
+std::int64_t metric_class_count(const nlohmann::json& metric_params);
+
+// The case's data made by `generator` instead: its class count tied to the metric's, its
+// required parameters 3, the others drawn from `r` (each with a chance of 0.3) as a case's are.
+void use_generator(Scenario& s, const std::string& generator, Rng& r);
 
 // Widens a generated data spread that is below 1e-3 of the data's magnitude (scale against
 // offset or mean, high - low against them): below that a one-pass variance cancels to float64

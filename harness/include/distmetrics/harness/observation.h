@@ -84,8 +84,6 @@ struct RankObservation {
   std::uint64_t collectives = 0;   // in the whole script
   // Every collective this rank issued, in order: "all_reduce(sum) #3 (int64 [2])".
   std::vector<std::string> trace;
-  // Per collective of `trace`: the 0-based script step it was issued in (-1: before the script).
-  std::vector<int> trace_steps;
   double seconds = 0;
 
   const ComputeRecord* compute(int index) const;

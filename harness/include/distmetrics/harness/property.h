@@ -67,6 +67,11 @@ struct Property {
   // Its failure is a finding of its own (accepts_empty_batch: the rest of the script ran without
   // the empty update): never a consequence of another property's root cause.
   bool own_finding = false;
+  // It compares the ranks' result at a compute with the single process's (equal_to_single,
+  // update_after_compute, reset_replay without an earlier compute of the same batches): where the
+  // first compute was not judged, its failure is the one the first comparison shows (explore
+  // counts it as the property that judges the first compute).
+  bool compares_with_single_process = false;
   std::vector<RootCauseRule> root_causes;
   // What every rank does for it beside the script (state_roundtrip's restored twin, merge_state's
   // merge), created when the scenario checks it; nullptr: nothing.
@@ -80,6 +85,9 @@ const Property* find_property(const std::string& name);
 const std::vector<std::string>& property_names();
 // The properties a scenario that lists none checks, for a script with these compute roles.
 std::vector<std::string> default_properties(const Scenario& scenario, const std::vector<ComputeRole>& roles);
+// The properties a scenario checks only when it lists them (no default, not checked anyway:
+// state_roundtrip, merge_state), in table order.
+std::vector<std::string> listed_only_properties();
 // Every property in report column order.
 std::vector<const Property*> properties_by_column();
 // The property that judges computes of `role`: the first in table order that needs one.

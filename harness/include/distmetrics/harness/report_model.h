@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -80,14 +81,8 @@ struct TimelineCell {
   bool deviates = false, parted = false;
   std::string signature() const { return op + " " + dtype + " " + shape; }
 };
-// Where the ranks' collectives of one script step parted (the verdict's "deviation").
-struct TimelineDeviation {
-  int script_step = 0;         // 1-based
-  std::optional<int> compute;  // 1-based
-  std::uint64_t seq = 0;       // the collective `more` issued in that step and `fewer` passed it without
-  std::string op;              // that collective, described
-  std::vector<int> more, fewer, blamed;  // blamed: `more`, `fewer`, or empty (an even split)
-};
+// Where the ranks' collectives of one script step parted: the verdict's deviation.
+using TimelineDeviation = Deviation;
 struct Timeline {
   std::vector<int> ranks;
   std::vector<std::string> states;      // per rank
@@ -128,6 +123,29 @@ struct ReportCounts : OutcomeCounts {
   std::string line() const;  // "118 passed, 1 failed, 0 hang, 0 crash, 0 error, 1 skipped in 52.3 s"
 };
 
+// explore's search (explorer.h), whose JSON and Markdown views are its summary: each failure it
+// found (the shrunk case's verdict as the case ran), the cases per value of each axis, the counts.
+struct SearchFinding {
+  std::string signature, outcome;
+  std::vector<std::string> properties, blame;
+  std::uint64_t index = 0;  // the case that found it
+  double found_after = 0;
+  std::string original_size, shrunk_size;
+  int shrink_steps = 0, shrink_tried = 0;
+  std::string shrink_cut, saved, toml;
+  Verdict verdict;
+};
+struct SearchSummary {
+  std::string metric;
+  std::uint64_t seed = 0;
+  double budget = 0, seconds = 0;
+  std::uint64_t cases = 0, refused = 0, slow = 0, unjudged = 0, shrink_cases = 0;
+  double variants_per_second = 0, helper_ready_seconds = 0;
+  std::optional<double> first_case_seconds;
+  std::map<std::string, std::uint64_t> coverage;
+  std::vector<SearchFinding> findings;
+};
+
 struct ReportModel {
   std::string title = "distmetrics run";
   std::string last_line_prefix = "distmetrics";  // the greppable last line: "<prefix>: N passed, ..."
@@ -145,6 +163,8 @@ struct ReportModel {
   bool by_metric = false;
   // Top-level fields only the JSON report carries (conform: "plugin", "plugins", "findings").
   nlohmann::json json_fields = nlohmann::json::object();
+  // explore's: the JSON and Markdown views write the search's summary instead of a run's report.
+  std::optional<SearchSummary> search;
 
   std::string verdict() const;  // one line: "FAILED: 2 of 31 variants did not pass (1 fail, 1 hang); 28 skipped"
   std::vector<const ReportVariant*> not_passed() const;

@@ -28,9 +28,8 @@
 //   the saved state does not restore the metric               a state left out of the saved state
 //   the merged states give another result                     a merge that forgets its own state
 //
-// And for runs where every rank finished its script: a rank whose wait gave up (a c10d work's
-// or a collective's timeout) after a peer raised or left is a hang blamed on that peer, whatever
-// API the waiting rank used (the ranks' errors are ordered in time).
+// A hang, a crash or a desync is not a root cause: who is to blame for it is said by the judging
+// module's blame (harness/src/judging/blame.cpp).
 #pragma once
 
 #include <optional>
@@ -42,15 +41,6 @@
 #include "distmetrics/harness/verdict.h"
 
 namespace distmetrics::harness {
-
-struct RootCause {
-  std::string property;                   // the property whose failure shows the cause
-  std::string headline;                   // "no sync: each rank returns the result of its own data"
-  std::string evidence;                   // which properties failed, and how
-  std::string hint;                       // where to look
-  std::vector<std::string> consequences;  // failed properties that follow from it
-  nlohmann::json to_json() const;
-};
 
 // What a root-cause rule reads: the variant's observations and every property's result.
 struct Evidence {
@@ -79,15 +69,5 @@ std::optional<RootCause> find_root_cause(const CheckContext& ctx, const std::vec
 // headline, evidence and hint; each consequence marked (consequence_of) and its message headed
 // so; the verdict's reason the headline; verdict.root_cause set.
 void apply_root_cause(Verdict& verdict, const RootCause& cause);
-
-// A rank that raised (or finished its script) before a peer's wait gave up: the peer waited for
-// it. Blames the earliest such rank; nullopt when no wait timed out or no other rank is to blame.
-struct AbandonedWait {
-  int blamed = -1;
-  std::vector<int> waiting;  // ranks whose wait timed out
-  std::string headline;      // one line
-  std::string detail;        // every rank's error, in time order
-};
-std::optional<AbandonedWait> find_abandoned_wait(const std::vector<RankObservation>& ranks);
 
 }  // namespace distmetrics::harness

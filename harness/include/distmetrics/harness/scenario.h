@@ -118,4 +118,8 @@ LoadResult load_scenario(const std::string& path, const std::string& name);
 // The same from TOML text (explore's generated scenarios, and tests); `path` is only used in diagnostics.
 LoadResult load_scenario_text(const std::string& text, const std::string& path, const std::string& name);
 
+// The batch sizes batch_invariant tries when a scenario gives none: 1 and 2 * batch_size + 1,
+// never the scenario's own (the loader fills them in; the scenario writer leaves them out).
+std::vector<std::int64_t> default_batch_invariant_sizes(std::int64_t batch_size);
+
 }  // namespace distmetrics::harness

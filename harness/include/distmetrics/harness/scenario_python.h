@@ -50,6 +50,10 @@ void allow_scenario_python(bool allowed);
 // Why this process cannot call the Python a scenario names ("" when it can): not built with
 // Python, or not allowed by the command line.
 std::string scenario_python_unavailable();
+// Why this process cannot call distmetrics' own Python (a built-in data generator's maker, such
+// as `text`'s distmetrics.text_data:make): only when it has no Python hooks. --allow-python gates
+// the code a scenario file names, not the generators this project ships.
+std::string builtin_python_unavailable();
 // The installed hooks (call only when scenario_python_unavailable() is "").
 const ScenarioPython& scenario_python();
 

@@ -4,7 +4,6 @@
 //
 //   Session session({.engine = options, .rank_memory_gib = gib});   // local rank pools
 //   std::vector<Verdict> verdicts = session.run(items, [&](const Verdict& v) { console.progress(v); });
-//   session.finish(code);
 //
 // What it owns: the engine (with its data cache), the local pools, the order variants run in
 // (grouped by the pool they need, so each pool starts once), and the rules for a variant that
@@ -24,6 +23,7 @@
 #include "distmetrics/harness/variant.h"
 #include "distmetrics/harness/verdict.h"
 #include "distmetrics/runtime/job.h"
+#include "distmetrics/runtime/rank_pool.h"
 
 namespace distmetrics::runtime {
 class PeerRunner;
@@ -62,6 +62,27 @@ std::unique_ptr<runtime::PeerRunner> start_peer_runner(const std::string& launch
 // peer run with it (PeerRunner::finish, which may not return) and returns what this process
 // exits with: `code` on the reporter, 0 on the others.
 int finish_peer_run(runtime::PeerRunner& peers, int code);
+
+// Rank pools for local runs, reused across consecutive variants: one pool per (launch mode,
+// world size), the mpi backend's through mpirun. At most `max_pools` stay alive (the least
+// recently used one is ended first).
+class LocalPools {
+ public:
+  explicit LocalPools(runtime::PoolOptions base = {}, std::size_t max_pools = 2);
+  ~LocalPools();
+  // The pool a variant needs: (its backend's pool launch, its world size).
+  using Key = std::pair<std::string, int>;
+  static Key key_for(const Variant& variant);
+  runtime::JobRunner& runner_for(const Variant& variant);
+  void clear();  // ends every pool
+  int pools_started() const { return started_; }
+
+ private:
+  runtime::PoolOptions base_;
+  std::size_t max_pools_;
+  int started_ = 0;
+  std::vector<std::pair<Key, std::unique_ptr<runtime::RankPool>>> pools_;  // most recent last
+};
 
 class Session {
  public:

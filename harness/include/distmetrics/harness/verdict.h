@@ -8,23 +8,47 @@
 #include <string>
 #include <vector>
 
+#include "distmetrics/harness/observation.h"
 #include "distmetrics/harness/outcome.h"
 #include "distmetrics/harness/variant.h"
 
 namespace distmetrics::harness {
+
+// One rank's line in a property's message ("  rank 1: 4.39   difference 0.65   <- differs"), typed:
+// the views show it as it is, without reading the message.
+struct RankLine {
+  int rank = 0;
+  std::string text;                  // what the line says after "rank N: "
+  std::optional<double> difference;  // the difference it shows, when it shows one
+  bool differs = false;              // marked as differing from what it was compared with
+  std::optional<StepError> error;    // what the rank raised, when the line is about that
+  std::string first_line() const;    // of `text` (a raised error's message may span lines)
+};
 
 struct PropertyResult {
   std::string name;
   // Pass, Fail or Skip; Hang for a check that did not finish within the variant's deadline (it
   // makes the verdict a hang).
   Outcome outcome = Outcome::Pass;
-  std::string message;              // multi-line, human
-  nlohmann::json single;            // the single-process value (Value JSON), or null
-  nlohmann::json ranks = nlohmann::json::array();  // each rank's value (Value JSON or null)
-  std::optional<double> difference;                // largest difference seen, when numeric
+  std::string message;        // multi-line, human: what the views show
+  // The lines naming the variant it judged and the command that reproduces it ("  variant: ...\n
+  // reproduce: ..."): after `message` in the JSON report's and JUnit's text (a report's views say
+  // them once); empty for a message without them.
+  std::string variant_lines;
+  // Each rank's shard ("shards: rank 0 ..."), after them: the first clue to an uneven-shard bug,
+  // under the failure that leads its verdict.
+  std::string shard_line;
+  std::optional<ComputeResult> single;               // the single-process result it shows
+  std::vector<std::optional<ComputeResult>> values;  // each rank's result it shows, by rank
+  std::vector<RankLine> lines;                       // its message's per-rank lines, in order
+  std::string tolerance;                             // the tolerance its message states, or empty
+  std::optional<double> difference;                  // largest difference seen, when numeric
   bool expected_failure = false;    // listed in [expect] fail (and failed, as it should)
   std::string consequence_of;       // failed because of another property's root cause (root_cause.h)
 
+  std::string headline() const;      // the message's first line
+  std::string full_message() const;  // message, variant lines, shard line: the JSON report's
+  std::string shown_message() const;  // message and shard line, each line ended: what the views show
   nlohmann::json to_json() const;
 };
 
@@ -53,6 +77,35 @@ struct RankReport {
   nlohmann::json to_json(bool with_trace = true) const;
 };
 
+// The root cause of a variant's failed properties (root_cause.h): which properties failed
+// together, and how, say what is wrong with a metric better than each failure alone.
+struct RootCause {
+  std::string property;                   // the property whose failure shows the cause
+  std::string headline;                   // "no sync: each rank returns the result of its own data"
+  std::string evidence;                   // which properties failed, and how
+  std::string hint;                       // where to look
+  std::vector<std::string> consequences;  // failed properties that follow from it
+  nlohmann::json to_json() const;
+};
+
+// One rank's shard: the first clue to an uneven-shard bug.
+struct ShardSize {
+  int rank = 0;
+  std::int64_t samples = 0;
+  std::int64_t batches = 0;
+};
+
+// Where the ranks' collectives of one script step parted (runtime::find_step_deviation), and
+// which side is blamed.
+struct Deviation {
+  int script_step = 0;         // 1-based
+  std::optional<int> compute;  // 1-based; none outside computes
+  std::uint64_t seq = 0;       // the collective `more` issued in that step and `fewer` passed it without
+  std::string op;              // that collective, described
+  std::vector<int> more, fewer;
+  std::vector<int> blamed;     // `more`, `fewer`, or empty (an even split nothing tells apart)
+};
+
 struct Verdict {
   Variant variant;
   Outcome outcome = Outcome::Pass;
@@ -60,18 +113,19 @@ struct Verdict {
   double seconds = 0;
   std::vector<PropertyResult> properties;
   std::string diagnosis;  // hang/crash diagnosis; empty otherwise
-  // The root cause of the failed properties (RootCause::to_json: property, headline, evidence,
-  // hint, consequences), or null.
-  nlohmann::json root_cause;
-  // Each rank's shard, the first clue to an uneven-shard bug: [{rank, samples, batches}].
-  nlohmann::json shards = nlohmann::json::array();
-  std::vector<RankReport> ranks;  // per rank, when the variant ran (empty for a skip)
-  nlohmann::json tolerance;       // {"rtol", "atol", "exact"} of the scenario, or null
-  // Where the ranks' collectives of one script step parted (runtime::find_step_deviation):
-  // {script_step, compute, seq, op, more, fewer, blamed}, or null.
-  nlohmann::json deviation;
+  std::optional<RootCause> root_cause;  // of the failed properties
+  std::vector<ShardSize> shards;        // each rank's, when the variant could be planned
+  std::vector<RankReport> ranks;        // per rank, when the variant ran (empty for a skip)
+  std::optional<Tolerance> tolerance;   // the scenario's, when the variant was judged
+  std::optional<Deviation> deviation;   // a desync judged per script step
 
   const PropertyResult* property(const std::string& name) const;
+  // What the views show of a verdict that did not pass: the failed properties' messages (a
+  // failure), or the reason and the diagnosis (its opening said once when it is the reason's
+  // sentence); every line ended.
+  std::string details() const;
+  // A skip's reason up to its first " (": what the views group skips by ("needs 2 GPUs").
+  std::string skip_gist() const;
   nlohmann::json to_json() const;  // the JSON report's per-variant object
 };
 

@@ -1,5 +1,5 @@
 // Plugin metrics in the scenario engine: a plugin's metric travels in a scenario under a
-// qualified name, "<metric>@<absolute path of the plugin>", which every process that meets it
+// qualified name, "<metric>@<absolute path of the plugin>" (harness::MetricId), which every process that meets it
 // (the supervisor and each rank worker) resolves by loading the plugin (loader.h) through a
 // resolver installed in the MetricCatalog. A rank thus builds the plugin's metric where the
 // scenario names the reference one, with nothing else changed in the engine.
@@ -13,11 +13,6 @@
 #include "distmetrics/plugin/loader.h"
 
 namespace distmetrics::plugin {
-
-// "MeanAbsoluteError@/abs/libacme.so". Metric names hold no '@'; the path may.
-std::string qualified_metric_name(const std::string& metric, const std::string& plugin_path);
-// {metric, plugin path}, or nullopt for a name that is not qualified.
-std::optional<std::pair<std::string, std::string>> split_qualified_name(const std::string& name);
 
 // The plugin's metrics under their qualified names (built once per plugin). Building one checks
 // that the plugin's make() returned a metric.

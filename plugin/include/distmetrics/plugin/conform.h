@@ -144,11 +144,22 @@ class RemoteReference {
 };
 
 // What conform adds to the engine: each variant's single-process reference built on a helper
-// worker (RemoteReference), and agrees_with_reference against the reference implementation.
+// worker (RemoteReference), and agrees_with_reference against the reference implementation. The
+// one set of checks of `conform` and of explore's plugin and Python cases (explore.h).
+struct ConformJudging {
+  // Whether agrees_with_reference judges the computes where no rank had fed a sample: what
+  // compute() returns there (raise, 0 or NaN) is the no-data convention a source declares
+  // (docs/python.md), which conform judges where a scenario expects it and explore leaves out.
+  bool computes_without_data = true;
+};
 class ConformChecks {
  public:
   // `scenarios` (every scenario of the run, adapted) must outlive this object.
-  ConformChecks(const std::vector<PluginScenario>& scenarios, std::optional<double> deadline_seconds);
+  ConformChecks(const std::vector<PluginScenario>& scenarios, std::optional<double> deadline_seconds,
+                ConformJudging judging = {});
+  // A scenario added after construction (explore's case), which must outlive its variants' runs;
+  // it takes the place of one of the same name and metric.
+  void track(const PluginScenario& scenario);
   void warm_up();  // RemoteReference::warm_up
   void set_pool_warm_up(std::optional<runtime::Job> job) { remote_.set_pool_warm_up(std::move(job)); }
   // --deadline, the reference and the extra check; they refer to this object, which must
@@ -156,7 +167,10 @@ class ConformChecks {
   harness::EngineOptions engine_options();
 
  private:
+  harness::PropertyResult agrees_with_reference(const harness::CheckContext& ctx, const harness::ShardPlan& shards,
+                                                const runtime::Deadline& until);
   std::optional<double> deadline_seconds_;
+  ConformJudging judging_;
   RemoteReference remote_;
   std::map<std::pair<std::string, std::string>, const PluginScenario*> by_name_;
 };

@@ -45,8 +45,11 @@
 #define DISTMETRICS_PLUGIN_CXX11_ABI "none"
 #endif
 
+// The version alone: __clang_version__ may carry a trailing space or the source repository.
 #if defined(__clang__)
-#define DISTMETRICS_PLUGIN_COMPILER "Clang " __clang_version__
+#define DISTMETRICS_PLUGIN_COMPILER                                                                 \
+  "Clang " DISTMETRICS_PLUGIN_STRINGIFY(__clang_major__) "." DISTMETRICS_PLUGIN_STRINGIFY(         \
+      __clang_minor__) "." DISTMETRICS_PLUGIN_STRINGIFY(__clang_patchlevel__)
 #elif defined(__GNUC__)
 #define DISTMETRICS_PLUGIN_COMPILER "GCC " __VERSION__
 #else

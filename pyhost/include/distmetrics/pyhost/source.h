@@ -49,9 +49,8 @@ const PythonSource& load_python_source(const std::string& value, const std::vect
 // "style" and the "conventions" it declares for these parameters.
 std::string check_python_metric(const PythonSource& source, const std::string& metric, const nlohmann::json& params);
 
-// "MeanAbsoluteError@python:/abs/metrics.py"
+// "MeanAbsoluteError@python:/abs/metrics.py" (harness::MetricId).
 std::string python_qualified_name(const std::string& metric, const std::string& spec);
-constexpr const char* kPythonQualifier = "python:";
 
 // Installs, in the process-wide MetricCatalog, the resolver of Python-qualified names (idempotent).
 void install_python_resolver();

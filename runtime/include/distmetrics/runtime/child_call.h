@@ -50,8 +50,10 @@ class ChildCall {
   ChildCall(const ChildCall&) = delete;
   ChildCall& operator=(const ChildCall&) = delete;
 
-  // The function's value, or how it ended, by the deadline (ended there). Once only.
-  ChildCallResult wait(const Deadline& deadline);
+  // The function's value, or how it ended, by the deadline (ended there). Once only. `stop`,
+  // when given, is asked between polls (every 20 ms at most): true ends the wait as the deadline
+  // would (TimedOut; a kept call's child is left running until released).
+  ChildCallResult wait(const Deadline& deadline, const std::function<bool()>& stop = {});
   // A kept call: the child may go. It gets up to `grace` to leave on its own (drops its hold and
   // exits), then its process group is ended and reaped, with whatever it forked.
   void release(std::chrono::milliseconds grace);

@@ -30,9 +30,19 @@ struct StepDeviation {
   std::vector<std::pair<int, int>> pattern;
 };
 
+// Whether two ranks' records of one collective (the same sequence number) are the same
+// collective: the same operation and dtype, and the same shape but for an all_gather (whose
+// contributions may differ by design). Every judgement of "the ranks issued the same" uses it.
+bool same_collective(const CollectiveRecord& a, const CollectiveRecord& b);
+
 // Nothing when the ranks' collectives agree step by step, when they issued different collectives
 // within one step (a mismatch, named by sequence number), or when some record carries no step
 // (a task that does not declare its steps).
 std::optional<StepDeviation> find_step_deviation(const std::vector<RankOutcome>& ranks);
+
+// The sentence the diagnosis gives an even split (`blamed` empty) for why neither side is blamed
+// and where to look. A judge that tells the sides apart by other evidence (the scenario's other
+// variants) removes exactly this sentence from the diagnosis, and keeps the rest of it.
+std::string even_split_unblamed_text(const StepDeviation& deviation);
 
 }  // namespace distmetrics::runtime

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -19,6 +20,12 @@ struct ParamDecl {
   std::string description;
   nlohmann::json default_value;   // null: required
   std::vector<std::string> choices;  // strings only; empty: any
+  // A number's range, inclusive (the resolver refuses a value outside it); none: any.
+  std::optional<double> min, max;
+  // The values `explore` draws for it (docs/explore.md), each as likely; with `draws_either_sign`,
+  // each with a random sign. Empty: drawn from its choices, or from its type.
+  std::vector<nlohmann::json> draws;
+  bool draws_either_sign = false;
   bool required() const { return default_value.is_null(); }
 };
 
@@ -39,7 +46,8 @@ class FieldError : public std::invalid_argument {
 std::string unknown_param_message(const std::string& owner, const std::string& name,
                                   const std::vector<std::string>& known);
 
-// Checks `given` (a JSON object) against `decls`; throws FieldError on the first problem.
+// Checks `given` (a JSON object) against `decls`: names, types, choices and ranges; fills in
+// defaults. Throws FieldError on the first problem.
 // `owner` names what the parameters belong to in messages ("generator 'multiclass'").
 nlohmann::json resolve_declared_params(const std::string& owner, const std::vector<ParamDecl>& decls,
                                        const nlohmann::json& given);

@@ -34,6 +34,7 @@
 #include <string>
 
 #include "distmetrics/runtime/job.h"
+#include "distmetrics/runtime/launchers.h"
 
 namespace distmetrics::runtime {
 
@@ -83,8 +84,6 @@ class PeerRunner : public JobRunner {
   std::unique_ptr<Impl> impl_;
 };
 
-// Which launcher started this process, from its environment: "mpi" (OMPI_COMM_WORLD_SIZE is
-// set), "env" (WORLD_SIZE and RANK are set), or "" (neither: the local rank pool applies).
-std::string detect_launcher();
+// Which launcher started this process: detect_launcher() (launchers.h).
 
 }  // namespace distmetrics::runtime

@@ -1,0 +1,270 @@
+// Who is to blame (internal/blame.h): the runtime's diagnosis, and what only the harness knows.
+#include "distmetrics/harness/internal/blame.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <tuple>
+#include <iomanip>
+#include <sstream>
+
+#include "distmetrics/harness/root_cause.h"
+#include "distmetrics/runtime/desync.h"
+#include "distmetrics/runtime/text.h"
+
+namespace distmetrics::harness::judging {
+namespace {
+
+using runtime::RankState;
+
+std::string seconds_text(double s) {
+  std::ostringstream out;
+  out << std::setprecision(2) << s;
+  return out.str();
+}
+
+// A rank that left its script on an error while others waited in a collective: the classic
+// "raises alone" desync (PyTorch-Ignite #1242). The paragraph that says so, and the rank, or
+// empty.
+std::string raised_alone(const Judging& j, int& blamed) {
+  std::vector<int> raisers, waiters;
+  std::string raised_what;
+  for (const auto& r : j.ranks) {
+    const auto& outcome = *r.outcome;
+    if (outcome.state == RankState::Finished && r.observation && r.observation->error) {
+      const auto& e = *r.observation->error;
+      if (raisers.empty())
+        raised_what = e.type + " at " + e.op + " (script step " + std::to_string(e.step + 1) + "): " + e.message;
+      raisers.push_back(r.rank);
+    } else if (outcome.state == RankState::Raised && outcome.error_type != "CollectiveError") {
+      if (raisers.empty()) raised_what = outcome.error_type + ": " + outcome.error;
+      raisers.push_back(r.rank);
+    } else if (outcome.state == RankState::TimedOut || outcome.state == RankState::Stuck ||
+               outcome.state == RankState::Ended) {
+      waiters.push_back(r.rank);
+    }
+  }
+  if (raisers.empty() || waiters.empty()) return {};
+  blamed = raisers.front();
+  std::ostringstream out;
+  out << rank_list(raisers) << " raised " << raised_what << "\nand left the script, while " << rank_list(waiters)
+      << " waited";
+  for (const auto& r : j.run.ranks) {
+    if (r.blocked_in) {
+      out << " in " << r.blocked_in->describe();
+      break;
+    }
+  }
+  out << " (detected after " << seconds_text(j.run.seconds) << " s). A rank must never raise alone: " << kRaiseTogether
+      << ".";
+  return out.str();
+}
+
+std::string step_name(int step, int compute) {
+  runtime::CollectiveRecord record;
+  record.step = step;
+  record.compute = compute;
+  return record.issuer();
+}
+
+std::string ops_text(const std::vector<std::string>& described) {
+  std::string text;
+  for (const auto& d : described) text += (text.empty() ? "" : ", ") + d;
+  return text.empty() ? "no collective" : text;
+}
+
+// An even split (as many ranks on each side, no other step of the variant tells them apart)
+// resolved by what the same metric issued in that step in another variant of the scenario: the
+// side whose sequence the baseline shows is the metric's; the other deviated. Sets the blamed
+// side and returns the paragraph that says which baseline told it, or empty.
+std::string resolve_even_split(const Judging& j, const runtime::StepDeviation& d, Deviation& deviation) {
+  if (!j.baselines || !d.blamed.empty()) return {};
+  const Baselines::Seen* seen = j.baselines->find(j.scenario, d.step, d.compute, j.variant.world_size);
+  if (!seen) return {};
+  std::vector<std::string> issued;  // the longer side's sequence in that step
+  for (const auto& record : d.issued) issued.push_back(collective_key(record));
+  const auto matches = [&](std::size_t n) {
+    return seen->keys.size() == n && n <= issued.size() && std::equal(issued.begin(), issued.begin() + n, seen->keys.begin());
+  };
+  const bool fewer_is_right = matches(d.fewer_issued);
+  const bool more_is_right = seen->keys.size() > d.fewer_issued && d.fewer_issued < issued.size() &&
+                             std::equal(issued.begin(), issued.begin() + d.fewer_issued + 1, seen->keys.begin());
+  if (fewer_is_right == more_is_right) return {};
+  deviation.blamed = fewer_is_right ? d.more : d.fewer;
+  const std::vector<int>& spared = fewer_is_right ? d.fewer : d.more;
+  const std::string where = step_name(d.step, d.compute);
+  std::ostringstream out;
+  out << rank_list(deviation.blamed) << " deviated from the metric's sequence in " << where << ": in "
+      << seen->variant << " (world size " << seen->world_size << "), a variant of this scenario whose ranks agreed, "
+      << where << " issued " << ops_text(seen->described) << ", as " << rank_list(spared) << " did here; "
+      << rank_list(deviation.blamed) << " "
+      << (fewer_is_right ? "issued " + d.parted.describe() + " there, which " + rank_list(spared) + " never issued"
+                         : "passed it without " + d.parted.describe() + ", which " + rank_list(spared) + " issued")
+      << " (the ranks split evenly: that variant is the baseline).";
+  return out.str();
+}
+
+// What makes two variants' steps comparable: the same scenario (its metric, parameters, script,
+// data and batches); explore's cases, all named alike, differ in these.
+std::string scenario_key(const Scenario& s) {
+  std::string script;
+  for (const auto& step : s.script) script += step.text + ";";
+  return s.file + "|" + s.name + "|" + s.metric + "|" + s.metric_params.dump() + "|" + script + "|" +
+         s.data.to_json().dump() + "|" + std::to_string(s.batch_size);
+}
+
+}  // namespace
+
+const char* const kRaiseTogether =
+    "decide errors such as 'no samples' from synced state, so that every rank raises together (PyTorch-Ignite #1242)";
+
+std::string rank_list(const std::vector<int>& ranks) {
+  std::ostringstream out;
+  out << (ranks.size() == 1 ? "rank " : "ranks ");
+  for (std::size_t i = 0; i < ranks.size(); ++i) out << (i ? (i + 1 == ranks.size() ? " and " : ", ") : "") << ranks[i];
+  return out.str();
+}
+
+std::string collective_key(const runtime::CollectiveRecord& record) {
+  std::string key = record.op + "|" + record.dtype;
+  if (record.op != "all_gather")  // runtime::same_collective: a gather's contributions may differ
+    for (auto d : record.shape) key += "," + std::to_string(d);
+  return key;
+}
+
+void Baselines::record(const Judging& j) {
+  if (j.run.status != runtime::RunStatus::Completed || !j.plan || j.ranks.empty()) return;
+  // Every rank ran its whole script: each step's sequence is complete (one that issued nothing too).
+  for (const auto& r : j.ranks)
+    if (!r.observation || r.observation->error) return;
+  const ScriptPlan& script = j.plan->script;
+  std::map<std::pair<int, int>, Seen> steps;
+  for (std::size_t s = 0; s < script.steps.size(); ++s)
+    if (script.steps[s].op != Step::Op::Compute) steps[{static_cast<int>(s), -1}];
+  for (const auto& point : script.computes) steps[{point.step, point.index}];
+  for (std::size_t i = 0; i < j.ranks.size(); ++i) {
+    std::map<std::pair<int, int>, Seen> mine;
+    for (const auto& record : j.ranks[i].outcome->trace) {
+      if (record.step < 0) continue;
+      auto& seen = mine[{record.step, record.compute}];
+      seen.keys.push_back(collective_key(record));
+      std::string described = record.op;
+      if (!record.dtype.empty()) {
+        std::string shape;
+        for (std::size_t k = 0; k < record.shape.size(); ++k) shape += (k ? ", " : "") + std::to_string(record.shape[k]);
+        described += " (" + record.dtype + " [" + shape + "])";
+      }
+      seen.described.push_back(described);
+    }
+    for (auto& [key, seen] : mine) {
+      if (!steps.count(key)) return;  // a collective outside the plan's steps: nothing to lean on
+      if (i == 0) steps[key] = std::move(seen);
+      else if (steps[key].keys != seen.keys) return;  // the ranks disagree: no step is a baseline
+    }
+    if (i > 0)
+      for (const auto& [key, seen] : steps)
+        if (!seen.keys.empty() && !mine.count(key)) return;
+  }
+  auto& by_step = seen_[scenario_key(j.scenario)];
+  for (auto& [key, seen] : steps) {
+    seen.variant = j.variant.id;
+    seen.world_size = j.variant.world_size;
+    by_step[key].push_back(std::move(seen));
+  }
+}
+
+const Baselines::Seen* Baselines::find(const Scenario& scenario, int step, int compute, int world_size) const {
+  const auto by_scenario = seen_.find(scenario_key(scenario));
+  if (by_scenario == seen_.end()) return nullptr;
+  const auto at = by_scenario->second.find({step, compute});
+  if (at == by_scenario->second.end() || at->second.empty()) return nullptr;
+  // The same world size first, world size 1 last, else the nearest; the first seen of a kind.
+  auto rank_of = [world_size](const Seen& seen) {
+    return std::make_tuple(seen.world_size != world_size, seen.world_size == 1, std::abs(seen.world_size - world_size));
+  };
+  const Seen* best = nullptr;
+  for (const auto& seen : at->second) {
+    // At world size 1 a metric may skip its sync (no peer to sync with): a step that issued no
+    // collective there says nothing of what its ranks issue.
+    if (seen.world_size == 1 && seen.keys.empty()) continue;
+    if (!best || rank_of(seen) < rank_of(*best)) best = &seen;
+  }
+  return best;
+}
+
+StoppedRun blame_stopped_run(const Judging& j) {
+  StoppedRun out;
+  out.blamed = j.run.blamed_rank;
+  std::string baseline;
+  out.runtime_diagnosis = j.run.diagnosis;
+  if (const auto d = runtime::find_step_deviation(j.run.ranks)) {
+    out.deviation = Deviation{d->step + 1, d->compute >= 0 ? std::optional<int>(d->compute + 1) : std::nullopt,
+                              d->parted.seq, d->parted.describe(), d->more, d->fewer, d->blamed};
+    baseline = resolve_even_split(j, *d, *out.deviation);
+    if (!baseline.empty()) {
+      out.blamed = out.deviation->blamed.front();
+      // The runtime said why it could not tell the sides apart; the baseline just did.
+      const std::string unblamed = " " + runtime::even_split_unblamed_text(*d);
+      if (const auto at = out.runtime_diagnosis.find(unblamed); at != std::string::npos)
+        out.runtime_diagnosis.erase(at, unblamed.size());
+    }
+  }
+  const std::string alone = j.run.status == runtime::RunStatus::Hang ? raised_alone(j, out.blamed) : std::string();
+  out.opening = alone.empty() ? baseline : baseline.empty() ? alone : alone + "\n" + baseline;
+  return out;
+}
+
+std::optional<AbandonedWait> find_abandoned_wait(const std::vector<RankObservation>& ranks) {
+  std::vector<const RankObservation*> timeouts, raisers, leavers;
+  for (const auto& obs : ranks) {
+    if (!obs.error) leavers.push_back(&obs);
+    else if (is_wait_timeout(obs.error->type, obs.error->message)) timeouts.push_back(&obs);
+    else raisers.push_back(&obs);
+  }
+  if (timeouts.empty() || timeouts.size() == ranks.size()) return std::nullopt;
+  double first_timeout = timeouts.front()->error->at;
+  for (const auto* t : timeouts) first_timeout = std::min(first_timeout, t->error->at);
+  // A raise that precedes the first timeout is the cause; one after it may be its consequence.
+  const RankObservation* culprit = nullptr;
+  for (const auto* r : raisers)
+    if (r->error->at <= first_timeout && (!culprit || r->error->at < culprit->error->at)) culprit = r;
+  AbandonedWait blame;
+  for (const auto* t : timeouts) blame.waiting.push_back(t->rank);
+  const std::string waiters = rank_list(blame.waiting);
+  std::ostringstream head;
+  if (culprit) {
+    const auto& e = *culprit->error;
+    blame.blamed = culprit->rank;
+    head << "rank " << culprit->rank << " raised " << e.type << " at " << e.op << " (script step " << e.step + 1
+         << ") and left the script; " << waiters << " waited for it until " << (blame.waiting.size() == 1 ? "its" : "their")
+         << " wait timed out " << cause_number(first_timeout - e.at) << " s later";
+  } else if (!leavers.empty()) {
+    blame.blamed = leavers.front()->rank;
+    head << "rank " << blame.blamed << " finished its script without entering the collective that " << waiters
+         << " waited in until " << (blame.waiting.size() == 1 ? "its" : "their") << " wait timed out";
+  } else {
+    return std::nullopt;
+  }
+  blame.headline = head.str();
+  // Every error, in the order it happened.
+  std::vector<const RankObservation*> by_time;
+  for (const auto& obs : ranks)
+    if (obs.error) by_time.push_back(&obs);
+  std::stable_sort(by_time.begin(), by_time.end(), [](auto* a, auto* b) { return a->error->at < b->error->at; });
+  std::ostringstream detail;
+  detail << blame.headline << ".\nA rank must never raise or return alone while its peers wait: " << kRaiseTogether
+         << "; this holds for collectives a metric issues itself on the process group too.\nin the order they happened:\n";
+  const double t0 = by_time.empty() ? 0 : by_time.front()->error->at;
+  for (const auto* obs : by_time) {
+    const auto& e = *obs->error;
+    detail << "  +" << cause_number(e.at - t0) << " s  rank " << obs->rank << " raised " << e.type << " at " << e.op
+           << " (script step " << e.step + 1 << ")";
+    if (!e.where.empty()) detail << ", raised from " << e.where;
+    detail << ": " << e.message.substr(0, e.message.find('\n')) << "\n";
+  }
+  for (const auto* obs : leavers) detail << "  rank " << obs->rank << " finished its script\n";
+  blame.detail = detail.str();
+  if (!blame.detail.empty() && blame.detail.back() == '\n') blame.detail.pop_back();
+  return blame;
+}
+
+}  // namespace distmetrics::harness::judging

@@ -1,0 +1,170 @@
+#include "distmetrics/harness/observation.h"
+
+
+#include <c10/util/Exception.h>
+#include <cxxabi.h>
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cstdlib>
+#include <memory>
+#include <typeinfo>
+
+#include "distmetrics/harness/compare.h"
+#include "distmetrics/metrics/errors.h"
+#include "distmetrics/runtime/text.h"
+
+namespace distmetrics::harness {
+
+using nlohmann::json;
+
+std::string ComputeResult::text() const {
+  if (raised()) return "raised " + error_type + ": " + error;
+  return value ? value_text(*value) : "none";
+}
+
+json ComputeResult::to_json() const {
+  if (raised()) return {{"error_type", error_type}, {"error", error}};
+  return {{"value", value ? *value : json(nullptr)}};
+}
+
+ComputeResult ComputeResult::from_json(const json& j) {
+  ComputeResult r;
+  if (j.contains("error_type")) {
+    r.error_type = j.at("error_type");
+    r.error = j.value("error", "");
+  } else if (j.contains("value") && !j.at("value").is_null()) {
+    r.value = j.at("value");
+  }
+  return r;
+}
+
+const ComputeRecord* RankObservation::compute(int index) const {
+  for (const auto& c : computes)
+    if (c.index == index) return &c;
+  return nullptr;
+}
+
+namespace {
+
+json step_error_json(const std::optional<StepError>& error) {
+  if (!error) return nullptr;
+  return {{"step", error->step}, {"op", error->op},       {"type", error->type},   {"message", error->message},
+          {"at", error->at},     {"full_type", error->full_type}, {"where", error->where}};
+}
+
+std::optional<StepError> step_error_from_json(const json& e) {
+  if (e.is_null()) return std::nullopt;
+  StepError error(e.at("step").get<int>(), e.at("op").get<std::string>(), e.at("type").get<std::string>(),
+                  e.at("message").get<std::string>());
+  error.at = e.value("at", 0.0);
+  error.full_type = e.value("full_type", "");
+  error.where = e.value("where", "");
+  return error;
+}
+
+}  // namespace
+
+json RankObservation::to_json() const {
+  json computes_json = json::array();
+  for (const auto& c : computes) {
+    computes_json.push_back({{"index", c.index},
+                             {"step", c.step},
+                             {"result", c.result.to_json()},
+                             {"digest_before", c.digest_before},
+                             {"digest_after", c.digest_after},
+                             {"collectives", c.collectives},
+                             {"seconds", c.seconds}});
+    if (!c.probed.empty()) {
+      json probed = json::object();
+      for (const auto& [property, result] : c.probed) probed[property] = result.to_json();
+      computes_json.back()["probed"] = probed;
+    }
+  }
+  json j = {{"rank", rank},
+            {"devices", {{"state", state_device}, {"input", input_device}, {"comm", comm_device}}},
+            {"samples", samples},
+            {"batches", batches},
+            {"computes", computes_json},
+            {"collectives", collectives},
+            {"trace", trace},
+            {"seconds", seconds},
+            {"probe_skipped", probe_skipped},
+            {"probe_error", probe_error}};
+  j["error"] = step_error_json(error);
+  if (empty_rejected) j["empty_rejected"] = step_error_json(empty_rejected);
+  return j;
+}
+
+RankObservation RankObservation::from_json(const json& j) {
+  RankObservation o;
+  o.rank = j.at("rank");
+  const auto& devices = j.at("devices");
+  o.state_device = devices.at("state");
+  o.input_device = devices.at("input");
+  o.comm_device = devices.at("comm");
+  o.samples = j.at("samples");
+  o.batches = j.at("batches");
+  for (const auto& c : j.at("computes")) {
+    ComputeRecord r;
+    r.index = c.at("index");
+    r.step = c.at("step");
+    r.result = ComputeResult::from_json(c.at("result"));
+    r.digest_before = c.at("digest_before");
+    r.digest_after = c.at("digest_after");
+    r.collectives = c.at("collectives");
+    r.seconds = c.at("seconds");
+    if (c.contains("probed"))
+      for (const auto& [property, result] : c.at("probed").items()) r.probed[property] = ComputeResult::from_json(result);
+    o.computes.push_back(std::move(r));
+  }
+  o.collectives = j.at("collectives");
+  if (j.contains("trace")) o.trace = j.at("trace").get<std::vector<std::string>>();
+  o.seconds = j.at("seconds");
+  if (j.contains("probe_skipped")) o.probe_skipped = j.at("probe_skipped").get<std::map<std::string, std::string>>();
+  if (j.contains("probe_error")) o.probe_error = j.at("probe_error").get<std::map<std::string, std::string>>();
+  o.error = step_error_from_json(j.at("error"));
+  if (j.contains("empty_rejected")) o.empty_rejected = step_error_from_json(j.at("empty_rejected"));
+  return o;
+}
+
+std::string exception_full_type_name(const std::exception& e) {
+  // A Python metric's error: the type it had in Python.
+  if (const auto* foreign = dynamic_cast<const metrics::ForeignError*>(&e)) return foreign->type_name();
+  const char* mangled = typeid(e).name();
+  int status = 0;
+  std::unique_ptr<char, void (*)(void*)> demangled(abi::__cxa_demangle(mangled, nullptr, nullptr, &status), std::free);
+  return status == 0 && demangled ? demangled.get() : mangled;
+}
+
+StepError step_error(int step, const std::string& op, const std::exception& e) {
+  StepError error;
+  error.step = step;
+  error.op = op;
+  error.type = runtime::exception_type_name(e);
+  error.full_type = exception_full_type_name(e);
+  error.at = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  error.message = runtime::error_message(e);
+  if (const auto* c10 = dynamic_cast<const c10::Error*>(&e)) {
+    // LibTorch's errors carry "Exception raised from <function> at <file>:<line>".
+    const std::string full = c10->what();
+    const std::string mark = "Exception raised from ";
+    const auto from = full.find(mark);
+    if (from != std::string::npos) {
+      const auto end = full.find_first_of("(\n", from + mark.size());
+      error.where = full.substr(from + mark.size(), end == std::string::npos ? std::string::npos : end - from - mark.size());
+      while (!error.where.empty() && error.where.back() == ' ') error.where.pop_back();
+    }
+  }
+  return error;
+}
+
+bool is_wait_timeout(const std::string& type, const std::string& message) {
+  std::string lower = message;
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  return lower.find("timed out") != std::string::npos || lower.find("timeout") != std::string::npos ||
+         lower.find("deadline") != std::string::npos;
+}
+
+}  // namespace distmetrics::harness

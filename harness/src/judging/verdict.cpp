@@ -1,0 +1,133 @@
+#include "distmetrics/harness/verdict.h"
+
+#include <cmath>
+
+namespace distmetrics::harness {
+
+namespace {
+
+nlohmann::json value_json(const std::optional<ComputeResult>& r) {
+  return r && r->value && !r->raised() ? *r->value : nlohmann::json(nullptr);
+}
+
+}  // namespace
+
+std::string RankLine::first_line() const { return text.substr(0, text.find('\n')); }
+
+std::string PropertyResult::headline() const { return message.substr(0, message.find('\n')); }
+
+std::string PropertyResult::full_message() const {
+  std::string text = message + variant_lines;
+  if (!shard_line.empty()) text += (text.empty() || text.back() == '\n' ? "" : "\n") + shard_line;
+  return text;
+}
+
+std::string PropertyResult::shown_message() const {
+  std::string text = message;
+  if (!text.empty() && text.back() != '\n') text += "\n";
+  if (!shard_line.empty()) text += shard_line + "\n";
+  return text;
+}
+
+nlohmann::json PropertyResult::to_json() const {
+  nlohmann::json shown = nlohmann::json::array();
+  for (const auto& v : values) shown.push_back(value_json(v));
+  nlohmann::json j = {{"name", name},         {"outcome", to_string(outcome)}, {"message", full_message()},
+                      {"single", value_json(single)}, {"ranks", shown}, {"expected_failure", expected_failure}};
+  j["consequence_of"] = consequence_of.empty() ? nlohmann::json(nullptr) : nlohmann::json(consequence_of);
+  j["difference"] = difference && std::isfinite(*difference) ? nlohmann::json(*difference) : nlohmann::json(nullptr);
+  return j;
+}
+
+std::string Verdict::details() const {
+  std::string out;
+  if (outcome == Outcome::Fail) {
+    for (const auto& p : properties)
+      if (p.outcome == Outcome::Fail) out += p.shown_message();
+    return out;
+  }
+  out = reason + "\n";
+  std::string rest = diagnosis;
+  const std::string opening = diagnosis.substr(0, diagnosis.find('\n'));
+  if (!opening.empty() && reason.find(opening) != std::string::npos)
+    rest = diagnosis.find('\n') == std::string::npos ? "" : diagnosis.substr(diagnosis.find('\n') + 1);
+  if (!rest.empty()) out += rest + "\n";
+  return out;
+}
+
+std::string Verdict::skip_gist() const { return reason.substr(0, reason.find(" (")); }
+
+const PropertyResult* Verdict::property(const std::string& name) const {
+  for (const auto& p : properties)
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
+nlohmann::json RankReport::to_json(bool with_trace) const {
+  nlohmann::json collectives = nlohmann::json::array();
+  for (const auto& t : with_trace ? trace : std::vector<TraceEntry>{}) {
+    collectives.push_back({{"seq", t.seq}, {"op", t.op}, {"dtype", t.dtype}, {"shape", t.shape},
+                           {"script_step", t.script_step ? nlohmann::json(t.script_step) : nlohmann::json(nullptr)},
+                           {"step", t.step_text.empty() ? nlohmann::json(nullptr) : nlohmann::json(t.step_text)}});
+  }
+  auto optional = [](const auto& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+  return {{"rank", rank},
+          {"state", state},
+          {"samples", optional(samples)},
+          {"batches", optional(batches)},
+          {"trace", collectives},
+          {"blocked_in", optional(blocked_in)},
+          {"error", error.empty() ? nlohmann::json(nullptr) : nlohmann::json(error)}};
+}
+
+nlohmann::json RootCause::to_json() const {
+  return {{"property", property}, {"headline", headline}, {"evidence", evidence}, {"hint", hint},
+          {"consequences", consequences}};
+}
+
+namespace {
+
+nlohmann::json deviation_json(const Deviation& d) {
+  return {{"script_step", d.script_step},
+          {"compute", d.compute ? nlohmann::json(*d.compute) : nlohmann::json(nullptr)},
+          {"seq", d.seq},
+          {"op", d.op},
+          {"more", d.more},
+          {"fewer", d.fewer},
+          {"blamed", d.blamed}};
+}
+
+}  // namespace
+
+nlohmann::json Verdict::to_json() const {
+  nlohmann::json props = nlohmann::json::array();
+  for (const auto& p : properties) props.push_back(p.to_json());
+  nlohmann::json rank_reports = nlohmann::json::array();
+  nlohmann::json shard_sizes = nlohmann::json::array();
+  for (const auto& s : shards) shard_sizes.push_back({{"rank", s.rank}, {"samples", s.samples}, {"batches", s.batches}});
+  nlohmann::json tolerance_json;
+  if (tolerance) tolerance_json = {{"rtol", tolerance->rtol}, {"atol", tolerance->atol}, {"exact", tolerance->exact}};
+  for (const auto& r : ranks) rank_reports.push_back(r.to_json(outcome != Outcome::Pass));
+  nlohmann::json j = {{"id", variant.id},
+          {"scenario", variant.scenario},
+          {"file", variant.file},
+          {"backend", variant.backend},
+          {"world_size", variant.world_size},
+          {"shard", variant.shard},
+          {"placement", variant.placement},
+          {"seed", variant.seed},
+          {"outcome", to_string(outcome)},
+          {"reason", reason},
+          {"seconds", seconds},
+          {"properties", props},
+          {"diagnosis", diagnosis.empty() ? nlohmann::json(nullptr) : nlohmann::json(diagnosis)},
+          {"root_cause", root_cause ? root_cause->to_json() : nlohmann::json(nullptr)},
+          {"shards", shard_sizes},
+          {"reproduce", variant.reproduce()},
+          {"tolerance", tolerance_json},
+          {"ranks", rank_reports}};
+  if (deviation) j["deviation"] = deviation_json(*deviation);
+  return j;
+}
+
+}  // namespace distmetrics::harness

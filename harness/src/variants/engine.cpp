@@ -1,0 +1,219 @@
+#include "distmetrics/harness/engine.h"
+
+// The engine (engine.h): plans a variant, runs it on the ranks with its single-process reference
+// beside them, and hands the result to the judging rules (harness/src/judging/).
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <iomanip>
+#include <memory>
+#include <sstream>
+
+#include "distmetrics/harness/input_dtype.h"
+#include "distmetrics/harness/internal/blame.h"
+#include "distmetrics/harness/internal/judging.h"
+#include "distmetrics/harness/placement.h"
+#include "distmetrics/harness/scenario_python.h"
+#include "distmetrics/runtime/child_call.h"
+#include "distmetrics/runtime/text.h"
+
+namespace distmetrics::harness {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using runtime::first_line;
+
+std::chrono::milliseconds ms(double seconds) {
+  return std::chrono::milliseconds(static_cast<std::int64_t>(std::llround(seconds * 1000.0)));
+}
+
+std::string seconds_text(double s) {
+  std::ostringstream out;
+  out << std::setprecision(s < 10 ? 2 : 3) << s;
+  return out.str();
+}
+
+}  // namespace
+
+runtime::Job make_variant_job(const Scenario& scenario, const Variant& variant, double deadline_seconds) {
+  runtime::Job job;
+  job.id = variant.id;
+  job.task = kScenarioTask;
+  job.params = {{"scenario", scenario.to_json()}, {"shard", variant.shard}, {"placement", variant.placement}, {"dtype", variant.dtype},
+                {"backend", variant.backend}};  // the rank's GPU follows the backend's rule (rank_gpu)
+  job.backend = variant.backend;
+  job.comm_device = comm_device_for(variant.placement, variant.backend);
+  job.deadline = ms(deadline_seconds);
+  // Collectives give up well before the variant's deadline, so that ranks report where they
+  // were blocked instead of being ended as stuck.
+  job.op_timeout = ms(std::max(0.5, deadline_seconds / 2));
+  return job;
+}
+
+VariantPlan plan_variant(const Scenario& scenario, const Dataset& data, const std::string& shard, int world_size) {
+  VariantPlan plan;
+  plan.shards = make_shard_plan(shard, ShardSamples{data.size(), [&] { return data.sort_keys(); }}, world_size,
+                                scenario.batch_size, scenario.data.seed);
+  if (scenario.single_process == "per_step") pad_to_common_steps(plan.shards);
+  std::vector<std::size_t> batches_per_rank;
+  for (int r = 0; r < world_size; ++r) batches_per_rank.push_back(plan.shards.batches_of(r));
+  plan.script = simulate_script(scenario.script, batches_per_rank);
+  return plan;
+}
+
+Verdict skip_verdict(const Variant& variant) {
+  Verdict v;
+  v.variant = variant;
+  v.outcome = Outcome::Skip;
+  v.reason = variant.skip.value_or("skipped");
+  return v;
+}
+
+Engine::Engine(EngineOptions options) : options_(std::move(options)), baselines_(std::make_unique<judging::Baselines>()) {}
+
+Engine::~Engine() = default;
+Engine::Engine(Engine&&) noexcept = default;
+Engine& Engine::operator=(Engine&&) noexcept = default;
+
+const Dataset& Engine::data_for(const Scenario& scenario) {
+  const std::string key = scenario.name + "@" + scenario.data.to_json().dump();
+  auto it = data_.find(key);
+  if (it == data_.end()) it = data_.emplace(key, generate_data(scenario.data)).first;
+  return it->second;
+}
+
+Verdict Engine::run(const Scenario& scenario, const Variant& variant, runtime::JobRunner& runner) {
+  if (variant.skip) return skip_verdict(variant);
+  const double deadline = options_.deadline_seconds.value_or(scenario.deadline_seconds);
+  const auto start = Clock::now();
+  // Planned once, here: the reference, the shards the verdict shows and the checks use this plan.
+  std::optional<Planned> planned;
+  std::string plan_error;
+  try {
+    planned = plan(scenario, variant);
+  } catch (const std::exception& e) {
+    plan_error = e.what();  // no data or plan here: judge() says why, after the ranks
+  }
+  // The single-process reference needs only the scenario and its data: it computes in a child
+  // process beside the ranks, so it adds no wall time of its own and is ended at the deadline.
+  std::unique_ptr<runtime::ChildCall> reference;
+  if (!options_.single_process && planned) {
+    const Dataset& data = planned->data;
+    const VariantPlan& plan = planned->plan;
+    reference = std::make_unique<runtime::ChildCall>(
+        [&] { return reference_to_json(build_reference(scenario, data, plan.shards, plan.script)); });
+  }
+  runtime::JobResult run;
+  try {
+    run = runner.run(make_variant_job(scenario, variant, deadline));
+  } catch (const std::exception& e) {
+    Verdict v;
+    v.variant = variant;
+    v.outcome = Outcome::Error;
+    v.reason = "the ranks could not run the variant: " + first_line(e.what());
+    v.diagnosis = e.what();
+    v.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    return v;
+  }
+  Verdict v = judge(scenario, variant, run, planned ? &*planned : nullptr, plan_error, reference.get(), start);
+  v.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return v;
+}
+
+Engine::Planned Engine::plan(const Scenario& scenario, const Variant& variant) {
+  Planned planned{rounded_through_input_dtype(data_for(scenario), variant.dtype), {}};
+  planned.plan = plan_variant(scenario, planned.data, variant.shard, variant.world_size);
+  return planned;
+}
+
+Verdict Engine::judge(const Scenario& given, const Variant& variant, const runtime::JobResult& run,
+                      const Planned* planned, const std::string& plan_error, runtime::ChildCall* started_reference,
+                      Clock::time_point started) {
+  // An input dtype's variant is judged with its tolerance, against its rounded values.
+  const Scenario scenario = judged_for_input_dtype(given, variant.dtype);
+  const double deadline = options_.deadline_seconds.value_or(scenario.deadline_seconds);
+  judging::Judging j(scenario, variant, run, deadline);
+  if (planned) {
+    j.data = &planned->data;
+    j.plan = &planned->plan;
+  }
+  j.plan_error = plan_error;
+  j.elapsed = [started] { return std::chrono::duration<double>(Clock::now() - started).count(); };
+  j.own_reference_builder = static_cast<bool>(options_.single_process);
+  j.baselines = baselines_.get();
+  j.build_reference = [&]() -> judging::ReferenceBuilt {
+    return build_reference_for(scenario, variant, run, *planned, started_reference, started, deadline);
+  };
+  if (!options_.extra_checks.empty())
+    j.extra_checks = [&](const CheckContext& ctx) {
+      // Each ends at the variant's deadline: what the ranks and the reference left of it.
+      const auto until = runtime::Deadline::after(ms(std::max(0.0, deadline - j.elapsed())));
+      std::vector<PropertyResult> results;
+      for (const auto& extra : options_.extra_checks) results.push_back(extra(ctx, planned->data, planned->plan.shards, until));
+      return results;
+    };
+  Verdict v = judging::judge(j);
+  baselines_->record(j);
+  return v;
+}
+
+judging::ReferenceBuilt Engine::build_reference_for(const Scenario& scenario, const Variant& variant,
+                                                    const runtime::JobResult& run, const Planned& planned,
+                                                    runtime::ChildCall* started_reference, Clock::time_point started,
+                                                    double deadline) {
+  judging::ReferenceBuilt built;
+  const Dataset& data = planned.data;
+  const ShardPlan& shards = planned.plan.shards;
+  const ScriptPlan& script = planned.plan.script;
+  // The reference counts against the variant's deadline as the ranks do. Started beside the
+  // ranks, it has the whole deadline from the variant's start; built after them, what they left.
+  const double ranks_seconds = std::max(0.0, run.seconds - run.start_seconds);
+  const double budget = started_reference ? deadline - std::chrono::duration<double>(Clock::now() - started).count()
+                                          : deadline - ranks_seconds;
+  SingleProcessReference& single = built.single;
+  if (options_.single_process) {
+    single = options_.single_process(scenario, variant, data, shards, script);
+  } else {
+    // In a child process, so that a reference past its budget is ended, not waited for.
+    const auto until = runtime::Deadline::after(ms(std::max(budget, 0.0)));
+    const runtime::ChildCallResult child =
+        started_reference
+            ? started_reference->wait(until)
+            : runtime::call_in_child(
+                  [&] { return reference_to_json(build_reference(scenario, data, shards, script)); }, until);
+    if (child.ended == runtime::ChildCallResult::Ended::TimedOut) {
+      std::ostringstream left;
+      if (started_reference)
+        left << "the variant's deadline of " << seconds_text(deadline) << " s (it ran beside the ranks, which took "
+             << seconds_text(ranks_seconds) << " s)";
+      else
+        left << "the " << seconds_text(std::max(budget, 0.0)) << " s the ranks (" << seconds_text(ranks_seconds)
+             << " s) left of the variant's deadline of " << seconds_text(deadline) << " s";
+      built.timed_out = true;
+      built.left = left.str();
+      return built;
+    }
+    if (child.ended == runtime::ChildCallResult::Ended::Returned) {
+      try {
+        single = reference_from_json(child.value);
+      } catch (const std::exception& e) {
+        single.failure = std::string("its result could not be read back: ") + e.what();
+      }
+    } else {
+      single.failure = child.ended == runtime::ChildCallResult::Ended::Died ? "it crashed (" + child.how_died + ")" : child.error;
+    }
+  }
+  if (scenario.reference) {  // the Python callable on all the data: once per process (scenario_python.h)
+    ComputeResult reference;
+    try {
+      reference.value = python_reference_value(scenario, data);
+    } catch (const std::exception& e) {
+      reference.error_type = "ReferenceError";
+      reference.error = e.what();
+    }
+    single.reference = std::move(reference);
+  }
+  return built;
+}
+
+}  // namespace distmetrics::harness

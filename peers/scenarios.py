@@ -1,0 +1,65 @@
+"""Writes the scenario files of the classes checked against themselves (the `OWN` rows of
+peers/<library>/metrics.py, python/distmetrics/peers.py `Own`): one file per class,
+OUT/scenarios/<library>/<Class>.toml, read by `distmetrics conform` like any scenario file
+(ci/run_peers.sh passes OUT/scenarios beside scenarios/). Run with the libraries importable (the
+torch 2.x venv's python, or Debian's with the peers venv).
+
+    python peers/scenarios.py --out DIR [--library NAME]...
+"""
+
+import argparse
+import importlib.util
+import shutil
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+# peers/ holds folders named after the libraries (peers/torchmetrics/...): never import from it.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != ROOT / "peers"]
+sys.path.insert(0, str(ROOT / "python"))
+LIBRARIES = ("torchmetrics", "ignite", "torcheval")
+
+
+def load(library):
+    """The library's mapping module, imported afresh (its registrations alone in the registry)."""
+    from distmetrics import registry
+
+    registry._REGISTRY.clear()
+    spec = importlib.util.spec_from_file_location(f"peers_{library}", ROOT / "peers" / library / "metrics.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def write(out, libraries=LIBRARIES):
+    """Writes every library's files under OUT/scenarios/<library>/ (each folder made afresh);
+    returns the number of files."""
+    from distmetrics.peers import own_scenario
+
+    count = 0
+    for library in libraries:
+        module = load(library)
+        folder = Path(out) / "scenarios" / library
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        # OWNED: the rows registered for the installed release (none on a release older than the
+        # one they were triaged on: register_own's `since`).
+        for row in getattr(module, "OWNED", {}).values():
+            file_name = row.name.split(".", 1)[1].replace("[", "_").replace("]", "") + ".toml"
+            (folder / file_name).write_text(own_scenario(row, library))
+            count += 1
+    return count
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--library", action="append", choices=LIBRARIES)
+    args = ap.parse_args(argv)
+    count = write(args.out, args.library or LIBRARIES)
+    print(f"peers/scenarios.py: {count} scenario file(s) under {Path(args.out) / 'scenarios'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

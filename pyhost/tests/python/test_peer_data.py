@@ -1,0 +1,117 @@
+"""The Python halves of the `retrieval`, `text` and `detection` data generators' use by the peers: the
+detection maker gives boxes inside the image, images with no true box and a prediction per found
+box (Ignite's rows get them under its keys); the text
+maker (python/distmetrics/text_data.py) is deterministic per sample index and gives empty
+hypotheses and several references when asked; the scikit-learn references
+(python/distmetrics/references.py) give the values worked out by hand below; the input
+conversions of the text and retrieval rows give what the libraries take."""
+
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(ROOT / "python"))
+
+from distmetrics import detection_data, references, text_data  # noqa: E402
+from distmetrics.peers import CONVERSIONS, ignite_detection_update, retrieval_update  # noqa: E402
+
+
+def test_text_samples_depend_on_their_index_only():
+    few = text_data.make(7, {"num_samples": 5})
+    many = text_data.make(7, {"num_samples": 50})
+    assert few["input"] == many["input"][:5] and few["target"] == many["target"][:5]
+    assert text_data.make(8, {"num_samples": 5}) != few
+    words = set(" ".join(many["input"] + many["target"]).split())
+    assert words <= set(text_data.WORDS[:12])
+    assert all(isinstance(r, str) and r for r in many["target"])
+
+
+def test_text_gives_empty_hypotheses_and_several_references():
+    none = text_data.make(1, {"num_samples": 40, "empty_rate": 1.0})
+    assert none["input"] == [""] * 40
+    multi = text_data.make(1, {"num_samples": 10, "references": 3})
+    assert all(isinstance(r, list) and len(r) == 3 and all(isinstance(x, str) and x for x in r) for r in multi["target"])
+    exact = text_data.make(1, {"num_samples": 10, "error_rate": 0.0, "empty_rate": 0.0})
+    assert exact["input"] == exact["target"]
+
+
+def test_retrieval_references_are_the_values_worked_out_by_hand():
+    # Query 0: relevance [1, 0, 1] ranked by score [0.9, 0.8, 0.1]: precision 1/1 at the first
+    # relevant, 2/3 at the second, AP = (1 + 2/3) / 2. Query 1 has no relevant document: 0.
+    y_true = np.array([[1, 0], [0, 0], [1, 0], [0, 1], [0, 1]])
+    y_pred = np.array([0.9, 0.8, 0.1, 0.3, 0.7])
+    assert references.retrieval_map(y_true, y_pred) == pytest.approx(((1 + 2 / 3) / 2 + 0) / 2)
+    # Graded relevance [2, 0, 1] ranked by score [0.1, 0.9, 0.5]: DCG = 0 + 1/log2(3) + 2/log2(4),
+    # ideal = 2 + 1/log2(3).
+    y_true = np.array([[2, 4], [0, 4], [1, 4]])
+    y_pred = np.array([0.1, 0.9, 0.5])
+    dcg, ideal = 1 / math.log2(3) + 2 / 2, 2 + 1 / math.log2(3)
+    assert references.retrieval_ndcg(y_true, y_pred) == pytest.approx(dcg / ideal)
+
+
+def test_text_conversions_give_what_the_libraries_take():
+    hyp, refs = ["a b", ""], ["a c", ["b", "a b"]]
+    assert CONVERSIONS["text_references"]({})(hyp, refs, None) == (hyp, [["a c"], ["b", "a b"]], None)
+    assert CONVERSIONS["text_tokens"]({})(hyp, refs, None) == ([["a", "b"], []], [[["a", "c"]], [["b"], ["a", "b"]]], None)
+    preds, targets, _ = CONVERSIONS["squad"]({})(hyp, refs, None)
+    assert preds == [{"prediction_text": "a b", "id": "0"}, {"prediction_text": "", "id": "1"}]
+    assert targets[1] == {"answers": {"text": ["b", "a b"], "answer_start": [0, 0]}, "id": "1"}
+
+
+def test_retrieval_update_splits_the_target_columns():
+    import torch
+
+    seen = {}
+
+    class Metric:
+        def update(self, preds, target, indexes=None):
+            seen.update(preds=preds, target=target, indexes=indexes)
+
+    retrieval_update(Metric(), torch.tensor([0.5, 0.2]), torch.tensor([[1, 3], [0, 4]]), None)
+    assert seen["target"].tolist() == [1, 0] and seen["indexes"].tolist() == [3, 4]
+    assert seen["preds"].tolist() == pytest.approx([0.5, 0.2])
+
+
+def test_detection_samples_depend_on_their_index_only_and_hold_empty_images():
+    import torch
+
+    few = detection_data.make(7, {"num_samples": 5})
+    many = detection_data.make(7, {"num_samples": 60})
+    for a, b in zip(few["input"] + few["target"], many["input"][:5] + many["target"][:5]):
+        assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    assert any(len(t["labels"]) == 0 for t in many["target"])
+    assert any(len(t["labels"]) > 0 for t in many["target"])
+    for p, t in zip(many["input"], many["target"]):
+        assert p["boxes"].shape == (len(p["scores"]), 4) and p["boxes"].dtype == torch.float32
+        assert p["labels"].dtype == torch.int64 and t["labels"].dtype == torch.int64
+        assert t["boxes"].shape == (len(t["labels"]), 4) and len(t["labels"]) <= 3
+        for boxes in (p["boxes"], t["boxes"]):
+            assert bool((boxes[:, 2] > boxes[:, 0]).all()) and bool((boxes[:, 3] > boxes[:, 1]).all())
+        assert bool(((p["labels"] >= 0) & (p["labels"] < 3)).all())
+    none = detection_data.make(1, {"num_samples": 20, "empty_rate": 1.0, "false_positives": 0})
+    assert all(len(t["labels"]) == 0 and len(p["labels"]) == 0 for p, t in zip(none["input"], none["target"]))
+    # Every true box found, unjittered, unrelabelled, no spurious box: predictions equal targets.
+    exact = detection_data.make(1, {"num_samples": 20, "recall": 1.0, "jitter": 0.0, "label_noise": 0.0,
+                                    "false_positives": 0})
+    for p, t in zip(exact["input"], exact["target"]):
+        assert torch.allclose(p["boxes"], t["boxes"]) and torch.equal(p["labels"], t["labels"])
+
+
+def test_ignite_detection_update_renames_the_keys():
+    import torch
+
+    seen = []
+
+    class Metric:
+        def update(self, output):
+            seen.append(output)
+
+    data = detection_data.make(3, {"num_samples": 2})
+    ignite_detection_update(Metric(), data["input"], data["target"], None)
+    y_pred, y = seen[0]
+    assert [set(d) for d in y_pred] == [{"bbox", "scores", "labels"}] * 2 and [set(d) for d in y] == [{"bbox", "labels"}] * 2
+    assert torch.equal(y_pred[1]["bbox"], data["input"][1]["boxes"]) and torch.equal(y[0]["bbox"], data["target"][0]["boxes"])

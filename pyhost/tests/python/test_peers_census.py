@@ -1,0 +1,142 @@
+"""The census of the real libraries' metric classes (peers/census.py) and the coverage table it
+feeds (peers/coverage.py, docs/peers.md): the census counts what it says it counts (a package
+written here, the expected classes listed by hand), every public class of the installed releases
+is in the table (a new class in a new release fails here, never silently), and a class registered
+under its own identity runs on a scenario generated for it.
+
+The installed-release checks need the current releases (the torch 2.x venv's python, as ctest
+runs this file in the 2.x build); with older ones (the torch 1.13 peers venv) they skip, naming
+the releases."""
+
+import importlib.util
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[2]
+sys.path.insert(0, str(ROOT / "python"))
+
+
+def _load(name, path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+census = _load("peers_census", ROOT / "peers" / "census.py")
+coverage = _load("peers_coverage", ROOT / "peers" / "coverage.py")
+DOC = (ROOT / "docs" / "peers.md").read_text()
+
+
+def _write(root, files):
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+
+
+def test_the_census_counts_public_subclasses_once_where_defined(tmp_path):
+    _write(tmp_path, {
+        "lib/__init__.py": "from .metric import Metric\nfrom .a import Alpha\n__version__ = '9.1.0'\n",
+        "lib/metric.py": "class Metric:\n    pass\nclass Helper:\n    pass\n",
+        # Alpha and Beta count; _Private is private; Gamma is in a private module; NotAMetric is no Metric.
+        "lib/a.py": "from lib.metric import Metric\nclass Alpha(Metric):\n    pass\nclass _Private(Metric):\n    pass\n"
+                    "class NotAMetric:\n    pass\n",
+        "lib/b/__init__.py": "from ..a import Alpha as Renamed\n",  # a re-export: not counted again
+        "lib/b/beta.py": "from lib import a\nclass Beta(a.Alpha):\n    pass\n",  # through a module attribute
+        "lib/_hidden.py": "from lib.metric import Metric\nclass Gamma(Metric):\n    pass\n",
+        # A dispatcher (torchmetrics' task wrappers): listed apart, with the classes its __new__ returns.
+        "lib/task.py": "from lib.metric import Metric\nfrom lib.a import Alpha\nfrom lib.b.beta import Beta\n"
+                       "class _Wrapper(Metric):\n    pass\n"
+                       "class Either(_Wrapper):\n    def __new__(cls, task):\n        if task == 'a':\n"
+                       "            return Alpha()\n        return Beta()\n",
+        "lib/tests/test_x.py": "from lib.metric import Metric\nclass InATest(Metric):\n    pass\n",
+    })
+    c = census.of_package("lib", tmp_path / "lib", "lib.metric:Metric", "lib.task:_Wrapper")
+    assert c.version == "9.1.0"
+    assert [m.qualified for m in c.metrics] == ["lib.a:Alpha", "lib.b.beta:Beta"]
+    assert c.dispatchers == {"lib.task:Either": ["lib.a:Alpha", "lib.b.beta:Beta"]}
+
+
+def _installed_or_skip():
+    older = []
+    for library in coverage.LIBRARIES:
+        documented = coverage.table_release(DOC, library)
+        installed = census.take(library).version
+        if documented and coverage.census_release(installed) < coverage.census_release(documented):
+            older.append(f"{library} {installed} (the table is of {documented})")
+    if older:
+        pytest.skip(f"docs/peers.md's coverage is of the current releases; this Python has older ones: {', '.join(older)}")
+
+
+@pytest.mark.parametrize("library", list(coverage.LIBRARIES))
+def test_every_public_class_of_the_installed_release_is_in_the_table(library):
+    _installed_or_skip()
+    missing, version = coverage.unlisted(library, DOC)
+    assert not missing, (f"{library} {version} has public metric classes that docs/peers.md does not list: "
+                         f"{missing}; run peers/coverage.py, then map or declare them")
+    # ... with the count the summary line gives.
+    c = census.take(library)
+    line = re.search(r"^Census of \S+(?: \S+)? " + re.escape(c.version) + r" .*?: (\d+) public metric classes", DOC, re.M)
+    assert line and int(line.group(1)) == len(c.metrics)
+
+
+def test_a_class_missing_from_the_table_is_named():
+    _installed_or_skip()
+    c = census.take("torcheval")
+    victim = c.metrics[0].qualified
+    text = DOC.replace(f"| `{victim}` |", "| (removed) |")
+    missing, _ = coverage.unlisted("torcheval", text)
+    assert missing == [victim]
+
+
+def test_the_coverage_section_is_up_to_date():
+    _installed_or_skip()
+    done = subprocess.run([sys.executable, str(ROOT / "peers" / "coverage.py"), "--check"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr + done.stdout
+
+
+def test_a_class_checked_against_itself_gets_a_scenario_of_its_own(tmp_path):
+    _installed_or_skip()
+    scenarios = _load("peers_scenarios", ROOT / "peers" / "scenarios.py")
+    count = scenarios.write(tmp_path, ["torcheval"])
+    files = sorted((tmp_path / "scenarios" / "torcheval").glob("*.toml"))
+    assert count == len(files) > 0
+    import tomllib
+
+    sum_file = tomllib.loads((tmp_path / "scenarios" / "torcheval" / "Sum.toml").read_text())
+    assert sum_file["metric"]["name"] == "torcheval.Sum"
+    assert sum_file["data"]["generator"] == "values"
+    assert sum_file["variants"]["shards"] == ["uneven", "empty_rank"]
+    # torcheval has merge_state: it is judged too, beside every property that needs no reference.
+    assert {"equal_to_single", "ranks_agree", "idempotent", "update_after_compute", "reset_replay",
+            "batch_invariant", "state_roundtrip", "merge_state"} == set(sum_file["properties"])
+    # A time reading (Own(only=...)) is judged on the properties its row names, merge_state not added.
+    throughput = tomllib.loads((tmp_path / "scenarios" / "torcheval" / "Throughput.toml").read_text())
+    assert throughput["properties"] == ["ranks_agree"]
+
+
+def test_a_bad_own_row_names_its_file_line_and_field():
+    pytest.importorskip("torcheval")
+    from distmetrics import registry
+    from distmetrics.errors import PeerSetupError
+    from distmetrics.peers import Own, register_own
+
+    registry._REGISTRY.clear()
+    line = sys._getframe().f_lineno + 1
+    bad_shape = Own("torcheval.metrics:Sum", "vlaues")
+    with pytest.raises(PeerSetupError, match=rf"test_peers_census.py:{line}: shape: unknown input shape 'vlaues'"):
+        register_own([bad_shape], "torcheval")
+    with pytest.raises(PeerSetupError, match=r"cls: torcheval.metrics has no class Summ"):
+        register_own([Own("torcheval.metrics:Summ", "values")], "torcheval")
+    with pytest.raises(PeerSetupError, match=r"inputs: unknown conversion 'as_it_is'"):
+        register_own([Own("torcheval.metrics:Sum", "values", inputs="as_it_is")], "torcheval")
+    with pytest.raises(PeerSetupError, match=r"torcheval.Sum is registered twice"):
+        register_own([Own("torcheval.metrics:Sum", "values"), Own("torcheval.metrics:Sum", "values")], "torcheval")
+    registry._REGISTRY.clear()
