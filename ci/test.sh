@@ -37,6 +37,10 @@ status=0
 # What failed, repeated at the end: CI keeps only the tail of a long log.
 failures=()
 failed() { status=1; failures+=("$1"); }
+peer_verdict() {  # what decided a failed peer run (log $1): its errors, unexpected and missing findings, summary
+  grep -E '^\[run_peers\] error:|^  (unexpected|expected but not seen):|^\[run_peers\] (torchmetrics|ignite|torcheval|repros|peers|conform):' "$1" \
+    | cut -c1-400 | tail -n 40 | sed 's/^/    /' || true
+}
 failed_tests() {  # the ctest names that failed in build folder $1, one line
   local log="$1/Testing/Temporary/LastTestsFailed.log"
   [ -s "$log" ] && cut -d: -f2- "$log" | tr '\n' ' '
@@ -68,11 +72,14 @@ if [ "$only" != 1.13 ]; then
   # The real libraries' current releases: the whole peer run (every mapped class over the scenario
   # library at world sizes 1-4), its findings against peers/<library>/expected.toml, then the
   # reproductions of peers/repro/ (torch.distributed and each library alone): each must still
-  # show its bug.
-  if bash ci/run_peers.sh --skip-deps --no-build --build-dir "$build_dir"; then
+  # show its bug. Its log is kept (reports/run_peers.log) and its verdict lines repeated at the end.
+  peer_log=$build_dir/reports/run_peers.log
+  mkdir -p "$build_dir/reports"
+  if bash ci/run_peers.sh --skip-deps --no-build --build-dir "$build_dir" 2>&1 | tee "$peer_log"; then
     say "torch 2.x: peer run passed"
   else
-    failed "torch 2.x peer run (its [run_peers] lines above say which library or repro)"
+    failed "torch 2.x peer run:
+$(peer_verdict "$peer_log")"
     say "torch 2.x: peer run FAILED"
   fi
 fi
@@ -87,8 +94,10 @@ if [ "$only" != 2 ]; then
     # shellcheck disable=SC2086
     ctest --test-dir "$build_dir" --output-on-failure -j "$jobs" ${CTEST_ARGS:-} \
       || { smoke_status=1; failed "torch 1.13 ctest: $(failed_tests "$build_dir")"; }
-    bash ci/run_peers.sh --torch 1.13 --skip-deps --no-build --build-dir "$build_dir" \
-      || { smoke_status=1; failed "torch 1.13 peer run"; }
+    mkdir -p "$build_dir/reports"
+    bash ci/run_peers.sh --torch 1.13 --skip-deps --no-build --build-dir "$build_dir" 2>&1 | tee "$build_dir/reports/run_peers.log" \
+      || { smoke_status=1; failed "torch 1.13 peer run:
+$(peer_verdict "$build_dir/reports/run_peers.log")"; }
   else
     # The CLI, the runtime's collectives and rank pool (gloo.cpp and its kept transport, the
     # zygote) and the Python metrics on Debian's torch (the variant's C++ Gloo group shared with
@@ -101,8 +110,10 @@ if [ "$only" != 2 ]; then
       || { smoke_status=1; failed "torch 1.13 smoke ctest: $(failed_tests "$build_dir")"; }
     "$build_dir/bin/distmetrics" run scenarios --backend gloo --world-sizes 1,2,4 --quiet \
       --json "$build_dir/reports/cpu.json" || { smoke_status=1; failed "torch 1.13 scenario library run"; }
-    bash ci/run_peers.sh --torch 1.13 --repros-only --skip-deps --build-dir "$build_dir" \
-      || { smoke_status=1; failed "torch 1.13 repros"; }
+    mkdir -p "$build_dir/reports"
+    bash ci/run_peers.sh --torch 1.13 --repros-only --skip-deps --build-dir "$build_dir" 2>&1 | tee "$build_dir/reports/run_peers.log" \
+      || { smoke_status=1; failed "torch 1.13 repros:
+$(peer_verdict "$build_dir/reports/run_peers.log")"; }
   fi
   say "torch 1.13 ($([ "$full_113" = 1 ] && echo everything || echo smoke subset)): $([ $smoke_status = 0 ] && echo passed || echo FAILED)"
 fi

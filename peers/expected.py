@@ -219,6 +219,22 @@ def compare(entries, found, ran):
     return unexpected, missing
 
 
+def disagreeing(variants, unexpected, missing):
+    """The variants behind the differences, each once: those of the unexpected findings, and those
+    that ran under each entry no finding matched (its variant glob and metric)."""
+    ids = {(f["variant"], f["metric"]) for f in unexpected}
+    out, seen = [], set()
+    for v in variants:
+        behind = (v["id"], metric_name(v)) in ids or any(
+            fnmatch.fnmatchcase(v["id"], e["variant"]) and (not e.get("metric") or e["metric"] == metric_name(v))
+            for e in missing)
+        k = (v["id"], v.get("metric"), v.get("source"))
+        if behind and k not in seen:
+            seen.add(k)
+            out.append({"id": v["id"], "metric": v.get("metric"), "source": v.get("source")})
+    return out
+
+
 def describe(finding):
     blame = f", rank {finding['blamed_rank']} blamed" if finding["blamed_rank"] is not None else ""
     props = f" ({', '.join(finding['failed'])})" if finding["failed"] else ""
@@ -232,6 +248,8 @@ def main(argv=None):
     ap.add_argument("--expected", help="default: peers/<library>/expected.toml")
     ap.add_argument("--version", help="the library's version that ran (default: the report's, from the mapping)")
     ap.add_argument("--markdown", help="append the comparison to this Markdown file")
+    ap.add_argument("--disagreeing", help="write the variants behind the differences to this JSON file "
+                                          "([{id, metric, source}]: what peers/rerun.py --disagreeing reruns)")
     args = ap.parse_args(argv)
     expected_path = args.expected or str(HERE / args.library / "expected.toml")
     try:
@@ -264,6 +282,8 @@ def main(argv=None):
         lines.append(f"  expected but not seen: {e['_where']}: {' or '.join(e['_outcomes'])} {e['variant']}"
                      f"{' (' + e['property'] + ')' if e.get('property') else ''}: {e['why']} "
                      f"(the library fixed it, or the harness stopped seeing it: update {expected_path})")
+    if args.disagreeing:
+        Path(args.disagreeing).write_text(json.dumps(disagreeing(variants, unexpected, missing), indent=1))
     seconds = sum(v.get("seconds", 0) for v in variants)
     classes = census(args.library)
     summary = (f"{args.library}: {'' if classes is None else classes + ', '}{len(metrics)} metric(s), "

@@ -1,7 +1,9 @@
-"""peers/rerun_setup_failures.py: a variant whose rank could not make its torch.distributed group is
-rerun once, alone, with its own `reproduce` line, and its entry replaced by the rerun's (the first
-reason kept); a metric's own error is never rerun; more set-up failures than --max are none rerun.
-The distmetrics it runs here is a stand-in script that writes the report a rerun would."""
+"""peers/rerun.py: a variant whose rank could not make its torch.distributed group is rerun once,
+alone, with its own `reproduce` line, and its entry replaced by the rerun's (the first outcome and
+reason kept); a metric's own error is never rerun; more than --max are none rerun. With
+--disagreeing, the variants peers/expected.py names (its --disagreeing file, made here from a real
+comparison) are rerun, each one (id, metric, source): the same scenario id of another metric is
+left alone. The distmetrics it runs here is a stand-in script that writes the report a rerun would."""
 
 import importlib.util
 import json
@@ -11,7 +13,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
-spec = importlib.util.spec_from_file_location("rerun_setup_failures", ROOT / "peers" / "rerun_setup_failures.py")
+spec = importlib.util.spec_from_file_location("rerun", ROOT / "peers" / "rerun.py")
 rerun = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(rerun)
 
@@ -56,9 +58,10 @@ def test_a_setup_failure_is_rerun_alone_and_replaced(tmp_path, capsys):
     assert calls[0][calls[0].index("--filter") + 1] == "lib/A:gloo-ws3-uneven-cpu"
     variants = json.loads(report.read_text())["variants"]
     assert [v["outcome"] for v in variants] == ["crash", "error", "pass"]
-    assert variants[0]["rerun_after"] == SETUP
+    assert variants[0]["rerun_after"] == "error: " + SETUP
     assert variants[0]["class"] == "lib.a:A"
-    assert "lib/A:gloo-ws3-uneven-cpu: its group could not be made" in capsys.readouterr().out
+    assert ("lib/A:gloo-ws3-uneven-cpu [None] could not make its torch.distributed group: first error"
+            in capsys.readouterr().out)
 
 
 def test_more_setup_failures_than_the_limit_are_not_a_flake(tmp_path, capsys):
@@ -78,3 +81,53 @@ def test_nothing_to_rerun_leaves_the_report_alone(tmp_path):
     report.write_text(text)
     assert rerun.main(["--report", str(report), "--distmetrics", "/nonexistent"]) == 0
     assert report.read_text() == text
+
+
+def test_variants_that_disagree_with_expected_toml_are_rerun_by_id_metric_and_source(tmp_path, capsys):
+    spec_e = importlib.util.spec_from_file_location("expected", ROOT / "peers" / "expected.py")
+    expected = importlib.util.module_from_spec(spec_e)
+    spec_e.loader.exec_module(expected)
+    source = "python:/x/peers/lib/metrics.py"
+    report = tmp_path / "peers.json"
+    report.write_text(json.dumps({"variants": [
+        # expected.toml expects A's hang at ws2; under load it crashed: rerun.
+        variant("s/A:gloo-ws2-even-cpu", "crash", "rank 1 died", metric="A (lib/metrics)", source=source),
+        # the same scenario id run by another metric, passing: left alone.
+        variant("s/A:gloo-ws2-even-cpu", "pass", "", metric="B (lib/metrics)", source=source),
+        # expected and seen: left alone.
+        variant("s/C:gloo-ws2-even-cpu", "fail", "root cause: x", metric="C (lib/metrics)", source=source),
+        # unexpected: rerun.
+        variant("s/D:gloo-ws1-even-cpu", "fail", "root cause: y", metric="D (lib/metrics)", source=source),
+    ]}))
+    toml = tmp_path / "expected.toml"
+    toml.write_text(textwrap.dedent("""\
+        [[finding]]
+        variant = "s/A:gloo-ws*-even-cpu"
+        metric = "A"
+        outcome = "hang"
+        kind = "library bug"
+        why = "a"
+        [[finding]]
+        variant = "s/C:gloo-ws2-even-cpu"
+        outcome = "fail"
+        kind = "library bug"
+        why = "c"
+        """))
+    ids = tmp_path / "disagreeing.json"
+    assert expected.main(["--library", "lib", "--report", str(report), "--expected", str(toml),
+                          "--disagreeing", str(ids)]) == 1
+    assert json.loads(ids.read_text()) == [
+        {"id": "s/A:gloo-ws2-even-cpu", "metric": "A (lib/metrics)", "source": source},
+        {"id": "s/D:gloo-ws1-even-cpu", "metric": "D (lib/metrics)", "source": source}]
+    fake = fake_distmetrics(tmp_path, "hang")
+    assert rerun.main(["--report", str(report), "--distmetrics", str(fake), "--disagreeing", str(ids)]) == 0
+    variants = json.loads(report.read_text())["variants"]
+    assert [v["outcome"] for v in variants] == ["hang", "pass", "fail", "hang"]
+    assert variants[0]["rerun_after"] == "crash: rank 1 died"
+    assert variants[0]["metric"] == "A (lib/metrics)" and variants[0]["source"] == source
+    assert "rerun_after" not in variants[1]
+    out = capsys.readouterr().out
+    assert "s/A:gloo-ws2-even-cpu [A (lib/metrics)] disagreed with expected.toml: first crash" in out
+    # After the reruns the comparison is made again: A's hang is expected now, D's hang is not.
+    assert expected.main(["--library", "lib", "--report", str(report), "--expected", str(toml)]) == 1
+    assert "unexpected: HANG s/D:gloo-ws1-even-cpu" in capsys.readouterr().out
