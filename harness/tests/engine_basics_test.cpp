@@ -118,6 +118,39 @@ TEST(Data, FairnessGroupsAndTheirRates) {
   EXPECT_THROW(dh::resolve_generator_params("fairness", {{"groups", 2}, {"group_weights", {1, 2, 3}}}), std::exception);
 }
 
+TEST(Data, TokenLogitsPadPositionsAndWholeSequences) {
+  auto d = dh::generate_data(spec("token_logits", {{"vocab", 6}, {"seq_len", 5}, {"ignore_index", -100},
+                                                   {"ignore_rate", 0.25}, {"padded_rate", 0.2}}, 400, "float64"));
+  ASSERT_EQ(d.input.sizes(), (std::vector<std::int64_t>{400, 5, 6}));
+  ASSERT_EQ(d.target.sizes(), (std::vector<std::int64_t>{400, 5}));
+  EXPECT_EQ(d.target.scalar_type(), at::kLong);
+  auto ignored = d.target.eq(-100);
+  EXPECT_TRUE(d.target.masked_select(ignored.logical_not()).ge(0).all().item<bool>());
+  EXPECT_TRUE(d.target.masked_select(ignored.logical_not()).lt(6).all().item<bool>());
+  // Whole padded sequences: about 0.2 of them (and 0.25^5 by chance); positions: 0.2 + 0.8 * 0.25.
+  const double padded = ignored.all(1).to(at::kDouble).mean().item<double>();
+  EXPECT_GT(padded, 0.12);
+  EXPECT_LT(padded, 0.28);
+  const double positions = ignored.to(at::kDouble).mean().item<double>();
+  EXPECT_GT(positions, 0.33);
+  EXPECT_LT(positions, 0.47);
+  // separation 1.5: the next token's logit is the largest more often than 1 in 6.
+  auto kept = ignored.logical_not();
+  auto hits = d.input.argmax(2).eq(d.target).logical_and(kept).sum().item<double>() / kept.sum().item<double>();
+  EXPECT_GT(hits, 0.4);
+  auto probs = dh::generate_data(spec("token_logits", {{"output", "probabilities"}}, 3, "float64"));
+  EXPECT_TRUE(at::allclose(probs.input.sum(2), at::ones({3, 4}, at::kDouble)));
+  auto none = dh::generate_data(spec("token_logits", {{"ignore_rate", 0.0}, {"padded_rate", 0.0}}, 10));
+  EXPECT_FALSE(none.target.eq(-100).any().item<bool>());
+  // A padding index inside the vocabulary is refused, naming the field.
+  try {
+    dh::resolve_generator_params("token_logits", {{"vocab", 5}, {"ignore_index", 3}});
+    ADD_FAILURE() << "ignore_index inside the vocabulary was accepted";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("ignore_index 3 is a token of the vocabulary [0, 5)"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Data, RetrievalQueriesFollowTheirLayout) {
   // interleaved: document i belongs to query i mod Q, so every query spans every contiguous shard.
   auto inter = dh::generate_data(spec("retrieval", {{"queries", 3}, {"empty_queries", 1}}, 30, "float64"));

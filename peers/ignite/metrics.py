@@ -152,6 +152,14 @@ MAPPED = register_table(TABLE, "ignite")
 
 # Classes with no reference counterpart, each checked against its own single-process run on
 # generated scenarios (python/distmetrics/peers.py `Own`, peers/scenarios.py).
+
+def _sequences_update(metric, input, target, weight):
+    """Ignite's Perplexity.update((y_pred [B, V, S], y [B, S])) from the token_logits batch ([B, S, V])."""
+    if weight is not None:
+        raise Unsupported("Perplexity.update takes no per-sample weight: weighted variants are skipped")
+    metric.update((input.permute(0, 2, 1), target))
+
+
 OWN = [Own(R + name, "regression") for name in (
     "CanberraMetric", "FractionalAbsoluteError", "FractionalBias", "GeometricMeanAbsoluteError", "ManhattanDistance",
     "MeanError", "MedianAbsoluteError", "WaveHedgesDistance", "KendallRankCorrelation", "SpearmanRankCorrelation")]
@@ -172,9 +180,10 @@ OWN += [
     Own(M + "PrecisionRecallCurve", "binary_probabilities", inputs="long_target"),
     Own(M + "RocCurve", "binary_probabilities", inputs="long_target"),
     Own(M + "SSIM", "images", dict(data_range=1.0, kernel_size=5)),
-    Own("ignite.metrics.nlp:Perplexity", "multiclass_logits", inputs="long_target",
-        note="the 4 class logits as a vocabulary, the target as the next token"),
+    Own("ignite.metrics.nlp:Perplexity", "token_logits", update=_sequences_update,
+        note="sequences of 4 tokens over a vocabulary of 5, y_pred as (batch, vocab, seq); padding at -100 (its default)"),
 ]
+
 # Clustering: the class scores as 4-d points, the target as their cluster (EpochMetrics over scikit-learn).
 OWN += [Own("ignite.metrics.clustering:" + name, "multiclass_logits", inputs="long_target")
         for name in ("CalinskiHarabaszScore", "DaviesBouldinScore", "SilhouetteScore")]

@@ -154,17 +154,17 @@ OWN += [Own(M + "Throughput", "values", update=_timed_update, only=("ranks_agree
             note="update(batch size, seconds since the previous update); a time reading: ranks_agree and no_hang only")]
 
 
-def _one_token_sequences(metric, input, target, weight):
-    """Perplexity.update(input [B, S, V], target [B, S]): each sample a sequence of one token, its 4
-    class logits over a vocabulary of 4 and its class the next token (the ignore index among them)."""
+def _sequences(metric, input, target, weight):
+    """Perplexity.update(input [B, S, V], target [B, S]) of the `token_logits` rows."""
     if weight is not None:
         raise Unsupported("Perplexity.update takes no per-sample weight: weighted variants are skipped")
-    metric.update(input.unsqueeze(1), target.long().unsqueeze(1))
+    metric.update(input, target)
 
 
 # functional/text/perplexity.py:153 (0.0.7): torch.max of the batch's targets, which no rows cannot give.
-OWN += [Own(M + "Perplexity", MC, dict(ignore_index=0), update=_one_token_sequences, conventions=REJECTS_EMPTY,
-            note="one-token sequences over a vocabulary of 4 (the class logits); class 0 ignored")]
+# Sequences of 4 tokens over a vocabulary of 5, padding at ignore_index -100 (token_logits).
+OWN += [Own(M + "Perplexity", "token_logits", dict(ignore_index=-100), update=_sequences, conventions=REJECTS_EMPTY,
+            note="sequences of 4 tokens over a vocabulary of 5; padding (ignore_index -100) in places and throughout")]
 
 
 

@@ -408,17 +408,16 @@ def _add(a, b):
 
 
 
-def _one_token_sequences(metric, input, target, weight):
-    """Perplexity.update(preds [B, S, V], target [B, S]): each sample a sequence of one token, its 4
-    class logits over a vocabulary of 4 and its class the next token (the ignore index among them)."""
+def _sequences(metric, input, target, weight):
+    """Perplexity.update(preds [B, S, V], target [B, S]) of the `token_logits` rows."""
     _no_weight(metric, weight)
-    metric.update(input.unsqueeze(1), target.long().unsqueeze(1))
+    metric.update(input, target)
 
 
-# Perplexity of one-token sequences (the multiclass generator's logits as a vocabulary of 4); the
-# tokens of class 0 are padding (ignore_index=0), so a batch may hold no counted token.
-OWN += [Own(TXT + "Perplexity", MC, dict(ignore_index=0), update=_one_token_sequences,
-            note="one-token sequences over a vocabulary of 4 (the class logits); class 0 ignored")]
+# Perplexity of sequences of 4 tokens over a vocabulary of 5, padding positions and whole padded
+# sequences at ignore_index -100 (the token_logits generator).
+OWN += [Own(TXT + "Perplexity", "token_logits", dict(ignore_index=-100), update=_sequences,
+            note="sequences of 4 tokens over a vocabulary of 5; padding (ignore_index -100) in places and throughout")]
 
 
 def _real_and_fake(metric, input, target, weight):

@@ -429,6 +429,10 @@ SHAPES: Dict[str, dict] = {
     # reference a sample or two; some hypotheses empty.
     "text": dict(generator="text", params={}),
     "text_multi": dict(generator="text", params={"references": 2}),
+    # Language-model outputs: sequences of 4 tokens over a vocabulary of 5, [N, 4, 5] logits and
+    # [N, 4] next tokens; a fifth of the positions padding (ignore_index -100), a tenth of the
+    # sequences padding throughout (a batch, or a rank, may count no token).
+    "token_logits": dict(generator="token_logits", params={"vocab": 5, "seq_len": 4, "ignore_index": -100}),
     # Masks of 8 x 8 pixels, 3 classes: the predicted class and the true class per pixel, both
     # [N, H, W] int64 (torchmetrics' segmentation classes take them as input_format="index").
     # Gray images of 41 x 41 pixels: the smallest VisualInformationFidelity's four scales take.

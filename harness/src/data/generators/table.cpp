@@ -22,6 +22,7 @@
   X(images)                           \
   X(retrieval)                        \
   X(text)                             \
+  X(token_logits)                     \
   X(fairness)                         \
   X(detection)
 
