@@ -151,6 +151,53 @@ TEST(Data, TokenLogitsPadPositionsAndWholeSequences) {
   }
 }
 
+TEST(Data, WaveformsAreSourcesAnEstimateAndItsPermutation) {
+  auto d = dh::generate_data(spec("waveforms", {{"sources", 3}, {"length", 50}, {"noise", 0.0}, {"gain", 2.0}}, 6, "float64"));
+  ASSERT_EQ(d.input.sizes(), (std::vector<std::int64_t>{6, 3, 50}));
+  ASSERT_EQ(d.target.sizes(), (std::vector<std::int64_t>{6, 3, 50}));
+  // No noise: the estimate is the gain times the sources, in their order.
+  EXPECT_TRUE(at::allclose(d.input, d.target * 2.0));
+  // Every source is a signal (not silence), and sources differ from each other.
+  EXPECT_TRUE(d.target.abs().amax(2).gt(0.1).all().item<bool>());
+  EXPECT_FALSE(at::allclose(d.target.select(1, 0), d.target.select(1, 1)));
+  // permuted: each sample's estimate is a non-identity rotation of its sources.
+  auto perm = dh::generate_data(spec("waveforms", {{"sources", 3}, {"length", 50}, {"noise", 0.0}, {"permuted", true}}, 6,
+                                     "float64"));
+  for (std::int64_t i = 0; i < 6; ++i) {
+    auto est = perm.input[i], src = perm.target[i];
+    const bool by1 = at::allclose(est, at::roll(src, {-1}, {0})), by2 = at::allclose(est, at::roll(src, {-2}, {0}));
+    EXPECT_TRUE(by1 || by2) << "sample " << i << " is not a rotation of its sources";
+    EXPECT_FALSE(at::allclose(est, src)) << "sample " << i << " kept its sources' order";
+  }
+  // The noise's standard deviation is the parameter.
+  auto noisy = dh::generate_data(spec("waveforms", {{"length", 400}, {"noise", 0.5}}, 20, "float64"));
+  EXPECT_NEAR((noisy.input - noisy.target).std().item<double>(), 0.5, 0.03);
+  EXPECT_THROW(dh::resolve_generator_params("waveforms", {{"sources", 1}, {"permuted", true}}), std::exception);
+}
+
+TEST(Data, DistributionsAreRowsThatSumToOneWithExactZeros) {
+  auto d = dh::generate_data(spec("distributions", {{"dims", 5}, {"zeros", 0.3}}, 200, "float64"));
+  ASSERT_EQ(d.input.sizes(), (std::vector<std::int64_t>{200, 5}));
+  EXPECT_TRUE(at::allclose(d.input.sum(1), at::ones({200}, at::kDouble)));
+  EXPECT_TRUE(at::allclose(d.target.sum(1), at::ones({200}, at::kDouble)));
+  EXPECT_TRUE(d.input.gt(0).all().item<bool>());  // p has no zero: KL(p || q) finite where q has mass
+  // About 0.3 of q's entries past the first are exactly 0; the first never.
+  const double share = d.target.slice(1, 1).eq(0).to(at::kDouble).mean().item<double>();
+  EXPECT_GT(share, 0.22);
+  EXPECT_LT(share, 0.38);
+  EXPECT_TRUE(d.target.select(1, 0).gt(0).all().item<bool>());
+  // The same distributions as log-probabilities and logits (their softmax is the probabilities).
+  auto logs = dh::generate_data(spec("distributions", {{"dims", 5}, {"output", "log_probabilities"}}, 20, "float64"));
+  auto probs = dh::generate_data(spec("distributions", {{"dims", 5}}, 20, "float64"));
+  EXPECT_TRUE(at::allclose(logs.input.exp(), probs.input));
+  auto logits = dh::generate_data(spec("distributions", {{"dims", 5}, {"output", "logits"}}, 20, "float64"));
+  EXPECT_TRUE(at::allclose(logits.input.softmax(1), probs.input));
+  // divergence 0: p equals q.
+  auto same = dh::generate_data(spec("distributions", {{"divergence", 0.0}}, 10, "float64"));
+  EXPECT_TRUE(at::allclose(same.input, same.target));
+  EXPECT_THROW(dh::resolve_generator_params("distributions", {{"zeros", 0.5}, {"target_output", "logits"}}), std::exception);
+}
+
 TEST(Data, RetrievalQueriesFollowTheirLayout) {
   // interleaved: document i belongs to query i mod Q, so every query spans every contiguous shard.
   auto inter = dh::generate_data(spec("retrieval", {{"queries", 3}, {"empty_queries", 1}}, 30, "float64"));

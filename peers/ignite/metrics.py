@@ -169,8 +169,8 @@ OWN += [Own(R + name, "regression_positive") for name in (
     "MedianAbsolutePercentageError", "MedianRelativeAbsoluteError")]
 OWN += [
     Own(M + "CosineSimilarity", "regression_2d"),
-    Own(M + "KLDivergence", "regression_2d", note="y_pred and y: logits of distributions over the 3 outputs"),
-    Own(M + "JSDivergence", "regression_2d", note="y_pred and y: logits of distributions over the 3 outputs"),
+    Own(M + "KLDivergence", "distributions_logits", note="y_pred and y: logits of distributions over 3 outcomes"),
+    Own(M + "JSDivergence", "distributions_logits", note="y_pred and y: logits of distributions over 3 outcomes"),
     Own(M + "MaximumMeanDiscrepancy", "regression_2d"),
     Own(M + "HSIC", "regression_2d"),
     Own(M + "Entropy", "multiclass_logits"),

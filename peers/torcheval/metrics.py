@@ -191,7 +191,7 @@ OWN += [Own("torcheval.metrics.image.fid:FrechetInceptionDistance", "images",
 
 
 def _frame_statistics():
-    """FrechetAudioDistance's model here: a waveform of 64 samples as 8 frames of 8 (the preproc),
+    """FrechetAudioDistance's model here: a mono waveform of 64 samples ([1, 64]) as 8 frames of 8 (the preproc),
     each frame's mean and standard deviation its embedding (2), never downloaded VGGish weights."""
     import torch
 
@@ -202,7 +202,7 @@ def _frame_statistics():
     return FrameStatistics()
 
 
-OWN += [Own("torcheval.metrics.audio.fad:FrechetAudioDistance", "waveforms",
+OWN += [Own("torcheval.metrics.audio.fad:FrechetAudioDistance", "audio",
             build=lambda cls, kw: cls(preproc=lambda w: w.reshape(8, 8), model=_frame_statistics(), embedding_dim=2, **kw),
             # Its partial sums are float32 (audio/fad.py:61-65): the value here (about 2e-3) moves by
             # 1.3e-5 of itself with the order of the additions (measured), as FID's; rtol 1e-4.

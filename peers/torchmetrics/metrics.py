@@ -183,8 +183,8 @@ OWN += [
     Own(REG + "SymmetricMeanAbsolutePercentageError", "regression_positive"),
     Own(REG + "TweedieDevianceScore", "regression_positive", dict(power=1.5)),
     Own(REG + "WeightedMeanAbsolutePercentageError", "regression_positive"),
-    Own(REG + "KLDivergence", "regression_2d", inputs="softmax_rows", note="rows as distributions (their softmax)"),
-    Own(REG + "JensenShannonDivergence", "regression_2d", inputs="softmax_rows", note="rows as distributions (their softmax)"),
+    Own(REG + "KLDivergence", "distributions", note="distributions over 3 outcomes"),
+    Own(REG + "JensenShannonDivergence", "distributions", note="distributions over 3 outcomes"),
     # Aggregation: values without a target.
     Own(AGG + "SumMetric", "values"),
     Own(AGG + "MaxMetric", "values"),
@@ -220,10 +220,10 @@ OWN += [
     Own(IMG + "SpatialCorrelationCoefficient", "images", dict(window_size=4)),
     Own(IMG + "PeakSignalNoiseRatioWithBlockedEffect", "images_gray", dict(data_range=1.0, block_size=4)),
     Own(IMG + "SpectralDistortionIndex", "images"),
-    Own(AUD + "SignalNoiseRatio", "waveforms"),
-    Own(AUD + "ScaleInvariantSignalNoiseRatio", "waveforms"),
-    Own(AUD + "ScaleInvariantSignalDistortionRatio", "waveforms"),
-    Own(AUD + "SignalDistortionRatio", "waveforms", dict(filter_length=16), note="filter_length=16: signals of 64 samples"),
+    Own(AUD + "SignalNoiseRatio", "audio"),
+    Own(AUD + "ScaleInvariantSignalNoiseRatio", "audio"),
+    Own(AUD + "ScaleInvariantSignalDistortionRatio", "audio"),
+    Own(AUD + "SignalDistortionRatio", "audio", dict(filter_length=16), note="filter_length=16: signals of 64 samples"),
 ]
 
 
@@ -477,19 +477,10 @@ OWN += [Own(DET + "MeanAveragePrecision", "detection", dict(iou_type="bbox", bac
             note="bbox, pycocotools; the per-class values too (class_metrics=False: the defaults)")]
 
 
-# Audio beyond waveform pairs, on the `waveforms` rows (64 samples a row), converted in the row:
-# two speakers of 32 samples ([N, 2, 32]; the target's speakers swapped for
-# PermutationInvariantTraining, so that the best permutation is not the identity), or a
-# spectrogram of 4 frequencies x 8 frames as (real, imaginary) pairs ([N, 4, 8, 2]) for the complex
-# SI-SNR.
-def _two_speakers(swap):
-    def update(metric, input, target, weight):
-        _no_weight(metric, weight)
-        target = target.reshape(-1, 2, 32)
-        metric.update(input.reshape(-1, 2, 32), target.flip(1) if swap else target)
-    return update
-
-
+# Audio beyond waveform pairs: two speakers of 32 samples (the `waveforms` generator; for
+# PermutationInvariantTraining the estimate's speakers swapped in every sample, so that the best
+# permutation is not the identity), or a mono signal's 64 samples as a spectrogram of 4 frequencies
+# x 8 frames of (real, imaginary) pairs ([N, 4, 8, 2]) for the complex SI-SNR.
 def _complex_spectrogram(metric, input, target, weight):
     _no_weight(metric, weight)
     metric.update(input.reshape(-1, 4, 8, 2), target.reshape(-1, 4, 8, 2))
@@ -502,13 +493,12 @@ def _pit(cls, kwargs):
 
 
 OWN += [
-    Own(AUD + "PermutationInvariantTraining", "waveforms", dict(mode="speaker-wise", eval_func="max"), build=_pit,
-        update=_two_speakers(swap=True), note="metric_func: SI-SNR; 2 speakers of 32 samples, the target's swapped"),
-    Own(AUD + "SourceAggregatedSignalDistortionRatio", "waveforms", update=_two_speakers(swap=False),
-        note="2 speakers of 32 samples"),
+    Own(AUD + "PermutationInvariantTraining", "audio_speakers_permuted", dict(mode="speaker-wise", eval_func="max"),
+        build=_pit, note="metric_func: SI-SNR; 2 speakers of 32 samples, the estimate's swapped"),
+    Own(AUD + "SourceAggregatedSignalDistortionRatio", "audio_speakers", note="2 speakers of 32 samples"),
     # functional/audio/snr.py:128 (1.9.0): reshape(*shape[:-3], -1) of no rows is ambiguous: an
     # empty batch raises (declared).
-    Own(AUD + "ComplexScaleInvariantSignalNoiseRatio", "waveforms", update=_complex_spectrogram, conventions=REJECTS_EMPTY,
+    Own(AUD + "ComplexScaleInvariantSignalNoiseRatio", "audio", update=_complex_spectrogram, conventions=REJECTS_EMPTY,
         note="each row as 4 frequencies x 8 frames of (real, imaginary) pairs"),
 ]
 

@@ -106,14 +106,6 @@ def _float_labels(params):
     return convert
 
 
-def _softmax_rows(params):
-    """Input and target rows as probability distributions (their softmax): what divergences
-    between distributions take, from regression rows [N, D]."""
-    def convert(input, target, weight):
-        return input.softmax(-1), (None if target is None else target.softmax(-1)), weight
-    return convert
-
-
 def _input_only(params):
     """The input alone (classes whose update takes one tensor: a total variation, a sequence's
     own statistic); the target is dropped."""
@@ -159,7 +151,6 @@ CONVERSIONS: Dict[str, Callable] = {
     "elements_as_rows": _elements_as_rows,
     "batch_mean": _batch_mean,
     "float_labels": _float_labels,
-    "softmax_rows": _softmax_rows,
     "input_only": _input_only,
     "text_references": _text_references,
     "text_tokens": _text_tokens,
@@ -401,14 +392,22 @@ SHAPES: Dict[str, dict] = {
                             dtype="float64"),
     "images": dict(generator="images", params={"channels": 3, "height": 16, "width": 16}),
     "images_gray": dict(generator="images", params={"channels": 1, "height": 16, "width": 16}),
-    # Signals: rows of 64 samples (a target waveform and a noisy estimate of it).
-    "waveforms": dict(generator="regression", params={"dims": 64, "scale": 1.0, "noise": 0.3}, dtype="float64"),
-    # Speech-length signals for STOI and SRMR: gray 64 x 75 images, each one signal of 4800 samples
-    # once flattened (0.48 s at 10 kHz, more than STOI's 30 frames of 256; 0.6 s at 8 kHz for SRMR's
-    # modulation windows), the prediction the target plus noise (the `regression` generator's rows
-    # stop at 64 values).
-    "speech": dict(generator="images", params={"channels": 1, "height": 64, "width": 75, "noise": 0.3},
-                   dtype="float64"),
+    # Audio (the `waveforms` generator): [N, 1, 64] mono signals (each a sum of three sinusoids) and
+    # a noisy estimate; two speakers of 32 samples, [N, 2, 32], the estimate's speakers in the
+    # target's order or (permuted) swapped in every sample, so the best permutation is not the identity.
+    "audio": dict(generator="waveforms", params={"sources": 1, "length": 64, "noise": 0.3}, dtype="float64"),
+    "audio_speakers": dict(generator="waveforms", params={"sources": 2, "length": 32, "noise": 0.3}, dtype="float64"),
+    "audio_speakers_permuted": dict(generator="waveforms", params={"sources": 2, "length": 32, "noise": 0.3,
+                                                                   "permuted": True}, dtype="float64"),
+    # Distributions over 3 outcomes (the `distributions` generator): p and q as probabilities, or as
+    # logits (Ignite's divergences take logits).
+    "distributions": dict(generator="distributions", params={"dims": 3}, dtype="float64"),
+    "distributions_logits": dict(generator="distributions", params={"dims": 3, "output": "logits",
+                                                                    "target_output": "logits"}, dtype="float64"),
+    # Speech-length signals for STOI and SRMR: mono signals of 4800 samples ([N, 1, 4800]: 0.48 s at
+    # 10 kHz, more than STOI's 30 frames of 256; 0.6 s at 8 kHz for SRMR's modulation windows), the
+    # estimate the target plus noise (the `waveforms` generator).
+    "speech": dict(generator="waveforms", params={"sources": 1, "length": 4800, "noise": 0.3}, dtype="float64"),
     # Videos for VMAF: 12 channels of 32 x 32 as 3 colour channels of 4 frames ([N, 3, 4, 32, 32]
     # once the row reshapes them), the prediction the target plus noise.
     "video": dict(generator="images", params={"channels": 12, "height": 32, "width": 32, "noise": 0.05}),

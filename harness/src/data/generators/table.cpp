@@ -23,6 +23,8 @@
   X(retrieval)                        \
   X(text)                             \
   X(token_logits)                     \
+  X(waveforms)                        \
+  X(distributions)                    \
   X(fairness)                         \
   X(detection)
 
