@@ -113,13 +113,15 @@ def table(library):
     if own:
         lines += ["", f"{len(own)} classes checked against themselves (`Own` rows: generated scenarios, world size 3, "
                       f"uneven and empty_rank):", "",
-                  "| registered as | shape | constructor | inputs | conventions | note |",
-                  "| --- | --- | --- | --- | --- | --- |"]
+                  "| registered as | shape | constructor | inputs | conventions | independent reference | note |",
+                  "| --- | --- | --- | --- | --- | --- | --- |"]
         for row in own:
             # A function argument (EpochMetric's compute_fn) by its name: its repr holds an address.
             kwargs = ", ".join(f"{k}={v.__name__ if callable(v) else repr(v)}" for k, v in row.kwargs.items()) or "—"
             conventions = ", ".join(f"{k}={v}" for k, v in row.conventions.items()) or "—"
-            lines.append(f"| `{row.name}` | {row.shape} | {kwargs} | {row.inputs} | {conventions} | {row.note} |")
+            reference = f"`{row.reference.split(':')[-1]}`" if row.reference else "—"
+            lines.append(f"| `{row.name}` | {row.shape} | {kwargs} | {row.inputs} | {conventions} | {reference} | "
+                         f"{row.note} |")
     lines += ["", f"<details><summary>Every public metric class of {LIBRARIES[library]} {census.version}, "
                   f"with its status</summary>", "", "| class | status | checked by, or why not |", "| --- | --- | --- |"]
     for q, (state, text) in statuses.items():

@@ -108,6 +108,8 @@ MAPPED = register_table(TABLE, "torchmetrics")
 BIN, MC, ML = "binary_probabilities", "multiclass_logits", "multilabel_probabilities"
 MCP = "multiclass_probabilities"
 REG = "torchmetrics.regression:"
+# Independent references (scikit-learn, SciPy: python/distmetrics/references.py), never the library's functional API.
+REF = "distmetrics.references:"
 AGG = "torchmetrics.aggregation:"
 NC, NL = dict(num_classes=4), dict(num_labels=3)
 OWN = []
@@ -170,21 +172,24 @@ OWN += [
     Own(REG + "ConcordanceCorrCoef", "regression", conventions=PEARSON_CONVENTIONS),
     Own(REG + "CosineSimilarity", "regression_2d"),
     Own(REG + "CriticalSuccessIndex", "regression", dict(threshold=0.5)),
-    Own(REG + "ExplainedVariance", "regression"),
+    Own(REG + "ExplainedVariance", "regression", reference=REF + "explained_variance_score"),
     Own(REG + "KendallRankCorrCoef", "regression"),
     Own(REG + "LogCoshError", "regression"),
-    Own(REG + "MeanAbsolutePercentageError", "regression_positive"),
-    Own(REG + "MeanSquaredLogError", "regression_positive"),
+    Own(REG + "MeanAbsolutePercentageError", "regression_positive", reference=REF + "mean_absolute_percentage_error"),
+    Own(REG + "MeanSquaredLogError", "regression_positive", reference=REF + "mean_squared_log_error"),
     Own(REG + "MinkowskiDistance", "regression", dict(p=3.0)),
     # nrmse.py:200 (1.9.0): target.min(dim=0) of no rows raises.
     Own(REG + "NormalizedRootMeanSquaredError", "regression", conventions=REJECTS_EMPTY),
     Own(REG + "RelativeSquaredError", "regression"),
-    Own(REG + "SpearmanCorrCoef", "regression"),
+    Own(REG + "SpearmanCorrCoef", "regression", reference=REF + "spearman_correlation"),
     Own(REG + "SymmetricMeanAbsolutePercentageError", "regression_positive"),
-    Own(REG + "TweedieDevianceScore", "regression_positive", dict(power=1.5)),
+    Own(REG + "TweedieDevianceScore", "regression_positive", dict(power=1.5), reference=REF + "mean_tweedie_deviance",
+        reference_kwargs=dict(power=1.5)),
     Own(REG + "WeightedMeanAbsolutePercentageError", "regression_positive"),
-    Own(REG + "KLDivergence", "distributions", note="distributions over 3 outcomes"),
-    Own(REG + "JensenShannonDivergence", "distributions", note="distributions over 3 outcomes"),
+    Own(REG + "KLDivergence", "distributions", reference=REF + "kl_divergence",
+        note="distributions over 3 outcomes; reference: scipy.stats.entropy a row"),
+    Own(REG + "JensenShannonDivergence", "distributions", reference=REF + "js_divergence",
+        note="distributions over 3 outcomes; reference: scipy's jensenshannon a row, squared"),
     # Aggregation: values without a target.
     Own(AGG + "SumMetric", "values"),
     Own(AGG + "MaxMetric", "values"),
@@ -197,11 +202,17 @@ OWN += [
 CL, NOM = "torchmetrics.clustering:", "torchmetrics.nominal:"
 # Clustering: two label vectors (the predicted labels as the clustering, the target as the truth),
 # or features with labels (the class scores as 4-d points).
-OWN += [Own(CL + name, "multiclass_labels") for name in (
-    "AdjustedMutualInfoScore", "AdjustedRandScore", "FowlkesMallowsIndex", "CompletenessScore", "HomogeneityScore",
-    "VMeasureScore", "MutualInfoScore", "NormalizedMutualInfoScore", "RandScore")]
-OWN += [Own(CL + name, MC, note="the 4 class scores as points, the target as their cluster")
-        for name in ("CalinskiHarabaszScore", "DaviesBouldinScore", "DunnIndex")]
+# The references: scikit-learn's functions of the same names.
+OWN += [Own(CL + name, "multiclass_labels", reference=REF + reference) for name, reference in (
+    ("AdjustedMutualInfoScore", "adjusted_mutual_info_score"), ("AdjustedRandScore", "adjusted_rand_score"),
+    ("FowlkesMallowsIndex", "fowlkes_mallows_score"), ("CompletenessScore", "completeness_score"),
+    ("HomogeneityScore", "homogeneity_score"), ("VMeasureScore", "v_measure_score"),
+    ("MutualInfoScore", "mutual_info_score"), ("NormalizedMutualInfoScore", "normalized_mutual_info_score"),
+    ("RandScore", "rand_score"))]
+OWN += [Own(CL + name, MC, reference=REF + reference if reference else "",
+            note="the 4 class scores as points, the target as their cluster")
+        for name, reference in (("CalinskiHarabaszScore", "calinski_harabasz_score"),
+                                ("DaviesBouldinScore", "davies_bouldin_score"), ("DunnIndex", ""))]
 # Nominal association between two label vectors.
 OWN += [Own(NOM + name, "multiclass_labels", NC) for name in (
     "CramersV", "PearsonsContingencyCoefficient", "TheilsU", "TschuprowsT")]
@@ -251,7 +262,6 @@ OWN += [
 # reciprocal_rank.py:55, precision.py:68, recall.py:62); scikit-learn ranks every document, so
 # RetrievalMAP's reference runs on probabilities (all scores > 0), the others on scores of any sign.
 RET = "torchmetrics.retrieval:"
-REF = "distmetrics.references:"
 # update() rejects a batch of no rows: utilities/checks.py:112 (1.9.0), "must be non-empty".
 R = dict(update=retrieval_update, conventions=REJECTS_EMPTY)
 OWN += [

@@ -2,7 +2,8 @@
 ``reference``): scikit-learn's functions, applied as the library's documentation defines the
 metric, never the library's own functional API (which shares the code under test). Each is a
 scenario's ``[reference] python`` callable: ``fn(y_true, y_pred, **kwargs)`` on NumPy arrays of
-the whole data in global order.
+the whole data in global order. Retrieval, clustering, divergences and regression below (the
+rows that name them: peers/torchmetrics/metrics.py, ``reference=REF + ...``).
 
 Retrieval (the ``retrieval`` generator): ``y_true`` is [N, 2], column 0 the relevance and column
 1 the query id, ``y_pred`` the [N] scores. The metric is the mean over queries of the
@@ -37,3 +38,88 @@ def retrieval_ndcg(y_true, y_pred):
     from sklearn.metrics import ndcg_score
 
     return _per_query(y_true, y_pred, lambda rel, s: ndcg_score(rel[None, :], s[None, :]))
+
+
+# Clustering (two label vectors: ``y_pred`` the predicted clustering, ``y_true`` the true one, the
+# `multiclass` generator's labels; or features with labels: ``y_pred`` the [N, D] points,
+# ``y_true`` their cluster), scikit-learn's functions of the same names.
+def _labels(y_true, y_pred):
+    return np.asarray(y_true).astype(np.int64).ravel(), np.asarray(y_pred).astype(np.int64).ravel()
+
+
+def _clustering(name):
+    def score(y_true, y_pred, **kwargs):
+        import sklearn.metrics as m
+
+        return float(getattr(m, name)(*_labels(y_true, y_pred), **kwargs))
+    score.__name__ = name
+    score.__doc__ = f"sklearn.metrics.{name}(labels_true, labels_pred)."
+    return score
+
+
+adjusted_mutual_info_score = _clustering("adjusted_mutual_info_score")
+adjusted_rand_score = _clustering("adjusted_rand_score")
+fowlkes_mallows_score = _clustering("fowlkes_mallows_score")
+completeness_score = _clustering("completeness_score")
+homogeneity_score = _clustering("homogeneity_score")
+v_measure_score = _clustering("v_measure_score")
+mutual_info_score = _clustering("mutual_info_score")
+normalized_mutual_info_score = _clustering("normalized_mutual_info_score")
+rand_score = _clustering("rand_score")
+
+
+def calinski_harabasz_score(y_true, y_pred):
+    """sklearn.metrics.calinski_harabasz_score(points, labels)."""
+    from sklearn.metrics import calinski_harabasz_score as score
+
+    return float(score(np.asarray(y_pred, dtype=np.float64), np.asarray(y_true).astype(np.int64).ravel()))
+
+
+def davies_bouldin_score(y_true, y_pred):
+    """sklearn.metrics.davies_bouldin_score(points, labels)."""
+    from sklearn.metrics import davies_bouldin_score as score
+
+    return float(score(np.asarray(y_pred, dtype=np.float64), np.asarray(y_true).astype(np.int64).ravel()))
+
+
+# Divergences between distributions (the `distributions` generator: ``y_pred`` p, ``y_true`` q,
+# [N, D] probability rows), SciPy's, averaged over the rows (the libraries' reduction "mean").
+def kl_divergence(y_true, y_pred):
+    """Mean over rows of KL(p || q) = sum p log(p / q): scipy.stats.entropy(p, q) per row."""
+    from scipy.stats import entropy
+
+    p, q = np.asarray(y_pred, dtype=np.float64), np.asarray(y_true, dtype=np.float64)
+    return float(np.mean(entropy(p, q, axis=1))) if len(p) else 0.0
+
+
+def js_divergence(y_true, y_pred):
+    """Mean over rows of JS(p, q) in nats: scipy.spatial.distance.jensenshannon (its square root) squared."""
+    from scipy.spatial.distance import jensenshannon
+
+    p, q = np.asarray(y_pred, dtype=np.float64), np.asarray(y_true, dtype=np.float64)
+    return float(np.mean(jensenshannon(p, q, axis=1) ** 2)) if len(p) else 0.0
+
+
+# Regression (``y_pred`` the predictions, ``y_true`` the targets, [N]).
+def _regression(name, **fixed):
+    def score(y_true, y_pred, **kwargs):
+        import sklearn.metrics as m
+
+        return float(getattr(m, name)(np.asarray(y_true, dtype=np.float64), np.asarray(y_pred, dtype=np.float64),
+                                      **fixed, **kwargs))
+    score.__name__ = name
+    score.__doc__ = f"sklearn.metrics.{name}(y_true, y_pred{''.join(f', {k}={v!r}' for k, v in fixed.items())})."
+    return score
+
+
+explained_variance_score = _regression("explained_variance_score")
+mean_absolute_percentage_error = _regression("mean_absolute_percentage_error")
+mean_squared_log_error = _regression("mean_squared_log_error")
+mean_tweedie_deviance = _regression("mean_tweedie_deviance")
+
+
+def spearman_correlation(y_true, y_pred):
+    """scipy.stats.spearmanr(y_pred, y_true).statistic."""
+    from scipy.stats import spearmanr
+
+    return float(spearmanr(np.asarray(y_pred, dtype=np.float64), np.asarray(y_true, dtype=np.float64))[0])

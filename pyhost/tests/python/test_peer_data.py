@@ -53,6 +53,43 @@ def test_retrieval_references_are_the_values_worked_out_by_hand():
     assert references.retrieval_ndcg(y_true, y_pred) == pytest.approx(dcg / ideal)
 
 
+def test_divergence_references_are_the_values_worked_out_by_hand():
+    p, q = np.array([[0.5, 0.5]]), np.array([[0.25, 0.75]])  # y_pred is p, y_true is q
+    kl = 0.5 * math.log(0.5 / 0.25) + 0.5 * math.log(0.5 / 0.75)
+    assert references.kl_divergence(q, p) == pytest.approx(kl)
+    m = (p + q) / 2
+    js = 0.5 * sum(p[0] * np.log(p[0] / m[0])) + 0.5 * sum(q[0] * np.log(q[0] / m[0]))
+    assert references.js_divergence(q, p) == pytest.approx(js)
+    assert references.js_divergence(q, p) == pytest.approx(0.0338226, abs=1e-6)
+    # Two rows: the mean of the rows' divergences.
+    assert references.kl_divergence(np.vstack([q, p]), np.vstack([p, p])) == pytest.approx(kl / 2)
+
+
+def test_clustering_references_ignore_the_labels_names():
+    truth, renamed = np.array([0, 0, 1, 1, 2, 2]), np.array([2, 2, 0, 0, 1, 1])
+    for name in ("adjusted_rand_score", "adjusted_mutual_info_score", "fowlkes_mallows_score", "completeness_score",
+                 "homogeneity_score", "v_measure_score", "normalized_mutual_info_score", "rand_score"):
+        assert getattr(references, name)(truth, renamed) == pytest.approx(1.0), name
+    # Rand index by hand: of the 15 pairs, pairs together in one and apart in the other disagree.
+    pred = np.array([0, 0, 0, 1, 1, 1])
+    together = lambda x: {(i, j) for i in range(6) for j in range(i + 1, 6) if x[i] == x[j]}  # noqa: E731
+    agree = 15 - len(together(truth) ^ together(pred))
+    assert references.rand_score(truth, pred) == pytest.approx(agree / 15)
+    # Mutual information of a labelling with itself is its entropy (nats): three equal clusters, ln 3.
+    assert references.mutual_info_score(truth, truth) == pytest.approx(math.log(3))
+
+
+def test_regression_references_are_the_values_worked_out_by_hand():
+    y, yhat = np.array([1.0, 2.0, 4.0]), np.array([2.0, 2.0, 3.0])
+    assert references.mean_absolute_percentage_error(y, yhat) == pytest.approx((1 / 1 + 0 + 1 / 4) / 3)
+    assert references.mean_squared_log_error(y, yhat) == pytest.approx(
+        ((math.log(2) - math.log(3)) ** 2 + 0 + (math.log(5) - math.log(4)) ** 2) / 3)
+    assert references.mean_tweedie_deviance(y, y, power=1.5) == pytest.approx(0.0, abs=1e-12)
+    # Explained variance: 1 - var(y - yhat) / var(y).
+    assert references.explained_variance_score(y, yhat) == pytest.approx(1 - np.var(y - yhat) / np.var(y))
+    assert references.spearman_correlation(y, np.array([10.0, 20.0, 30.0])) == pytest.approx(1.0)
+
+
 def test_text_conversions_give_what_the_libraries_take():
     hyp, refs = ["a b", ""], ["a c", ["b", "a b"]]
     assert CONVERSIONS["text_references"]({})(hyp, refs, None) == (hyp, [["a c"], ["b", "a b"]], None)
