@@ -213,9 +213,11 @@ OWN += [Own(CL + name, MC, reference=REF + reference if reference else "",
             note="the 4 class scores as points, the target as their cluster")
         for name, reference in (("CalinskiHarabaszScore", "calinski_harabasz_score"),
                                 ("DaviesBouldinScore", "davies_bouldin_score"), ("DunnIndex", ""))]
-# Nominal association between two label vectors.
-OWN += [Own(NOM + name, "multiclass_labels", NC) for name in (
-    "CramersV", "PearsonsContingencyCoefficient", "TheilsU", "TschuprowsT")]
+# Nominal association between two label vectors; references from the contingency table (SciPy's
+# chi-squared, Bergsma's bias correction; scikit-learn's mutual information for Theil's U).
+OWN += [Own(NOM + name, "multiclass_labels", NC, reference=REF + reference) for name, reference in (
+    ("CramersV", "cramers_v"), ("PearsonsContingencyCoefficient", "pearsons_contingency_coefficient"),
+    ("TheilsU", "theils_u"), ("TschuprowsT", "tschuprows_t"))]
 IMG, AUD = "torchmetrics.image:", "torchmetrics.audio:"
 OWN += [
     # SSIM and UQI split the convolved batch by its row count (functional/image/ssim.py:156,

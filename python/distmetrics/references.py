@@ -123,3 +123,60 @@ def spearman_correlation(y_true, y_pred):
     from scipy.stats import spearmanr
 
     return float(spearmanr(np.asarray(y_pred, dtype=np.float64), np.asarray(y_true, dtype=np.float64))[0])
+
+
+# Nominal association between two label vectors (``y_pred`` the first series X, ``y_true`` the
+# second Y), from their contingency table over the categories that occur (SciPy's chi-squared
+# test: Yates' correction on a 2 x 2 table when bias_correction is asked, as the textbook test
+# does), with Bergsma's (2013) bias correction of phi squared and of the table's dimensions.
+def _table(y_true, y_pred):
+    x, y = _labels(y_pred, y_true)
+    _, xi = np.unique(x, return_inverse=True)
+    _, yi = np.unique(y, return_inverse=True)
+    table = np.zeros((xi.max() + 1, yi.max() + 1))
+    np.add.at(table, (xi, yi), 1)
+    return table
+
+
+def _phi_squared(table, bias_correction):
+    """(phi^2, rows, cols): corrected when bias_correction (Bergsma 2013), else as observed; None
+    where the correction leaves no dimension to divide by."""
+    from scipy.stats import chi2_contingency
+
+    n, (r, k) = table.sum(), table.shape
+    chi2 = chi2_contingency(table, correction=bias_correction)[0] if min(r, k) > 1 else 0.0
+    phi2 = chi2 / n
+    if not bias_correction:
+        return phi2, r, k
+    phi2 = max(0.0, phi2 - (k - 1) * (r - 1) / (n - 1))
+    return phi2, r - (r - 1) ** 2 / (n - 1), k - (k - 1) ** 2 / (n - 1)
+
+
+def cramers_v(y_true, y_pred, bias_correction=True):
+    """Cramér's V: sqrt(phi^2 / min(rows - 1, cols - 1))."""
+    phi2, r, k = _phi_squared(_table(y_true, y_pred), bias_correction)
+    return float(min(1.0, np.sqrt(phi2 / min(r - 1, k - 1))))
+
+
+def tschuprows_t(y_true, y_pred, bias_correction=True):
+    """Tschuprow's T: sqrt(phi^2 / sqrt((rows - 1)(cols - 1)))."""
+    phi2, r, k = _phi_squared(_table(y_true, y_pred), bias_correction)
+    return float(min(1.0, np.sqrt(phi2 / np.sqrt((r - 1) * (k - 1)))))
+
+
+def pearsons_contingency_coefficient(y_true, y_pred):
+    """Pearson's C: sqrt(chi^2 / (n + chi^2)), scipy.stats.contingency.association(method="pearson")."""
+    from scipy.stats.contingency import association
+
+    return float(association(_table(y_true, y_pred).astype(np.int64), method="pearson"))
+
+
+def theils_u(y_true, y_pred):
+    """Theil's U(X|Y) = (H(X) - H(X|Y)) / H(X) = I(X; Y) / H(X), X the first series (y_pred): scikit-learn's
+    mutual information over SciPy's entropy; 0 where X is constant."""
+    from scipy.stats import entropy
+    from sklearn.metrics import mutual_info_score
+
+    y, x = _labels(y_true, y_pred)
+    h_x = entropy(np.unique(x, return_counts=True)[1])
+    return float(mutual_info_score(x, y) / h_x) if h_x > 0 else 0.0

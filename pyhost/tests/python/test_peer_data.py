@@ -90,6 +90,30 @@ def test_regression_references_are_the_values_worked_out_by_hand():
     assert references.spearman_correlation(y, np.array([10.0, 20.0, 30.0])) == pytest.approx(1.0)
 
 
+def test_nominal_references_are_the_values_worked_out_by_hand():
+    # Perfect association, 3 categories twice each (n 6): chi^2 = n (min(r, k) - 1) = 12, phi^2 2.
+    x = np.array([0, 0, 1, 1, 2, 2])
+    y = np.array([5, 5, 7, 7, 9, 9])
+    assert references.cramers_v(y, x, bias_correction=False) == pytest.approx(1.0)
+    # Bias-corrected: phi^2 2 - 4/5 = 1.2, rows and cols 3 - 4/5 = 2.2: sqrt(1.2 / 1.2).
+    assert references.cramers_v(y, x) == pytest.approx(1.0)
+    assert references.tschuprows_t(y, x) == pytest.approx(1.0)
+    assert references.pearsons_contingency_coefficient(y, x) == pytest.approx(math.sqrt(12 / 18))
+    assert references.theils_u(y, x) == pytest.approx(1.0)
+    # Independent series: no association.
+    a, b = np.array([0, 0, 1, 1]), np.array([0, 1, 0, 1])
+    assert references.cramers_v(b, a, bias_correction=False) == pytest.approx(0.0)
+    assert references.theils_u(b, a) == pytest.approx(0.0, abs=1e-12)
+    # A 2 x 3 table by hand, no correction: rows [[2, 1, 0], [0, 1, 2]], n 6, expected 1 | 1 | 1 per cell:
+    # chi^2 = (1 + 0 + 1) * 2 = 4, phi^2 2/3, V = sqrt((2/3) / 1).
+    x2, y2 = np.array([0, 0, 0, 1, 1, 1]), np.array([0, 0, 1, 1, 2, 2])
+    assert references.cramers_v(y2, x2, bias_correction=False) == pytest.approx(math.sqrt(2 / 3))
+    # Theil's U(X|Y), X the first series (y_pred): H(X) ln 2; given Y, X is certain but for Y = 1.
+    h_x = math.log(2)  # X: 3 and 3
+    h_x_given_y = (2 / 6) * math.log(2)  # only Y = 1 (one of each X) leaves X uncertain
+    assert references.theils_u(y2, x2) == pytest.approx((h_x - h_x_given_y) / h_x)
+
+
 def test_text_conversions_give_what_the_libraries_take():
     hyp, refs = ["a b", ""], ["a c", ["b", "a b"]]
     assert CONVERSIONS["text_references"]({})(hyp, refs, None) == (hyp, [["a c"], ["b", "a b"]], None)
