@@ -12,7 +12,7 @@ batch as 0 tokens (checked by the same generated scenario). Not found upstream (
 
     python peers/repro/torcheval_perplexity_padding_batch.py     # exit 0: the bug shows
 
-Shown on: torcheval 0.0.7 (torch 2.15).
+Shown on: torcheval 0.0.7 on torch 2.15 and on torch 1.13.
 """
 
 import common
