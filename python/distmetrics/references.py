@@ -47,14 +47,19 @@ def _labels(y_true, y_pred):
     return np.asarray(y_true).astype(np.int64).ravel(), np.asarray(y_pred).astype(np.int64).ravel()
 
 
-def _clustering(name):
+def _sklearn(name, convert):
+    """scikit-learn's ``sklearn.metrics.<name>`` on the two arrays as ``convert`` gives them."""
     def score(y_true, y_pred, **kwargs):
         import sklearn.metrics as m
 
-        return float(getattr(m, name)(*_labels(y_true, y_pred), **kwargs))
+        return float(getattr(m, name)(*convert(y_true, y_pred), **kwargs))
     score.__name__ = name
-    score.__doc__ = f"sklearn.metrics.{name}(labels_true, labels_pred)."
+    score.__doc__ = f"sklearn.metrics.{name}(y_true, y_pred)."
     return score
+
+
+def _clustering(name):
+    return _sklearn(name, _labels)
 
 
 adjusted_mutual_info_score = _clustering("adjusted_mutual_info_score")
@@ -101,15 +106,9 @@ def js_divergence(y_true, y_pred):
 
 
 # Regression (``y_pred`` the predictions, ``y_true`` the targets, [N]).
-def _regression(name, **fixed):
-    def score(y_true, y_pred, **kwargs):
-        import sklearn.metrics as m
-
-        return float(getattr(m, name)(np.asarray(y_true, dtype=np.float64), np.asarray(y_pred, dtype=np.float64),
-                                      **fixed, **kwargs))
-    score.__name__ = name
-    score.__doc__ = f"sklearn.metrics.{name}(y_true, y_pred{''.join(f', {k}={v!r}' for k, v in fixed.items())})."
-    return score
+def _regression(name):
+    return _sklearn(name, lambda y_true, y_pred: (np.asarray(y_true, dtype=np.float64),
+                                                  np.asarray(y_pred, dtype=np.float64)))
 
 
 explained_variance_score = _regression("explained_variance_score")
