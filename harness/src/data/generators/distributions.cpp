@@ -3,7 +3,6 @@
 // [N, D] p: q's logits moved by `divergence` times noise, then normalised. `zeros` sets a fraction
 // of q's entries to exactly 0 (log 0 and 0 log 0, which a divergence must handle), the rows
 // renormalised. Either side may be given as probabilities, logits or log-probabilities.
-#include <algorithm>
 #include <cmath>
 
 #include "making.h"
@@ -11,38 +10,25 @@
 namespace distmetrics::harness::generators {
 namespace {
 
-// A row of logits as what `output` asks: probabilities, log-probabilities or the logits.
-void as_output(const std::string& output, const double* logits, std::int64_t k, double* out) {
-  const double top = *std::max_element(logits, logits + k);
-  double total = 0;
-  for (std::int64_t j = 0; j < k; ++j) total += std::exp(logits[j] - top);
-  for (std::int64_t j = 0; j < k; ++j) {
-    const double log_p = logits[j] - top - std::log(total);
-    out[j] = output == "logits" ? logits[j] : output == "log_probabilities" ? log_p : std::exp(log_p);
-  }
-}
-
 void make(const DataSpec& d, const Rows& rows, Dataset& out) {
   const auto& p = d.params;
   const std::int64_t k = p.at("dims");
   const double peak = p.at("concentration"), moved = p.at("divergence"), zeros = p.at("zeros");
   const CounterRng target(d.seed, kTargetStream), noise(d.seed, kNoiseStream), zero(d.seed, kOutlierStream);
   const std::int64_t n = count_of(rows);
-  std::vector<double> q(n * k), pr(n * k), q_logits(k), p_logits(k);
+  Scores q{std::vector<double>(n * k), n, k}, pr{std::vector<double>(n * k), n, k};
   for (std::int64_t r = 0; r < n; ++r) {
     const std::int64_t i = rows[r];
     for (std::int64_t j = 0; j < k; ++j) {
-      q_logits[j] = peak * target.normal(i * k + j);
-      p_logits[j] = q_logits[j] + moved * noise.normal(i * k + j);
+      q.logits[r * k + j] = peak * target.normal(i * k + j);
+      pr.logits[r * k + j] = q.logits[r * k + j] + moved * noise.normal(i * k + j);
     }
-    // Exact zeros in q (never all of a row: outcome 0 keeps its mass). -inf logits give exp 0.
+    // Exact zeros in q (never all of a row: outcome 0 keeps its mass): a -inf logit.
     for (std::int64_t j = 1; j < k; ++j)
-      if (zero.uniform(i * k + j) < zeros) q_logits[j] = -INFINITY;
-    as_output(p.at("output"), p_logits.data(), k, &pr[r * k]);
-    as_output(p.at("target_output"), q_logits.data(), k, &q[r * k]);
+      if (zero.uniform(i * k + j) < zeros) q.logits[r * k + j] = -INFINITY;
   }
-  out.input = float_tensor(pr, {n, k}, float_type(d.dtype));
-  out.target = float_tensor(q, {n, k}, float_type(d.dtype));
+  out.input = class_output(pr, p.at("output"), {n, k}, {n}, float_type(d.dtype));
+  out.target = class_output(q, p.at("target_output"), {n, k}, {n}, float_type(d.dtype));
 }
 
 void check(const std::string& owner, const nlohmann::json& p) {

@@ -111,14 +111,16 @@ double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 at::Tensor class_output(const Scores& s, const std::string& output, std::vector<std::int64_t> shape,
                         std::vector<std::int64_t> label_shape, at::ScalarType type) {
   if (output == "logits") return float_tensor(s.logits, shape, type);
-  if (output == "probabilities") {
+  if (output == "probabilities" || output == "log_probabilities") {
+    const bool logs = output == "log_probabilities";
     std::vector<double> probs(s.logits.size());
     for (std::int64_t i = 0; i < s.n; ++i) {
       const double* row = &s.logits[i * s.k];
       const double top = *std::max_element(row, row + s.k);
       double total = 0;
       for (std::int64_t j = 0; j < s.k; ++j) total += probs[i * s.k + j] = std::exp(row[j] - top);
-      for (std::int64_t j = 0; j < s.k; ++j) probs[i * s.k + j] /= total;
+      for (std::int64_t j = 0; j < s.k; ++j)
+        probs[i * s.k + j] = logs ? row[j] - top - std::log(total) : probs[i * s.k + j] / total;
     }
     return float_tensor(probs, shape, type);
   }

@@ -51,7 +51,8 @@ struct Scores {
   std::vector<double> logits;  // n * k
   std::int64_t n, k;
 };
-// Multiclass-style outputs: the logits, their softmax probabilities, or argmax labels.
+// Multiclass-style outputs: the logits, their softmax probabilities or log-probabilities (a -inf logit
+// gives probability 0), or argmax labels.
 at::Tensor class_output(const Scores& s, const std::string& output, std::vector<std::int64_t> shape,
                         std::vector<std::int64_t> label_shape, at::ScalarType type);
 // Element-wise outputs (binary, multilabel): logits, sigmoid probabilities, or 0/1 labels.

@@ -26,8 +26,7 @@ void make(const DataSpec& d, const Rows& rows, Dataset& out) {
     const std::int64_t i = rows[r];
     // The estimate's source j holds the target's source (j + shift) mod S.
     const std::int64_t shift =
-        permuted && s_count > 1 ? 1 + static_cast<std::int64_t>(order.uniform(i) * static_cast<double>(s_count - 1)) % (s_count - 1)
-                                : 0;
+        permuted && s_count > 1 ? 1 + static_cast<std::int64_t>(order.uniform(i) * static_cast<double>(s_count - 1)) : 0;
     for (std::int64_t s = 0; s < s_count; ++s) {
       double* y = &clean[(r * s_count + s) * t_len];
       for (std::int64_t c = 0; c < kComponents; ++c) {
