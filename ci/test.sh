@@ -41,6 +41,12 @@ peer_verdict() {  # what decided a failed peer run (log $1): its errors, unexpec
   grep -E '^\[run_peers\] error:|^  (unexpected|expected but not seen):|^\[run_peers\] (torchmetrics|ignite|torcheval|repros|peers|conform):' "$1" \
     | cut -c1-400 | tail -n 40 | sed 's/^/    /' || true
 }
+peer_run_logged() {  # peer_run_logged LOG ARGS...: ci/run_peers.sh ARGS, its output also kept in LOG
+  local log=$1
+  shift
+  mkdir -p "$(dirname "$log")"
+  bash ci/run_peers.sh "$@" 2>&1 | tee "$log"
+}
 failed_tests() {  # the ctest names that failed in build folder $1, one line
   local log="$1/Testing/Temporary/LastTestsFailed.log"
   [ -s "$log" ] && cut -d: -f2- "$log" | tr '\n' ' '
@@ -74,8 +80,7 @@ if [ "$only" != 1.13 ]; then
   # reproductions of peers/repro/ (torch.distributed and each library alone): each must still
   # show its bug. Its log is kept (reports/run_peers.log) and its verdict lines repeated at the end.
   peer_log=$build_dir/reports/run_peers.log
-  mkdir -p "$build_dir/reports"
-  if bash ci/run_peers.sh --skip-deps --no-build --build-dir "$build_dir" 2>&1 | tee "$peer_log"; then
+  if peer_run_logged "$peer_log" --skip-deps --no-build --build-dir "$build_dir"; then
     say "torch 2.x: peer run passed"
   else
     failed "torch 2.x peer run:
@@ -94,8 +99,7 @@ if [ "$only" != 2 ]; then
     # shellcheck disable=SC2086
     ctest --test-dir "$build_dir" --output-on-failure -j "$jobs" ${CTEST_ARGS:-} \
       || { smoke_status=1; failed "torch 1.13 ctest: $(failed_tests "$build_dir")"; }
-    mkdir -p "$build_dir/reports"
-    bash ci/run_peers.sh --torch 1.13 --skip-deps --no-build --build-dir "$build_dir" 2>&1 | tee "$build_dir/reports/run_peers.log" \
+    peer_run_logged "$build_dir/reports/run_peers.log" --torch 1.13 --skip-deps --no-build --build-dir "$build_dir" \
       || { smoke_status=1; failed "torch 1.13 peer run:
 $(peer_verdict "$build_dir/reports/run_peers.log")"; }
   else
@@ -110,8 +114,7 @@ $(peer_verdict "$build_dir/reports/run_peers.log")"; }
       || { smoke_status=1; failed "torch 1.13 smoke ctest: $(failed_tests "$build_dir")"; }
     "$build_dir/bin/distmetrics" run scenarios --backend gloo --world-sizes 1,2,4 --quiet \
       --json "$build_dir/reports/cpu.json" || { smoke_status=1; failed "torch 1.13 scenario library run"; }
-    mkdir -p "$build_dir/reports"
-    bash ci/run_peers.sh --torch 1.13 --repros-only --skip-deps --build-dir "$build_dir" 2>&1 | tee "$build_dir/reports/run_peers.log" \
+    peer_run_logged "$build_dir/reports/run_peers.log" --torch 1.13 --repros-only --skip-deps --build-dir "$build_dir" \
       || { smoke_status=1; failed "torch 1.13 repros:
 $(peer_verdict "$build_dir/reports/run_peers.log")"; }
   fi
