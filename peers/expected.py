@@ -2,16 +2,30 @@
 findings (peers/<library>/expected.toml) and prints one summary line.
 
 A finding is a variant that did not pass (fail, hang, crash, error, memory_exceeded), with the
-properties that failed and the rank blamed. expected.toml lists them:
+properties that failed and the ranks blamed. expected.toml lists them, each exactly:
 
     [[finding]]
-    variant = "accuracy_binary:gloo-ws*-empty_rank-cpu"   # fnmatch glob on the variant id
+    variant = "accuracy_binary:gloo-ws*-empty_rank-cpu"   # fnmatch glob on the variant id (or a list of globs)
     outcome = "fail"                                      # the variant's outcome; a list where the
                                                           # mechanism gives one of several (why says which)
-    property = "equal_to_single"                          # a property that failed ("" for hang/crash/error)
-    blamed_rank = 1                                       # optional: the rank the diagnosis blames
+    failed = ["equal_to_single", "ranks_agree"]           # the whole set of properties that failed
+    blamed = [1]                                          # the whole set of ranks blamed ([]: none)
     kind = "library bug"                                  # library bug | convention (docs/peers.md)
     why = "one line: the mechanism (docs/peers.md has the file, line and repro)"
+    flaky = "2 in 20 runs: why the outcome moves"         # optional: the variant's outcome may change on
+                                                          # a rerun (measured rate, and cause)
+
+A variant matches an entry only with exactly those failed properties and blamed ranks: a second
+failure under an expected one, or another rank blamed, is unexpected. (`failed` and `blamed` are
+written from a triaged run by `--pin`; an entry without them, `property = "..."` and
+`blamed_rank = N` of older files, matches as a subset and the summary counts it as not pinned.)
+
+Flakes. peers/rerun.py reruns, once and alone, each variant whose outcome disagreed with the
+entries (and each variant that could not make its group), keeping the first run under
+"first_run". A rerun that changes what the variant showed (its outcome, failed properties or
+blamed ranks) is a flake: named, counted in the summary, and the comparison fails unless an entry
+covering that variant declares it with `flaky` (its measured rate and cause). A set-up failure of
+the harness (its group could not be made) is the harness's own bug and can never be declared.
 
 Expectations per release. A library's findings depend on its version and on the torch it runs
 on (torchmetrics' #2463 fix runs on torch >= 2.1 only), so expected.toml names the releases it
@@ -29,13 +43,16 @@ source's interpreter's (--version overrides the library's). A release the file d
 bad input (exit 2) naming the release and the file to extend: a new release is triaged, never
 passed silently. A file without `releases` applies to any release.
 
-The run passes when every finding matches an entry and every entry whose variants ran matches a
-finding (a subset run checks the entries it covers); otherwise
-it names the differences: a new finding (the library or the harness changed) or an entry that no
-longer appears (the library fixed it, or the harness stopped seeing it). Exit 0 / 1; 2 for bad
-input (a malformed expected.toml names its file, entry and field).
+The run passes when every finding matches an entry, every entry whose variants ran matches a
+finding (a subset run checks the entries it covers), and no flake is undeclared; otherwise it
+names the differences: a new finding (the library or the harness changed), an entry that no
+longer appears (the library fixed it, or the harness stopped seeing it), or a flake. Exit 0 / 1;
+2 for bad input (a malformed expected.toml names its file, entry and field).
 
     /usr/bin/python3 peers/expected.py --library torchmetrics --report R.json [--expected F] [--version V] [--markdown OUT]
+    /usr/bin/python3 peers/expected.py --library torchmetrics --report R.json --pin
+        # writes each matched entry's failed/blamed from the run (splitting an entry whose
+        # variants differ), after the run has been triaged
 """
 
 import argparse
@@ -56,8 +73,8 @@ NOT_PASSED = ("fail", "hang", "crash", "error", "memory_exceeded")
 def outcomes_of(report):
     """The not-passed outcomes a report's runner knows: its summary's keys but pass, skip and total."""
     return tuple(k for k in report.get("summary", {}) if k not in ("pass", "skip", "total")) or NOT_PASSED
-FIELDS = {"variant": str, "outcome": (str, list), "property": str, "blamed_rank": int, "kind": str, "why": str, "metric": str,
-          "releases": list}
+FIELDS = {"variant": (str, list), "outcome": (str, list), "property": str, "blamed_rank": int, "failed": list,
+          "blamed": list, "flaky": str, "kind": str, "why": str, "metric": str, "releases": list}
 KINDS = ("library bug", "convention")
 # "<library version> on torch <major.minor>": what a library's findings depend on.
 RELEASE = re.compile(r"^[0-9][0-9A-Za-z.+-]* on torch [0-9]+\.[0-9]+$")
@@ -71,6 +88,55 @@ def release(version, torch_version):
     """The release key of a library version run on a torch version ("1.9.0", "2.15.0+cu132")."""
     m = re.match(r"(\d+)\.(\d+)", torch_version or "")
     return f"{version} on torch {m.group(1)}.{m.group(2)}" if version and m else None
+
+
+FLAKY = re.compile(r"^\d+ in \d+ runs?: \S.*$")  # "2 in 20 runs: why the outcome moves"
+
+
+def _check_entry(entry, where, releases):
+    """Validates one [[finding]] table in place (BadInput naming `where` and the field)."""
+    for key, value in entry.items():
+        if key not in FIELDS:
+            raise BadInput(f"{where}: unknown field '{key}' (known: {', '.join(FIELDS)})")
+        if not isinstance(value, FIELDS[key]):
+            kind = " or a list" if key in ("outcome", "variant") else ""
+            raise BadInput(f"{where}: field '{key}' must be a {str.__name__ if kind else FIELDS[key].__name__}"
+                           f"{kind}, got {value!r}")
+    for key in ("variant", "outcome", "kind", "why"):
+        if key not in entry:
+            raise BadInput(f"{where}: field '{key}' is required")
+    globs = entry["variant"] if isinstance(entry["variant"], list) else [entry["variant"]]
+    if not globs or not all(isinstance(g, str) and g for g in globs):
+        raise BadInput(f"{where}: field 'variant' must be a glob or a list of globs, got {entry['variant']!r}")
+    entry["_globs"] = globs
+    outcomes = entry["outcome"] if isinstance(entry["outcome"], list) else [entry["outcome"]]
+    if not outcomes or any(o not in NOT_PASSED for o in outcomes):
+        raise BadInput(f"{where}: field 'outcome' must be one of {', '.join(NOT_PASSED)} (or a list of them), "
+                       f"got {entry['outcome']!r}")
+    entry["_outcomes"] = outcomes
+    if "failed" in entry and not all(isinstance(p, str) and p for p in entry["failed"]):
+        raise BadInput(f"{where}: field 'failed' must list property names, got {entry['failed']!r}")
+    if "blamed" in entry and not all(isinstance(r, int) and r >= 0 for r in entry["blamed"]):
+        raise BadInput(f"{where}: field 'blamed' must list rank numbers, got {entry['blamed']!r}")
+    if "failed" in entry and "property" in entry:
+        raise BadInput(f"{where}: 'property' (one of the failed, a subset) and 'failed' (all of them) exclude "
+                       f"each other: keep 'failed'")
+    if "blamed" in entry and "blamed_rank" in entry:
+        raise BadInput(f"{where}: 'blamed_rank' and 'blamed' exclude each other: keep 'blamed'")
+    if "flaky" in entry and not FLAKY.match(entry["flaky"]):
+        raise BadInput(f"{where}: field 'flaky' must give the measured rate and the cause, \"N in M runs: why\", "
+                       f"got {entry['flaky']!r}")
+    if entry["kind"] not in KINDS:
+        raise BadInput(f"{where}: field 'kind' must be one of {', '.join(KINDS)} (a harness limitation is "
+                       f"fixed in the harness, never expected), got {entry['kind']!r}")
+    if "releases" in entry:
+        if releases is None:
+            raise BadInput(f"{where}: field 'releases' needs the file's own top-level releases list")
+        strange = [r for r in entry["releases"] if r not in releases]
+        if not entry["releases"] or strange:
+            raise BadInput(f"{where}: field 'releases' must list some of the file's releases "
+                           f"({', '.join(releases)}), got {entry['releases']!r}")
+    entry["_where"] = where
 
 
 def load_expected(path):
@@ -92,33 +158,8 @@ def load_expected(path):
         raise BadInput(f"{path}: releases must be a list of \"<library version> on torch <major.minor>\", "
                        f"got {releases!r}")
     for i, entry in enumerate(entries, 1):
-        where = f"{path}: finding #{i}"
-        for key, value in entry.items():
-            if key not in FIELDS:
-                raise BadInput(f"{where}: unknown field '{key}' (known: {', '.join(FIELDS)})")
-            if not isinstance(value, FIELDS[key]):
-                kind = " or a list" if key == "outcome" else ""
-                raise BadInput(f"{where}: field '{key}' must be a {str.__name__ if kind else FIELDS[key].__name__}"
-                               f"{kind}, got {value!r}")
-        for key in ("variant", "outcome", "kind", "why"):
-            if key not in entry:
-                raise BadInput(f"{where}: field '{key}' is required")
-        outcomes = entry["outcome"] if isinstance(entry["outcome"], list) else [entry["outcome"]]
-        if not outcomes or any(o not in NOT_PASSED for o in outcomes):
-            raise BadInput(f"{where}: field 'outcome' must be one of {', '.join(NOT_PASSED)} (or a list of them), "
-                           f"got {entry['outcome']!r}")
-        entry["_outcomes"] = outcomes
-        if entry["kind"] not in KINDS:
-            raise BadInput(f"{where}: field 'kind' must be one of {', '.join(KINDS)} (a harness limitation is "
-                           f"fixed in the harness, never expected), got {entry['kind']!r}")
-        if "releases" in entry:
-            if releases is None:
-                raise BadInput(f"{where}: field 'releases' needs the file's own top-level releases list")
-            strange = [r for r in entry["releases"] if r not in releases]
-            if not entry["releases"] or strange:
-                raise BadInput(f"{where}: field 'releases' must list some of the file's releases "
-                               f"({', '.join(releases)}), got {entry['releases']!r}")
-        entry["_where"] = where
+        _check_entry(entry, f"{path}: finding #{i}", releases)
+        entry["_index"] = i - 1
     return entries, releases
 
 
@@ -148,9 +189,18 @@ def ran_release(report, library, version=None):
     return release(version or plugin.get("version"), plugin.get("torch_version") or report.get("torch_version"))
 
 
+def blamed_ranks(variant):
+    """Every rank the verdict blames: the step deviation's blamed side, and "rank N to blame" of its
+    reason and diagnosis."""
+    ranks = set((variant.get("deviation") or {}).get("blamed") or [])
+    for text in (variant.get("reason") or "", variant.get("diagnosis") or ""):
+        ranks |= {int(r) for r in re.findall(r"rank (\d+) to blame", text)}
+    return sorted(ranks)
+
+
 def blamed_rank(variant):
-    m = re.search(r"rank (\d+) to blame", (variant.get("diagnosis") or "") + " " + (variant.get("reason") or ""))
-    return int(m.group(1)) if m else None
+    ranks = blamed_ranks(variant)
+    return ranks[0] if ranks else None
 
 
 def of_library(report, library):
@@ -184,39 +234,88 @@ def census(library):
     return f"{checked} of {public} public classes checked, {declared} not runnable here, {unmapped} not mapped"
 
 
+def failed_properties(variant):
+    return sorted(p["name"] for p in variant.get("properties", []) if p.get("outcome") in NOT_PASSED)
+
+
+def signature(run):
+    """What a run of a variant showed: (outcome, failed properties, blamed ranks)."""
+    if run.get("outcome") not in NOT_PASSED:
+        return (run.get("outcome"), (), ())
+    return (run["outcome"], tuple(failed_properties(run)), tuple(blamed_ranks(run)))
+
+
 def findings(variants):
     out = []
     for v in variants:
         if v["outcome"] not in NOT_PASSED:
             continue
-        failed = [p["name"] for p in v.get("properties", []) if p.get("outcome") in NOT_PASSED]
-        out.append({"variant": v["id"], "metric": metric_name(v), "outcome": v["outcome"], "failed": failed,
-                    "blamed_rank": blamed_rank(v), "headline": ((v.get("root_cause") or {}).get("headline")
-                                                                or v.get("reason") or "")[:300]})
+        out.append({"variant": v["id"], "metric": metric_name(v), "outcome": v["outcome"], "failed": failed_properties(v),
+                    "blamed": blamed_ranks(v), "blamed_rank": blamed_rank(v),
+                    "headline": ((v.get("root_cause") or {}).get("headline") or v.get("reason") or "")[:300]})
     return out
 
 
-def matches(entry, finding):
-    if not fnmatch.fnmatchcase(finding["variant"], entry["variant"]):
+def covers(entry, variant_id, metric):
+    """Whether the entry's globs (and metric) name this variant, whatever it showed."""
+    if entry.get("metric") and entry["metric"] != metric:
         return False
-    if entry.get("metric") and entry["metric"] != finding["metric"]:
+    return any(fnmatch.fnmatchcase(variant_id, g) for g in entry["_globs"])
+
+
+def pinned(entry):
+    return "failed" in entry and "blamed" in entry
+
+
+def matches(entry, finding):
+    if not covers(entry, finding["variant"], finding["metric"]):
         return False
     if finding["outcome"] not in entry["_outcomes"]:
         return False
-    if entry.get("property") and entry["property"] not in finding["failed"]:
+    if "failed" in entry:
+        if sorted(set(entry["failed"])) != sorted(set(finding["failed"])):
+            return False
+    elif entry.get("property") and entry["property"] not in finding["failed"]:
         return False
-    if "blamed_rank" in entry and entry["blamed_rank"] != finding["blamed_rank"]:
+    if "blamed" in entry:
+        if sorted(set(entry["blamed"])) != finding["blamed"]:
+            return False
+    elif "blamed_rank" in entry and entry["blamed_rank"] != finding["blamed_rank"]:
         return False
     return True
 
 
 def compare(entries, found, ran):
     """(findings no entry expects, entries whose variants ran without their finding); an entry
-    whose variants did not run (a subset: --world-sizes, --filter) is not missing."""
+    whose variants did not run (a subset: --world-sizes, --filter) is not missing. `ran`: the ids
+    that ran (or (id, metric) pairs)."""
     unexpected = [f for f in found if not any(matches(e, f) for e in entries)]
+    pairs = [r if isinstance(r, tuple) else (r, None) for r in ran]
     missing = [e for e in entries if not any(matches(e, f) for f in found)
-               and any(fnmatch.fnmatchcase(v, e["variant"]) for v in ran)]
+               and any(any(fnmatch.fnmatchcase(v, g) for g in e["_globs"])
+                       and (m is None or not e.get("metric") or e["metric"] == m) for v, m in pairs)]
     return unexpected, missing
+
+
+def flakes(variants, entries):
+    """The variants a rerun showed something else than their first run: [{variant, metric, first,
+    then, declared (the entry's flaky text, or None), setup (the first run could not make its group)}]."""
+    out = []
+    for v in variants:
+        first = v.get("first_run")
+        if not first or signature(first) == signature(v):
+            continue
+        setup = SETUP_FAILED in (first.get("reason") or "")
+        declared = None if setup else next(
+            (e["flaky"] for e in entries if "flaky" in e and covers(e, v["id"], metric_name(v))), None)
+        out.append({"variant": v["id"], "metric": metric_name(v), "first": signature(first), "then": signature(v),
+                    "first_reason": (first.get("reason") or "")[:200], "declared": declared, "setup": setup})
+    return out
+
+
+# What a variant's reason says when a rank could not make the variant's torch.distributed group
+# (the harness's own failure; peers/rerun.py reruns it).
+SETUP_FAILED = "group for the Python metric failed"
 
 
 def disagreeing(variants, unexpected, missing):
@@ -225,9 +324,7 @@ def disagreeing(variants, unexpected, missing):
     ids = {(f["variant"], f["metric"]) for f in unexpected}
     out, seen = [], set()
     for v in variants:
-        behind = (v["id"], metric_name(v)) in ids or any(
-            fnmatch.fnmatchcase(v["id"], e["variant"]) and (not e.get("metric") or e["metric"] == metric_name(v))
-            for e in missing)
+        behind = (v["id"], metric_name(v)) in ids or any(covers(e, v["id"], metric_name(v)) for e in missing)
         k = (v["id"], v.get("metric"), v.get("source"))
         if behind and k not in seen:
             seen.add(k)
@@ -235,10 +332,29 @@ def disagreeing(variants, unexpected, missing):
     return out
 
 
+def shown(sig):
+    outcome, failed, blamed = sig
+    return (outcome.upper() + (f" ({', '.join(failed)})" if failed else "")
+            + (f", rank{'s' if len(blamed) > 1 else ''} {', '.join(map(str, blamed))} blamed" if blamed else ""))
+
+
 def describe(finding):
-    blame = f", rank {finding['blamed_rank']} blamed" if finding["blamed_rank"] is not None else ""
-    props = f" ({', '.join(finding['failed'])})" if finding["failed"] else ""
-    return f"{finding['outcome'].upper()} {finding['variant']}{props}{blame}: {finding['headline']}"
+    return (f"{shown((finding['outcome'], finding['failed'], finding['blamed']))} {finding['variant']}"
+            f"{' [' + finding['metric'] + ']' if finding['metric'] else ''}: {finding['headline']}")
+
+
+def describe_flake(flake):
+    what = "harness set-up failure, never declarable" if flake["setup"] else (
+        f"declared: {flake['declared']}" if flake["declared"] else "not declared flaky in any entry")
+    return (f"{flake['variant']} [{flake['metric']}]: first {shown(flake['first'])}"
+            f"{' (' + flake['first_reason'] + ')' if flake['setup'] else ''}, rerun alone {shown(flake['then'])} ({what})")
+
+
+def load_report(path):
+    report = json.loads(Path(path).read_text())
+    global NOT_PASSED
+    NOT_PASSED = outcomes_of(report)  # the runner's own table, as its report writes it
+    return report
 
 
 def main(argv=None):
@@ -250,19 +366,19 @@ def main(argv=None):
     ap.add_argument("--markdown", help="append the comparison to this Markdown file")
     ap.add_argument("--disagreeing", help="write the variants behind the differences to this JSON file "
                                           "([{id, metric, source}]: what peers/rerun.py --disagreeing reruns)")
+    ap.add_argument("--pin", action="store_true",
+                    help="write failed/blamed of every entry the run matched into the expected file (after triage)")
     args = ap.parse_args(argv)
     expected_path = args.expected or str(HERE / args.library / "expected.toml")
     try:
-        report = json.loads(Path(args.report).read_text())
-        global NOT_PASSED
-        NOT_PASSED = outcomes_of(report)  # the runner's own table, as its report writes it
+        report = load_report(args.report)
     except (OSError, json.JSONDecodeError) as e:
         print(f"peers/expected.py: cannot read the report {args.report}: {e}", file=sys.stderr)
         return 2
     try:
         entries, releases = load_expected(expected_path)
-        entries = for_release(entries, releases, ran_release(report, args.library, args.version), expected_path,
-                              args.library)
+        ran = ran_release(report, args.library, args.version)
+        entries = for_release(entries, releases, ran, expected_path, args.library)
     except BadInput as e:
         print(f"peers/expected.py: {e}", file=sys.stderr)
         return 2
@@ -272,25 +388,32 @@ def main(argv=None):
               f"(no source peers/{args.library}/metrics.py in it)", file=sys.stderr)
         return 2
     found = findings(variants)
-    unexpected, missing = compare(entries, found, [v["id"] for v in variants if v["outcome"] != "skip"])
+    if args.pin:
+        return pin(expected_path, entries, releases, ran, found,
+                   [(v["id"], metric_name(v)) for v in variants if v["outcome"] != "skip"])
+    unexpected, missing = compare(entries, found, [(v["id"], metric_name(v)) for v in variants if v["outcome"] != "skip"])
+    flaky = flakes(variants, entries)
+    undeclared = [f for f in flaky if not f["declared"]]
     metrics = sorted({metric_name(v) for v in variants} - {""})
     counts = {o: sum(v["outcome"] == o for v in variants) for o in ("pass", "skip", *NOT_PASSED)}
-    lines = []
-    for f in unexpected:
-        lines.append(f"  unexpected: {describe(f)}")
+    lines = [f"  unexpected: {describe(f)}" for f in unexpected]
     for e in missing:
-        lines.append(f"  expected but not seen: {e['_where']}: {' or '.join(e['_outcomes'])} {e['variant']}"
+        lines.append(f"  expected but not seen: {e['_where']}: {' or '.join(e['_outcomes'])} {' '.join(e['_globs'])}"
+                     f"{' (' + ', '.join(e['failed']) + ')' if e.get('failed') else ''}"
                      f"{' (' + e['property'] + ')' if e.get('property') else ''}: {e['why']} "
                      f"(the library fixed it, or the harness stopped seeing it: update {expected_path})")
+    lines += [f"  flake: {describe_flake(f)}" for f in flaky]
     if args.disagreeing:
         Path(args.disagreeing).write_text(json.dumps(disagreeing(variants, unexpected, missing), indent=1))
     seconds = sum(v.get("seconds", 0) for v in variants)
     classes = census(args.library)
+    loose = sum(1 for e in entries if not pinned(e))
     summary = (f"{args.library}: {'' if classes is None else classes + ', '}{len(metrics)} metric(s), "
                f"{len(variants)} variant(s) ({counts['pass']} pass, {counts['skip']} skip, {len(found)} finding(s), "
                f"{seconds:.0f} s of variant time): "
                f"{len(found) - len(unexpected)} expected, {len(unexpected)} unexpected, "
-               f"{len(missing)} expected but not seen")
+               f"{len(missing)} expected but not seen, {len(flaky)} flake(s) ({len(flaky) - len(undeclared)} declared)"
+               + (f"; {loose} of {len(entries)} entries not pinned (matched as a subset: --pin)" if loose else ""))
     for line in lines:
         print(line)
     print(summary)
@@ -298,7 +421,120 @@ def main(argv=None):
         with open(args.markdown, "a") as out:
             out.write(f"\n## Expected findings ({expected_path})\n\n{summary}\n\n")
             out.writelines(f"-{line[1:]}\n" for line in lines)
-    return 0 if not unexpected and not missing else 1
+    return 0 if not unexpected and not missing and not undeclared else 1
+
+
+# --- Pinning: the exact failed properties and blamed ranks of a triaged run, written into the file --
+
+
+def pin_groups(entry, found, ran):
+    """The entry's findings in this run grouped by what they showed: {(outcome, failed, blamed):
+    [variant ids]}; None when a variant it covers passed (a mechanism that does not always show:
+    left alone)."""
+    groups = {}
+    for f in found:
+        if covers(entry, f["variant"], f["metric"]) and f["outcome"] in entry["_outcomes"] and (
+                "failed" in entry or not entry.get("property") or entry["property"] in f["failed"]):
+            groups.setdefault((f["outcome"], tuple(f["failed"]), tuple(f["blamed"])), []).append(f["variant"])
+    shown = {v for ids in groups.values() for v in ids}
+    covered = {v for v, m in ran if covers(entry, v, m)}
+    return groups if groups and covered <= shown else None
+
+
+def narrowed(entry, ids, ran):
+    """Globs for `ids` alone: the entry's own when they cover nothing else, its world-size wildcard
+    made the world size the ids share when that does, else the ids themselves."""
+    covered = sorted({v for v, m in ran if covers(entry, v, m)})
+    if covered == sorted(set(ids)):
+        return entry["variant"]
+    sizes = {m.group(1) for m in (re.search(r"-ws(\d+)-", v) for v in ids) if m}
+    if len(sizes) == 1 and all("-ws*-" in g for g in entry["_globs"]):
+        globs = [g.replace("-ws*-", f"-ws{sizes.pop()}-") for g in entry["_globs"]]
+        if sorted(v for v in covered if any(fnmatch.fnmatchcase(v, g) for g in globs)) == sorted(set(ids)):
+            return globs[0] if len(globs) == 1 else globs
+    return sorted(set(ids)) if len(set(ids)) > 1 else ids[0]
+
+
+def _toml_value(value):
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    return str(value)
+
+
+def _blocks(text):
+    """The file's text cut at each [[finding]] line: (head, [block text])."""
+    parts = re.split(r"(?m)^(?=\[\[finding\]\]\s*$)", text)
+    return parts[0], parts[1:]
+
+
+def _entry_lines(block):
+    """A block's own key lines and what follows them (the next entry's comments)."""
+    lines = block.splitlines(keepends=True)
+    last = max(i for i, line in enumerate(lines) if re.match(r"^\[\[finding\]\]|^\w+ = ", line))
+    return lines[:last + 1], lines[last + 1:]
+
+
+def _pinned_block(own, entry, key, ids, ran, split_release):
+    outcome, failed, blamed = key
+    out = []
+    for line in own:
+        name = (re.match(r"^(\w+) = ", line) or [None, None])[1]
+        if name in ("failed", "blamed", "property", "blamed_rank"):
+            continue
+        if name == "variant":
+            line = f"variant = {_toml_value(narrowed(entry, ids, ran))}\n"
+        if name == "releases" and split_release:
+            line = f"releases = {_toml_value([split_release])}\n"
+        out.append(line)
+        if name == "outcome":
+            out.append(f"failed = {_toml_value(list(failed))}\nblamed = {_toml_value(list(blamed))}\n")
+    if split_release and not any(line.startswith("releases = ") for line in out):
+        out.append(f"releases = {_toml_value([split_release])}\n")
+    return out
+
+
+def pin(path, entries, releases, ran_key, found, ran):
+    """Rewrites `path` with each entry's failed/blamed as this run showed them (one entry per
+    different result); an entry that also holds for other releases keeps its unpinned copy for
+    them. Prints what it did; exit 0, or 1 when findings no entry covers remain (triage first)."""
+    text = Path(path).read_text()
+    head, blocks = _blocks(text)
+    by_index = {e["_index"]: e for e in entries}
+    new_blocks, pinned_count, left = [], 0, []
+    for i, block in enumerate(blocks):
+        entry = by_index.get(i)
+        groups = pin_groups(entry, found, ran) if entry else None
+        if not groups:
+            new_blocks.append(block)
+            if entry and not pinned(entry):
+                left.append(entry["_where"])
+            continue
+        own, rest = _entry_lines(block)
+        others = [r for r in entry.get("releases", releases or []) if r != ran_key] if releases else []
+        copies = []
+        for key, ids in sorted(groups.items()):
+            copies += _pinned_block(own, entry, key, ids, ran, ran_key if others else None) + ["\n"]
+        if others:
+            keep = [line if not line.startswith("releases = ") else f"releases = {_toml_value(others)}\n" for line in own]
+            if not any(line.startswith("releases = ") for line in keep):
+                keep.append(f"releases = {_toml_value(others)}\n")
+            copies += keep + ["\n"]
+        new_blocks.append("".join(copies[:-1]) + ("".join(rest) if rest else "\n"))
+        pinned_count += 1
+    Path(path).write_text(head + "".join(new_blocks))
+    try:
+        load_expected(path)
+    except BadInput as e:
+        print(f"peers/expected.py --pin: the rewritten file does not load: {e}", file=sys.stderr)
+        return 2
+    unexpected = [f for f in found if not any(covers(e, f["variant"], f["metric"]) for e in entries)]
+    print(f"peers/expected.py --pin: {path}: {pinned_count} entries pinned from the run; {len(left)} left as they "
+          f"were (a variant they cover passed, or none ran)" + "".join(f"\n  left: {w}" for w in left[:20]))
+    for f in unexpected:
+        print(f"  not covered by any entry (triage it first): {describe(f)}")
+    return 1 if unexpected else 0
 
 
 if __name__ == "__main__":

@@ -1,15 +1,16 @@
-"""Reruns, once and alone, variants of a peer report whose first outcome says nothing about the
-library, and replaces each one's entry in the JSON report by the rerun's, keeping the first
-attempt's outcome and reason under "rerun_after". Two kinds, both seen only under load
-(docs/peers.md, "Harness limitations seen"):
+"""Reruns, once and alone, variants of a peer report whose first outcome disagreed with what was
+expected, and replaces each one's entry in the JSON report by the rerun's, keeping what the first
+attempt showed under "first_run" (its outcome, reason, diagnosis, deviation and each property's
+outcome: what peers/expected.py compares to name a flake) and, in one line, under "rerun_after".
+A rerun decides nothing by itself: a rerun that shows something else than the first run is a
+flake, which peers/expected.py names and fails unless expected.toml declares it. Two kinds:
 
 - set-up failures (the default): a rank could not make the variant's torch.distributed group
   ("making the torch.distributed gloo group for the Python metric failed": torch's Gloo
   connectFullMesh closed by a peer), so the variant never reached the metric;
 - with --disagreeing FILE: the variants whose outcome disagreed with expected.toml (the list
   peers/expected.py --disagreeing writes). A finding that comes and goes with the machine's load
-  is a timing, and timings are not assertions: the rerun alone decides, and both outcomes are
-  printed, so a load-dependent finding is seen, never silent.
+  is a flake: both runs are printed and kept, and expected.py names it.
 
 Each variant is rerun with its own `reproduce` command line. A variant is one (id, metric,
 source): one scenario's id is run by every library's metric. More than --max variants to rerun is
@@ -39,6 +40,14 @@ def key(variant):
 def setup_failures(report):
     return [v for v in report.get("variants", [])
             if v.get("outcome") == "error" and SETUP_FAILED in (v.get("reason") or "")]
+
+
+def first_run(variant):
+    """What the first run of a variant showed, kept beside its rerun: enough to tell whether the
+    rerun showed the same (outcome, failed properties, blamed ranks)."""
+    kept = {k: variant.get(k) for k in ("outcome", "reason", "diagnosis", "deviation", "seconds") if k in variant}
+    kept["properties"] = [{"name": p.get("name"), "outcome": p.get("outcome")} for p in variant.get("properties", [])]
+    return kept
 
 
 def listed(report, wanted):
@@ -114,6 +123,7 @@ def main(argv=None):
             if field in first:
                 rerun[field] = first[field]
         rerun["rerun_after"] = f"{first.get('outcome')}: {first.get('reason') or ''}"
+        rerun["first_run"] = first_run(first)
         report["variants"][where[key(first)]] = rerun
         print(f"peers/rerun.py: {first['id']} [{first.get('metric')}] {what.replace('their', 'its')}: first "
               f"{first.get('outcome')} ({(first.get('reason') or '')[:160]}); rerun alone: {rerun.get('outcome')}")

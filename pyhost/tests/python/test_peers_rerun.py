@@ -3,7 +3,8 @@ alone, with its own `reproduce` line, and its entry replaced by the rerun's (the
 reason kept); a metric's own error is never rerun; more than --max are none rerun. With
 --disagreeing, the variants peers/expected.py names (its --disagreeing file, made here from a real
 comparison) are rerun, each one (id, metric, source): the same scenario id of another metric is
-left alone. The distmetrics it runs here is a stand-in script that writes the report a rerun would."""
+left alone; the first run is kept under first_run and a rerun that shows something else is named
+as a flake by the comparison that follows. The distmetrics it runs here is a stand-in script that writes the report a rerun would."""
 
 import importlib.util
 import json
@@ -128,6 +129,10 @@ def test_variants_that_disagree_with_expected_toml_are_rerun_by_id_metric_and_so
     assert "rerun_after" not in variants[1]
     out = capsys.readouterr().out
     assert "s/A:gloo-ws2-even-cpu [A (lib/metrics)] disagreed with expected.toml: first crash" in out
-    # After the reruns the comparison is made again: A's hang is expected now, D's hang is not.
+    assert variants[0]["first_run"]["outcome"] == "crash" and "first_run" not in variants[1]
+    # After the reruns the comparison is made again: A's hang is the expected finding now, but its
+    # first run crashed: a flake, named and failed (no entry declares it); D's hang is unexpected.
     assert expected.main(["--library", "lib", "--report", str(report), "--expected", str(toml)]) == 1
-    assert "unexpected: HANG s/D:gloo-ws1-even-cpu" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "unexpected: HANG s/D:gloo-ws1-even-cpu" in out
+    assert "flake: s/A:gloo-ws2-even-cpu [A]: first CRASH, rerun alone HANG (not declared flaky in any entry)" in out
