@@ -872,6 +872,18 @@ TEST(Checks, AnEmptyBatchTheMetricRejectsFailsAcceptsEmptyBatchAlone) {
   EXPECT_NE(c.evidence.find("every other property held"), std::string::npos) << c.evidence;
 }
 
+TEST(Checks, AnEmptyBatchNotFedByADeclaredConventionIsNotApplicableNeverHeld) {
+  Fixture f;
+  f.ranks[0].empty_not_fed = "FID declares that it rejects a batch of no rows: not fed one";
+  f.ranks[1].empty_not_fed = f.ranks[0].empty_not_fed;
+  EXPECT_TRUE(failing(f.check()).empty());
+  const auto p = f.get("accepts_empty_batch");
+  EXPECT_EQ(p.outcome, dh::Outcome::Skip);  // not judged: never drawn as a pass
+  EXPECT_EQ(p.message, "accepts_empty_batch: not applicable: FID declares that it rejects a batch of no rows: not fed one");
+  // The observation crosses the process boundary with it.
+  EXPECT_EQ(dh::RankObservation::from_json(f.ranks[0].to_json()).empty_not_fed, f.ranks[0].empty_not_fed);
+}
+
 TEST(RootCause, AnEmptyBatchTheMetricRejectsNeverHidesADistributedFailure) {
   Fixture f;
   f.ranks[0] = observation(0, {value(0.4), value(0.4), value(0.7), value(0.7)}, f.plan);

@@ -158,11 +158,15 @@ std::pair<std::string, std::string> describe_python_error(py::error_already_set&
 }
 
 std::optional<std::string> unsupported_reason(py::error_already_set& e) {
+  return declared_reason(e, harness::kUnsupportedType);
+}
+
+std::optional<std::string> declared_reason(py::error_already_set& e, const std::string& type_name) {
   // The exception itself, or one it was raised from or while handling (a wrapper's SourceError):
   // a bounded walk, since a chain can be made to loop.
   py::object raised = e.value();
   for (int depth = 0; depth < 8 && raised && !raised.is_none(); ++depth) {
-    if (py::type::handle_of(raised).attr("__name__").cast<std::string>() == harness::kUnsupportedType)
+    if (py::type::handle_of(raised).attr("__name__").cast<std::string>() == type_name)
       return py::str(raised).cast<std::string>();
     py::object next = raised.attr("__cause__");
     raised = next.is_none() ? py::object(raised.attr("__context__")) : next;

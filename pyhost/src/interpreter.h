@@ -37,6 +37,9 @@ std::pair<std::string, std::string> describe_python_error(py::error_already_set&
 // handled is one, or was raised from or while handling one; nullopt otherwise.
 // (harness::kUnsupportedType)
 std::optional<std::string> unsupported_reason(py::error_already_set& e);
+// The message of an exception (or one in its chain) whose class is named `type_name`: how a
+// registration tells the host something by the exception's name (Unsupported, NotApplicable).
+std::optional<std::string> declared_reason(py::error_already_set& e, const std::string& type_name);
 
 // Sources register their metrics by name in one process-wide Python registry, so two sources
 // that register the same name (torchmetrics' and Ignite's MeanAbsoluteError, conformed in one

@@ -113,6 +113,11 @@ metrics::Value to_value(const py::handle& v) {
     detail::host_state().failed.reset();
     throw metrics::ForeignError(harness::kUnsupportedType, where + ": " + *reason);
   }
+  // A step that does not apply to this metric by its declared convention (not fed an empty batch).
+  if (auto reason = detail::declared_reason(e, harness::kNotApplicableType)) {
+    detail::host_state().failed.reset();
+    throw metrics::ForeignError(harness::kNotApplicableType, *reason);
+  }
   auto [type, text] = detail::describe_python_error(e);
   auto& state = detail::host_state();
   auto failed = std::move(state.failed);

@@ -21,7 +21,7 @@ import torch.distributed as dist
 import _distmetrics_host as _c  # the embedded C++ module (pyhost/src/interpreter.cpp)
 
 from . import adapters
-from .errors import Unsupported
+from .errors import NotApplicable, Unsupported
 from .registry import check_factory, conventions_for, register, registered
 
 
@@ -191,7 +191,10 @@ class HostedMetric:
             input, target = structured_batch(structured_file, input)
             weight = None
         if self.adapter.conventions.get("empty_batch") == "rejected" and _rows(input) == 0:
-            return  # the library rejects a batch of no rows (its declared convention): a loop would not feed it
+            # The library rejects a batch of no rows (its declared convention): a loop would not
+            # feed it, and accepts_empty_batch is then not applicable (never "held").
+            raise NotApplicable(f"{type(self.adapter.metric).__name__} declares that it rejects a batch of no rows "
+                                f"(convention empty_batch = \"rejected\"): not fed one, as a training loop would not")
         self.adapter.update(input, target, weight)
 
     def compute(self, alone=False):

@@ -12,3 +12,10 @@ class PeerSetupError(Exception):
     """A peer mapping that cannot be used (its library missing from the interpreter, a class the
     library does not have, a parameter that cannot be mapped): the message names the mapping's
     file, line and field."""
+
+
+class NotApplicable(Exception):
+    """Raised by the host for a step that does not apply to a metric by a convention it declares
+    (a class that rejects a batch of no rows is not fed one): the property that step would judge
+    is "not applicable" with the message as its reason, never a pass. Keep the class name: the
+    C++ host reads an exception named ``NotApplicable`` so."""

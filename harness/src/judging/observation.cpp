@@ -94,6 +94,7 @@ json RankObservation::to_json() const {
             {"probe_error", probe_error}};
   j["error"] = step_error_json(error);
   if (empty_rejected) j["empty_rejected"] = step_error_json(empty_rejected);
+  if (!empty_not_fed.empty()) j["empty_not_fed"] = empty_not_fed;
   return j;
 }
 
@@ -126,6 +127,7 @@ RankObservation RankObservation::from_json(const json& j) {
   if (j.contains("probe_error")) o.probe_error = j.at("probe_error").get<std::map<std::string, std::string>>();
   o.error = step_error_from_json(j.at("error"));
   if (j.contains("empty_rejected")) o.empty_rejected = step_error_from_json(j.at("empty_rejected"));
+  if (j.contains("empty_not_fed")) o.empty_not_fed = j.at("empty_not_fed").get<std::string>();
   return o;
 }
 

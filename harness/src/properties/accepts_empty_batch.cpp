@@ -37,6 +37,14 @@ PropertyResult check(const CheckContext& ctx, const std::string& hint) {
     result.lines.push_back(std::move(line));
   }
   if (!first) {
+    // Nothing fed is nothing judged: a metric that declares it takes no batch of no rows was not
+    // given one, so this property is not applicable to it (shown as such, never as held).
+    for (const auto& obs : ctx.ranks) {
+      if (obs.empty_not_fed.empty()) continue;
+      result.outcome = Outcome::Skip;
+      result.message = "accepts_empty_batch: not applicable: " + obs.empty_not_fed.substr(0, obs.empty_not_fed.find('\n'));
+      return result;
+    }
     result.message = "accepts_empty_batch held: every rank that called update() with an empty batch went on";
     return result;
   }

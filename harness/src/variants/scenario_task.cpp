@@ -180,9 +180,13 @@ nlohmann::json run_scenario_variant_task(runtime::TaskContext& ctx) {
               if (runtime::is_allocation_failure(e)) throw;
               StepError rejected = step_error(step, op, e);
               if (rejected.type == kUnsupportedType) throw;
-              obs.empty_rejected = std::move(rejected);
+              if (rejected.type == kNotApplicableType) {
+                obs.empty_not_fed = rejected.message;  // a declared convention: nothing was fed
+              } else {
+                obs.empty_rejected = std::move(rejected);
+              }
             }
-            if (!obs.empty_rejected && !probes.empty()) {
+            if (!obs.empty_rejected && obs.empty_not_fed.empty() && !probes.empty()) {
               const auto empty = on_device(data.rows({}), devices.input);
               for (auto& [name, probe] : probes) probe->updated(empty);
             }

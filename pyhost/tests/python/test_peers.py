@@ -25,7 +25,7 @@ import fake_host  # noqa: E402
 FAKE = fake_host.install()
 
 from distmetrics import _host, adapters, peers, registry  # noqa: E402
-from distmetrics.errors import PeerSetupError, Unsupported  # noqa: E402
+from distmetrics.errors import NotApplicable, PeerSetupError, Unsupported  # noqa: E402
 
 try:
     for _library in ("torchmetrics", "ignite", "torcheval"):
@@ -350,7 +350,10 @@ def test_a_declared_empty_batch_rejection_is_not_fed_so_the_rest_runs():
         plain.update(torch.zeros(0), torch.zeros(0, dtype=torch.long), None)
     declared = hosted("E2", lambda p: torchmetrics.classification.BinaryAccuracy(), conventions={"empty_batch": "rejected"})
     declared.update(torch.tensor([1, 0, 1]), torch.tensor([1, 1, 1]), None)
-    declared.update(torch.zeros(0), torch.zeros(0, dtype=torch.long), None)  # not fed
+    # Not fed: the host says so (NotApplicable, which the C++ host turns into accepts_empty_batch
+    # "not applicable"), and the state is untouched.
+    with pytest.raises(NotApplicable, match="declares that it rejects a batch of no rows"):
+        declared.update(torch.zeros(0), torch.zeros(0, dtype=torch.long), None)
     assert declared.compute() == pytest.approx(2 / 3)
     # A mapping's convention follows the class the parameters pick: Ignite's Precision rejects a
     # multiclass empty batch (precision.py:65, y.max()), not a binary one.

@@ -60,6 +60,11 @@ struct StepError {
 // this variant: a parameter combination or an input it does not support (distmetrics.Unsupported
 // in Python, any class named Unsupported in C++). The variant is then a skip with its message.
 constexpr const char* kUnsupportedType = "Unsupported";
+// The type name by which a metric says that a step does not apply to it, by a convention it
+// declares (distmetrics.NotApplicable in Python): a Python class that rejects a batch of no rows
+// is not fed one. The property that step would judge is then "not applicable", with the message
+// as its reason, never a pass.
+constexpr const char* kNotApplicableType = "NotApplicable";
 
 // A StepError for an exception caught at `step` in `op`, stamped with the time now.
 StepError step_error(int step, const std::string& op, const std::exception& e);
@@ -78,6 +83,9 @@ struct RankObservation {
   // The first update() of an empty batch that raised: the script went on without that update
   // (and later empty ones), so that the properties still judge the rest.
   std::optional<StepError> empty_rejected;
+  // Why an update() of an empty batch was not fed at all (kNotApplicableType: a declared
+  // convention), empty when it was fed or there was none.
+  std::string empty_not_fed;
   // Per property with a rank-side probe: why it has nothing to judge on this rank (the metric
   // cannot save or merge its state), and an error that fails it (saving or loading raised).
   std::map<std::string, std::string> probe_skipped, probe_error;
