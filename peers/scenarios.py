@@ -1,6 +1,7 @@
 """Writes the scenario files of the classes checked against themselves (the `OWN` rows of
-peers/<library>/metrics.py, python/distmetrics/peers.py `Own`): one file per class,
-OUT/scenarios/<library>/<Class>.toml, read by `distmetrics conform` like any scenario file
+peers/<library>/metrics.py, python/distmetrics/peers.py `Own`): one file per class and entry of
+its variant plan (`OWN_PLAN`), OUT/scenarios/<library>/<Class>.toml (3 ranks) and
+<Class>.ws2.toml (2 ranks, an even split), read by `distmetrics conform` like any scenario file
 (ci/run_peers.sh passes OUT/scenarios beside scenarios/). Run with the libraries importable (the
 torch 2.x venv's python, or Debian's with the peers venv).
 
@@ -34,7 +35,7 @@ def load(library):
 def write(out, libraries=LIBRARIES):
     """Writes every library's files under OUT/scenarios/<library>/ (each folder made afresh);
     returns the number of files."""
-    from distmetrics.peers import own_scenario
+    from distmetrics.peers import OWN_PLAN, own_scenario
 
     count = 0
     for library in libraries:
@@ -45,9 +46,10 @@ def write(out, libraries=LIBRARIES):
         # OWNED: the rows registered for the installed release (none on a release older than the
         # one they were triaged on: register_own's `since`).
         for row in getattr(module, "OWNED", {}).values():
-            file_name = row.name.split(".", 1)[1].replace("[", "_").replace("]", "") + ".toml"
-            (folder / file_name).write_text(own_scenario(row, library))
-            count += 1
+            stem = row.name.split(".", 1)[1].replace("[", "_").replace("]", "")
+            for suffix, world_sizes, shards in OWN_PLAN:
+                (folder / f"{stem}{suffix}.toml").write_text(own_scenario(row, library, world_sizes, shards))
+                count += 1
     return count
 
 

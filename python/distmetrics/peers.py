@@ -480,11 +480,17 @@ def retrieval_update(metric, input, target, weight):
 SHAPE_DEFAULTS = dict(num_samples=40, batch_size=4)
 # The shard policies and world size every class runs: a random split (unequal shards, which
 # also shows whatever an even split shows) and a rank with no data (the sync of empty and
-# default states), at 3 ranks (a first, a middle and a last rank; an odd split). World size 1
-# judges nothing a single-process run does not, and 2 shows no mechanism 3 does not: 2 variants
-# a class, since the peer run holds a few hundred classes (measured: docs/peers.md).
+# default states), at 3 ranks (a first, a middle and a last rank; an odd split).
 OWN_SHARDS = ("uneven", "empty_rank")
 OWN_WORLD_SIZES = (3,)
+# The variant plan of a class checked against itself: one scenario file per entry, (the file's
+# suffix, world sizes, shard policies; None: the row's own `shards`, else OWN_SHARDS). Beside the
+# 3-rank variants, an even split at 2 ranks: every rank has data there, so a class whose 3-rank
+# variants die on a mechanism of the empty or short rank (the compute cache of a rank without
+# updates, a placeholder of the wrong dtype) still has every property judged at a world size of
+# its own (a class counts as checked when each property was judged at 2 and at 3 or more ranks:
+# peers/judged.py).
+OWN_PLAN = (("", OWN_WORLD_SIZES, None), (".ws2", (2,), ("even",)))
 
 
 def channel_statistics(probabilities=False):
@@ -581,9 +587,10 @@ def register_own(rows, library, since=None):
     return out
 
 
-def own_scenario(row, library):
+def own_scenario(row, library, world_sizes=OWN_WORLD_SIZES, shards=None):
     """The scenario file (TOML text) that checks `row` against itself: its shape's data, the
-    default script, every property that needs no independent value."""
+    default script, every property that needs no independent value; at `world_sizes` with
+    `shards` (default: the row's own shards, else OWN_SHARDS)."""
     import zlib
 
     data = dict(SHAPE_DEFAULTS, **SHAPES[row.shape])
@@ -603,8 +610,8 @@ def own_scenario(row, library):
         if key in data:
             lines.append(f"{key} = {_toml(data[key])}")
     lines.append("params = {" + ", ".join(f"{k} = {_toml(v)}" for k, v in data["params"].items()) + "}")
-    lines += ["", "[variants]", f"world_sizes = {_toml(list(OWN_WORLD_SIZES))}", 'backends = ["gloo"]',
-              f"shards = {_toml(list(row.shards or OWN_SHARDS))}"]
+    lines += ["", "[variants]", f"world_sizes = {_toml(list(world_sizes))}", 'backends = ["gloo"]',
+              f"shards = {_toml(list(shards or row.shards or OWN_SHARDS))}"]
     if row.reference:
         lines += ["", "[reference]", f"python = {_toml(row.reference)}"]
         if row.reference_kwargs:

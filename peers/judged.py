@@ -1,0 +1,259 @@
+"""What a peer run judged, class by class, read from its JSON report (not from the rows): for each
+public class of each library, the properties judged (passed, or failed with a finding) on a
+variant that ran to its end on every rank, by world size and shard policy.
+
+A property is judged in a variant when the variant's report gives it a pass or a fail; a property
+a variant skipped is not applicable there (its reason is the skip's message); one a variant never
+reached (the variant hung, crashed or raised before the step that judges it) is not judged there.
+The properties that apply to a class are those its scenarios check (their `properties`, no_hang
+always). A class is
+
+- **checked** when every property that applies to it was judged at world size 2 and at a world
+  size of 3 or more (or is not applicable to it, with its reason);
+- **partly checked** otherwise: the (property, reason) pairs not judged are listed;
+- **not run**: it has a row, but no variant of this run ran it (no scenario selects it);
+- **not runnable here** (declared in its mapping, with what it would need) or **not mapped**.
+
+Run with the libraries importable (the census and the mappings' declarations: the torch 2.x venv's
+python of ci/run_peers.sh), after peers/classes.py named each variant's class:
+
+    python peers/judged.py --report build/reports/peers/peers.json [--library NAME] [--markdown OUT] [--json OUT]
+
+Prints one summary line per library (the last lines: ci/run_peers.sh repeats them); --markdown
+writes the per-class table, --json the same as data (what the HTML page and docs read).
+Exit 0; 2 for bad input (no report, a report without classes)."""
+
+import argparse
+import importlib.util
+import json
+import sys
+import tomllib
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+LIBRARIES = {"torchmetrics": "torchmetrics", "ignite": "PyTorch-Ignite", "torcheval": "torcheval"}
+JUDGED = ("pass", "fail")
+
+
+def _coverage():
+    spec = importlib.util.spec_from_file_location("peers_coverage", ROOT / "peers" / "coverage.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def library_of(variant):
+    source = variant.get("source") or ""
+    for library in LIBRARIES:
+        if source.endswith(f"/{library}/metrics.py") or source == f"python:{library}/metrics.py":
+            return library
+    return None
+
+
+_SCENARIO_PROPERTIES = {}
+
+
+def scenario_properties(path):
+    """The properties a scenario file checks (its top-level `properties`), or None when it leaves
+    them to the defaults (then what its variants reported decides)."""
+    if path not in _SCENARIO_PROPERTIES:
+        try:
+            data = tomllib.loads(Path(path).read_text())
+            listed = data.get("properties")
+        except (OSError, tomllib.TOMLDecodeError):
+            listed = None
+        _SCENARIO_PROPERTIES[path] = None if listed is None else set(listed) | {"no_hang"}
+    return _SCENARIO_PROPERTIES[path]
+
+
+def size_band(world_size):
+    return "ws2" if world_size == 2 else ("ws3+" if world_size >= 3 else "ws1")
+
+
+def not_reached(variant):
+    """Why a variant judged nothing past its failure: its outcome and reason, in one line."""
+    return f"{variant['outcome']} at {variant['id'].split(':', 1)[-1]}: {(variant.get('reason') or '')[:120]}"
+
+
+class ClassRecord:
+    """Everything the run showed of one class."""
+
+    def __init__(self):
+        self.applies = set()
+        self.judged = defaultdict(lambda: defaultdict(list))   # property -> band -> [(shard, outcome)]
+        self.not_applicable = {}                                # property -> reason (skipped everywhere)
+        self.unreached = defaultdict(lambda: defaultdict(list))  # property -> band -> why not judged
+        self.blocked = defaultdict(list)                        # band -> [why a variant judged nothing]
+        self.variants = 0
+        self.seconds = 0.0
+        self.outcomes = defaultdict(int)
+        self.plan = defaultdict(set)                            # band -> shard policies run
+
+    def add(self, variant):
+        band = size_band(variant.get("world_size", 0))
+        self.variants += 1
+        self.seconds += variant.get("seconds", 0) or 0
+        self.outcomes[variant["outcome"]] += 1
+        self.plan[band].add(variant.get("shard", ""))
+        listed = scenario_properties(variant.get("file", ""))
+        props = variant.get("properties", [])
+        # What its scenario lists, and what any of its variants reported (accepts_empty_batch is
+        # judged whenever the script feeds an empty batch, listed or not).
+        self.applies |= (listed or set()) | {p["name"] for p in props} | {"no_hang"}
+        seen = set()
+        for p in props:
+            seen.add(p["name"])
+            if p.get("outcome") in JUDGED:
+                self.judged[p["name"]][band].append((variant.get("shard", ""), p["outcome"]))
+            elif p.get("outcome") == "skip":
+                message = (p.get("message") or "skipped").splitlines()[0]
+                if ": not judged:" in message:  # the step it judges was never reached (checking.cpp, skipped())
+                    self.unreached[p["name"]][band].append(message.split(": not judged:", 1)[1].strip()[:160])
+                else:  # it does not apply to this class (a declared convention, no reference implementation)
+                    self.not_applicable.setdefault(p["name"], message[:160])
+        if variant["outcome"] == "hang":
+            self.judged["no_hang"][band].append((variant.get("shard", ""), "fail"))
+        elif variant["outcome"] not in ("skip",) and "no_hang" not in seen:
+            self.judged["no_hang"][band].append((variant.get("shard", ""), "pass"))
+        if variant["outcome"] not in ("pass", "fail", "skip"):
+            self.blocked[band].append(not_reached(variant))
+
+    def missing(self):
+        """[(properties, reason)]: the applicable properties not judged at ws2 or at ws3+, those
+        with one reason together."""
+        by_reason = defaultdict(list)
+        for prop in sorted(self.applies):
+            judged = self.judged.get(prop, {})
+            if prop in self.not_applicable and not judged:
+                continue  # not applicable to this class: its reason is listed apart
+            for band in ("ws2", "ws3+"):
+                if judged.get(band):
+                    continue
+                if band not in self.plan:
+                    why = f"no variant at {'world size 2' if band == 'ws2' else 'world size 3 or more'}"
+                elif self.blocked.get(band):
+                    why = f"{band}: no variant reached it ({self.blocked[band][0]})"
+                elif self.unreached.get(prop, {}).get(band):
+                    why = f"{band}: {self.unreached[prop][band][0]}"
+                else:
+                    why = f"{band}: not reported by any variant"
+                by_reason[why].append(prop)
+        return [(", ".join(props), why) for why, props in by_reason.items()]
+
+    def status(self):
+        return "checked" if not self.missing() else "partly checked"
+
+
+def judge(report, libraries):
+    """{library: {"module:Class": ClassRecord}} from the report's variants of each library."""
+    records = {library: defaultdict(ClassRecord) for library in libraries}
+    for v in report.get("variants", []):
+        library = library_of(v)
+        if library in records and v.get("class") and v.get("outcome") != "skip":
+            records[library][v["class"]].add(v)
+    return records
+
+
+def rows(library, records, statuses):
+    """[(class, status, detail, record or None)] for every public class of the census."""
+    out = []
+    for q, (state, text) in statuses.items():
+        record = records.get(q)
+        if record is not None and record.variants:
+            out.append((q, record.status(), "", record))
+        elif state == "checked":
+            out.append((q, "not run", f"its row ({text}) ran in no variant of this run", None))
+        else:
+            out.append((q, state, text, None))
+    for q, record in records.items():  # a class a row names that the census does not list
+        if q not in statuses:
+            out.append((q, record.status(), "not in the census (a private or renamed class?)", record))
+    return out
+
+
+STATES = ("checked", "partly checked", "not run", "not runnable here", "not mapped")
+
+
+def summary_line(library, version, table):
+    counts = {s: sum(1 for _, st, _, _ in table if st == s) for s in STATES}
+    public = len(table)
+    share = 100.0 * counts["checked"] / public if public else 0.0
+    return (f"{library} {version}: {public} public classes, judged from this run: {counts['checked']} checked "
+            f"({share:.0f}%: every property that applies judged at world size 2 and at 3 or more), "
+            f"{counts['partly checked']} partly checked, {counts['not run']} not run (a row no variant ran), "
+            f"{counts['not runnable here']} not runnable here, {counts['not mapped']} not mapped")
+
+
+def markdown(library, version, table):
+    lines = [f"### {LIBRARIES[library]} {version}", "", summary_line(library, version, table), "",
+             "| class | status | variants (seconds) | judged at ws2 | judged at ws3+ | not judged (property: reason) | not applicable |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    for q, state, detail, record in table:
+        if record is None:
+            lines.append(f"| `{q}` | {state} | — | — | — | {detail} | — |")
+            continue
+        judged = {band: sorted(p for p, bands in record.judged.items() if bands.get(band)) for band in ("ws2", "ws3+")}
+        missing = "; ".join(f"{p}: {why}" for p, why in record.missing()) or "—"
+        na = "; ".join(f"{p}: {why}" for p, why in sorted(record.not_applicable.items()) if not record.judged.get(p)) or "—"
+        lines.append(f"| `{q}` | {state} | {record.variants} ({record.seconds:.1f} s) | "
+                     f"{', '.join(judged['ws2']) or '—'} | {', '.join(judged['ws3+']) or '—'} | "
+                     f"{missing.replace('|', '/')} | {na.replace('|', '/')} |")
+    return lines
+
+
+def as_json(table):
+    out = {}
+    for q, state, detail, record in table:
+        item = {"status": state, "detail": detail}
+        if record is not None:
+            item.update(variants=record.variants, seconds=round(record.seconds, 3), outcomes=dict(record.outcomes),
+                        applies=sorted(record.applies),
+                        judged={p: {b: v for b, v in bands.items()} for p, bands in record.judged.items()},
+                        missing=[list(m) for m in record.missing()],
+                        not_applicable={p: r for p, r in record.not_applicable.items() if not record.judged.get(p)},
+                        plan={b: sorted(s) for b, s in record.plan.items()})
+        out[q] = item
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--report", required=True)
+    ap.add_argument("--library", action="append", choices=list(LIBRARIES))
+    ap.add_argument("--markdown", help="write the per-class tables to this Markdown file")
+    ap.add_argument("--json", help="write the per-class results to this JSON file")
+    args = ap.parse_args(argv)
+    try:
+        report = json.loads(Path(args.report).read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        print(f"peers/judged.py: cannot read the report {args.report}: {e}", file=sys.stderr)
+        return 2
+    libraries = args.library or [lib for lib in LIBRARIES if any(library_of(v) == lib for v in report.get("variants", []))]
+    if not libraries:
+        print(f"peers/judged.py: {args.report} has no variant of {', '.join(LIBRARIES)}", file=sys.stderr)
+        return 2
+    if not any(v.get("class") for v in report.get("variants", [])):
+        print(f"peers/judged.py: {args.report}: no variant names its class (run peers/classes.py on it first)",
+              file=sys.stderr)
+        return 2
+    coverage = _coverage()
+    records = judge(report, libraries)
+    md, data, summaries = [], {}, []
+    for library in libraries:
+        census, statuses = coverage.status(library, coverage.load(library))
+        table = rows(library, records[library], statuses)
+        summaries.append(summary_line(library, census.version, table))
+        md += markdown(library, census.version, table) + [""]
+        data[library] = {"version": census.version, "classes": as_json(table)}
+    if args.markdown:
+        Path(args.markdown).write_text("\n".join(md) + "\n")
+    if args.json:
+        Path(args.json).write_text(json.dumps(data, indent=1))
+    for line in summaries:
+        print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
