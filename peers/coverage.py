@@ -72,7 +72,7 @@ def status(library, module):
     for info in census.metrics:
         q = info.qualified
         if q in checked:
-            out[q] = ("checked", ", ".join(checked[q]))
+            out[q] = ("has a row", ", ".join(checked[q]))
         elif q in declared:
             out[q] = ("not runnable here", declared[q])
         else:
@@ -88,11 +88,12 @@ def take_census(library):
 
 
 def census_line(library, census, statuses):
-    counts = {k: sum(1 for s, _ in statuses.values() if s == k) for k in ("checked", "not runnable here", "not mapped")}
-    own = sum(1 for s, by in statuses.values() if s == "checked" and "(itself)" in by)
+    counts = {k: sum(1 for s, _ in statuses.values() if s == k) for k in ("has a row", "not runnable here", "not mapped")}
+    own = sum(1 for s, by in statuses.values() if s == "has a row" and "(itself)" in by)
     return (f"Census of {LIBRARIES[library]} {census.version} (peers/census.py): {len(statuses)} public metric classes: "
-            f"{counts['checked']} checked ({counts['checked'] - own} through a reference metric, {own} against "
-            f"themselves only), {counts['not runnable here']} declared not runnable here, {counts['not mapped']} not mapped.")
+            f"{counts['has a row']} with a row ({counts['has a row'] - own} through a reference metric, {own} against "
+            f"themselves only), {counts['not runnable here']} declared not runnable here, {counts['not mapped']} not mapped. "
+            f"A row is not a check: what each class had judged in a run is peers/judged.py's (\"Checked means judged\").")
 
 
 def table(library):
@@ -111,8 +112,11 @@ def table(library):
         lines.append(f"- {none.reference}: {none.why}")
     own = list(getattr(module, "OWNED", {}).values())
     if own:
-        lines += ["", f"{len(own)} classes checked against themselves (`Own` rows: generated scenarios, world size 3, "
-                      f"uneven and empty_rank):", "",
+        from distmetrics.peers import OWN_PLAN, OWN_SHARDS
+
+        plan = "; ".join(f"world size {', '.join(map(str, sizes))}: {', '.join(shards or OWN_SHARDS)}"
+                         f"{'' if shards else ' (or the row own shards)'}" for _, sizes, shards in OWN_PLAN)
+        lines += ["", f"{len(own)} classes checked against themselves (`Own` rows: generated scenarios; {plan}):", "",
                   "| registered as | shape | constructor | inputs | conventions | independent reference | note |",
                   "| --- | --- | --- | --- | --- | --- | --- |"]
         for row in own:

@@ -162,7 +162,7 @@ def rows(library, records, statuses):
         record = records.get(q)
         if record is not None and record.variants:
             out.append((q, record.status(), "", record))
-        elif state == "checked":
+        elif state == "has a row":
             out.append((q, "not run", f"its row ({text}) ran in no variant of this run", None))
         else:
             out.append((q, state, text, None))

@@ -114,6 +114,12 @@ def test_a_class_checked_against_itself_gets_a_scenario_of_its_own(tmp_path):
     assert sum_file["metric"]["name"] == "torcheval.Sum"
     assert sum_file["data"]["generator"] == "values"
     assert sum_file["variants"]["shards"] == ["uneven", "empty_rank"]
+    assert sum_file["variants"]["world_sizes"] == [3]
+    # Its variant plan's second file: an even split at 2 ranks, the same data and properties.
+    even = tomllib.loads((tmp_path / "scenarios" / "torcheval" / "Sum.ws2.toml").read_text())
+    assert (even["variants"]["world_sizes"], even["variants"]["shards"]) == ([2], ["even"])
+    assert (even["data"], even["properties"], even["metric"]) == (sum_file["data"], sum_file["properties"], sum_file["metric"])
+    assert len(list((tmp_path / "scenarios" / "torcheval").glob("*.ws2.toml"))) * 2 == count
     # torcheval has merge_state: it is judged too, beside every property that needs no reference.
     assert {"equal_to_single", "ranks_agree", "idempotent", "update_after_compute", "reset_replay",
             "batch_invariant", "state_roundtrip", "merge_state"} == set(sum_file["properties"])

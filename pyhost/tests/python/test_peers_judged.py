@@ -59,7 +59,7 @@ def test_a_skip_is_never_judged_not_applicable_keeps_its_reason():
 
 
 def test_rows_count_a_row_that_ran_no_variant_as_not_run():
-    statuses = {"lib.mod:A": ("checked", "`torchmetrics.A` (itself)"), "lib.mod:B": ("checked", "Precision"),
+    statuses = {"lib.mod:A": ("has a row", "`torchmetrics.A` (itself)"), "lib.mod:B": ("has a row", "Precision"),
                 "lib.mod:C": ("not runnable here", "needs a hub download")}
     props = [("equal_to_single", "pass", "")]
     table = judged.rows("torchmetrics", records(variant("A", 2, "even", "pass", props),
