@@ -195,36 +195,43 @@ if [ ${#selected[@]} -gt 0 ]; then
   fi
 fi
 # The reproductions without distmetrics: each exits 0 while its bug shows (peers/repro/common.py).
+# peers/run_repros.py runs them all from one interpreter that imports torch and the libraries once,
+# each script in a fork of it (its ranks forked in turn: each repro its own group and processes),
+# as many at once as there are cores, each under a 180 s deadline.
 if [ "$skip_repros" != 1 ]; then
   shown=0
   gone=()
   other_release=()
-  for repro in peers/repro/*.py; do
-    name=${repro##*/}
-    [ "$name" = common.py ] && continue
-    out_file=$reports/${name%.py}.txt
-    if [ "$DM_DRY_RUN" = 1 ]; then
-      dm_run timeout --kill-after=10 180 "$repro_python" "$repro"
-      continue
-    fi
-    repro_code=0
-    timeout --kill-after=10 180 "$repro_python" "$repro" >"$out_file" 2>&1 || repro_code=$?
-    if [ "$repro_code" = 0 ]; then
-      shown=$((shown + 1))
-      dm_say "$(tail -n 1 "$out_file")"
-    elif [ "$repro_code" = 77 ]; then  # about other releases (peers/repro/common.py, requires)
-      other_release+=("$name")
-    else
-      gone+=("$repro")
-      dm_fail "$repro: $(tail -n 1 "$out_file")"
-    fi
-  done
+  repro_started=$SECONDS
+  repro_summary=$reports/repros.tsv
+  repro_run=0
+  [ "$DM_DRY_RUN" = 1 ] || rm -f "$repro_summary"
+  dm_run timeout --kill-after=10 900 "$repro_python" peers/run_repros.py --reports "$reports" \
+    --summary "$repro_summary" --deadline 180 --brief || repro_run=$?
   if [ "$DM_DRY_RUN" != 1 ]; then
+    if [ ! -s "$repro_summary" ]; then
+      gone+=("peers/run_repros.py")
+      dm_fail "peers/run_repros.py gave exit code $repro_run and no summary (see above)"
+    fi
+    while IFS=$'\t' read -r name repro_code _; do
+      repro=peers/repro/$name
+      out_file=$reports/${name%.py}.txt
+      if [ "$repro_code" = 0 ]; then
+        shown=$((shown + 1))
+        dm_say "$(tail -n 1 "$out_file")"
+      elif [ "$repro_code" = 77 ]; then  # about other releases (peers/repro/common.py, requires)
+        other_release+=("$name")
+      else
+        gone+=("$repro")
+        dm_fail "$repro: $(tail -n 1 "$out_file")"
+      fi
+    done < <([ -s "$repro_summary" ] && cat "$repro_summary")
+    repro_seconds=$((SECONDS - repro_started))
     if [ ${#gone[@]} -gt 0 ]; then
-      summaries+=("repros: ${#gone[@]} no longer show their bug (fixed upstream? update docs/peers.md): ${gone[*]}")
+      summaries+=("repros: ${#gone[@]} no longer show their bug (fixed upstream? update docs/peers.md): ${gone[*]} (${repro_seconds} s wall time)")
       codes+=("$DM_EXIT_FAIL")
     else
-      summaries+=("repros: all $shown show their bug (outputs: $reports/<repro>.txt)")
+      summaries+=("repros: all $shown show their bug in ${repro_seconds} s wall time (outputs: $reports/<repro>.txt)")
     fi
     [ ${#other_release[@]} -eq 0 ] ||
       summaries+=("repros: ${#other_release[@]} about other releases, not run: ${other_release[*]}")

@@ -657,7 +657,7 @@ def test_peer_job_runs_the_current_releases_on_torch_2_and_the_last_ones_for_1_1
         (conform,) = [c for c in commands if " conform " in c]
         assert conform.startswith("timeout --kill-after=30 1800 build/bin/distmetrics conform"), conform
         assert "--json build/reports/peers/peers.json" in conform
-        repros = [c for c in commands if "peers/repro/" in c]
+        repros = [c for c in commands if "peers/run_repros.py" in c]
         assert repros and all("/usr/bin/python3" not in c for c in repros), repros
     code, out = machine.run("--dry-run", "--skip-deps", "--torch", "1.13", script=PEERS)
     assert code == 0, out
@@ -666,7 +666,7 @@ def test_peer_job_runs_the_current_releases_on_torch_2_and_the_last_ones_for_1_1
     assert any(c.startswith("cmake -S ") and " -B build-torch1.13 " in c and "DISTMETRICS_TORCH" not in c for c in commands)
     (conform,) = [c for c in commands if " conform " in c]
     assert conform.startswith("timeout --kill-after=30 1800 build-torch1.13/bin/distmetrics conform"), conform
-    repros = [c for c in commands if "peers/repro/" in c]
+    repros = [c for c in commands if "peers/run_repros.py" in c]
     assert repros and all(" /usr/bin/python3 " in c for c in repros), repros
     code, out = machine.run("--dry-run", "--torch", "3", script=PEERS)
     assert code == 2 and "--torch must be 2 (PyTorch 2.x from pip" in out and machine.commands(out) == []
