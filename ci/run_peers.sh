@@ -190,6 +190,16 @@ if [ ${#selected[@]} -gt 0 ]; then
         fi
         codes+=("$check")
       done
+      # What the run judged, class by class (peers/judged.py, from this report, not from the rows):
+      # one line per library; the per-class table in judged.md, the same as data in judged.json.
+      if [ "$torch" != 1.13 ]; then
+        judged_libraries=()
+        for library in "${selected[@]}"; do judged_libraries+=(--library "$library"); done
+        judged_out=$(PYTHONWARNINGS=ignore "$repro_python" peers/judged.py --report "$reports/peers.json" \
+          "${judged_libraries[@]}" --markdown "$reports/judged.md" --json "$reports/judged.json") ||
+          dm_fail "peers/judged.py could not read $reports/peers.json (run it by hand to see why)"
+        while IFS= read -r line; do [ -z "$line" ] || summaries+=("$line"); done <<<"$judged_out"
+      fi
       summaries+=("conform: ${#selected[@]} libraries at world sizes $world_sizes in ${conform_seconds} s wall time")
     fi
   fi
