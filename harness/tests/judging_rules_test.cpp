@@ -477,6 +477,26 @@ TEST(JudgingRules, ABlameTheRuntimeDecidedOrNoBaselineTellsIsLeftAsItWas) {
   EXPECT_EQ(v.reason.rfind("ranks split evenly", 0), 0u) << v.reason;
   EXPECT_NE(v.diagnosis.find("neither side is blamed"), std::string::npos) << v.diagnosis;
 
+  // A metric whose number of collectives follows its data (one gather per element, torchmetrics
+  // #3336): the single-process run, on all the data, gathers more than either side. Rank 0 passed
+  // compute 1 with 4 gathers, rank 1 with 2: the baseline's 6 are neither side's.
+  Case per_element;
+  std::vector<rt::CollectiveRecord> rank0, rank1;
+  for (std::uint64_t s = 0; s < 4; ++s) rank0.push_back(collective(s, "all_gather", 1, 0));
+  for (std::uint64_t s = 0; s < 4; ++s) rank1.push_back(collective(s, "all_gather", 1 + 2 * (s / 2), s / 2));
+  per_element.built.single.collectives_at_compute[0] = std::vector<dh::TraceEntry>(6, dh::TraceEntry{0, "all_gather", "float64", {3}, 0, ""});
+  per_element.run.status = rt::RunStatus::Hang;
+  per_element.run.ranks[0].state = rt::RankState::TimedOut;
+  per_element.run.ranks[0].trace = rank0;
+  per_element.run.ranks[0].blocked_in = collective(4, "barrier", 3, 1);
+  per_element.run.ranks[1].state = rt::RankState::Finished;
+  per_element.run.ranks[1].trace = rank1;
+  per_element.run.diagnosis = even_split_diagnosis(per_element.run);
+  v = per_element.judge(judging::run_hung_or_crashed);
+  ASSERT_TRUE(v.deviation);
+  EXPECT_EQ(v.deviation->more, (std::vector<int>{0}));
+  EXPECT_TRUE(v.deviation->blamed.empty()) << v.reason;
+
   // A compute right after another: a fresh single-process instance does not say what a repeat
   // issues (a metric may return its cached value there without syncing).
   Case repeat(2, R"(description = "rules"

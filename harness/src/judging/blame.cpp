@@ -2,6 +2,7 @@
 #include "distmetrics/harness/internal/blame.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <tuple>
 #include <iomanip>
@@ -121,6 +122,47 @@ std::optional<BaselineSeen> from_single_process_run(Judging& j, int step, int co
   return seen;
 }
 
+// One rank's collectives of (step, compute) up to and including sequence number `last`: its
+// trace, and the collective it is blocked in.
+std::vector<std::string> keys_in_step(const runtime::RankOutcome& rank, int step, int compute, std::uint64_t last) {
+  std::vector<runtime::CollectiveRecord> records = rank.trace;
+  if (rank.blocked_in && (records.empty() || records.back().seq < rank.blocked_in->seq)) records.push_back(*rank.blocked_in);
+  std::vector<std::string> keys;
+  for (const auto& record : records)
+    if (record.step == step && record.compute == compute && record.seq <= last) keys.push_back(collective_key(record));
+  return keys;
+}
+
+const runtime::RankOutcome* outcome_of(const Judging& j, int rank) {
+  for (const auto& r : j.run.ranks)
+    if (r.rank == rank) return &r;
+  return nullptr;
+}
+
+// Whether a rank is past (step, compute), as runtime::find_step_deviation reads it: it finished,
+// or the collective it is blocked in (else its last) was issued in a later step.
+bool past_step(const runtime::RankOutcome& rank, int step, int compute) {
+  if (rank.state == runtime::RankState::Finished) return true;
+  const runtime::CollectiveRecord* last = rank.blocked_in ? &*rank.blocked_in : rank.trace.empty() ? nullptr : &rank.trace.back();
+  return last && std::make_pair(step, compute) < std::make_pair(last->step, last->compute);
+}
+
+// Whether the baseline's sequence `keys` is what every rank of the `more` side issued in the step:
+// all of it, for a rank past the step; a beginning of it, for a rank still in it (which may
+// issue more there). A sequence the baseline only begins with is not the metric's: a metric whose
+// number of collectives follows its data issues more on all the data than on either side.
+bool more_side_matches(const Judging& j, const runtime::StepDeviation& d, const std::vector<std::string>& keys) {
+  for (int rank : d.more) {
+    const runtime::RankOutcome* outcome = outcome_of(j, rank);
+    if (!outcome) return false;
+    const auto issued = keys_in_step(*outcome, d.step, d.compute, UINT64_MAX);
+    const bool complete = past_step(*outcome, d.step, d.compute);
+    if (complete ? issued != keys : issued.size() > keys.size() || !std::equal(issued.begin(), issued.end(), keys.begin()))
+      return false;
+  }
+  return true;
+}
+
 // An even split the baseline `seen` tells apart: the side whose sequence it shows is the
 // metric's (`fewer_is_right`, or the other); the other side is blamed. The paragraph that says so.
 std::string even_split_told(const runtime::StepDeviation& d, const BaselineSeen& seen, bool fewer_is_right,
@@ -151,22 +193,10 @@ std::string resolve_even_split(Judging& j, const runtime::StepDeviation& d, Devi
     if (!seen) continue;
     const bool fewer_is_right = seen->keys.size() == d.fewer_issued &&
                                 std::equal(issued.begin(), issued.begin() + d.fewer_issued, seen->keys.begin());
-    const bool more_is_right = seen->keys.size() > d.fewer_issued && d.fewer_issued < issued.size() &&
-                               std::equal(issued.begin(), issued.begin() + d.fewer_issued + 1, seen->keys.begin());
+    const bool more_is_right = seen->keys.size() > d.fewer_issued && more_side_matches(j, d, seen->keys);
     if (fewer_is_right != more_is_right) return even_split_told(d, *seen, fewer_is_right, deviation);
   }
   return {};
-}
-
-// One rank's collectives of (step, compute) up to and including sequence number `last`: its
-// trace, and the collective it is blocked in.
-std::vector<std::string> keys_in_step(const runtime::RankOutcome& rank, int step, int compute, std::uint64_t last) {
-  std::vector<runtime::CollectiveRecord> records = rank.trace;
-  if (rank.blocked_in && (records.empty() || records.back().seq < rank.blocked_in->seq)) records.push_back(*rank.blocked_in);
-  std::vector<std::string> keys;
-  for (const auto& record : records)
-    if (record.step == step && record.compute == compute && record.seq <= last) keys.push_back(collective_key(record));
-  return keys;
 }
 
 // A mismatch (ranks issued different collectives at one sequence number) whose blame only the
@@ -181,8 +211,7 @@ std::string resolve_mismatch_tie(Judging& j, const runtime::CollectiveMismatch& 
     if (record.step < 0 || record.step != at.step || record.compute != at.compute) return {};
   std::vector<std::vector<std::string>> sequences;  // each group's, through the mismatched collective
   for (const auto& [record, ranks] : m.groups)
-    for (const auto& r : j.run.ranks)
-      if (r.rank == ranks.front()) sequences.push_back(keys_in_step(r, at.step, at.compute, m.seq));
+    if (const auto* outcome = outcome_of(j, ranks.front())) sequences.push_back(keys_in_step(*outcome, at.step, at.compute, m.seq));
   if (sequences.size() != m.groups.size()) return {};
   for (const auto& baseline : baselines_of_even_splits()) {
     const auto seen = baseline.find(j, at.step, at.compute);
@@ -240,7 +269,10 @@ std::string rank_list(const std::vector<int>& ranks) {
 std::string collective_key(const runtime::CollectiveRecord& record) {
   std::string key = record.op + "|" + record.dtype;
   if (record.op != "all_gather")  // runtime::same_collective: a gather's contributions may differ
-    for (auto d : record.shape) key += "," + std::to_string(d);
+    for (auto d : record.shape) {
+      key += ',';
+      key += std::to_string(d);  // not "," + ...: GCC 12's -Wstringop-overflow misreads that inlined
+    }
   return key;
 }
 
