@@ -211,6 +211,45 @@ class RankLocalCacheMean : public MeanBase {
   std::int64_t cached_count_ = -1;
 };
 
+// Right but for one rank in its first compute at world size > 1, where it breaks the metric's
+// sequence: Extra issues a barrier after its sync, Skip returns its own mean without syncing,
+// Gather gathers its sum where its peers reduce it. At world size 2 the ranks split evenly: only
+// the metric's own sequence (the single-process run's) tells which rank broke it.
+enum class Break { Extra, Skip, Gather };
+template <Break kBreak, int kRank>
+class BreaksFirstComputeMean : public MeanBase {
+ public:
+  explicit BreaksFirstComputeMean(std::string name) : MeanBase(std::move(name)) {}
+  Value compute() override {
+    std::vector<at::Tensor> state = {sum_.clone(), count_.clone()};
+    const bool breaks = comm_ && comm_->world_size() > 1 && comm_->rank() == kRank && computes_++ == 0;
+    if (!breaks) {
+      if (comm_) comm_->all_reduce(state, runtime::ReduceOp::Sum);
+    } else if (kBreak == Break::Extra) {
+      comm_->all_reduce(state, runtime::ReduceOp::Sum);
+      comm_->barrier();
+    } else if (kBreak == Break::Gather) {
+      (void)comm_->all_gather(sum_);
+    }
+    return mean_of(state[0], state[1]);
+  }
+
+ private:
+  int computes_ = 0;
+};
+class ExtraBarrierOnRank1Mean : public BreaksFirstComputeMean<Break::Extra, 1> {
+ public:
+  ExtraBarrierOnRank1Mean() : BreaksFirstComputeMean("ExtraBarrierOnRank1Mean") {}
+};
+class SkipsSyncOnRank0Mean : public BreaksFirstComputeMean<Break::Skip, 0> {
+ public:
+  SkipsSyncOnRank0Mean() : BreaksFirstComputeMean("SkipsSyncOnRank0Mean") {}
+};
+class GathersOnRank0Mean : public BreaksFirstComputeMean<Break::Gather, 0> {
+ public:
+  GathersOnRank0Mean() : BreaksFirstComputeMean("GathersOnRank0Mean") {}
+};
+
 // Rank 1 says what it is about to do, then dies of SIGSEGV in its second update().
 class SegfaultInUpdateMean : public MeanBase {
  public:
@@ -409,6 +448,9 @@ metrics::MetricRegistry& registry() {
     reg.add(spec<AbortOnRank1Mean>("AbortOnRank1Mean", "mean of input; rank 1 aborts in compute"));
     reg.add(spec<AllocatesTooMuchOnRank1Mean>("AllocatesTooMuchOnRank1Mean", "mean of input; rank 1 asks for 64 GiB in its second update"));
     reg.add(spec<RankLocalCacheMean>("RankLocalCacheMean", "mean of input; rank 1 caches computes without new samples"));
+    reg.add(spec<ExtraBarrierOnRank1Mean>("ExtraBarrierOnRank1Mean", "mean of input; rank 1 adds a barrier in its first compute"));
+    reg.add(spec<SkipsSyncOnRank0Mean>("SkipsSyncOnRank0Mean", "mean of input; rank 0 skips its first compute's sync"));
+    reg.add(spec<GathersOnRank0Mean>("GathersOnRank0Mean", "mean of input; rank 0 gathers where its peers reduce, once"));
     reg.add(spec<SegfaultInUpdateMean>("SegfaultInUpdateMean", "mean of input; rank 1 dies in its second update"));
     reg.add(spec<StatefulMean>("StatefulMean", "mean of input; declared states: saves, loads and merges them"));
     reg.add(spec<CountNotSavedMean>("CountNotSavedMean", "mean of input; save_state() leaves the count out"));

@@ -16,6 +16,9 @@ namespace distmetrics::harness::testing {
 //   RaiseAloneMean        raises NotComputableError on a rank with no data before syncing (Ignite #1242)
 //   GatherPerElementMean  gathers its values one all_gather per element (torchmetrics #3336)
 //   AbortOnRank1Mean      rank 1 calls abort() in compute()
+//   ExtraBarrierOnRank1Mean  rank 1 issues a barrier after its sync in its first compute
+//   SkipsSyncOnRank0Mean  rank 0 returns its own mean without syncing in its first compute
+//   GathersOnRank0Mean    rank 0 gathers its sum where its peers all_reduce, in its first compute
 //   AllocatesTooMuchOnRank1Mean  rank 1 asks for 64 GiB in its second update (past --rank-memory)
 //   EndlessWhenAloneMean  without a communicator its second update never finishes
 //   RejectsWhenDistributedMean  every rank raises InputError in update() when world size > 1

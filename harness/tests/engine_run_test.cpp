@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "distmetrics/fixtures/scenario_test.h"
@@ -198,6 +199,9 @@ TEST(EngineRun, DifferentNumbersOfCollectivesPerRankNeverHangTheRun) {
   const auto v = run("gather_per_element").at(0);
   EXPECT_TRUE(v.outcome == dh::Outcome::Hang || v.outcome == dh::Outcome::Error) << explain(v);
   EXPECT_NE(v.diagnosis.find("all_gather"), std::string::npos) << explain(v);
+  // One gather per element: the single-process run, on all the data, gathers more than either
+  // rank did in the compute both passed, so it is neither side's sequence and blames neither.
+  if (v.deviation) EXPECT_TRUE(v.deviation->blamed.empty()) << explain(v);
 }
 
 TEST(EngineRun, ARankThatDiesIsACrashNamingIt) {
@@ -228,6 +232,45 @@ TEST(EngineRun, ARankThatSkipsAComputesCollectivesIsNamedByCompute) {
   // The hang is reported as seen: rank 1 left, long before the deadline.
   EXPECT_EQ(v.property("no_hang")->message.rfind("no_hang failed: rank 1 left the collective rank 0 waits in (detected after ", 0), 0u)
       << v.property("no_hang")->message;
+}
+
+// World size 2 as a new user runs it (no other variant of the scenario): a rank that breaks the
+// metric's sequence in the only compute leaves as many ranks on each side. The single-process run
+// (equal_to_single's) issues the metric's own sequence there: the rank that broke it is blamed, on
+// gloo and on mpi, and the verdict names that baseline. `what`: what the reason says it did.
+void expect_blamed_by_the_single_process_run(const std::string& scenario, int blamed, const std::string& what) {
+  const auto verdicts = run(scenario);
+  ASSERT_EQ(verdicts.size(), 2u);
+  std::set<std::string> backends;
+  for (const auto& v : verdicts) {
+    backends.insert(v.variant.backend);
+    EXPECT_TRUE(v.outcome == dh::Outcome::Hang || v.outcome == dh::Outcome::Crash) << explain(v);
+    const std::string rank = "rank " + std::to_string(blamed);
+    EXPECT_EQ(v.reason.rfind(rank + " to blame: " + rank + " deviated from the metric's sequence in compute 1 (script step 3): "
+                                 "in the single-process run (the same metric in one process, on all the data), compute 1 "
+                                 "(script step 3) issued all_reduce(sum) (int64 [1]), all_reduce(sum) (float64 [1]), as rank " +
+                                 std::to_string(1 - blamed) + " did here; " + rank + " " + what,
+                             0),
+              0u)
+        << explain(v);
+    EXPECT_NE(v.reason.find("(the ranks split evenly: the single-process run is the baseline)."), std::string::npos) << v.reason;
+    EXPECT_EQ(v.diagnosis.find("neither side is blamed"), std::string::npos) << explain(v);
+  }
+  EXPECT_EQ(backends, (std::set<std::string>{"gloo", "mpi"}));
+}
+
+TEST(EngineRun, AnExtraCollectiveAtWorldSize2IsBlamedByTheSingleProcessRun) {
+  expect_blamed_by_the_single_process_run("extra_barrier_on_rank1", 1, "issued barrier #2 there, which rank 0 never issued");
+}
+
+TEST(EngineRun, ASkippedCollectiveAtWorldSize2IsBlamedByTheSingleProcessRun) {
+  expect_blamed_by_the_single_process_run("skips_sync_on_rank0", 0,
+                                          "passed it without all_reduce(sum) #0 (int64 [1]), which rank 1 issued");
+}
+
+// The runtime's tie-break alone would blame rank 1 (the group without rank 0).
+TEST(EngineRun, AMismatchedCollectiveAtWorldSize2IsBlamedByTheSingleProcessRun) {
+  expect_blamed_by_the_single_process_run("gathers_on_rank0", 0, "issued all_gather(shapes) #0 (int64 [");
 }
 
 TEST(EngineRun, ACrashNamesTheStepTheMethodWhatTheRankPrintedAndWhereItDied) {

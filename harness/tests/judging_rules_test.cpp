@@ -27,7 +27,7 @@ seed = 3
 num_samples = 16
 batch_size = 2
 [variants]
-world_sizes = [1, 2]
+world_sizes = [1, 2, 3]
 )";
 
 rt::CollectiveRecord collective(std::uint64_t seq, const std::string& op, int step, int compute) {
@@ -54,8 +54,8 @@ struct Case {
   std::vector<dh::PropertyResult> extra;
   judging::Baselines baselines;
 
-  explicit Case(int world_size = 2) {
-    auto loaded = dh::load_scenario_text(kScenario, "scenarios/core/rules.toml", "core/rules");
+  explicit Case(int world_size = 2, const char* text = kScenario) {
+    auto loaded = dh::load_scenario_text(text, "scenarios/core/rules.toml", "core/rules");
     EXPECT_TRUE(loaded.diagnostics.empty()) << loaded.diagnostics.front().to_string();
     scenario = std::move(*loaded.scenario);
     for (const auto& v : dh::expand_variants(scenario, 0))
@@ -113,6 +113,47 @@ struct Case {
 };
 
 const dh::PropertyResult* no_hang(const dh::Verdict& v) { return v.property("no_hang"); }
+
+// The scenario with one compute: a rank that skips its collectives there leaves no other compute
+// to tell the sides apart.
+constexpr const char* kOneCompute = R"(description = "rules"
+script = ["update 50%", "update rest", "compute"]
+[metric]
+name = "MeanAbsoluteError"
+[data]
+generator = "regression"
+seed = 3
+num_samples = 16
+batch_size = 2
+[variants]
+world_sizes = [1, 2, 3]
+)";
+
+// What the single-process run issued in compute `compute` (0-based), as a rank's records of
+// script step `step` from sequence number `first`.
+std::vector<rt::CollectiveRecord> metric_sequence(const Case& c, int compute, int step, std::uint64_t first) {
+  std::vector<rt::CollectiveRecord> out;
+  for (const auto& entry : c.reference.collectives_at_compute.at(compute).value()) {
+    rt::CollectiveRecord r;
+    r.seq = first + out.size();
+    r.op = entry.op;
+    r.dtype = entry.dtype;
+    r.shape = entry.shape;
+    r.step = step;
+    r.compute = compute;
+    out.push_back(r);
+  }
+  return out;
+}
+
+// The runtime's paragraph for an even split, as far as the harness reads it.
+std::string even_split_diagnosis(const rt::JobResult& run) {
+  const auto split = rt::find_step_deviation(run.ranks);
+  EXPECT_TRUE(split && split->blamed.empty());
+  return split ? "ranks split evenly over compute 1: ... " + rt::even_split_unblamed_text(*split) + " Now ..." : "";
+}
+
+std::string rank_text(int rank) { return "rank " + std::to_string(rank); }
 
 }  // namespace
 
@@ -226,14 +267,265 @@ TEST(JudgingRules, AnEvenSplitIsBlamedOnTheSideTheScenariosOtherVariantsDoNotSho
   EXPECT_NE(v.diagnosis.find("ranks split evenly over compute 1 (script step 2): ... Now rank 0 waits in barrier #1."),
             std::string::npos)
       << v.diagnosis;
-  // Without a baseline the split stays even: neither side is blamed.
+  // Without a baseline the split stays even: neither side is blamed (the single-process run
+  // recorded nothing here).
   Case alone;
+  alone.built.single.collectives_at_compute.clear();
   alone.run = two.run;
   const auto even = alone.judge(judging::run_hung_or_crashed);
   ASSERT_TRUE(even.deviation);
   EXPECT_TRUE(even.deviation->blamed.empty());
   EXPECT_EQ(even.reason.rfind("ranks split evenly", 0), 0u) << even.reason;
   EXPECT_NE(even.diagnosis.find("neither side is blamed"), std::string::npos) << even.diagnosis;
+}
+
+TEST(JudgingRules, TheSingleProcessRunRecordsTheCollectivesOfEveryCompute) {
+  Case c;
+  ASSERT_EQ(c.reference.collectives_at_compute.size(), 2u);
+  for (const auto& compute : c.reference.collectives_at_compute) {
+    ASSERT_TRUE(compute);
+    ASSERT_FALSE(compute->empty());
+    EXPECT_EQ(compute->front().op, "all_reduce(sum)");
+  }
+  // Carried in the reference's JSON (it comes back from a child process or a helper worker), a
+  // compute not recorded as null.
+  auto reference = c.reference;
+  reference.collectives_at_compute[1].reset();
+  const auto back = dh::reference_from_json(dh::reference_to_json(reference));
+  ASSERT_EQ(back.collectives_at_compute.size(), 2u);
+  ASSERT_TRUE(back.collectives_at_compute[0]);
+  EXPECT_FALSE(back.collectives_at_compute[1]);
+  ASSERT_EQ(back.collectives_at_compute[0]->size(), c.reference.collectives_at_compute[0]->size());
+  EXPECT_EQ(back.collectives_at_compute[0]->front().dtype, c.reference.collectives_at_compute[0]->front().dtype);
+  EXPECT_EQ(back.collectives_at_compute[0]->front().shape, c.reference.collectives_at_compute[0]->front().shape);
+  // The values are taken without a communicator, as before (compute 2 saw every sample); the
+  // reference implementation's (as fed) records no collectives: they are not the metric's.
+  dh::SampleIndices all(16);
+  for (std::int64_t i = 0; i < 16; ++i) all[i] = i;
+  EXPECT_EQ(c.reference.at_compute.at(1).to_json(),
+            dh::single_process_result(c.scenario, c.data, dh::cut_batches(all, 2)).to_json());
+  EXPECT_TRUE(dh::build_reference(c.scenario, c.data, c.plan.shards, c.plan.script, dh::ReferenceData::AsFed)
+                  .collectives_at_compute.empty());
+}
+
+TEST(JudgingRules, TheBaselinesOfAnEvenSplitAreTriedInOrder) {
+  std::vector<std::string> names;
+  for (const auto& baseline : judging::baselines_of_even_splits()) names.push_back(baseline.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"another variant of the scenario whose ranks agreed", "the single-process run"}));
+}
+
+// World size 2: one rank issues a barrier after its sync in compute 1, and waits in it while its
+// peer's compute 2 collectives wait for a partner; no other compute tells the sides apart and no
+// other variant ran. The single-process run issued only the sync there: whichever rank added the
+// barrier is blamed, and the verdict names the single-process run.
+TEST(JudgingRules, AnExtraCollectiveOnEitherRankIsBlamedByTheSingleProcessRun) {
+  for (int deviant : {0, 1}) {
+    Case c;
+    const int other = 1 - deviant;
+    const auto compute1 = metric_sequence(c, 0, 1, 0);
+    const std::uint64_t n = compute1.size();
+    c.run.status = rt::RunStatus::Hang;
+    c.run.ranks[deviant].state = rt::RankState::TimedOut;
+    c.run.ranks[deviant].trace = compute1;
+    c.run.ranks[deviant].blocked_in = collective(n, "barrier", 1, 0);
+    c.run.ranks[other].state = rt::RankState::TimedOut;
+    c.run.ranks[other].trace = compute1;
+    c.run.ranks[other].blocked_in = metric_sequence(c, 1, 3, n).front();
+    c.run.diagnosis = even_split_diagnosis(c.run);
+    const auto v = c.judge(judging::run_hung_or_crashed);
+    ASSERT_TRUE(v.deviation);
+    EXPECT_EQ(v.deviation->blamed, (std::vector<int>{deviant}));
+    const std::string expected = rank_text(deviant) + " to blame: " + rank_text(deviant) +
+                                 " deviated from the metric's sequence in compute 1 (script step 2): in the single-process "
+                                 "run (the same metric in one process, on all the data), compute 1 (script step 2) issued all_reduce(sum) (";
+    EXPECT_EQ(v.reason.rfind(expected, 0), 0u) << v.reason;
+    EXPECT_NE(v.reason.find(", as " + rank_text(other) + " did here; " + rank_text(deviant) + " issued barrier #" +
+                            std::to_string(n) + " there, which " + rank_text(other) +
+                            " never issued (the ranks split evenly: the single-process run is the baseline)."),
+              std::string::npos)
+        << v.reason;
+    EXPECT_EQ(v.diagnosis.find("neither side is blamed"), std::string::npos) << v.diagnosis;
+    EXPECT_NE(v.diagnosis.find("ranks split evenly over compute 1: ... Now ..."), std::string::npos) << v.diagnosis;
+  }
+}
+
+// World size 2, one compute: one rank passes it without the sync its peer waits in.
+TEST(JudgingRules, ASkippedCollectiveOnEitherRankIsBlamedByTheSingleProcessRun) {
+  for (int deviant : {0, 1}) {
+    Case c(2, kOneCompute);
+    const int other = 1 - deviant;
+    const auto sync = metric_sequence(c, 0, 2, 0);
+    c.run.status = rt::RunStatus::Hang;
+    c.run.ranks[deviant].state = rt::RankState::Finished;
+    c.run.ranks[deviant].trace.clear();
+    c.run.ranks[other].state = rt::RankState::TimedOut;
+    c.run.ranks[other].trace.clear();
+    c.run.ranks[other].blocked_in = sync.front();
+    c.run.diagnosis = even_split_diagnosis(c.run);
+    const auto v = c.judge(judging::run_hung_or_crashed);
+    ASSERT_TRUE(v.deviation);
+    EXPECT_EQ(v.deviation->blamed, (std::vector<int>{deviant}));
+    EXPECT_EQ(v.reason.rfind(rank_text(deviant) + " to blame: " + rank_text(deviant) +
+                                 " deviated from the metric's sequence in compute 1 (script step 3): in the single-process run",
+                             0),
+              0u)
+        << v.reason;
+    EXPECT_NE(v.reason.find(rank_text(deviant) + " passed it without " + sync.front().describe() + ", which " +
+                            rank_text(other) + " issued (the ranks split evenly: the single-process run is the baseline)."),
+              std::string::npos)
+        << v.reason;
+    EXPECT_EQ(v.diagnosis.find("neither side is blamed"), std::string::npos) << v.diagnosis;
+  }
+}
+
+// World size 2: one rank gathers where its peer reduces, at the same sequence number of compute 1.
+// The runtime's tie-break (the rank without rank 0's collective) is overruled by the single-process
+// run, which reduces there.
+TEST(JudgingRules, AMismatchedCollectiveOnEitherRankIsBlamedByTheSingleProcessRun) {
+  for (int deviant : {0, 1}) {
+    Case c;
+    const int other = 1 - deviant;
+    const auto sync = metric_sequence(c, 0, 1, 0);
+    rt::CollectiveRecord gather = collective(0, "all_gather(shapes)", 1, 0);
+    gather.dtype = "int64";
+    gather.shape = {5};
+    c.run.status = rt::RunStatus::Hang;
+    c.run.ranks[deviant].state = rt::RankState::TimedOut;
+    c.run.ranks[deviant].trace = {gather};  // a trace holds the collective its rank is blocked in
+    c.run.ranks[deviant].blocked_in = gather;
+    c.run.ranks[other].state = rt::RankState::TimedOut;
+    c.run.ranks[other].trace = {sync.front()};
+    c.run.ranks[other].blocked_in = sync.front();
+    ASSERT_FALSE(rt::find_step_deviation(c.run.ranks));
+    const auto mismatch = rt::find_collective_mismatch(c.run.ranks);
+    ASSERT_TRUE(mismatch && mismatch->tie());
+    EXPECT_EQ(mismatch->blamed(), 1);  // by the ranks' order alone
+    c.run.blamed_rank = 1;
+    c.run.diagnosis = "ranks disagree at #0: ... " + rt::mismatch_blame_text(*mismatch) + " Every rank must issue ...";
+    const auto v = c.judge(judging::run_hung_or_crashed);
+    EXPECT_FALSE(v.deviation);  // no step parted: a mismatch has no deviation record
+    EXPECT_EQ(v.reason.rfind(rank_text(deviant) + " to blame: " + rank_text(deviant) +
+                                 " deviated from the metric's sequence in compute 1 (script step 2): in the single-process run",
+                             0),
+              0u)
+        << v.reason;
+    EXPECT_NE(v.reason.find(rank_text(deviant) + " issued all_gather(shapes) #0 (int64 [5]) where " + rank_text(other) +
+                            " issued " + sync.front().describe() +
+                            " (the ranks split evenly: the single-process run is the baseline)."),
+              std::string::npos)
+        << v.reason;
+    EXPECT_EQ(v.diagnosis.find(rt::mismatch_blame_text(*mismatch)), std::string::npos) << v.diagnosis;
+    EXPECT_NE(v.diagnosis.find("ranks disagree at #0: ... Every rank must issue ..."), std::string::npos) << v.diagnosis;
+  }
+}
+
+// A blame the runtime decided (the fewer ranks, the pattern of the other computes, the smaller
+// group of a mismatch) stays as it was, even where the single-process run would say otherwise;
+// so does an even split that no baseline tells apart (nothing recorded, or a repeated compute).
+TEST(JudgingRules, ABlameTheRuntimeDecidedOrNoBaselineTellsIsLeftAsItWas) {
+  // World size 3: rank 2 alone issued a barrier in compute 1 (the fewer ranks), though the
+  // single-process run is made to show one there too.
+  Case uneven(3);
+  const auto compute1 = metric_sequence(uneven, 0, 1, 0);
+  const std::uint64_t n = compute1.size();
+  uneven.built.single.collectives_at_compute[0]->push_back(dh::TraceEntry{n, "barrier", "", {}, 0, ""});
+  uneven.run.status = rt::RunStatus::Hang;
+  for (int r = 0; r < 3; ++r) {
+    uneven.run.ranks[r].state = rt::RankState::TimedOut;
+    uneven.run.ranks[r].trace = compute1;
+    uneven.run.ranks[r].blocked_in = r == 2 ? collective(n, "barrier", 1, 0) : metric_sequence(uneven, 1, 3, n).front();
+  }
+  const auto split = rt::find_step_deviation(uneven.run.ranks);
+  ASSERT_TRUE(split);
+  EXPECT_EQ(split->blamed, (std::vector<int>{2}));
+  uneven.run.blamed_rank = 2;
+  uneven.run.diagnosis = "rank 2 issued barrier #2 in compute 1 (script step 2), which ranks 0, 1 never issued. Rank 2 is blamed: the fewer ranks.";
+  auto v = uneven.judge(judging::run_hung_or_crashed);
+  EXPECT_EQ(v.reason, "rank 2 to blame: " + uneven.run.diagnosis);
+  ASSERT_TRUE(v.deviation);
+  EXPECT_EQ(v.deviation->blamed, (std::vector<int>{2}));
+
+  // A mismatch of 2 against 1: the smaller group, as the runtime said.
+  Case minority(3);
+  for (int r = 0; r < 3; ++r) {
+    minority.run.ranks[r].state = rt::RankState::TimedOut;
+    minority.run.ranks[r].blocked_in = r == 0 ? collective(0, "barrier", 1, 0) : metric_sequence(minority, 0, 1, 0).front();
+    minority.run.ranks[r].trace = {*minority.run.ranks[r].blocked_in};
+  }
+  minority.run.status = rt::RunStatus::Hang;
+  const auto mismatch = rt::find_collective_mismatch(minority.run.ranks);
+  ASSERT_TRUE(mismatch && !mismatch->tie());
+  minority.run.blamed_rank = 0;
+  minority.run.diagnosis = "ranks disagree at #0: ... " + rt::mismatch_blame_text(*mismatch);
+  v = minority.judge(judging::run_hung_or_crashed);
+  EXPECT_EQ(v.reason, "rank 0 to blame: " + minority.run.diagnosis);
+
+  // The even split of the extra barrier, with nothing recorded by the single-process run.
+  Case unrecorded;
+  unrecorded.built.single.collectives_at_compute.clear();
+  unrecorded.run.status = rt::RunStatus::Hang;
+  for (int r = 0; r < 2; ++r) {
+    unrecorded.run.ranks[r].state = rt::RankState::TimedOut;
+    unrecorded.run.ranks[r].trace = compute1;
+  }
+  unrecorded.run.ranks[1].blocked_in = collective(n, "barrier", 1, 0);
+  unrecorded.run.ranks[0].blocked_in = metric_sequence(unrecorded, 1, 3, n).front();
+  unrecorded.run.diagnosis = even_split_diagnosis(unrecorded.run);
+  v = unrecorded.judge(judging::run_hung_or_crashed);
+  ASSERT_TRUE(v.deviation);
+  EXPECT_TRUE(v.deviation->blamed.empty());
+  EXPECT_EQ(v.reason.rfind("ranks split evenly", 0), 0u) << v.reason;
+  EXPECT_NE(v.diagnosis.find("neither side is blamed"), std::string::npos) << v.diagnosis;
+
+  // A metric whose number of collectives follows its data (one gather per element, torchmetrics
+  // #3336): the single-process run, on all the data, gathers more than either side. Rank 0 passed
+  // compute 1 with 4 gathers, rank 1 with 2: the baseline's 6 are neither side's.
+  Case per_element;
+  std::vector<rt::CollectiveRecord> rank0, rank1;
+  for (std::uint64_t s = 0; s < 4; ++s) rank0.push_back(collective(s, "all_gather", 1, 0));
+  for (std::uint64_t s = 0; s < 4; ++s) rank1.push_back(collective(s, "all_gather", 1 + 2 * (s / 2), s / 2));
+  per_element.built.single.collectives_at_compute[0] = std::vector<dh::TraceEntry>(6, dh::TraceEntry{0, "all_gather", "float64", {3}, 0, ""});
+  per_element.run.status = rt::RunStatus::Hang;
+  per_element.run.ranks[0].state = rt::RankState::TimedOut;
+  per_element.run.ranks[0].trace = rank0;
+  per_element.run.ranks[0].blocked_in = collective(4, "barrier", 3, 1);
+  per_element.run.ranks[1].state = rt::RankState::Finished;
+  per_element.run.ranks[1].trace = rank1;
+  per_element.run.diagnosis = even_split_diagnosis(per_element.run);
+  v = per_element.judge(judging::run_hung_or_crashed);
+  ASSERT_TRUE(v.deviation);
+  EXPECT_EQ(v.deviation->more, (std::vector<int>{0}));
+  EXPECT_TRUE(v.deviation->blamed.empty()) << v.reason;
+
+  // A compute right after another: a fresh single-process instance does not say what a repeat
+  // issues (a metric may return its cached value there without syncing).
+  Case repeat(2, R"(description = "rules"
+script = ["update rest", "compute", "compute"]
+[metric]
+name = "MeanAbsoluteError"
+[data]
+generator = "regression"
+seed = 3
+num_samples = 16
+batch_size = 2
+[variants]
+world_sizes = [2]
+)");
+  // Compute 1 agreed on a broadcast (no pattern for either side); in compute 2 rank 0 returned
+  // without a collective while rank 1 synced as the single-process run's fresh instance does.
+  const std::vector<rt::CollectiveRecord> first = {collective(0, "broadcast(root=0)", 1, 0)};
+  const auto second = metric_sequence(repeat, 1, 2, first.size());
+  repeat.run.status = rt::RunStatus::Hang;
+  repeat.run.ranks[0].state = rt::RankState::Finished;
+  repeat.run.ranks[0].trace = first;
+  repeat.run.ranks[1].state = rt::RankState::TimedOut;
+  repeat.run.ranks[1].trace = first;
+  repeat.run.ranks[1].blocked_in = second.front();
+  repeat.run.diagnosis = even_split_diagnosis(repeat.run);
+  v = repeat.judge(judging::run_hung_or_crashed);
+  ASSERT_TRUE(v.deviation);
+  EXPECT_EQ(v.deviation->compute, 2);
+  EXPECT_TRUE(v.deviation->blamed.empty()) << v.reason;
 }
 
 TEST(JudgingRules, ARankThatDidNotReportIsAnError) {

@@ -6,9 +6,12 @@
 # With a misbehaving plugin and its scenarios: under mpirun a rank that segfaults is a crash
 # report blamed on it (exit 4, not mpirun's 139), and a rank that never returns a hang (exit 3)
 # within a bound, rank 0 reporting both.
-#   conform_launchers_test.sh BIN PLUGIN SCENARIO_DIR [MISBEHAVING_PLUGIN MISBEHAVING_SCENARIO_DIR]
+# With the verdict test plugin and its scenarios: under mpirun, on gloo and on mpi, a rank that
+# issues an extra barrier at world size 2 (an even split) is blamed by the single-process run.
+#   conform_launchers_test.sh BIN PLUGIN SCENARIO_DIR [MISBEHAVING_PLUGIN MISBEHAVING_SCENARIO_DIR
+#                             [VERDICT_PLUGIN VERDICT_SCENARIO_DIR]]
 set -euo pipefail
-bin=$1 plugin=$2 scenarios=$3 misbehaving=${4:-} misbehaving_scenarios=${5:-}
+bin=$1 plugin=$2 scenarios=$3 misbehaving=${4:-} misbehaving_scenarios=${5:-} verdict=${6:-} verdict_scenarios=${7:-}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -72,6 +75,21 @@ if command -v mpirun > /dev/null; then
       echo "mpi launcher, $file: ok"
     done
     echo "mpi launcher, faults: ok"
+  fi
+  if [ -n "$verdict" ]; then
+    for backend in gloo mpi; do
+      "$bin" list "$verdict_scenarios/mse_extra_barrier_on_rank1.toml" --world-sizes 2 --backend "$backend" \
+        | grep -q ":$backend-ws2" || continue
+      rc=0
+      timeout 120 mpirun --oversubscribe -np 2 "$bin" conform --plugin "$verdict" --metric MeanSquaredError \
+        "$verdict_scenarios/mse_extra_barrier_on_rank1.toml" --backend "$backend" --json "$tmp/even_split_$backend.json" \
+        > "$tmp/even_split_$backend.out" 2>&1 || rc=$?
+      [ "$rc" = 3 ] || { cat "$tmp/even_split_$backend.out"; fail "mpirun, $backend even split: exit $rc, expected 3 (hang)"; }
+      grep -q "rank 1 to blame: rank 1 deviated from the metric's sequence in compute 1 (script step 2): in the single-process run" \
+        "$tmp/even_split_$backend.out" \
+        || { cat "$tmp/even_split_$backend.out"; fail "mpirun, $backend: the even split is not blamed on rank 1 by the single-process run"; }
+      echo "mpi launcher, $backend even split: ok"
+    done
   fi
 fi
 

@@ -184,6 +184,33 @@ TEST(Conform, ARankThatRaisesBeforeAPeersRawC10dWaitTimesOutIsBlamed) {
   }
 }
 
+// As a new user tries a plugin: world size 2 alone, where rank 1 issues a barrier in its first
+// compute that rank 0 never issues. One rank on each side, no other compute or variant: the plugin's
+// single-process run (built on the helper worker) issues the metric's own sequence there and blames
+// rank 1, on gloo and on mpi, naming itself as the baseline.
+TEST(Conform, AnEvenSplitIsBlamedOnTheRankThePluginsSingleProcessRunDisagreesWith) {
+  const auto run = conform("--plugin " + quote(PLUGIN_VERDICT_TEST_PLUGIN) + " --metric MeanSquaredError " +
+                               quote(VERDICT_SCENARIOS),
+                           "even_split.json");
+  EXPECT_EQ(run.rc, 3) << run.output;
+  ASSERT_TRUE(run.report.is_object()) << run.output;
+  for (const std::string backend : {"gloo", "mpi"}) {
+    const auto* v = variant(run.report, "mse_extra_barrier_on_rank1:" + backend + "-ws2-even-cpu");
+    ASSERT_TRUE(v) << run.output;
+    EXPECT_EQ(v->at("outcome"), "hang") << backend;
+    const std::string reason = v->at("reason");
+    EXPECT_EQ(reason.rfind("rank 1 to blame: rank 1 deviated from the metric's sequence in compute 1 (script step 2): in the "
+                           "single-process run (the same metric in one process, on all the data), compute 1 (script step 2) "
+                           "issued all_reduce(sum) (float64 [2]), as rank 0 did here; rank 1 issued barrier #1 there, which "
+                           "rank 0 never issued (the ranks split evenly: the single-process run is the baseline).",
+                           0),
+              0u)
+        << backend << ": " << reason;
+    EXPECT_EQ(v->at("deviation").at("blamed"), nlohmann::json::array({1})) << backend;
+    EXPECT_EQ(v->at("diagnosis").get<std::string>().find("neither side is blamed"), std::string::npos) << backend;
+  }
+}
+
 TEST(Conform, AMisbehavingPluginIsReportedOnEachVariantAndTheRunGoesOn) {
   const std::string markdown = conform_test::temp_file("misbehaving.md");
   const auto run = conform("--plugin " + quote(PLUGIN_MISBEHAVING_TEST_PLUGIN) + " " + quote(MISBEHAVING_SCENARIOS) +

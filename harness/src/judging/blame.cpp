@@ -2,6 +2,7 @@
 #include "distmetrics/harness/internal/blame.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <tuple>
 #include <iomanip>
@@ -72,35 +73,176 @@ std::string ops_text(const std::vector<std::string>& described) {
   return text.empty() ? "no collective" : text;
 }
 
-// An even split (as many ranks on each side, no other step of the variant tells them apart)
-// resolved by what the same metric issued in that step in another variant of the scenario: the
-// side whose sequence the baseline shows is the metric's; the other deviated. Sets the blamed
-// side and returns the paragraph that says which baseline told it, or empty.
-std::string resolve_even_split(const Judging& j, const runtime::StepDeviation& d, Deviation& deviation) {
-  if (!j.baselines || !d.blamed.empty()) return {};
-  const Baselines::Seen* seen = j.baselines->find(j.scenario, d.step, d.compute, j.variant.world_size);
-  if (!seen) return {};
-  std::vector<std::string> issued;  // the longer side's sequence in that step
-  for (const auto& record : d.issued) issued.push_back(collective_key(record));
-  const auto matches = [&](std::size_t n) {
-    return seen->keys.size() == n && n <= issued.size() && std::equal(issued.begin(), issued.begin() + n, seen->keys.begin());
-  };
-  const bool fewer_is_right = matches(d.fewer_issued);
-  const bool more_is_right = seen->keys.size() > d.fewer_issued && d.fewer_issued < issued.size() &&
-                             std::equal(issued.begin(), issued.begin() + d.fewer_issued + 1, seen->keys.begin());
-  if (fewer_is_right == more_is_right) return {};
+// "all_reduce(sum) (float64 [2])": a collective as a baseline's sequence names it.
+std::string described(const runtime::CollectiveRecord& record) {
+  std::string text = record.op;
+  if (!record.dtype.empty()) {
+    std::string shape;
+    for (std::size_t k = 0; k < record.shape.size(); ++k) shape += (k ? ", " : "") + std::to_string(record.shape[k]);
+    text += " (" + record.dtype + " [" + shape + "])";
+  }
+  return text;
+}
+
+// The scenario's other variants whose ranks agreed (Baselines): the same world size first.
+std::optional<BaselineSeen> from_other_variants(Judging& j, int step, int compute) {
+  if (!j.baselines) return std::nullopt;
+  const Baselines::Seen* seen = j.baselines->find(j.scenario, step, compute, j.variant.world_size);
+  if (!seen) return std::nullopt;
+  return BaselineSeen{seen->keys, seen->described,
+                      "in " + seen->variant + " (world size " + std::to_string(seen->world_size) +
+                          "), a variant of this scenario whose ranks agreed, " + step_name(step, compute) + " issued",
+                      "that variant"};
+}
+
+// The single-process run behind equal_to_single (the reference's collectives_at_compute), for a
+// compute that is not a repeat: its instance is fresh, fed the union of what the ranks fed, so
+// it shows what a compute after those updates issues, not what a compute right after another
+// may skip. A compute where it issued nothing says nothing (a metric may skip its sync alone).
+std::optional<BaselineSeen> from_single_process_run(Judging& j, int step, int compute) {
+  if (compute < 0 || !j.plan || !j.build_reference) return std::nullopt;
+  const auto& computes = j.plan->script.computes;
+  if (compute >= static_cast<int>(computes.size()) || computes[compute].role == ComputeRole::Repeat) return std::nullopt;
+  const ReferenceBuilt& built = j.reference();
+  const auto& recorded = built.single.collectives_at_compute;
+  if (built.timed_out || compute >= static_cast<int>(recorded.size()) || !recorded[compute] || recorded[compute]->empty())
+    return std::nullopt;
+  BaselineSeen seen;
+  for (const auto& entry : *recorded[compute]) {
+    runtime::CollectiveRecord record;
+    record.op = entry.op;
+    record.dtype = entry.dtype;
+    record.shape = entry.shape;
+    seen.keys.push_back(collective_key(record));
+    seen.described.push_back(described(record));
+  }
+  seen.issued_in = "in the single-process run (the same metric in one process, on all the data), " +
+                   step_name(step, compute) + " issued";
+  seen.name = "the single-process run";
+  return seen;
+}
+
+// One rank's collectives of (step, compute) up to and including sequence number `last`: its
+// trace, and the collective it is blocked in.
+std::vector<std::string> keys_in_step(const runtime::RankOutcome& rank, int step, int compute, std::uint64_t last) {
+  std::vector<runtime::CollectiveRecord> records = rank.trace;
+  if (rank.blocked_in && (records.empty() || records.back().seq < rank.blocked_in->seq)) records.push_back(*rank.blocked_in);
+  std::vector<std::string> keys;
+  for (const auto& record : records)
+    if (record.step == step && record.compute == compute && record.seq <= last) keys.push_back(collective_key(record));
+  return keys;
+}
+
+const runtime::RankOutcome* outcome_of(const Judging& j, int rank) {
+  for (const auto& r : j.run.ranks)
+    if (r.rank == rank) return &r;
+  return nullptr;
+}
+
+// Whether a rank is past (step, compute), as runtime::find_step_deviation reads it: it finished,
+// or the collective it is blocked in (else its last) was issued in a later step.
+bool past_step(const runtime::RankOutcome& rank, int step, int compute) {
+  if (rank.state == runtime::RankState::Finished) return true;
+  const runtime::CollectiveRecord* last = rank.blocked_in ? &*rank.blocked_in : rank.trace.empty() ? nullptr : &rank.trace.back();
+  return last && std::make_pair(step, compute) < std::make_pair(last->step, last->compute);
+}
+
+// Whether the baseline's sequence `keys` is what every rank of the `more` side issued in the step:
+// all of it, for a rank past the step; a beginning of it, for a rank still in it (which may
+// issue more there). A sequence the baseline only begins with is not the metric's: a metric whose
+// number of collectives follows its data issues more on all the data than on either side.
+bool more_side_matches(const Judging& j, const runtime::StepDeviation& d, const std::vector<std::string>& keys) {
+  for (int rank : d.more) {
+    const runtime::RankOutcome* outcome = outcome_of(j, rank);
+    if (!outcome) return false;
+    const auto issued = keys_in_step(*outcome, d.step, d.compute, UINT64_MAX);
+    const bool complete = past_step(*outcome, d.step, d.compute);
+    if (complete ? issued != keys : issued.size() > keys.size() || !std::equal(issued.begin(), issued.end(), keys.begin()))
+      return false;
+  }
+  return true;
+}
+
+// An even split the baseline `seen` tells apart: the side whose sequence it shows is the
+// metric's (`fewer_is_right`, or the other); the other side is blamed. The paragraph that says so.
+std::string even_split_told(const runtime::StepDeviation& d, const BaselineSeen& seen, bool fewer_is_right,
+                            Deviation& deviation) {
   deviation.blamed = fewer_is_right ? d.more : d.fewer;
   const std::vector<int>& spared = fewer_is_right ? d.fewer : d.more;
   const std::string where = step_name(d.step, d.compute);
   std::ostringstream out;
-  out << rank_list(deviation.blamed) << " deviated from the metric's sequence in " << where << ": in "
-      << seen->variant << " (world size " << seen->world_size << "), a variant of this scenario whose ranks agreed, "
-      << where << " issued " << ops_text(seen->described) << ", as " << rank_list(spared) << " did here; "
-      << rank_list(deviation.blamed) << " "
+  out << rank_list(deviation.blamed) << " deviated from the metric's sequence in " << where << ": " << seen.issued_in << " "
+      << ops_text(seen.described) << ", as " << rank_list(spared) << " did here; " << rank_list(deviation.blamed) << " "
       << (fewer_is_right ? "issued " + d.parted.describe() + " there, which " + rank_list(spared) + " never issued"
                          : "passed it without " + d.parted.describe() + ", which " + rank_list(spared) + " issued")
-      << " (the ranks split evenly: that variant is the baseline).";
+      << " (the ranks split evenly: " << seen.name << " is the baseline).";
   return out.str();
+}
+
+// An even split (as many ranks on each side, no other step of the variant tells them apart)
+// resolved by what the same metric issues in that step elsewhere (baselines_of_even_splits(),
+// the first that tells): the side whose sequence the baseline shows is the metric's; the other
+// deviated. Sets the blamed side and returns the paragraph that says which baseline told it, or
+// empty.
+std::string resolve_even_split(Judging& j, const runtime::StepDeviation& d, Deviation& deviation) {
+  if (!d.blamed.empty()) return {};
+  std::vector<std::string> issued;  // the longer side's sequence in that step
+  for (const auto& record : d.issued) issued.push_back(collective_key(record));
+  for (const auto& baseline : baselines_of_even_splits()) {
+    const auto seen = baseline.find(j, d.step, d.compute);
+    if (!seen) continue;
+    const bool fewer_is_right = seen->keys.size() == d.fewer_issued &&
+                                std::equal(issued.begin(), issued.begin() + d.fewer_issued, seen->keys.begin());
+    const bool more_is_right = seen->keys.size() > d.fewer_issued && more_side_matches(j, d, seen->keys);
+    if (fewer_is_right != more_is_right) return even_split_told(d, *seen, fewer_is_right, deviation);
+  }
+  return {};
+}
+
+// A mismatch (ranks issued different collectives at one sequence number) whose blame only the
+// order of the ranks chose, as many ranks being in each group: told apart by a baseline as an
+// even split is, when every group's collective there was issued in the same step and exactly
+// one group's sequence in that step, through it, is the baseline's. Sets `blamed` (the other
+// groups' ranks) and returns the paragraph that says which baseline told it, or empty.
+std::string resolve_mismatch_tie(Judging& j, const runtime::CollectiveMismatch& m, std::vector<int>& blamed) {
+  if (!m.tie()) return {};
+  const runtime::CollectiveRecord& at = m.groups.front().first;
+  for (const auto& [record, ranks] : m.groups)
+    if (record.step < 0 || record.step != at.step || record.compute != at.compute) return {};
+  std::vector<std::vector<std::string>> sequences;  // each group's, through the mismatched collective
+  for (const auto& [record, ranks] : m.groups)
+    if (const auto* outcome = outcome_of(j, ranks.front())) sequences.push_back(keys_in_step(*outcome, at.step, at.compute, m.seq));
+  if (sequences.size() != m.groups.size()) return {};
+  for (const auto& baseline : baselines_of_even_splits()) {
+    const auto seen = baseline.find(j, at.step, at.compute);
+    if (!seen) continue;
+    std::vector<std::size_t> right;
+    for (std::size_t g = 0; g < sequences.size(); ++g)
+      if (sequences[g].size() <= seen->keys.size() && std::equal(sequences[g].begin(), sequences[g].end(), seen->keys.begin()))
+        right.push_back(g);
+    if (right.size() != 1) continue;
+    const auto& spared = m.groups[right.front()];
+    std::string instead;
+    blamed.clear();
+    for (std::size_t g = 0; g < m.groups.size(); ++g) {
+      if (g == right.front()) continue;
+      blamed.insert(blamed.end(), m.groups[g].second.begin(), m.groups[g].second.end());
+      instead += (instead.empty() ? "" : ", ") + rank_list(m.groups[g].second) + " issued " + m.groups[g].first.describe();
+    }
+    std::sort(blamed.begin(), blamed.end());
+    const std::string where = step_name(at.step, at.compute);
+    return rank_list(blamed) + " deviated from the metric's sequence in " + where + ": " + seen->issued_in + " " +
+           ops_text(seen->described) + ", as " + rank_list(spared.second) + " did here; " + instead + " where " +
+           rank_list(spared.second) + " issued " + spared.first.describe() + " (the ranks split evenly: " + seen->name +
+           " is the baseline).";
+  }
+  return {};
+}
+
+// The runtime's diagnosis without `sentence` (and the space before it): what a baseline overruled.
+void drop_sentence(std::string& diagnosis, const std::string& sentence) {
+  const std::string spaced = " " + sentence;
+  if (const auto at = diagnosis.find(spaced); at != std::string::npos) diagnosis.erase(at, spaced.size());
 }
 
 // What makes two variants' steps comparable: the same scenario (its metric, parameters, script,
@@ -127,7 +269,10 @@ std::string rank_list(const std::vector<int>& ranks) {
 std::string collective_key(const runtime::CollectiveRecord& record) {
   std::string key = record.op + "|" + record.dtype;
   if (record.op != "all_gather")  // runtime::same_collective: a gather's contributions may differ
-    for (auto d : record.shape) key += "," + std::to_string(d);
+    for (auto d : record.shape) {
+      key += ',';
+      key += std::to_string(d);  // not "," + ...: GCC 12's -Wstringop-overflow misreads that inlined
+    }
   return key;
 }
 
@@ -147,13 +292,7 @@ void Baselines::record(const Judging& j) {
       if (record.step < 0) continue;
       auto& seen = mine[{record.step, record.compute}];
       seen.keys.push_back(collective_key(record));
-      std::string described = record.op;
-      if (!record.dtype.empty()) {
-        std::string shape;
-        for (std::size_t k = 0; k < record.shape.size(); ++k) shape += (k ? ", " : "") + std::to_string(record.shape[k]);
-        described += " (" + record.dtype + " [" + shape + "])";
-      }
-      seen.described.push_back(described);
+      seen.described.push_back(described(record));
     }
     for (auto& [key, seen] : mine) {
       if (!steps.count(key)) return;  // a collective outside the plan's steps: nothing to lean on
@@ -191,7 +330,15 @@ const Baselines::Seen* Baselines::find(const Scenario& scenario, int step, int c
   return best;
 }
 
-StoppedRun blame_stopped_run(const Judging& j) {
+const std::vector<BaselineRule>& baselines_of_even_splits() {
+  static const std::vector<BaselineRule> list = {
+      {"another variant of the scenario whose ranks agreed", from_other_variants},
+      {"the single-process run", from_single_process_run},
+  };
+  return list;
+}
+
+StoppedRun blame_stopped_run(Judging& j) {
   StoppedRun out;
   out.blamed = j.run.blamed_rank;
   std::string baseline;
@@ -203,9 +350,15 @@ StoppedRun blame_stopped_run(const Judging& j) {
     if (!baseline.empty()) {
       out.blamed = out.deviation->blamed.front();
       // The runtime said why it could not tell the sides apart; the baseline just did.
-      const std::string unblamed = " " + runtime::even_split_unblamed_text(*d);
-      if (const auto at = out.runtime_diagnosis.find(unblamed); at != std::string::npos)
-        out.runtime_diagnosis.erase(at, unblamed.size());
+      drop_sentence(out.runtime_diagnosis, runtime::even_split_unblamed_text(*d));
+    }
+  } else if (const auto m = runtime::find_collective_mismatch(j.run.ranks)) {
+    std::vector<int> blamed;
+    baseline = resolve_mismatch_tie(j, *m, blamed);
+    if (!baseline.empty()) {
+      out.blamed = blamed.front();
+      // The runtime blamed a rank by the ranks' order alone; the baseline just told the groups apart.
+      drop_sentence(out.runtime_diagnosis, runtime::mismatch_blame_text(*m));
     }
   }
   const std::string alone = j.run.status == runtime::RunStatus::Hang ? raised_alone(j, out.blamed) : std::string();

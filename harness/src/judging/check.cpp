@@ -48,13 +48,41 @@ std::vector<PropertyResult> check_properties(const CheckContext& ctx) {
   return results;
 }
 
+namespace {
+
+// A compute's collectives in the reference's JSON: null when not recorded, else {op, dtype, shape} each.
+nlohmann::json collectives_to_json(const std::optional<std::vector<TraceEntry>>& collectives) {
+  if (!collectives) return nullptr;
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& c : *collectives) out.push_back({{"seq", c.seq}, {"op", c.op}, {"dtype", c.dtype}, {"shape", c.shape}});
+  return out;
+}
+
+std::optional<std::vector<TraceEntry>> collectives_from_json(const nlohmann::json& j) {
+  if (j.is_null()) return std::nullopt;
+  std::vector<TraceEntry> out;
+  for (const auto& c : j) {
+    TraceEntry entry;
+    entry.seq = c.at("seq").get<std::uint64_t>();
+    entry.op = c.at("op").get<std::string>();
+    entry.dtype = c.at("dtype").get<std::string>();
+    entry.shape = c.at("shape").get<std::vector<std::int64_t>>();
+    out.push_back(std::move(entry));
+  }
+  return out;
+}
+
+}  // namespace
+
 nlohmann::json reference_to_json(const SingleProcessReference& reference) {
   nlohmann::json at_compute = nlohmann::json::array();
   for (const auto& r : reference.at_compute) at_compute.push_back(r.to_json());
   nlohmann::json other = nlohmann::json::array();
   for (const auto& [size, r] : reference.other_batch_sizes) other.push_back({{"batch_size", size}, {"result", r.to_json()}});
+  nlohmann::json collectives = nlohmann::json::array();
+  for (const auto& c : reference.collectives_at_compute) collectives.push_back(collectives_to_json(c));
   return {{"at_compute", at_compute}, {"full", reference.full.to_json()}, {"other_batch_sizes", other},
-          {"failure", reference.failure}};
+          {"failure", reference.failure}, {"collectives_at_compute", collectives}};
 }
 
 SingleProcessReference reference_from_json(const nlohmann::json& j) {
@@ -64,6 +92,8 @@ SingleProcessReference reference_from_json(const nlohmann::json& j) {
   for (const auto& o : j.at("other_batch_sizes"))
     reference.other_batch_sizes.emplace_back(o.at("batch_size").get<std::int64_t>(), ComputeResult::from_json(o.at("result")));
   reference.failure = j.at("failure").get<std::string>();
+  if (j.contains("collectives_at_compute"))
+    for (const auto& c : j.at("collectives_at_compute")) reference.collectives_at_compute.push_back(collectives_from_json(c));
   return reference;
 }
 

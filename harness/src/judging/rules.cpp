@@ -126,6 +126,11 @@ std::vector<PropertyResult> checked_properties(Judging& j) {
 Judging::Judging(const Scenario& scenario, const Variant& variant, const runtime::JobResult& run, double deadline)
     : scenario(scenario), variant(variant), run(run), deadline(deadline), ranks(decode_ranks(run)) {}
 
+const ReferenceBuilt& Judging::reference() {
+  if (!reference_built) reference_built = build_reference();
+  return *reference_built;
+}
+
 std::string Judging::with_shards(std::string text) const {
   if (!shard_text.empty()) text += (text.empty() || text.back() == '\n' ? "" : "\n") + shard_text;
   return text;
@@ -239,8 +244,8 @@ bool supervisor_could_not_plan(Judging& j) {
 // The single-process reference: past the deadline, a hang; one that could not run, an error.
 bool reference_did_not_build(Judging& j) {
   j.reference_started = j.elapsed();
-  ReferenceBuilt built = j.build_reference();
-  j.single = std::move(built.single);
+  const ReferenceBuilt& built = j.reference();
+  j.single = built.single;
   Verdict& v = j.verdict;
   if (built.timed_out) {
     v.outcome = Outcome::Hang;

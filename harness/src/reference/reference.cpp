@@ -1,13 +1,16 @@
 // The single-process reference: the same metric, in this process, with no communicator, on the
-// union of what the ranks fed, in global order.
+// union of what the ranks fed, in global order; and the collectives it issues in each compute
+// (the same instance's compute() once more, on a single-process communicator).
 #include <ATen/ATen.h>
 
 #include <algorithm>
 #include <map>
+#include <optional>
 
 #include "distmetrics/harness/engine.h"
 #include "distmetrics/harness/metric_catalog.h"
 #include "distmetrics/harness/observation.h"
+#include "distmetrics/runtime/comm.h"
 #include "distmetrics/runtime/text.h"
 
 namespace distmetrics::harness {
@@ -49,10 +52,47 @@ struct ReferenceFailure : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-}  // namespace
+// The collectives `metric` issues in one more compute() on a single-process communicator, after
+// its value was taken without one: the metric's own sequence for that compute. nullopt when the
+// metric cannot take that communicator (a Python metric needs a torch.distributed group) or the
+// traced compute ended otherwise than `value` did (it raised where that did not, or another type).
+std::optional<std::vector<TraceEntry>> traced_compute(metrics::Metric& metric, const ComputeResult& value) {
+  const auto comm = runtime::make_single_process_communicator();
+  std::optional<std::vector<TraceEntry>> collectives;
+  try {
+    metric.set_communicator(comm.get());
+    std::string raised;
+    try {
+      (void)metric.compute();
+    } catch (const std::exception& e) {
+      raised = exception_type_name(e);
+    }
+    if (raised == value.error_type) {
+      collectives.emplace();
+      for (const auto& record : comm->trace()) {
+        TraceEntry entry;
+        entry.seq = record.seq;
+        entry.op = record.op;
+        entry.dtype = record.dtype;
+        entry.shape = record.shape;
+        collectives->push_back(std::move(entry));
+      }
+    }
+  } catch (const std::exception&) {  // set_communicator refused it: not recorded
+  }
+  metric.set_communicator(nullptr);  // the communicator goes with this scope
+  return collectives;
+}
 
-ComputeResult single_process_result(const Scenario& scenario, const Dataset& data,
-                                    const std::vector<SampleIndices>& batches) {
+// One compute of the reference: its value (the metric without a communicator, over `batches`)
+// and, with `trace`, the collectives the same instance issues in compute() (traced_compute).
+struct ReferenceCompute {
+  ComputeResult result;
+  std::optional<std::vector<TraceEntry>> collectives;
+};
+
+ReferenceCompute reference_compute(const Scenario& scenario, const Dataset& data, const std::vector<SampleIndices>& batches,
+                                   bool trace) {
   const auto* registry = MetricCatalog::instance().registry_for(scenario.metric);
   if (!registry) throw ReferenceFailure("metric '" + scenario.metric + "' is not registered in this process");
   std::unique_ptr<metrics::Metric> metric;
@@ -69,26 +109,40 @@ ComputeResult single_process_result(const Scenario& scenario, const Dataset& dat
                              error_message(e));
     }
   }
-  ComputeResult result;
+  ReferenceCompute out;
   try {
-    result.value = metric->compute().to_json();
+    out.result.value = metric->compute().to_json();
   } catch (const std::exception& e) {
-    result.error_type = exception_type_name(e);
-    result.error = error_message(e);
+    out.result.error_type = exception_type_name(e);
+    out.result.error = error_message(e);
   }
-  return result;
+  if (trace) out.collectives = traced_compute(*metric, out.result);
+  return out;
+}
+
+}  // namespace
+
+ComputeResult single_process_result(const Scenario& scenario, const Dataset& data,
+                                    const std::vector<SampleIndices>& batches) {
+  return reference_compute(scenario, data, batches, false).result;
 }
 
 SingleProcessReference build_reference(const Scenario& scenario, const Dataset& data, const ShardPlan& shards,
                                        const ScriptPlan& script, ReferenceData what) {
   SingleProcessReference ref;
+  // The reference implementation's (AsFed) collectives are not the metric's: not recorded.
+  const bool trace = what == ReferenceData::Union;
   try {
-    std::map<std::vector<std::size_t>, ComputeResult> cache;  // computes that saw the same batches
+    std::map<std::vector<std::size_t>, ReferenceCompute> cache;  // computes that saw the same batches
     for (const auto& point : script.computes) {
       auto it = cache.find(point.fed);
       if (it == cache.end())
-        it = cache.emplace(point.fed, single_process_result(scenario, data, reference_batches(scenario, shards, point.fed, what == ReferenceData::AsFed))).first;
-      ref.at_compute.push_back(it->second);
+        it = cache.emplace(point.fed, reference_compute(scenario, data,
+                                                        reference_batches(scenario, shards, point.fed, what == ReferenceData::AsFed),
+                                                        trace))
+                 .first;
+      ref.at_compute.push_back(it->second.result);
+      if (trace) ref.collectives_at_compute.push_back(it->second.collectives);
     }
     SampleIndices all(static_cast<std::size_t>(data.size()));
     for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<std::int64_t>(i);
@@ -99,7 +153,7 @@ SingleProcessReference build_reference(const Scenario& scenario, const Dataset& 
     for (int r = 0; r < shards.world_size; ++r) every_batch.push_back(shards.batches_of(r));
     const auto fed_all = cache.find(every_batch);
     if (fed_all != cache.end() && scenario.single_process != "per_step" && what != ReferenceData::AsFed)
-      ref.full = fed_all->second;
+      ref.full = fed_all->second.result;
     else
       ref.full = single_process_result(scenario, data, cut_batches(all, scenario.batch_size));
     if (scenario.checks("batch_invariant")) {

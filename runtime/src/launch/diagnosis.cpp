@@ -353,50 +353,64 @@ bool describe_step_divergence(JobResult& run, std::ostringstream& out) {
   return true;
 }
 
+// The first sequence number at which ranks issued different collectives, typed
+// (runtime::CollectiveMismatch): the groups sorted as the blame reads them.
+std::optional<CollectiveMismatch> mismatch_of(const std::vector<RankOutcome>& ranks) {
+  auto divergence = find_divergence(ranks);
+  if (!divergence) return std::nullopt;
+  CollectiveMismatch m;
+  m.seq = divergence->seq;
+  m.groups = std::move(divergence->groups);
+  // The smallest group of ranks that issued something else is blamed (as large: the group that
+  // does not hold the lowest rank, whose sequence is taken as the reference).
+  std::stable_sort(m.groups.begin(), m.groups.end(), [](const auto& a, const auto& b) {
+    if (a.second.size() != b.second.size()) return a.second.size() > b.second.size();
+    return a.second.front() < b.second.front();
+  });
+  m.every_rank_inside = true;
+  for (const auto& r : ranks) {
+    if (r.trace.size() <= m.seq) m.silent.push_back(r.rank);
+    m.every_rank_inside = m.every_rank_inside && r.blocked_in && r.blocked_in->seq == m.seq;
+  }
+  return m;
+}
+
+// Nobody is missing: the ranks entered the same collective with contributions that do not match.
+bool is_odd_one_out(const CollectiveMismatch& m) {
+  bool same_op = true;
+  for (const auto& g : m.groups) same_op = same_op && g.first.op == m.groups.front().first.op;
+  return m.every_rank_inside && same_op && m.silent.empty() && m.groups.size() > 1;
+}
+
 // "ranks disagree at #2: rank 0 issued all_gather (...), ranks 1, 2 issued all_reduce(sum) (...)",
 // blaming the smallest group. False when every rank issued the same sequence.
 bool describe_divergence(JobResult& run, std::ostringstream& out) {
   // Judged per script step where the records carry it: a step passed without a collective its
   // peers issued in it explains every later difference of sequence numbers too.
   if (describe_step_divergence(run, out)) return true;
-  auto divergence = find_divergence(run.ranks);
-  if (!divergence) return false;
-  // Blame the smallest group of ranks that issued something else (ties: the group that does
-  // not hold the lowest rank, whose sequence is taken as the reference).
-  auto& groups = divergence->groups;
-  std::stable_sort(groups.begin(), groups.end(), [](const auto& a, const auto& b) {
-    if (a.second.size() != b.second.size()) return a.second.size() > b.second.size();
-    return a.second.front() < b.second.front();
-  });
-  std::vector<int> silent;  // ranks that issued nothing at that point
-  bool all_inside = true;   // every rank is blocked in that very collective
-  for (const auto& r : run.ranks) {
-    if (r.trace.size() <= divergence->seq) silent.push_back(r.rank);
-    all_inside = all_inside && r.blocked_in && r.blocked_in->seq == divergence->seq;
-  }
-  run.blamed_rank = groups.back().second.front();
-  bool same_op = true;
-  for (const auto& g : groups) same_op = same_op && g.first.op == groups.front().first.op;
-  if (all_inside && same_op && silent.empty() && groups.size() > 1) {
-    // Nobody is missing: the ranks entered the same collective with contributions that do not
-    // match (PyTorch-Ignite 0.4.13's Precision sends int64 [] from an empty rank where its
-    // peers send float64 [5]). Name what differs and the odd rank out.
+  const auto mismatch = mismatch_of(run.ranks);
+  if (!mismatch) return false;
+  const auto& groups = mismatch->groups;
+  run.blamed_rank = mismatch->blamed();
+  if (is_odd_one_out(*mismatch)) {
+    // PyTorch-Ignite 0.4.13's Precision sends int64 [] from an empty rank where its peers send
+    // float64 [5]. Name what differs and the odd rank out.
     const auto& odd = groups.back();
-    out << "mismatched collective #" << divergence->seq << ": every rank entered it and none is missing, but "
+    out << "mismatched collective #" << mismatch->seq << ": every rank entered it and none is missing, but "
         << describe_ranks(odd.second) << " issued " << what_issued(odd.first) << " where ";
     for (size_t i = 0; i + 1 < groups.size(); ++i)
       out << (i ? ", " : "") << describe_ranks(groups[i].second) << " issued " << what_issued(groups[i].first);
-    out << ". Rank " << run.blamed_rank << " is the odd one out and is blamed. Every rank must contribute the same "
+    out << ". " << mismatch_blame_text(*mismatch) << " Every rank must contribute the same "
         << "operation, dtype and shape to a collective (a rank with no data must still send tensors shaped like "
         << "its peers').";
     return true;
   }
-  out << "ranks disagree at #" << divergence->seq << ": ";
+  out << "ranks disagree at #" << mismatch->seq << ": ";
   for (size_t i = 0; i < groups.size(); ++i) {
     out << (i ? ", " : "") << describe_ranks(groups[i].second) << " issued " << what_issued(groups[i].first);
   }
-  if (!silent.empty()) out << ", " << describe_ranks(silent) << " issued nothing";
-  out << ". Rank " << run.blamed_rank << " is blamed. " << kSameOrder;
+  if (!mismatch->silent.empty()) out << ", " << describe_ranks(mismatch->silent) << " issued nothing";
+  out << ". " << mismatch_blame_text(*mismatch) << " " << kSameOrder;
   return true;
 }
 
@@ -651,6 +665,14 @@ void diagnose(JobResult& run, const std::vector<std::string>& phases, std::chron
 namespace distmetrics::runtime {
 
 std::optional<StepDeviation> find_step_deviation(const std::vector<RankOutcome>& ranks) { return detail::step_deviation(ranks); }
+
+std::optional<CollectiveMismatch> find_collective_mismatch(const std::vector<RankOutcome>& ranks) {
+  return detail::mismatch_of(ranks);
+}
+
+std::string mismatch_blame_text(const CollectiveMismatch& m) {
+  return "Rank " + std::to_string(m.blamed()) + (detail::is_odd_one_out(m) ? " is the odd one out and is blamed." : " is blamed.");
+}
 
 std::string even_split_unblamed_text(const StepDeviation& d) {
   const std::string where = detail::step_name({d.step, d.compute});

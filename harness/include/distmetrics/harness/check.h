@@ -44,6 +44,14 @@ struct SingleProcessReference {
   // The scenario's [reference] (a Python callable) on all the data; set by the engine.
   std::optional<ComputeResult> reference;
   std::string failure;  // the reference itself could not run (e.g. update raised); empty if fine
+  // The collectives the metric issues in each compute of the plan (at_compute's order): the same
+  // instance's compute() run once more, on a single-process communicator, after its value was
+  // taken without one. The metric's own sequence for that compute: it tells which side of an
+  // even split deviated (blame.cpp). nullopt for a compute not recorded (a metric that cannot
+  // take a single-process communicator, as a Python metric, which needs a torch.distributed
+  // group; a traced compute that ended otherwise than the value's); empty when none is recorded
+  // (ReferenceData::AsFed, whose metric is another implementation).
+  std::vector<std::optional<std::vector<TraceEntry>>> collectives_at_compute;
 };
 
 // The reference as JSON and back (it crosses a process boundary: a helper worker, or the child

@@ -7,7 +7,9 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -40,9 +42,30 @@ bool same_collective(const CollectiveRecord& a, const CollectiveRecord& b);
 // (a task that does not declare its steps).
 std::optional<StepDeviation> find_step_deviation(const std::vector<RankOutcome>& ranks);
 
+// Ranks that issued different collectives at one sequence number, where no step parted first
+// (find_step_deviation found nothing): each group of ranks with the record they issued there,
+// the largest group first (as large: the group holding the lower rank first). The diagnosis
+// blames the first rank of the last group.
+struct CollectiveMismatch {
+  std::uint64_t seq = 0;
+  std::vector<std::pair<CollectiveRecord, std::vector<int>>> groups;
+  std::vector<int> silent;    // ranks that issued nothing at `seq`
+  bool every_rank_inside = false;  // every rank is blocked in collective `seq`
+  int blamed() const { return groups.back().second.front(); }
+  // The blamed group is as large as another: only the order of the ranks chose it.
+  bool tie() const { return groups.size() > 1 && groups[groups.size() - 2].second.size() == groups.back().second.size(); }
+};
+std::optional<CollectiveMismatch> find_collective_mismatch(const std::vector<RankOutcome>& ranks);
+
+// The sentence the diagnosis gives a mismatch for the rank it blames ("Rank 1 is blamed.", or
+// "Rank 1 is the odd one out and is blamed."). A judge that tells a tie apart by other evidence
+// (the metric's own sequence) removes exactly this sentence from the diagnosis.
+std::string mismatch_blame_text(const CollectiveMismatch& mismatch);
+
 // The sentence the diagnosis gives an even split (`blamed` empty) for why neither side is blamed
-// and where to look. A judge that tells the sides apart by other evidence (the scenario's other
-// variants) removes exactly this sentence from the diagnosis, and keeps the rest of it.
+// and where to look. A judge that tells the sides apart by other evidence (a baseline: the
+// scenario's other variants, the single-process run) removes exactly this sentence from the
+// diagnosis, and keeps the rest of it.
 std::string even_split_unblamed_text(const StepDeviation& deviation);
 
 }  // namespace distmetrics::runtime

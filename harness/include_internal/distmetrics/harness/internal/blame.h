@@ -3,8 +3,9 @@
 // it blames, its paragraph, and runtime::find_step_deviation). It adds what only the harness
 // knows: which rank left its script on an error while the others waited (PyTorch-Ignite #1242),
 // a wait that gave up inside a metric's own c10d call after a peer left, and, where the ranks
-// split evenly over a step, the sequence the same metric issues for that step in the scenario's
-// other variants, which tells which side deviated.
+// split evenly over a step (or issued different collectives there, as many in each group), the
+// sequence the same metric issues for that step elsewhere, which tells which side deviated: the
+// baselines (baselines_of_even_splits()), tried in order like the judging rules.
 #pragma once
 
 #include <map>
@@ -50,16 +51,38 @@ class Baselines {
 // The collective's key under runtime::same_collective's rule.
 std::string collective_key(const runtime::CollectiveRecord& record);
 
+// What a baseline says the metric issues in one script step, and the words that name it.
+struct BaselineSeen {
+  std::vector<std::string> keys;       // collective_key of each collective, in order
+  std::vector<std::string> described;  // "all_reduce(sum) (float64 [2])", for the diagnosis
+  std::string issued_in;  // "in <where it ran>, compute 1 (script step 2) issued": before the collectives
+  std::string name;       // "that variant", "the single-process run": "<name> is the baseline"
+};
+// A baseline: what the same metric issues in (step, compute) (0-based; compute -1 outside
+// computes) elsewhere than in the variant judged, or nullopt where it does not tell.
+struct BaselineRule {
+  const char* name;
+  std::optional<BaselineSeen> (*find)(Judging& j, int step, int compute);
+};
+// The baselines that tell the sides of an even split apart, in the order they are tried (the first
+// whose sequence matches exactly one side decides):
+//   another variant of the scenario whose ranks agreed  (Baselines: they ran the script as this
+//                                                        variant does, probes included)
+//   the single-process run   the reference's collectives_at_compute (check.h), for a compute that
+//                            is not a repeat; it may build the reference (Judging::reference())
+const std::vector<BaselineRule>& baselines_of_even_splits();
+
 // The blame for a run that hung or crashed.
 struct StoppedRun {
   int blamed = -1;                     // the rank to blame, -1 for none
   std::string opening;                 // the harness's own paragraph before the runtime's, or empty
   std::optional<Deviation> deviation;  // a desync judged per script step
-  // The runtime's diagnosis, with what the opening overrules taken out (an even split that the
-  // scenario's other variants told apart is no longer "neither side is blamed").
+  // The runtime's diagnosis, with what the opening overrules taken out (an even split that a
+  // baseline told apart is no longer "neither side is blamed"; a tied mismatch no longer blames a
+  // rank for its place in the order).
   std::string runtime_diagnosis;
 };
-StoppedRun blame_stopped_run(const Judging& j);
+StoppedRun blame_stopped_run(Judging& j);
 
 // A rank that raised (or finished its script) before a peer's wait gave up: the peer waited for
 // it. Blames the earliest such rank; nullopt when no wait timed out or no other rank is to blame.

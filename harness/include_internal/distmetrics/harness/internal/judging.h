@@ -57,8 +57,8 @@ struct Judging {
   const Dataset* data = nullptr;
   const VariantPlan* plan = nullptr;
   std::string plan_error;
-  // Builds the single-process reference (called once, by the rule that needs it), and says
-  // whether a builder of the engine's options made it (its failure then says what failed).
+  // Builds the single-process reference (called once, through reference()), and says whether a
+  // builder of the engine's options made it (its failure then says what failed).
   std::function<ReferenceBuilt()> build_reference;
   bool own_reference_builder = false;
   // The engine's extra checks (conform's agrees_with_reference), ended at the variant's deadline.
@@ -68,11 +68,16 @@ struct Judging {
   // The blame for a stopped run's even split, from the scenario's other variants (blame.h).
   const class Baselines* baselines = nullptr;
 
+  // The single-process reference, built once (build_reference) for the first that asks: the rule
+  // that judges against it, or blame, whose even split its collectives may tell apart.
+  const ReferenceBuilt& reference();
+
   // Found by the rules so far.
   std::vector<RankObservation> observations;  // every rank's, when all finished
   SingleProcessReference single;  // cut with `script`
   ScriptPlan script;              // the plan's, up to the compute where every process stopped
   double reference_started = 0;  // elapsed() when the reference was asked for
+  std::optional<ReferenceBuilt> reference_built;  // reference(), once built
   std::string shard_text;        // "shards: rank 0 12 samples in 3 batches; ..."
   Verdict verdict;
 
