@@ -52,7 +52,8 @@ void use_registration_of(const std::string& spec, const std::string& name);
 struct HostState {
   runtime::Communicator* comm = nullptr;        // tracing target (null: Python collectives untraced)
   c10::intrusive_ptr<c10d::Store> store;        // the current variant's store (held: its address stays unique)
-  int groups_on_store = 0;                      // groups made on `store` so far (the prefix of the next)
+  int groups_on_store = 0;                      // groups begun on `store` so far (the prefix of the next)
+  bool group_made = false;                      // the variant's group is made on `store`: later metrics join it
   std::optional<runtime::CollectiveRecord> open;     // the traced collective Python is inside
   std::optional<runtime::CollectiveRecord> failed;   // the last traced collective that raised
 };

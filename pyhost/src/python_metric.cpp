@@ -264,12 +264,22 @@ void PythonMetric::set_communicator(runtime::Communicator* comm) {
   if (store.get() != state.store.get()) {
     state.store = store;
     state.groups_on_store = 0;
+    state.group_made = false;
   }
-  const std::string prefix = "python/" + std::to_string(state.groups_on_store++) + "/";
   try {
-    detail::host_module().attr("begin_group")(comm->backend(), comm->rank(), comm->world_size(),
-                                              static_cast<std::int64_t>(comm->op_timeout().count()), prefix,
-                                              shared_gloo_group(*comm));
+    // One group per variant. Another metric of the variant on this communicator (state_roundtrip's
+    // restored instance, made before the first compute) joins the group the first one made:
+    // making it anew destroyed that group on this rank while a slower peer could still be
+    // connecting to it (gloo's connect returns on a rank once its own side of each pair is up),
+    // and that peer failed with "Gloo connectFullMesh failed ... Connection closed by peer" while
+    // this rank, its second group never formed, computed with no group at all (docs/peers.md).
+    if (!state.group_made) {
+      const std::string prefix = "python/" + std::to_string(state.groups_on_store++) + "/";
+      detail::host_module().attr("begin_group")(comm->backend(), comm->rank(), comm->world_size(),
+                                                static_cast<std::int64_t>(comm->op_timeout().count()), prefix,
+                                                shared_gloo_group(*comm));
+      state.group_made = true;
+    }
     impl_->metric.attr("setup")();
   } catch (py::error_already_set& e) {
     auto [type, text] = detail::describe_python_error(e);

@@ -255,6 +255,38 @@ def test_merge_state_of_a_torcheval_style_metric_merges_fresh_instances_and_comp
         assert "merge_state failed at compute 1 of 4" in merge["message"], merge["message"]
 
 
+def test_a_rank_slow_to_make_its_group_meets_peers_that_made_it_and_went_on(tmp_path, monkeypatch):
+    """docs/peers.md, "Harness limitations seen": rank 0 sleeps right after publishing its Gloo
+    address, its peers finish making the group without it and go on to their first compute, where
+    state_roundtrip makes its restored instance. That instance used to make a second group, which
+    destroyed the first on the fast ranks while rank 0 was still connecting to it: rank 0 raised
+    "Gloo connectFullMesh failed ... Connection closed by peer" and its peers, their second group
+    never formed, computed with no group at all (0 collectives). The instance joins the variant's
+    group instead: one group per rank and variant, every compute on a group of 3."""
+    log = tmp_path / "groups.log"
+    monkeypatch.setenv("DISTMETRICS_TEST_GROUP_LOG", str(log))
+    monkeypatch.setenv("DISTMETRICS_TEST_SLOW_RANK", "0")
+    monkeypatch.setenv("DISTMETRICS_TEST_SLOW_SECONDS", "0.5")
+    scenario = tmp_path / "slow_group.toml"
+    scenario.write_text(STATE_SCENARIO.read_text().replace("world_sizes = [2]", "world_sizes = [3]")
+                        .replace('shards = ["uneven"]', 'shards = ["uneven", "empty_rank", "even"]')
+                        .replace('"merge_state"]', '"ranks_agree"]'))
+    run, data = conform(tmp_path, SOURCES / "slow_group_rank.py", scenario)
+    assert outcomes(data) == {f"slow_group:gloo-ws3-{shard}-cpu": "pass" for shard in ("uneven", "empty_rank", "even")}, \
+        run.stdout
+    assert run.returncode == 0, run.stdout + run.stderr
+    for v in data["variants"]:
+        assert prop(v, "state_roundtrip")["outcome"] == "pass", prop(v, "state_roundtrip")["message"]
+    lines = [line.split() for line in log.read_text().splitlines()]
+    # One group per rank and variant, under the variant's first prefix (3 variants of 3 ranks),
+    # whichever ranks happen to be listeners in gloo's pairs (what the outcomes above depend on).
+    begun = [(int(rank), prefix) for kind, rank, prefix in lines if kind == "begin"]
+    assert sorted(begun) == [(rank, "python/0/") for rank in range(3) for _ in range(3)], begun
+    # Every rank's every compute (the original's and the restored instance's) saw the group of 3.
+    seen = [(int(rank), int(world)) for kind, rank, world in lines if kind == "compute" and int(rank) >= 0]
+    assert seen and all(world == 3 for _, world in seen), seen
+
+
 def test_a_python_metric_without_load_state_dict_skips_state_roundtrip_with_the_reason(tmp_path):
     run, data = conform(tmp_path, EXAMPLES / "correct_torcheval.py", STATE_SCENARIO)
     assert run.returncode == 0, run.stdout + run.stderr
