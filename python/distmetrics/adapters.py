@@ -230,9 +230,25 @@ class IgniteAdapter(Adapter):
     required = ("update", "compute", "reset")
     conventions = dict(Adapter.conventions, no_data="raise")
 
+    # Set by Ignite's sync_all_reduce on every compute(): bookkeeping, not the metric's state.
+    _NOT_STATE = ("_is_reduced",)
+
+    def __init__(self, metric, conventions=None):
+        super().__init__(metric, conventions)
+        self._reset_names = None
+        if self._state_keys() == ():
+            self._reset_names = _names_reset_sets(metric)
+
     @classmethod
     def check_update(cls, metric):
         _check_positional(metric.update, 1, cls.style, "update((y_pred, y))")
+
+    def _state_keys(self):
+        keys = getattr(type(self.metric), "_state_dict_all_req_keys", None)
+        own = vars(self.metric)
+        if keys is None and "_state_dict_all_req_keys" in own:
+            keys = own["_state_dict_all_req_keys"]
+        return None if keys is None else tuple(keys)
 
     def setup(self):
         try:
@@ -251,10 +267,16 @@ class IgniteAdapter(Adapter):
         return self.metric.compute()
 
     def state_tensors(self):
-        keys = getattr(type(self.metric), "_state_dict_all_req_keys", None)
+        keys = self._state_keys()
         own = vars(self.metric)
-        if keys is None and "_state_dict_all_req_keys" in own:
-            keys = own["_state_dict_all_req_keys"]
+        if keys == ():
+            # A class that names no state (ObjectDetectionAvgPrecisionRecall, CharacterErrorRate,
+            # the Subgroup classes...): its state is what reset() assigns, recorded when the
+            # adapter was made; none recorded (a container whose reset() resets its members) is
+            # no state digest, which the idempotent check then says ("only the values compared").
+            keys = tuple(n for n in (self._reset_names or ()) if n not in self._NOT_STATE)
+            if not keys:
+                return None
         if keys is None:
             base = _library_class(self.base_class)
             if isinstance(base, type) and isinstance(self.metric, base):
@@ -268,6 +290,29 @@ class IgniteAdapter(Adapter):
 
     def can_merge(self):
         return False  # Ignite has no merge_state (its __getattr__ would make one up)
+
+
+def _names_reset_sets(metric):
+    """The attributes `metric.reset()` assigns, in order: reset() run once more on the fresh metric
+    (Ignite's Metric.__init__ has already run it) with its assignments recorded."""
+    seen = []
+    cls = type(metric)
+
+    class Recording(cls):
+        def __setattr__(self, name, value):
+            if name not in seen and not name.startswith("__"):  # not the class swapped back
+                seen.append(name)
+            super().__setattr__(name, value)
+
+    Recording.__name__ = Recording.__qualname__ = cls.__name__
+    try:
+        metric.__class__ = Recording
+        metric.reset()
+    except Exception:  # noqa: BLE001 - a class whose reset() cannot run again: no state read
+        return []
+    finally:
+        metric.__class__ = cls
+    return seen
 
 
 class TorchevalAdapter(TorchmetricsAdapter):

@@ -363,3 +363,20 @@ def test_a_declared_empty_batch_rejection_is_not_fed_so_the_rest_runs():
     binary = _host.HostedMetric("Precision", json.dumps(dict(params, task="binary")), "cpu")
     assert multiclass.adapter.conventions["empty_batch"] == "rejected"
     assert binary.adapter.conventions["empty_batch"] == "accepted"
+
+
+def test_an_ignite_class_that_names_no_state_is_read_from_what_reset_assigns():
+    # CharacterErrorRate has no _state_dict_all_req_keys of its own (an empty tuple): before, the
+    # adapter read an empty state, so the idempotent digest compared nothing and always held.
+    from ignite.metrics import CharacterErrorRate
+
+    assert type(CharacterErrorRate())._state_dict_all_req_keys == ()
+    adapter = adapters.IgniteAdapter(CharacterErrorRate())
+    empty = adapter.state_tensors()
+    assert sorted(empty) == ["_num_errors", "_num_examples", "_num_refs"]
+    before = adapters.digest(empty)  # (the tensors are updated in place)
+    adapter.update(["kitten"], ["sitting"], None)
+    after = adapter.state_tensors()
+    assert float(after["_num_errors"]) == 3.0 and float(after["_num_refs"]) == 7.0  # Levenshtein: 3 edits, 7 chars
+    assert before != adapters.digest(after)  # the digest now sees an update
+    assert type(adapter.metric) is CharacterErrorRate  # the recording subclass is gone again
