@@ -252,7 +252,7 @@ class HostedMetric:
             other.to(self.device)
             other.load_state_dict(torch.load(io.BytesIO(saved), map_location=self.device))
             others.append(other.metric)
-        merged = self.adapter.metric.merge_state(others)
+        merged = self.adapter.merge(others)
         if merged is not None and merged is not self.adapter.metric and hasattr(merged, "compute"):
             self.adapter.metric = merged  # torcheval returns self; one that returns a new metric is read as it
 

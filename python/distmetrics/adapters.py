@@ -132,6 +132,11 @@ class Adapter:
         return bool(self.required) and self.conventions["merge_state"] is not False and all(
             _method(self.metric, m) is not None for m in ("merge_state", "state_dict", "load_state_dict"))
 
+    def merge(self, others):
+        """The library's merge_state of the other ranks' instances, called as it takes them: a
+        list of metrics (torcheval's merge_state(metrics)); returns what it returns."""
+        return self.metric.merge_state(others)
+
     def to(self, device):
         mover = _method(self.metric, "to")
         if mover is not None and str(device) != "cpu":
@@ -190,6 +195,13 @@ class TorchmetricsAdapter(Adapter):
         # A class of one's own in this style takes (preds, target); one without a target needs a
         # registration's update= (docs/python.md).
         _check_positional(metric.update, 2, cls.style, cls.update_call)
+
+    def merge(self, others):
+        """torchmetrics' merge_state takes one state at a time (a dict, or a Metric; a list is
+        refused: "Expected incoming state to be a dict or an instance of Metric"): each in turn."""
+        for other in others:
+            self.metric.merge_state(other)
+        return self.metric
 
     def update(self, input, target, weight):
         args = (input,) if target is None else (input, target)
@@ -325,6 +337,9 @@ class TorchevalAdapter(TorchmetricsAdapter):
 
     style = "torcheval"
     library = "torcheval"
+
+    def merge(self, others):
+        return self.metric.merge_state(others)  # a list: torcheval's merge_state(metrics)
     base_class = "torcheval.metrics:Metric"
     conventions = dict(Adapter.conventions, compute="local", no_data="zero", merge_state=True)
     weight_keywords = ("weight", "sample_weight")

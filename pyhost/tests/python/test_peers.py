@@ -380,3 +380,24 @@ def test_an_ignite_class_that_names_no_state_is_read_from_what_reset_assigns():
     assert float(after["_num_errors"]) == 3.0 and float(after["_num_refs"]) == 7.0  # Levenshtein: 3 edits, 7 chars
     assert before != adapters.digest(after)  # the digest now sees an update
     assert type(adapter.metric) is CharacterErrorRate  # the recording subclass is gone again
+
+
+def test_merge_state_is_called_as_each_library_takes_it():
+    # torchmetrics' merge_state takes one state at a time and refuses a list; torcheval's takes the
+    # list of metrics. The sums 1+2, 3 and 4 worked out by hand.
+    import torcheval.metrics
+    import torchmetrics.aggregation
+
+    mine = adapters.TorchmetricsAdapter(torchmetrics.aggregation.SumMetric())
+    mine.update(torch.tensor([1.0, 2.0]), None, None)
+    others = [torchmetrics.aggregation.SumMetric(), torchmetrics.aggregation.SumMetric()]
+    others[0].update(torch.tensor([3.0]))
+    others[1].update(torch.tensor([4.0]))
+    with pytest.raises(ValueError, match="Expected incoming state to be a dict or an instance of Metric"):
+        torchmetrics.aggregation.SumMetric().merge_state(others)  # why the adapter does not hand it the list
+    assert float(mine.merge(others).compute()) == 10.0
+    te = adapters.TorchevalAdapter(torcheval.metrics.Sum())
+    te.update(torch.tensor([1.0, 2.0]), None, None)
+    other = torcheval.metrics.Sum()
+    other.update(torch.tensor([3.0]))
+    assert float(te.merge([other]).compute()) == 6.0
