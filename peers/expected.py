@@ -73,8 +73,8 @@ NOT_PASSED = ("fail", "hang", "crash", "error", "memory_exceeded")
 def outcomes_of(report):
     """The not-passed outcomes a report's runner knows: its summary's keys but pass, skip and total."""
     return tuple(k for k in report.get("summary", {}) if k not in ("pass", "skip", "total")) or NOT_PASSED
-FIELDS = {"variant": (str, list), "outcome": (str, list), "property": str, "blamed_rank": int, "failed": list,
-          "blamed": list, "flaky": str, "kind": str, "why": str, "metric": str, "releases": list}
+FIELDS = {"variant": (str, list), "outcome": (str, list), "property": str, "blamed_rank": int, "failed": (list, dict),
+          "blamed": (list, dict), "flaky": str, "kind": str, "why": str, "metric": str, "releases": list}
 KINDS = ("library bug", "convention")
 # "<library version> on torch <major.minor>": what a library's findings depend on.
 RELEASE = re.compile(r"^[0-9][0-9A-Za-z.+-]* on torch [0-9]+\.[0-9]+$")
@@ -114,10 +114,18 @@ def _check_entry(entry, where, releases):
         raise BadInput(f"{where}: field 'outcome' must be one of {', '.join(NOT_PASSED)} (or a list of them), "
                        f"got {entry['outcome']!r}")
     entry["_outcomes"] = outcomes
-    if "failed" in entry and not all(isinstance(p, str) and p for p in entry["failed"]):
-        raise BadInput(f"{where}: field 'failed' must list property names, got {entry['failed']!r}")
-    if "blamed" in entry and not all(isinstance(r, int) and r >= 0 for r in entry["blamed"]):
-        raise BadInput(f"{where}: field 'blamed' must list rank numbers, got {entry['blamed']!r}")
+    # `failed` and `blamed` are lists, or (for an entry with several outcomes) tables keyed by
+    # outcome: {hang = [...], crash = [...]}, an outcome not in the table not yet pinned.
+    for key, ok, what in (("failed", lambda p: isinstance(p, str) and p, "property names"),
+                          ("blamed", lambda r: isinstance(r, int) and r >= 0, "rank numbers")):
+        if key not in entry:
+            continue
+        tables = entry[key] if isinstance(entry[key], dict) else {o: entry[key] for o in outcomes}
+        strange = [o for o in tables if o not in outcomes]
+        if strange or not all(isinstance(v, list) and all(ok(x) for x in v) for v in tables.values()):
+            raise BadInput(f"{where}: field '{key}' must list {what} (or, per outcome of the entry, a table of such "
+                           f"lists), got {entry[key]!r}")
+        entry[f"_{key}"] = tables
     if "failed" in entry and "property" in entry:
         raise BadInput(f"{where}: 'property' (one of the failed, a subset) and 'failed' (all of them) exclude "
                        f"each other: keep 'failed'")
@@ -219,7 +227,10 @@ def metric_name(variant):
 
 
 def failed_properties(variant):
-    return sorted(p["name"] for p in variant.get("properties", []) if p.get("outcome") in NOT_PASSED)
+    """The properties that did not pass, no_hang left out: a hang is the variant's outcome already
+    (so a hang and a crash of one mechanism state the same failed set)."""
+    return sorted(p["name"] for p in variant.get("properties", [])
+                  if p.get("outcome") in NOT_PASSED and p["name"] != "no_hang")
 
 
 def signature(run):
@@ -247,8 +258,10 @@ def covers(entry, variant_id, metric):
     return any(fnmatch.fnmatchcase(variant_id, g) for g in entry["_globs"])
 
 
-def pinned(entry):
-    return "failed" in entry and "blamed" in entry
+def pinned(entry, outcome=None):
+    """Whether the entry states exactly what its variants show (for `outcome`: every outcome of its own)."""
+    wanted = [outcome] if outcome else entry["_outcomes"]
+    return all(o in entry.get("_failed", {}) and o in entry.get("_blamed", {}) for o in wanted)
 
 
 def matches(entry, finding):
@@ -256,13 +269,15 @@ def matches(entry, finding):
         return False
     if finding["outcome"] not in entry["_outcomes"]:
         return False
-    if "failed" in entry:
-        if sorted(set(entry["failed"])) != sorted(set(finding["failed"])):
+    failed = entry.get("_failed", {}).get(finding["outcome"])
+    if failed is not None:
+        if sorted(set(failed)) != sorted(set(finding["failed"])):
             return False
     elif entry.get("property") and entry["property"] not in finding["failed"]:
         return False
-    if "blamed" in entry:
-        if sorted(set(entry["blamed"])) != finding["blamed"]:
+    blamed = entry.get("_blamed", {}).get(finding["outcome"])
+    if blamed is not None:
+        if sorted(set(blamed)) != finding["blamed"]:
             return False
     elif "blamed_rank" in entry and entry["blamed_rank"] != finding["blamed_rank"]:
         return False
@@ -413,22 +428,20 @@ def main(argv=None):
 
 def pin_groups(entry, found, ran):
     """The entry's findings in this run grouped by what they showed: {(outcome, failed, blamed):
-    [variant ids]}; None when a variant it covers passed (a mechanism that does not always show:
-    left alone)."""
+    [variant ids]} (the variants it covers that passed, or showed another entry's finding, are
+    left out: the pinned entries name the variants that showed this one); None when none did."""
     groups = {}
     for f in found:
         if covers(entry, f["variant"], f["metric"]) and f["outcome"] in entry["_outcomes"] and (
                 "failed" in entry or not entry.get("property") or entry["property"] in f["failed"]):
             groups.setdefault((f["outcome"], tuple(f["failed"]), tuple(f["blamed"])), []).append(f["variant"])
-    shown = {v for ids in groups.values() for v in ids}
-    covered = {v for v, m in ran if covers(entry, v, m)}
-    return groups if groups and covered <= shown else None
+    return groups or None
 
 
 def narrowed(entry, ids, ran):
     """Globs for `ids` alone: the entry's own when they cover nothing else, its world-size wildcard
     made the world size the ids share when that does, else the ids themselves."""
-    covered = sorted({v for v, m in ran if covers(entry, v, m)})
+    covered = sorted({v for v, m in ran if covers(entry, v, m) and (not entry.get("metric") or m == entry["metric"])})
     if covered == sorted(set(ids)):
         return entry["variant"]
     sizes = {m.group(1) for m in (re.search(r"-ws(\d+)-", v) for v in ids) if m}
@@ -473,7 +486,13 @@ def _pinned_block(own, entry, key, ids, ran, split_release):
             line = f"releases = {_toml_value([split_release])}\n"
         out.append(line)
         if name == "outcome":
-            out.append(f"failed = {_toml_value(list(failed))}\nblamed = {_toml_value(list(blamed))}\n")
+            if len(entry["_outcomes"]) == 1:
+                out.append(f"failed = {_toml_value(list(failed))}\nblamed = {_toml_value(list(blamed))}\n")
+            else:  # per outcome: what an earlier run pinned for its other outcomes is kept
+                tables = [dict(entry.get("_failed", {}), **{outcome: list(failed)}),
+                          dict(entry.get("_blamed", {}), **{outcome: list(blamed)})]
+                out.append("".join(f"{k} = {{" + ", ".join(f"{o} = {_toml_value(v)}" for o, v in t.items()) + "}\n"
+                                   for k, t in zip(("failed", "blamed"), tables)))
     if split_release and not any(line.startswith("releases = ") for line in out):
         out.append(f"releases = {_toml_value([split_release])}\n")
     return out
@@ -515,7 +534,7 @@ def pin(path, entries, releases, ran_key, found, ran):
         return 2
     unexpected = [f for f in found if not any(covers(e, f["variant"], f["metric"]) for e in entries)]
     print(f"peers/expected.py --pin: {path}: {pinned_count} entries pinned from the run; {len(left)} left as they "
-          f"were (a variant they cover passed, or none ran)" + "".join(f"\n  left: {w}" for w in left[:20]))
+          f"were (none of their variants ran)" + "".join(f"\n  left: {w}" for w in left[:20]))
     for f in unexpected:
         print(f"  not covered by any entry (triage it first): {describe(f)}")
     return 1 if unexpected else 0

@@ -76,10 +76,11 @@ def test_one_failure_fewer_is_not_the_expected_finding(tmp_path, capsys):
 
 def test_another_rank_blamed_is_unexpected(tmp_path, capsys):
     toml = ENTRY.replace('outcome = "fail"', 'outcome = "hang"').replace(
-        'failed = ["equal_to_single", "ranks_agree"]', 'failed = ["no_hang"]').replace("blamed = []", "blamed = [2]")
+        'failed = ["equal_to_single", "ranks_agree"]', 'failed = []').replace("blamed = []", "blamed = [2]")
+    # (failed = []: no_hang is the hang itself, not listed)
     report, path = write(tmp_path, [variant("s/A:gloo-ws3-empty_rank-cpu", "hang", ["no_hang"], blamed=1)], toml)
     assert run(report, path) == 1
-    assert "unexpected: HANG (no_hang), rank 1 blamed s/A:gloo-ws3-empty_rank-cpu" in capsys.readouterr().out
+    assert "unexpected: HANG, rank 1 blamed s/A:gloo-ws3-empty_rank-cpu" in capsys.readouterr().out
     report, path = write(tmp_path, [variant("s/A:gloo-ws3-empty_rank-cpu", "hang", ["no_hang"], blamed=2)], toml)
     assert run(report, path) == 0
 
@@ -164,8 +165,8 @@ def test_pin_writes_each_entrys_exact_finding_and_splits_by_world_size(tmp_path,
     assert "# The empty rank's default: a comment kept above its entry." in text
     entries, _ = expected.load_expected(path)
     pinned = [(e["variant"], e["failed"], e["blamed"], e.get("releases")) for e in entries if "failed" in e]
-    assert pinned == [("s/A:gloo-ws2-empty_rank-cpu", ["no_hang"], [1], ["1.0 on torch 2.15"]),
-                      ("s/A:gloo-ws3-empty_rank-cpu", ["no_hang"], [2], ["1.0 on torch 2.15"]),
+    assert pinned == [("s/A:gloo-ws2-empty_rank-cpu", [], [1], ["1.0 on torch 2.15"]),  # no_hang: the hang itself
+                      ("s/A:gloo-ws3-empty_rank-cpu", [], [2], ["1.0 on torch 2.15"]),
                       ("s/B:gloo-ws2-uneven-cpu", ["equal_to_single", "idempotent"], [], ["1.0 on torch 2.15"])]
     # The release the run did not cover keeps the entry as it was, unpinned.
     assert [(e["variant"], e.get("releases")) for e in entries if "failed" not in e] == [
@@ -173,3 +174,27 @@ def test_pin_writes_each_entrys_exact_finding_and_splits_by_world_size(tmp_path,
     # And the pinned file passes the exact comparison of the same run.
     capsys.readouterr()
     assert run(report, path) == 0
+
+
+def test_an_entry_of_several_outcomes_is_pinned_per_outcome(tmp_path, capsys):
+    # One mechanism that gives a crash or a hang (which one is the machine's timing): the run
+    # showed the crash, so only the crash is pinned; a hang later still matches, as a subset,
+    # and the summary says the entry is not pinned for it.
+    toml = """\
+        [[finding]]
+        variant = "s/A:gloo-ws3-uneven-cpu"
+        outcome = ["crash", "hang"]
+        kind = "library bug"
+        why = "a"
+        """
+    crash = variant("s/A:gloo-ws3-uneven-cpu", "crash", blamed=2)
+    report, path = write(tmp_path, [crash], toml)
+    assert run(report, path, "--pin") == 0
+    assert "failed = {crash = []}\nblamed = {crash = [2]}\n" in path.read_text()
+    capsys.readouterr()
+    # The crash with another rank blamed no longer matches; the hang, not pinned, does.
+    report, path = write(tmp_path, [variant("s/A:gloo-ws3-uneven-cpu", "crash", blamed=1)], path.read_text())
+    assert run(report, path) == 1
+    report, path = write(tmp_path, [variant("s/A:gloo-ws3-uneven-cpu", "hang", ["no_hang"], blamed=0)], path.read_text())
+    assert run(report, path) == 0
+    assert "1 of 1 entries not pinned" in capsys.readouterr().out
