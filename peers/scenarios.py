@@ -35,11 +35,12 @@ def load(library):
 def write(out, libraries=LIBRARIES):
     """Writes every library's files under OUT/scenarios/<library>/ (each folder made afresh);
     returns the number of files."""
-    from distmetrics.peers import OWN_PLAN, own_scenario
+    from distmetrics.peers import OWN_PLAN, OWN_PLAN_AFTER_KNOWN_DEATH, OWN_SHARDS, own_scenario
 
     count = 0
     for library in libraries:
         module = load(library)
+        dying = known_deaths(library)
         folder = Path(out) / "scenarios" / library
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
@@ -47,10 +48,39 @@ def write(out, libraries=LIBRARIES):
         # one they were triaged on: register_own's `since`).
         for row in getattr(module, "OWNED", {}).values():
             stem = row.name.split(".", 1)[1].replace("[", "_").replace("]", "")
-            for suffix, world_sizes, shards in OWN_PLAN:
+            plan = list(OWN_PLAN)
+            scenario = f"{library}/{stem}"
+            if dying(scenario, [f"{scenario}:gloo-ws3-{shard}-cpu" for shard in (row.shards or OWN_SHARDS)], row.name):
+                plan.append(OWN_PLAN_AFTER_KNOWN_DEATH)
+            for suffix, world_sizes, shards in plan:
                 (folder / f"{stem}{suffix}.toml").write_text(own_scenario(row, library, world_sizes, shards))
                 count += 1
     return count
+
+
+def known_deaths(library):
+    """A predicate (scenario, variant ids, metric name) -> whether expected.toml, for the installed
+    release, expects every one of those variants to end without a verdict on its properties (a
+    hang, crash, error or memory_exceeded). No expected.toml, or a release it does not list: never."""
+    import importlib.metadata
+
+    spec = importlib.util.spec_from_file_location("peers_expected", ROOT / "peers" / "expected.py")
+    expected = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(expected)
+    path = ROOT / "peers" / library / "expected.toml"
+    try:
+        import torch
+
+        entries, releases = expected.load_expected(path)
+        version = importlib.import_module(library).__version__
+        entries = expected.for_release(entries, releases, expected.release(version, torch.__version__), path, library)
+    except (expected.BadInput, ImportError, AttributeError, importlib.metadata.PackageNotFoundError):
+        return lambda scenario, ids, metric: False
+    deadly = [e for e in entries if any(o != "fail" for o in e["_outcomes"])]
+
+    def dies(scenario, ids, metric):
+        return all(any(expected.covers(e, vid, metric) or expected.covers(e, vid, "") for e in deadly) for vid in ids)
+    return dies
 
 
 def main(argv=None):

@@ -119,7 +119,13 @@ def test_a_class_checked_against_itself_gets_a_scenario_of_its_own(tmp_path):
     even = tomllib.loads((tmp_path / "scenarios" / "torcheval" / "Sum.ws2.toml").read_text())
     assert (even["variants"]["world_sizes"], even["variants"]["shards"]) == ([2], ["even"])
     assert (even["data"], even["properties"], even["metric"]) == (sum_file["data"], sum_file["properties"], sum_file["metric"])
-    assert len(list((tmp_path / "scenarios" / "torcheval").glob("*.ws2.toml"))) * 2 == count
+    ws4 = sorted(p.name for p in (tmp_path / "scenarios" / "torcheval").glob("*.ws4.toml"))
+    assert len(list((tmp_path / "scenarios" / "torcheval").glob("*.ws2.toml"))) * 2 + len(ws4) == count
+    # An even split at 4 ranks only where every 3-rank variant dies on a known mechanism (from
+    # expected.toml): torcheval's Perplexity does (a padding-only batch raises), Sum does not.
+    assert "Perplexity.ws4.toml" in ws4 and "Sum.ws4.toml" not in ws4
+    four = tomllib.loads((tmp_path / "scenarios" / "torcheval" / "Perplexity.ws4.toml").read_text())
+    assert (four["variants"]["world_sizes"], four["variants"]["shards"]) == ([4], ["even"])
     # torcheval has merge_state: it is judged too, beside every property that needs no reference.
     assert {"equal_to_single", "ranks_agree", "idempotent", "update_after_compute", "reset_replay",
             "batch_invariant", "state_roundtrip", "merge_state"} == set(sum_file["properties"])
