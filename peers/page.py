@@ -265,14 +265,14 @@ h1{font-size:20px;margin:14px 0 4px}h2{font-size:17px;margin:22px 0 6px;border-b
 h3{font-size:14px;margin:14px 0 4px}a{color:#0969da;text-decoration:none}a:hover{text-decoration:underline}
 .lede{font-size:15px;padding:8px 12px;border-radius:6px;margin:8px 0}
 .ok{background:#dafbe1;border:1px solid #4ac26b}.bad{background:#ffebe9;border:1px solid #cf222e}
-ul.new{margin:4px 0 10px;padding-left:20px}ul.new li{margin:3px 0}
+ul.wn{margin:4px 0 10px;padding-left:20px}ul.wn li{margin:3px 0}
 .tag{display:inline-block;font-size:11px;padding:0 5px;border-radius:8px;color:#fff;margin-right:4px}
 .t-new{background:#cf222e}.t-gone{background:#8250df}.t-flake{background:#bf8700}
 table.m{border-collapse:collapse;margin:4px 0 10px}table.m th,table.m td{border:1px solid #d0d7de;padding:1px 3px}
 table.m th.p{writing-mode:vertical-rl;transform:rotate(180deg);font-weight:normal;font-size:11px;height:118px;
 vertical-align:bottom}
 table.m td.c{width:54px;min-width:54px;font-size:10px;text-align:right;position:relative;padding:0}
-td.c div{display:flex;height:16px}td.c i{display:block;height:16px}td.c span{position:absolute;right:2px;top:1px}
+td.c div{display:flex;height:16px}td.c i{display:block;height:16px}td.c span{position:absolute;right:1px;top:1px;background:rgba(255,255,255,.6);padding:0 1px;line-height:13px}
 td.k{white-space:nowrap;max-width:260px;overflow:hidden;text-overflow:ellipsis}
 .pass,.s-pass{background:#6fdd8b}.expected,.s-expected{background:#e8c468}.new,.s-new{background:#ff6b6b}
 .notjudged,.s-notjudged{background:repeating-linear-gradient(135deg,#afb8c1 0 3px,#eaeef2 3px 6px)}
@@ -400,7 +400,7 @@ def whats_new(libs, views):
         n_flake = sum(len(lib.flakes) for lib in libs.values())
         head = (f'<div class="lede bad" id="whatsnew-head">What is new: {n_new} new finding(s), {n_gone} expected '
                 f'finding(s) no longer seen, {n_flake} flake(s)</div>')
-        return head + '<ul class="new" id="whatsnew">' + "".join(items) + "</ul>"
+        return head + '<ul class="wn" id="whatsnew">' + "".join(items) + "</ul>"
     found = sum(len(lib.found) for lib in libs.values())
     mechs = {(name, lib.mechanism(lib.entry_of[k])["id"]) for name, lib in libs.items() for k in lib.entry_of
              if lib.mechanism(lib.entry_of[k])}
@@ -408,7 +408,7 @@ def whats_new(libs, views):
     by = (f"by {len(mechs)} mechanisms" if mechs and len(mechs) == len(whys)
           else f"by {len(whys)} distinct explanations ({len(mechs)} with a mechanism id)")
     return (f'<div class="lede ok" id="whatsnew-head">Nothing new: {found} findings, all expected, {by}; '
-            f'no expected finding missing, no flake.</div><ul class="new" id="whatsnew"></ul>')
+            f'no expected finding missing, no flake.</div><ul class="wn" id="whatsnew"></ul>')
 
 
 def library_summary(lib, domains):
@@ -491,7 +491,8 @@ def index_html(report, libs, views, errors, judged_given):
     body = [f"<h1>Peer run: {', '.join(esc(LIBRARIES[n]) + ' ' + esc((lib.release or '?')) for n, lib in libs.items())}</h1>",
             f'<p class="muted small">{s.get("total", len(report.get("variants", [])))} variants, started '
             f'{esc(report.get("started", "?"))}, {report.get("seconds", 0):.0f} s; distmetrics '
-            f'{esc(report.get("distmetrics_version", "?"))}. The whole report: peers.html, peers.json. '
+            f'{esc(report.get("distmetrics_version", "?"))}. The whole report: <a href="../peers.html">peers.html</a>, '
+            f'<a href="../peers.json">peers.json</a>, <a href="../judged.md">judged.md</a>. '
             + ("" if judged_given else "No judged.json given: classes from the report alone (no census). ")
             + "</p>"]
     body += [f'<p class="bad lede">{esc(e)}</p>' for e in errors]

@@ -8,7 +8,9 @@ does), for the index and for the largest per-domain detail page.
 
 Prints one line per page: its size in MB and, over --runs loads (the best and the median), the
 first contentful paint, DOMContentLoaded and the frame after the whole page is laid out, in ms from navigation start; exit 1 when
-the index is over 3 MB or its median first paint over 2 s (issue 44's bound), 2 for bad input."""
+the index is over 3 MB or, in the median load, not laid out and painted whole within 2 s (issue 44's
+bound: the stricter of the two times, as a first paint comes early even for a page of 14 MB, whose
+parse and layout take seconds), 2 for bad input."""
 
 import argparse
 import statistics
@@ -125,8 +127,8 @@ def main(argv=None):
             screenshot(driver, details[-1], args.detail_screenshot)
     finally:
         driver.quit()
-    ok = size <= LIMIT_BYTES and med[0] <= LIMIT_MS
-    print(f"index: {'within' if ok else 'OVER'} the bound ({LIMIT_BYTES / 1e6:.0f} MB, first paint {LIMIT_MS} ms)")
+    ok = size <= LIMIT_BYTES and max(med[0], med[2]) <= LIMIT_MS
+    print(f"index: {'within' if ok else 'OVER'} the bound ({LIMIT_BYTES / 1e6:.0f} MB, painted whole in {LIMIT_MS} ms)")
     return 0 if ok else 1
 
 
