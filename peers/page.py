@@ -190,7 +190,6 @@ class ClassView:
 
     def cell(self, prop):
         counts = Counter()
-        explained = Counter()
         for v, _, states in self.variants:
             if prop in states:
                 counts[states[prop][0]] += 1
