@@ -147,7 +147,8 @@ def variant_states(v, finding_state, listed, applies, not_applicable=None):
     """{property: (state, text)} of one variant; finding_state: "expected" or "new" for a variant
     that did not pass. A property the variant did not report counts as not judged when the
     variant died before it (its scenario lists it, or lists none and it applies to the class);
-    otherwise its scenario does not check it and it is left out."""
+    otherwise it is not judged when its scenario lists it, and left out when not (its scenario does
+    not check it)."""
     out = {}
     for p in v.get("properties", []):
         outcome, message = p.get("outcome"), (p.get("message") or "").splitlines()[0] if p.get("message") else ""
@@ -164,7 +165,10 @@ def variant_states(v, finding_state, listed, applies, not_applicable=None):
             out[p["name"]] = ("notjudged", f"{outcome}: {message}")
     if v["outcome"] == "hang" and "no_hang" not in out:
         out["no_hang"] = (finding_state or "new", "the variant hung")
-    if v["outcome"] in DIED:
+    if v["outcome"] not in DIED:  # ran to its end: what its scenario lists and it did not report was not judged
+        for name in listed or ():
+            out.setdefault(name, ("notjudged", "listed by its scenario, not reported by the variant"))
+    else:
         wanted = listed if listed is not None else applies
         for name in wanted:
             if name in out:

@@ -269,3 +269,15 @@ def test_nothing_new_says_so_with_its_mechanisms(tmp_path):
         assert text in detail
     cells = matrix_cells(parsed)
     assert cells[("lib.classification.acc:A", "equal_to_single")][0] == [1, 0, 0, 1, 0]
+
+
+def test_a_property_its_scenario_lists_and_the_variant_did_not_report_is_not_judged(tmp_path):
+    scenario = tmp_path / "s.toml"
+    scenario.write_text('properties = ["equal_to_single", "golden"]\n')
+    silent = variant("C", 2, "even", "pass", [("no_hang", "pass", ""), ("equal_to_single", "pass", "")])
+    silent["file"] = str(scenario)
+    out = tmp_path / "page"
+    page.write(report(silent), None, write_expected(tmp_path), out)
+    cells = matrix_cells(parse(out / "index.html"))
+    assert cells[("lib.classification.acc:C", "golden")][0] == [0, 0, 0, 1, 0]
+    assert cells[("lib.classification.acc:C", "equal_to_single")][0] == [1, 0, 0, 0, 0]
