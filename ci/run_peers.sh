@@ -200,6 +200,9 @@ if [ ${#selected[@]} -gt 0 ]; then
           dm_fail "peers/judged.py could not read $reports/peers.json (run it by hand to see why)"
         while IFS= read -r line; do [ -z "$line" ] || summaries+=("$line"); done <<<"$judged_out"
       fi
+      # The page a maintainer opens (peers/page.py): what is new first, then per library and domain.
+      page_args=(--report "$reports/peers.json" --out "$reports/page"); [ "$torch" = 1.13 ] || page_args+=(--judged "$reports/judged.json")
+      if page_out=$(/usr/bin/python3 peers/page.py "${page_args[@]}"); then summaries+=("$page_out"); else dm_fail "peers/page.py could not write $reports/page (run it by hand to see why)"; fi
       summaries+=("conform: ${#selected[@]} libraries at world sizes $world_sizes in ${conform_seconds} s wall time")
     fi
   fi
