@@ -223,6 +223,17 @@ if [ ${#selected[@]} -gt 0 ]; then
       codes+=("$DM_EXIT_BAD_INPUT")
       summaries+=("peers: no report (exit code $code)")
     else
+      # A run of one --library has one source: its report names it once ("plugin"), not per variant;
+      # peers/classes.py and peers/judged.py find a library's variants by their "source".
+      [ ${#selected[@]} -ne 1 ] || /usr/bin/python3 - "$reports/peers.json" <<'PY' || dm_fail "could not name the variants' source in $reports/peers.json"
+import json, sys
+report = json.load(open(sys.argv[1]))
+source = (report.get("plugin") or {}).get("path")
+if source and not any("source" in v for v in report.get("variants", [])):
+    for v in report.get("variants", []):
+        v["source"] = source
+    json.dump(report, open(sys.argv[1], "w"), indent=1)
+PY
       # A variant whose rank could not make its torch.distributed group never reached the library
       # (a harness limitation seen under heavy load: docs/peers.md): rerun once, alone, printed.
       "$repro_python" peers/rerun.py --report "$reports/peers.json" --distmetrics "$build_dir/bin/distmetrics" ||

@@ -462,7 +462,13 @@ def against_baseline(args, entries, variants, found, unexpected, missing, flaky,
     ran_ids = [(v["id"], metric_name(v)) for v in variants if v["outcome"] != "skip"]
     unchanged = [e for e in entries if any(matches(e, f) for f in found)]
     not_run = [e for e in entries if e not in unchanged and e not in missing]
-    changed = {id(f): e for f in unexpected for e in missing if covers(e, f["variant"], f["metric"])}
+    # A new finding on a variant a baseline entry covers: that mechanism's variant shows something else.
+    changed = {}
+    for f in unexpected:
+        covering = [e for e in missing if covers(e, f["variant"], f["metric"])] or [
+            e for e in entries if covers(e, f["variant"], f["metric"])]
+        if covering:
+            changed[id(f)] = covering[0]
     new_groups = _grouped(unexpected)
     by_mechanism = {}
     for e in unchanged:
@@ -481,8 +487,11 @@ def against_baseline(args, entries, variants, found, unexpected, missing, flaky,
                                                            if was else f": {headline[:160]}"))
     for e in missing:
         out.append(f"  not seen (fixed, or not yet born): {' or '.join(e['_outcomes'])} {' '.join(e['_globs'])}: {e['why']}")
-    for e in not_run:
+    for e in not_run[:20]:
         out.append(f"  not run here: {' '.join(e['_globs'])}: {e['why']}")
+    if len(not_run) > 20:
+        out.append(f"  not run here: {len(not_run) - 20} more entries (their class not in this release, or left out "
+                   f"by --filter / --world-sizes)")
     out += [f"  flake: {describe_flake(f)}" for f in flaky]
     for line in out:
         print(line)
@@ -518,7 +527,9 @@ def pr_markdown(args, ran, new_groups, changed, unexpected, missing, not_run, by
     lines += ["<details><summary>Unchanged (" + str(sum(by_mechanism.values())) + " findings, "
               + str(len(by_mechanism)) + " mechanisms) and not run here (" + str(len(not_run)) + " entries)</summary>", ""]
     lines += [f"- {n} x {why}" for why, n in sorted(by_mechanism.items(), key=lambda kv: -kv[1])]
-    lines += [f"- not run here: `{' '.join(e['_globs'])}`" for e in not_run]
+    lines += [f"- not run here: `{' '.join(e['_globs'])}`" for e in not_run[:40]]
+    if len(not_run) > 40:
+        lines.append(f"- not run here: {len(not_run) - 40} more entries")
     lines += ["", "</details>", ""]
     return "\n".join(lines)
 

@@ -369,9 +369,10 @@ def summary(args):
                 skipped.setdefault(reason.split(peers.NOT_IN_RELEASE_TEXT + ": ", 1)[-1][:160], 0)
                 skipped[reason.split(peers.NOT_IN_RELEASE_TEXT + ": ", 1)[-1][:160]] += 1
     classes = sorted({cls.partition(":")[2] for cls, _, _ in absent})
+    shown = ", ".join(classes[:6]) + (f", and {len(classes) - 6} more" if len(classes) > 6 else "")
     line = (f"{args.library} {taken.version}: {len(taken.metrics)} public metric classes in this release (census); "
             f"{rows} rows registered, {len(absent)} rows not in this release"
-            + (f" ({', '.join(classes)})" if classes else "")
+            + (f" ({shown})" if classes else "")
             + (f"; {sum(skipped.values())} variant(s) skipped, not in this release: {'; '.join(sorted(skipped))}"
                if skipped else ""))
     if args.details:
