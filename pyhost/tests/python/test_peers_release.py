@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -246,3 +247,26 @@ def test_run_peers_release_options():
     assert done.returncode == 0, done.stderr
     assert "peers/release.py prepare --library torchmetrics" in done.stdout and "--release 1.4.0" in done.stdout
     assert 'findings against "' in done.stdout
+
+
+# -- peers/bisect_release.py ---------------------------------------------------------------------------
+
+def test_bisect_finds_the_release_that_brought_a_finding_on_two_releases():
+    """torchmetrics' KLDivergence with an empty rank at 3 ranks crashes on 1.9.0 (float64 states
+    against the empty rank's float32 defaults: expected.toml) and passes on 1.4.0. Two releases,
+    one variant each: within a minute."""
+    binary = os.environ.get("DISTMETRICS_BIN")
+    if not binary or not os.access(binary, os.X_OK):
+        pytest.skip("DISTMETRICS_BIN: no distmetrics command (ctest sets it)")
+    pytest.importorskip("torchmetrics")
+    cmd = [sys.executable, str(ROOT / "peers" / "bisect_release.py"), "--library", "torchmetrics", "--good", "1.4.0",
+           "--bad", "1.9.0", "--versions", "1.4.0,1.9.0", "--variant", "torchmetrics/KLDivergence:gloo-ws3-empty_rank-cpu",
+           "--outcome", "crash", "--world-sizes", "3", "--distmetrics", binary]
+    started = time.time()
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=ROOT)
+    if done.returncode == 5 and ("pip" in done.stderr or "index" in done.stderr):
+        pytest.skip(f"PyPI not reachable from here: {done.stderr.strip()[-200:]}")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "torchmetrics 1.4.0: does not show it" in done.stdout and "torchmetrics 1.9.0: shows it" in done.stdout
+    assert "first release that shows it: 1.9.0 (the last before it: 1.4.0; 2 releases run)" in done.stdout
+    print(f"bisect of two releases: {time.time() - started:.0f} s")
