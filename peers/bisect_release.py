@@ -96,9 +96,19 @@ def shows(args, python, finding, version, work):
                           capture_output=True, text=True, timeout=STEP_TIMEOUT, env=env, cwd=ROOT)
     if done.returncode != 0:
         raise release.Failure(f"peers/scenarios.py on {args.library} {version}: {done.stderr.strip()[-400:]}", 5)
+    # Only the generated files the finding's variants come from (each file is validated, a metric
+    # built and fed, before anything runs: the others cost time, and a class this release cannot
+    # build would stop the run); the scenario library only when a glob is outside the generated ones.
+    generated = out_dir / "scenarios"
+    heads = [g.split(":", 1)[0] for g in finding["globs"]]
+    for path in generated.rglob("*.toml"):
+        stem = f"{path.parent.name}/{path.stem}"
+        if not any(fnmatch.fnmatchcase(stem, h) for h in heads):
+            path.unlink()
+    library_too = any(not h.startswith(f"{args.library}/") for h in heads)
     report = out_dir / "peers.json"
-    cmd = [args.distmetrics, "conform", "--allow-python", "--python", f"peers/{args.library}/metrics.py", "scenarios",
-           str(out_dir / "scenarios"), "--backend", "gloo", "--world-sizes", args.world_sizes, "--deadline",
+    cmd = [args.distmetrics, "conform", "--allow-python", "--python", f"peers/{args.library}/metrics.py",
+           *(["scenarios"] if library_too else []), str(generated), "--backend", "gloo", "--world-sizes", args.world_sizes, "--deadline",
            str(args.deadline), "--quiet", "--json", str(report)]
     for glob in finding["globs"]:
         cmd += ["--filter", glob]
