@@ -55,8 +55,8 @@ def finding_of(args):
         if not 1 <= args.entry <= len(entries):
             raise release.Failure(f"--entry {args.entry}: {path} has entries 1 to {len(entries)}")
         e = entries[args.entry - 1]
-        return {"globs": e["_globs"], "outcomes": e["_outcomes"], "failed": e.get("failed"), "metric": e.get("metric"),
-                "what": f"{e['_where']}: {e['why']}"}
+        return {"entry": e, "globs": e["_globs"], "outcomes": e["_outcomes"], "failed": None,
+                "metric": e.get("metric"), "what": f"{e['_where']}: {e['why']}"}
     if not args.variant or not args.outcome:
         raise release.Failure("give a finding: --entry N (of expected.toml), or --variant GLOB and --outcome OUTCOME")
     failed = sorted(p for p in args.failed.split(",") if p) if args.failed else None
@@ -122,8 +122,11 @@ def shows(args, python, finding, version, work):
     variants = json.loads(report.read_text()).get("variants", [])
     ran = [v for v in variants if any(fnmatch.fnmatchcase(v["id"], g) for g in finding["globs"])
            and (not finding["metric"] or expected.metric_name(v) == finding["metric"])]
-    hit = [v for v in ran if v["outcome"] in finding["outcomes"]
-           and (finding["failed"] is None or expected.failed_properties(v) == finding["failed"])]
+    if finding.get("entry"):  # the entry's own matching (its failed set and blamed ranks per outcome)
+        hit = [f for f in expected.findings(ran) if expected.matches(finding["entry"], f)]
+    else:
+        hit = [v for v in ran if v["outcome"] in finding["outcomes"]
+               and (finding["failed"] is None or expected.failed_properties(v) == finding["failed"])]
     counts = {}
     for v in ran:
         counts[v["outcome"]] = counts.get(v["outcome"], 0) + 1
