@@ -54,6 +54,14 @@ Options:
   --skip-repros      leave out the reproductions of peers/repro/
   --repros-only      only the reproductions (no conform run, no build)
   --deadline S       seconds each variant may take (default 15: a hang costs that much)
+  --release X.Y.Z    another release of the one --library, from PyPI (exact), instead of the pinned one
+  --from PATH        a local checkout (its package folder in front, as it is) or a wheel, instead
+                     (both: peers/release.py, a layer in front of the torch venv on PYTHONPATH,
+                     installed --no-deps, in ~/.cache/distmetrics/releases/; the rows whose class
+                     or constructor argument the release lacks are "not in this release"; the
+                     findings compared with the baseline's entries, not an exact match; no repros)
+  --baseline REL     the triaged release those findings are compared with (default: the pinned one,
+                     "<version> on torch <major.minor>"); peers/LIB/release.md: the report for a PR
   -h, --help         this text
   --                 everything after it goes to `distmetrics conform`
 
@@ -76,6 +84,9 @@ skip_repros=0
 repros_only=0
 selected=()
 conform_args=()
+release=
+release_from=
+baseline=
 while [ $# -gt 0 ]; do
   case "$1" in
     -h | --help) usage; exit 0 ;;
@@ -97,6 +108,9 @@ while [ $# -gt 0 ]; do
     --skip-repros) skip_repros=1 ;;
     --repros-only) repros_only=1 ;;
     --deadline) dm_need_value "$@"; deadline=$2; shift ;;
+    --release) dm_need_value "$@"; release=$2; shift ;;
+    --from) dm_need_value "$@"; release_from=$2; shift ;;
+    --baseline) dm_need_value "$@"; baseline=$2; shift ;;
     --) shift; conform_args+=("$@"); break ;;
     *) conform_args+=("$1") ;;
   esac
@@ -119,6 +133,57 @@ repro_python=$DM_TORCH_PYTHON
 if [ "$torch" = 1.13 ]; then
   dm_run bash peers/venv.sh || { dm_fail "the peers venv could not be made (see above)"; exit "$DM_EXIT_SETUP"; }
 fi
+# --- Another release, a checkout or a wheel (--release, --from; peers/release.py) ------------------
+# The release goes in front of the torch venv on PYTHONPATH (the embedded interpreter of the build
+# is the torch venv's python, and honours it), for conform and every script after it; its findings
+# are compared with the baseline's entries of expected.toml (new / not seen / unchanged), and the
+# repros (about the pinned releases) are left out.
+other_release=0
+if [ -n "$release" ] || [ -n "$release_from" ]; then
+  other_release=1
+  if [ -n "$release" ] && [ -n "$release_from" ]; then
+    dm_fail "--release and --from exclude each other"; exit "$DM_EXIT_BAD_INPUT"
+  fi
+  if [ ${#selected[@]} -ne 1 ]; then
+    dm_fail "--release and --from take one library: add --library NAME (${LIBRARIES[*]})"; exit "$DM_EXIT_BAD_INPUT"
+  fi
+  [ "$repros_only" != 1 ] || { dm_fail "--repros-only runs the pinned releases' repros: it takes no --release or --from"; exit "$DM_EXIT_BAD_INPUT"; }
+  release_args=(--library "${selected[0]}" --python "$repro_python" --torch "$torch")
+  if [ -n "$release" ]; then release_args+=(--release "$release"); else release_args+=(--from "$release_from"); fi
+  if [ "$torch" = 1.13 ]; then  # the libraries' own requirements (lightning-utilities...) from the peers venv
+    release_args+=(--extra-path "$(/usr/bin/python3 -c "import sys; print(sys.argv[1] + '/lib/python%d.%d/site-packages' % sys.version_info[:2])" "${DISTMETRICS_PEERS_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/distmetrics/peers-torch1.13}")")
+  fi
+  if [ -z "$baseline" ]; then
+    pinned_version=$("$repro_python" peers/release.py pinned --library "${selected[0]}" --torch "$torch") ||
+      exit "$DM_EXIT_BAD_INPUT"
+    if [ "$torch" = 1.13 ]; then baseline="$pinned_version on torch 1.13"
+    else baseline="$pinned_version on torch $(sed -n 's/^torch==\([0-9]*\.[0-9]*\).*$/\1/p' ci/requirements-torch2.txt)"; fi
+  fi
+  skip_repros=1
+  release_front=
+  if [ "$DM_DRY_RUN" = 1 ]; then
+    dm_run timeout --kill-after=10 1200 "$repro_python" peers/release.py prepare "${release_args[@]}"
+    release_front="<the layer peers/release.py prints>"
+  else
+    dm_say "$(dm_quote "$repro_python") peers/release.py prepare ${release_args[*]}"
+    release_log=$(mktemp)
+    release_code=0
+    timeout --kill-after=10 1200 "$repro_python" peers/release.py prepare "${release_args[@]}" >"$release_log" || release_code=$?
+    sed '$d' "$release_log"
+    release_front=$(tail -n 1 "$release_log")
+    rm -f "$release_log"
+    if [ "$release_code" != 0 ]; then
+      dm_fail "${selected[0]} ${release:-$release_from}: not set up (peers/release.py, exit $release_code: above)"
+      [ "$release_code" = 124 ] && release_code=$DM_EXIT_SETUP
+      exit "$release_code"
+    fi
+  fi
+  export PYTHONPATH="$release_front${PYTHONPATH:+:$PYTHONPATH}"
+  # This checkout's distmetrics package (the rows' register_own and Own), whichever tree's build runs.
+  export DISTMETRICS_PYTHONPATH=${DISTMETRICS_PYTHONPATH:-$DM_ROOT/python}
+  dm_say "${selected[0]}: ${release:+release $release}${release_from:+from $release_from} in front of the torch venv (PYTHONPATH=$release_front); findings against \"$baseline\""
+fi
+# --- end of the release block ------------------------------------------------------------------
 if [ "$repros_only" != 1 ] && [ "$build" = 1 ]; then
   dm_build "$build_dir" distmetrics "${DM_TORCH_CMAKE_ARGS[@]}" || exit "$DM_EXIT_SETUP"
 fi
@@ -158,6 +223,17 @@ if [ ${#selected[@]} -gt 0 ]; then
       codes+=("$DM_EXIT_BAD_INPUT")
       summaries+=("peers: no report (exit code $code)")
     else
+      # A run of one --library has one source: its report names it once ("plugin"), not per variant;
+      # peers/classes.py and peers/judged.py find a library's variants by their "source".
+      [ ${#selected[@]} -ne 1 ] || /usr/bin/python3 - "$reports/peers.json" <<'PY' || dm_fail "could not name the variants' source in $reports/peers.json"
+import json, sys
+report = json.load(open(sys.argv[1]))
+source = (report.get("plugin") or {}).get("path")
+if source and not any("source" in v for v in report.get("variants", [])):
+    for v in report.get("variants", []):
+        v["source"] = source
+    json.dump(report, open(sys.argv[1], "w"), indent=1)
+PY
       # A variant whose rank could not make its torch.distributed group never reached the library
       # (a harness limitation seen under heavy load: docs/peers.md): rerun once, alone, printed.
       "$repro_python" peers/rerun.py --report "$reports/peers.json" --distmetrics "$build_dir/bin/distmetrics" ||
@@ -172,8 +248,10 @@ if [ ${#selected[@]} -gt 0 ]; then
         # the first comparison and each rerun are printed, the comparison after them decides.
         disagreeing=$reports/disagreeing-$library.json
         check=0
+        baseline_args=()
+        [ -z "$baseline" ] || baseline_args=(--baseline "$baseline" --pr-markdown "$reports/release-$library.md")
         out=$(/usr/bin/python3 peers/expected.py --library "$library" --report "$reports/peers.json" \
-          --disagreeing "$disagreeing") || check=$?
+          --disagreeing "$disagreeing" "${baseline_args[@]}") || check=$?
         if [ "$check" = 1 ]; then
           echo "$out" | sed 's/^/  first comparison: /'
           "$repro_python" peers/rerun.py --report "$reports/peers.json" --distmetrics "$build_dir/bin/distmetrics" \
@@ -181,10 +259,13 @@ if [ ${#selected[@]} -gt 0 ]; then
         fi
         check=0
         out=$(/usr/bin/python3 peers/expected.py --library "$library" --report "$reports/peers.json" \
-          --markdown "$reports/peers.md") || check=$?
+          --markdown "$reports/peers.md" "${baseline_args[@]}") || check=$?
         echo "$out"
         if [ "$check" = 2 ]; then
           summaries+=("$library: not compared (peers/expected.py: bad input, see above)")
+        elif [ -n "$baseline" ]; then  # the run's own line, then the one against the baseline
+          summaries+=("$(echo "$out" | tail -n 2 | head -n 1)" "$(echo "$out" | tail -n 1)")
+          summaries+=("$library: the report for a pull request: $reports/release-$library.md")
         else
           summaries+=("$(echo "$out" | tail -n 1)")
         fi
@@ -203,6 +284,13 @@ if [ ${#selected[@]} -gt 0 ]; then
       # The page a maintainer opens (peers/page.py): what is new first, then per library and domain.
       page_args=(--report "$reports/peers.json" --out "$reports/page"); [ "$torch" = 1.13 ] || page_args+=(--judged "$reports/judged.json")
       if page_out=$(/usr/bin/python3 peers/page.py "${page_args[@]}"); then summaries+=("$page_out"); else dm_fail "peers/page.py could not write $reports/page (run it by hand to see why)"; fi
+      if [ "$other_release" = 1 ]; then  # the classes of this release, and the rows not in it
+        release_out=$(PYTHONWARNINGS=ignore timeout 300 "$repro_python" peers/release.py summary \
+          --library "${selected[0]}" --report "$reports/peers.json" --details) ||
+          dm_fail "peers/release.py summary failed (run it by hand to see why)"
+        echo "$release_out" | sed '$d'
+        summaries+=("$(echo "$release_out" | tail -n 1)")
+      fi
       summaries+=("conform: ${#selected[@]} libraries at world sizes $world_sizes in ${conform_seconds} s wall time")
     fi
   fi
@@ -211,6 +299,7 @@ fi
 # peers/run_repros.py runs them all from one interpreter that imports torch and the libraries once,
 # each script in a fork of it (its ranks forked in turn: each repro its own group and processes),
 # as many at once as there are cores, each under a 180 s deadline.
+[ "$other_release" = 0 ] || summaries+=("repros: not run (they show the pinned releases' bugs; --release and --from leave them out)")
 if [ "$skip_repros" != 1 ]; then
   shown=0
   gone=()

@@ -224,6 +224,35 @@ def of_package(library: str, package_dir: Path, metric_base: str, dispatcher_bas
     return Census(library, package, version, str(package_dir), metrics, dict(sorted(dispatchers.items())))
 
 
+def defined(library: str):
+    """A predicate over "module:Class": whether the installed release of `library` defines that
+    class (in that module, or re-exported there by an __init__), whatever its base. What the
+    mappings' rows consult on a release they were not triaged on (python/distmetrics/peers.py):
+    a row whose class this says is not defined is "not in this release"."""
+    package, _, _ = LIBRARIES[library]
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        return lambda qualified: False
+    package_dir = Path(list(spec.submodule_search_locations)[0])
+    _collect_reexports(package_dir, package_dir.parent)
+    classes = _scan(package_dir, package_dir.parent)
+    reexports = dict(_REEXPORTS)
+
+    def holds(qualified: str) -> bool:
+        seen = set()
+        while qualified not in classes:
+            if qualified in seen:
+                return False
+            seen.add(qualified)
+            module, _, name = qualified.partition(":")
+            target = reexports.get(module, {}).get(name)
+            if target is None:
+                return False
+            qualified = target
+        return True
+    return holds
+
+
 def _version(package_dir: Path) -> str:
     for candidate in ("__about__.py", "__init__.py", "version.py"):
         path = package_dir / candidate

@@ -50,6 +50,13 @@ longer appears (the library fixed it, or the harness stopped seeing it), or a fl
 2 for bad input (a malformed expected.toml names its file, entry and field).
 
     /usr/bin/python3 peers/expected.py --library torchmetrics --report R.json [--expected F] [--version V] [--markdown OUT]
+    /usr/bin/python3 peers/expected.py --library torchmetrics --report R.json --baseline "1.9.0 on torch 2.15" \
+        [--pr-markdown OUT]
+        # another release (ci/run_peers.sh --release, --from) against the entries of a triaged one:
+        # the findings new in it, the baseline's entries not seen (fixed, or not yet born), those
+        # whose variants did not run (a class not in this release), the unchanged ones, by
+        # mechanism; exit 1 only for a new finding (or an undeclared flake); --pr-markdown writes
+        # the short report a pull request can quote
     /usr/bin/python3 peers/expected.py --library torchmetrics --report R.json --pin
         # writes each matched entry's failed/blamed from the run (splitting an entry whose
         # variants differ), after the run has been triaged
@@ -182,7 +189,8 @@ def for_release(entries, releases, ran, path, library):
         raise BadInput(f"{path} has no expected findings for {library} {ran} (it has them for "
                        f"{', '.join(releases)}): run the peer run on it, triage every difference (docs/peers.md), "
                        f"then add \"{ran}\" to the releases of {path} and mark the entries that hold for some "
-                       f"releases only with releases = [...]")
+                       f"releases only with releases = [...]; or compare it with a triaged release's: --baseline "
+                       f"\"{releases[-1]}\" (ci/run_peers.sh --release does)")
     return [e for e in entries if ran in e.get("releases", releases)]
 
 
@@ -365,6 +373,10 @@ def main(argv=None):
     ap.add_argument("--markdown", help="append the comparison to this Markdown file")
     ap.add_argument("--disagreeing", help="write the variants behind the differences to this JSON file "
                                           "([{id, metric, source}]: what peers/rerun.py --disagreeing reruns)")
+    ap.add_argument("--baseline", metavar="RELEASE",
+                    help='compare with the entries of this triaged release ("1.9.0 on torch 2.15") instead of the '
+                         "release that ran: new, fixed (or not yet born), not run and unchanged findings")
+    ap.add_argument("--pr-markdown", help="with --baseline: write the short report for a pull request to this file")
     ap.add_argument("--pin", action="store_true",
                     help="write failed/blamed of every entry the run matched into the expected file (after triage)")
     args = ap.parse_args(argv)
@@ -377,7 +389,11 @@ def main(argv=None):
     try:
         entries, releases = load_expected(expected_path)
         ran = ran_release(report, args.library, args.version)
-        entries = for_release(entries, releases, ran, expected_path, args.library)
+        if args.baseline and args.pin:
+            raise BadInput("--pin writes the entries of the release that ran: it takes no --baseline")
+        if args.baseline and releases is not None and args.baseline not in releases:
+            raise BadInput(f"--baseline {args.baseline!r}: {expected_path} has entries for {', '.join(releases)} only")
+        entries = for_release(entries, releases, args.baseline or ran, expected_path, args.library)
     except BadInput as e:
         print(f"peers/expected.py: {e}", file=sys.stderr)
         return 2
@@ -413,6 +429,8 @@ def main(argv=None):
                f"{len(found) - len(unexpected)} expected, {len(unexpected)} unexpected, "
                f"{len(missing)} expected but not seen, {len(flaky)} flake(s) ({len(flaky) - len(undeclared)} declared)"
                + (f"; {loose} of {len(entries)} entries not pinned (matched as a subset: --pin)" if loose else ""))
+    if args.baseline:
+        return against_baseline(args, entries, variants, found, unexpected, missing, flaky, undeclared, ran, summary)
     for line in lines:
         print(line)
     print(summary)
@@ -421,6 +439,99 @@ def main(argv=None):
             out.write(f"\n## Expected findings ({expected_path})\n\n{summary}\n\n")
             out.writelines(f"-{line[1:]}\n" for line in lines)
     return 0 if not unexpected and not missing and not undeclared else 1
+
+
+# --- Another release against a triaged one (--baseline) -----------------------------------------
+
+
+def _grouped(findings_list):
+    """New findings grouped by class and by what they showed: [(metric, signature, [variant ids])]."""
+    groups = {}
+    for f in findings_list:
+        groups.setdefault((f["metric"], (f["outcome"], tuple(f["failed"]), tuple(f["blamed"]))), []).append(f)
+    return [(metric, sig, sorted(x["variant"] for x in fs), fs[0]["headline"])
+            for (metric, sig), fs in sorted(groups.items())]
+
+
+def against_baseline(args, entries, variants, found, unexpected, missing, flaky, undeclared, ran, summary):
+    """Prints (and with --pr-markdown writes) the run of `ran` against the baseline's entries: new
+    findings (a new mechanism, or a known variant showing something else: "changed"), the entries
+    not seen where their variants ran (fixed, or not yet born), the entries whose variants did not
+    run (their class not in this release, or left out by --filter), the unchanged ones. Exit 1 for
+    a new finding or an undeclared flake, else 0."""
+    ran_ids = [(v["id"], metric_name(v)) for v in variants if v["outcome"] != "skip"]
+    unchanged = [e for e in entries if any(matches(e, f) for f in found)]
+    not_run = [e for e in entries if e not in unchanged and e not in missing]
+    # A new finding on a variant a baseline entry covers: that mechanism's variant shows something else.
+    changed = {}
+    for f in unexpected:
+        covering = [e for e in missing if covers(e, f["variant"], f["metric"])] or [
+            e for e in entries if covers(e, f["variant"], f["metric"])]
+        if covering:
+            changed[id(f)] = covering[0]
+    new_groups = _grouped(unexpected)
+    by_mechanism = {}
+    for e in unchanged:
+        by_mechanism.setdefault(e["why"], 0)
+        by_mechanism[e["why"]] += sum(1 for f in found if matches(e, f))
+    head = (f"{args.library} {ran or '?'} against {args.baseline} (peers/{args.library}/expected.toml): "
+            f"{len(unexpected)} new finding(s) in {len(new_groups)} group(s), {len(missing)} of the baseline's "
+            f"entries not seen (fixed, or not yet born), {len(unchanged)} unchanged, {len(not_run)} whose variants "
+            f"did not run here, {len(flaky)} flake(s) ({len(flaky) - len(undeclared)} declared); "
+            f"{len(ran_ids)} variant(s) ran")
+    out = []
+    for metric, sig, ids, headline in new_groups:
+        was = next((changed[id(f)] for f in unexpected if f["variant"] in ids and id(f) in changed), None)
+        out.append(f"  new: {metric}: {shown(sig)} in {len(ids)} variant(s) ({ids[0]}"
+                   f"{', ...' if len(ids) > 1 else ''})" + (f"; changed from the baseline's {was['_where']}: {was['why']}"
+                                                           if was else f": {headline[:160]}"))
+    for e in missing:
+        out.append(f"  not seen (fixed, or not yet born): {' or '.join(e['_outcomes'])} {' '.join(e['_globs'])}: {e['why']}")
+    for e in not_run[:20]:
+        out.append(f"  not run here: {' '.join(e['_globs'])}: {e['why']}")
+    if len(not_run) > 20:
+        out.append(f"  not run here: {len(not_run) - 20} more entries (their class not in this release, or left out "
+                   f"by --filter / --world-sizes)")
+    out += [f"  flake: {describe_flake(f)}" for f in flaky]
+    for line in out:
+        print(line)
+    print(summary)
+    print(head)
+    if args.pr_markdown:
+        Path(args.pr_markdown).write_text(pr_markdown(args, ran, new_groups, changed, unexpected, missing, not_run,
+                                                      by_mechanism, flaky, head))
+    return 1 if unexpected or undeclared else 0
+
+
+def pr_markdown(args, ran, new_groups, changed, unexpected, missing, not_run, by_mechanism, flaky, head, limit=15):
+    """The short report a pull request can quote: what is new first, then what went, then the rest folded."""
+    verdict = "**new findings**" if new_groups else "no new finding"
+    lines = [f"### distmetrics: {args.library} {ran or '?'} against {args.baseline}: {verdict}", "", head, ""]
+    if new_groups:
+        lines += ["| new | class | outcome | variants | e.g. |", "| --- | --- | --- | --- | --- |"]
+        for metric, sig, ids, headline in new_groups[:limit]:
+            was = next((changed[id(f)] for f in unexpected if f["variant"] in ids and id(f) in changed), None)
+            kind = "changed" if was else "new"
+            lines.append(f"| {kind} | `{metric}` | {shown(sig)} | {len(ids)} | `{ids[0]}` |")
+        if len(new_groups) > limit:
+            lines.append(f"| ... | {len(new_groups) - limit} more group(s) in the run's report | | | |")
+        lines.append("")
+    if missing:
+        lines += ["Not seen here (fixed in this release, or not yet born in it):", ""]
+        lines += [f"- `{' '.join(e['_globs'])}`: {e['why']}" for e in missing[:limit]]
+        if len(missing) > limit:
+            lines.append(f"- and {len(missing) - limit} more")
+        lines.append("")
+    if flaky:
+        lines += [f"- flake: {describe_flake(f)}" for f in flaky[:limit]] + [""]
+    lines += ["<details><summary>Unchanged (" + str(sum(by_mechanism.values())) + " findings, "
+              + str(len(by_mechanism)) + " mechanisms) and not run here (" + str(len(not_run)) + " entries)</summary>", ""]
+    lines += [f"- {n} x {why}" for why, n in sorted(by_mechanism.items(), key=lambda kv: -kv[1])]
+    lines += [f"- not run here: `{' '.join(e['_globs'])}`" for e in not_run[:40]]
+    if len(not_run) > 40:
+        lines.append(f"- not run here: {len(not_run) - 40} more entries")
+    lines += ["", "</details>", ""]
+    return "\n".join(lines)
 
 
 # --- Pinning: the exact failed properties and blamed ranks of a triaged run, written into the file --

@@ -231,7 +231,10 @@ OWN += [
     Own(IMG + "RelativeAverageSpectralError", "images", dict(window_size=4)),
     Own(IMG + "RootMeanSquaredErrorUsingSlidingWindow", "images", dict(window_size=4)),
     Own(IMG + "SpatialCorrelationCoefficient", "images", dict(window_size=4)),
-    Own(IMG + "PeakSignalNoiseRatioWithBlockedEffect", "images_gray", dict(data_range=1.0, block_size=4)),
+    # data_range is a parameter from 1.8.0 on (required there); before, the class infers it from the
+    # targets (a state reduced with max): the row runs without it on those releases.
+    Own(IMG + "PeakSignalNoiseRatioWithBlockedEffect", "images_gray", dict(data_range=1.0, block_size=4),
+        releases={"<1.8": dict(kwargs=dict(block_size=4))}),
     Own(IMG + "SpectralDistortionIndex", "images"),
     Own(AUD + "SignalNoiseRatio", "audio"),
     Own(AUD + "ScaleInvariantSignalNoiseRatio", "audio"),
@@ -312,8 +315,11 @@ SEG, IX = "torchmetrics.segmentation:", dict(num_classes=3, input_format="index"
 OWN += [
     Own(SEG + "DiceScore", "segmentation_labels", IX),
     # functional/segmentation/generalized_dice.py:79 (1.9.0): torch.max(weights, 0) of no rows raises.
-    Own(SEG + "GeneralizedDiceScore", "segmentation_labels", IX, conventions=REJECTS_EMPTY),
-    Own(SEG + "MeanIoU", "segmentation_labels", IX),
+    # Before 1.5.0 (1.4.0 and 1.4.3 checked) these two take no input_format: they tell an index mask
+    # from a one-hot one by its values (functional/segmentation/mean_iou.py:47, 1.4.0).
+    Own(SEG + "GeneralizedDiceScore", "segmentation_labels", IX, conventions=REJECTS_EMPTY,
+        releases={"<1.5": dict(kwargs=dict(num_classes=3))}),
+    Own(SEG + "MeanIoU", "segmentation_labels", IX, releases={"<1.5": dict(kwargs=dict(num_classes=3))}),
     Own(SEG + "HausdorffDistance", "segmentation_labels", IX),
 ]
 

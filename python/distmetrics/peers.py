@@ -187,6 +187,7 @@ class Peer:
     name: str = ""                          # registered as: the reference's name, or "Reference[Variant]" for a
                                             # second registration of one reference (`conform --metric` selects it)
     where: str = ""                         # file:line of this descriptor (filled in)
+    absent: str = ""                        # filled in: why the installed release has no such class, or ""
 
     def __post_init__(self):
         frame = sys._getframe(2)  # the table's line (1 is the dataclass __init__); cheap, unlike inspect.stack()
@@ -264,14 +265,20 @@ def _check_takes(peer, params):
                           f"(the mapping at {os.path.basename(peer.where)} maps {', '.join(peer.takes) or 'no parameter'})")
 
 
-def register_table(table, library, conventions=None):
+def register_table(table, library, conventions=None, since=None):
     """Registers every Peer of `table` with distmetrics, one factory per registered name (the
-    reference's, or a Peer's own ``name``, "Average[SumMetric]"). Returns {name: [Peer, ...]}."""
+    reference's, or a Peer's own ``name``, "Average[SumMetric]"). Returns {name: [Peer, ...]}.
+    A Peer whose class the installed release does not have is "not in this release": it leaves
+    `table` (removed in place, so that what reads the table sees the classes that exist), is listed
+    in NOT_IN_RELEASE, and the variants that would pick it skip with that reason; so does a
+    variant whose constructor arguments the installed class does not take. `since`: the release
+    the rows were triaged on, where a missing class is bad input instead."""
     from . import registry
 
     caller = sys._getframe(1)
     caller_where = f"{caller.f_code.co_filename}:{caller.f_lineno}"
     require(library, caller_where)
+    NOT_IN_RELEASE[(library, "table")] = []
     by_name: Dict[str, list] = {}
     for peer in table:
         if not isinstance(peer, Peer):
@@ -288,7 +295,12 @@ def register_table(table, library, conventions=None):
                                            and len(name) > len(peer.reference) + 2):
             raise PeerSetupError(f"{peer.where}: name: {name!r} must be the reference's name {peer.reference!r} or "
                                  f"'{peer.reference}[VARIANT]' (a second registration of it)")
-        _resolve(peer)  # a missing class is bad input now, not a skip later
+        # A class the census of the installed release does not define is "not in this release"
+        # (its variants skip with that reason; the row stays for the releases that have it);
+        # a missing class of the release the rows were triaged on is bad input now, not a skip later.
+        peer.absent = absent_from_release(peer, library, strict=_triaged(library, since, caller.f_code.co_filename))
+        if peer.absent:
+            NOT_IN_RELEASE[(library, "table")].append((peer.cls, peer.where, peer.absent))
         by_name.setdefault(name, []).append(peer)
 
     for name, peers in by_name.items():
@@ -299,9 +311,15 @@ def register_table(table, library, conventions=None):
                 raise Unsupported(f"{library} has no class for {name} with these parameters "
                                   f"({', '.join(f'{k}={v!r}' for k, v in sorted(params.items()))}); mapped: {classes}")
             peer = fitting[0]
+            if peer.absent:
+                raise Unsupported(f"{NOT_IN_RELEASE_TEXT}: {peer.absent}")
             _check_takes(peer, params)
             cls = _resolve(peer)
             kwargs = peer.kwargs(params)
+            untaken = [k for k in kwargs if not takes_parameter(cls, k)]
+            if untaken:
+                raise Unsupported(f"{NOT_IN_RELEASE_TEXT}: {library} {installed_version(library)}: "
+                                  f"{peer.cls.split(':')[1]} takes no {', '.join(untaken)}")
             return peer.build(cls, kwargs) if peer.build else cls(**kwargs)
 
         registry.register(name, factory, adapter=peers[0].adapter,
@@ -309,6 +327,7 @@ def register_table(table, library, conventions=None):
                           transform=_Transform(peers),
                           compute=_value_of(peers),
                           conventions=_conventions(conventions, peers))
+    table[:] = [p for p in table if not p.absent]
     return by_name
 
 
@@ -543,8 +562,13 @@ class Own:
     # reading, whose value no other run repeats: ("ranks_agree",); no_hang is always checked).
     only: Tuple[str, ...] = ()
     note: str = ""
+    # Per-release overrides, where a release needs another constructor or conversion than the one
+    # the row was triaged on: {"<1.6": dict(kwargs=..., inputs=...)}, the first range that holds
+    # for the installed release applies (python/distmetrics/peers.py, for_release).
+    releases: dict = field(default_factory=dict)
     name: str = ""                          # filled in: own_name(library, cls), or a given "<library>.<Class>[...]"
     where: str = ""
+    release_note: str = ""                  # filled in: which of `releases` applied, or ""
 
     def __post_init__(self):
         frame = sys._getframe(2)
@@ -555,23 +579,181 @@ def _release(version):
     return tuple(int(part) for part in version.split("+")[0].split(".")[:3] if part.isdigit())
 
 
+# -- Rows over a range of releases ----------------------------------------------------------------
+#
+# A mapping's rows were triaged on one release (`since`), and hold over the others: on another
+# release (ci/run_peers.sh --release X, --from CHECKOUT) a row whose class the installed release
+# does not define (peers/census.py, read from its source), or whose constructor does not take a
+# keyword argument the row passes (inspect.signature over the class's __init__s), is "not in this
+# release": listed here and in the run's summary (peers/release.py), never an error and never
+# silent; the other rows run. An Own row that needs other arguments or another conversion on some
+# releases says so in its `releases` field.
+
+NOT_IN_RELEASE_TEXT = "not in this release"
+# (library, "table" | "own") -> [("module:Class", "file:line" of the row, why)]
+NOT_IN_RELEASE: Dict[Tuple[str, str], list] = {}
+
+
+def not_in_release(library):
+    """The rows of `library` the installed release has no class (or constructor argument) for, as
+    the last registration found them: [("module:Class", where, why)]."""
+    return NOT_IN_RELEASE.get((library, "table"), []) + NOT_IN_RELEASE.get((library, "own"), [])
+
+
+def installed_version(library):
+    module = sys.modules.get(library)
+    return getattr(module, "__version__", "?") if module else "?"
+
+
+def _triaged(library, since, mapping_file):
+    """Whether the installed release is one the rows were triaged on: `since`, or a release the
+    mapping's expected.toml lists ("1.9.0 on torch 2.15", beside peers/<library>/metrics.py), on
+    this torch; also where neither says (no expected.toml, no `since`). There a class that is
+    missing is bad input (a typo), not a row out of its range."""
+    import re
+
+    version = installed_version(library)
+    torch = sys.modules.get("torch")
+    m = re.match(r"(\d+)\.(\d+)", getattr(torch, "__version__", "") or "")
+    key = f"{version} on torch {m.group(1)}.{m.group(2)}" if m else None
+    listed = None
+    expected = os.path.join(os.path.dirname(os.path.abspath(mapping_file)), "expected.toml")
+    if os.path.isfile(expected):
+        try:
+            import tomllib
+
+            with open(expected, "rb") as f:
+                listed = tomllib.load(f).get("releases")
+        except Exception:  # a malformed file is peers/expected.py's to report
+            listed = None
+    if since and _release(version) == _release(since):
+        return True
+    if listed:
+        return key in listed
+    return not since
+
+
+_CENSUS: Dict[str, object] = {}
+
+
+def census_defines(library, qualified):
+    """Whether the installed release of `library` defines "module:Class" (directly, or re-exported
+    by a package's __init__), by peers/census.py's reading of its source (nothing imported); None
+    where the census is not at hand (an install without the source tree's peers/)."""
+    census_py = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                             "peers", "census.py")
+    if library not in _CENSUS:
+        if not os.path.isfile(census_py):
+            return None
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location("peers_census_for_rows", census_py)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        _CENSUS[library] = module.defined(library)
+    return _CENSUS[library](qualified)
+
+
+def takes_parameter(cls, key):
+    """Whether `cls(key=...)` names a parameter of its own __init__ or of a base's (a catch-all
+    **kwargs is no evidence: torchmetrics' Metric raises on a keyword it does not know)."""
+    import inspect
+
+    for klass in inspect.getmro(cls):
+        init = klass.__dict__.get("__init__")
+        if init is None:
+            continue
+        try:
+            parameter = inspect.signature(init).parameters.get(key)
+        except (TypeError, ValueError):
+            continue
+        if parameter is not None and parameter.kind in (parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY):
+            return True
+    return False
+
+
+def absent_from_release(row, library, strict, kwargs=None):
+    """Why the installed release cannot build `row` (a Peer or an Own), or "": its class is not
+    defined there, or its constructor takes no `kwargs` key. `strict` (the triaged release): a
+    class that does not resolve is a PeerSetupError, as before."""
+    version = installed_version(library)
+    name = row.cls.partition(":")[2]
+    try:
+        cls = _resolve(row)
+    except PeerSetupError as e:
+        if strict:
+            raise
+        if census_defines(library, row.cls) is False:
+            return f"{library} {version} has no {name} ({row.cls}: not in the census of its source)"
+        # The release defines it and it does not import here (an optional package this release
+        # needs, an API of torch it uses): reported with the row's, not the run's, failure.
+        return f"{library} {version} defines {name} but it does not import here: {e}"
+    untaken = [k for k in (kwargs or {}) if not takes_parameter(cls, k)]
+    if untaken:
+        return f"{library} {version}: {name} takes no {', '.join(untaken)} (the row passes it)"
+    return ""
+
+
+def _spec_holds(spec, version):
+    """A version range of a row's `releases` ("<1.6", ">=1.4,<1.6", "==1.5.2") holds for `version`."""
+    import operator
+    import re
+
+    ops = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq,
+           "!=": operator.ne}
+    for clause in spec.split(","):
+        m = re.fullmatch(r"\s*(<=|>=|==|!=|<|>)\s*([0-9][0-9.]*)\s*", clause)
+        if not m:
+            raise ValueError(f"not a version range: {spec!r} (clauses like '<1.6' or '>=1.4,<1.6')")
+        if not ops[m.group(1)](_release(version), _release(m.group(2))):
+            return False
+    return True
+
+
+def for_release(row, version):
+    """`row` with the overrides of the first of its `releases` ranges that holds for `version`
+    (a copy; the row itself where none holds)."""
+    import dataclasses
+
+    for spec, overrides in row.releases.items():
+        try:
+            holds = _spec_holds(spec, version)
+        except ValueError as e:
+            raise PeerSetupError(f"{row.where}: releases: {e}") from None
+        if holds:
+            unknown = [k for k in overrides if k not in {f.name for f in dataclasses.fields(row)} or k in ("cls", "where")]
+            if unknown:
+                raise PeerSetupError(f"{row.where}: releases: {spec}: {', '.join(unknown)} cannot be overridden")
+            out = dataclasses.replace(row, **overrides)
+            out.where, out.release_note = row.where, f"{spec}: {', '.join(overrides)} of its own"
+            return out
+    return row
+
+
 def register_own(rows, library, since=None):
     """Registers every Own row of `rows` under its own identity (own_name). Returns {name: Own}.
-    `since` ("1.9.0"): the release the rows were triaged on; an older installed release (the
-    torch 1.13 peer run's) registers none of them (they may name classes it lacks, and their
-    findings were never triaged there). Bad input (an unknown shape, conversion or class, a
-    duplicate name) is a PeerSetupError naming the row's file and line."""
+    `since` ("1.9.0"): the release the rows were triaged on. On another release a row's
+    `releases` overrides apply, and a row whose class (or constructor argument) the installed
+    release lacks is not registered: listed in NOT_IN_RELEASE, "not in this release" (the other
+    rows run). On the torch 1.13 peer run (an older release, Debian's torch, no generated
+    scenarios: ci/run_peers.sh) none is registered, as before. Bad input (an unknown shape,
+    conversion or class of the triaged release, a duplicate name) is a PeerSetupError naming the
+    row's file and line."""
     from . import registry
 
     caller = sys._getframe(1)
     caller_where = f"{caller.f_code.co_filename}:{caller.f_lineno}"
     installed = require(library, caller_where).__version__
     out: Dict[str, Own] = {}
-    if since and _release(installed) < _release(since):
+    NOT_IN_RELEASE[(library, "own")] = []
+    torch = sys.modules.get("torch")
+    if since and _release(installed) < _release(since) and torch is not None and _release(torch.__version__) < (2,):
         return out
+    strict = _triaged(library, since, caller.f_code.co_filename)
     for row in rows:
         if not isinstance(row, Own):
             raise PeerSetupError(f"{caller_where}: rows: {row!r} is not an Own row")
+        row = for_release(row, installed)
         if row.shape not in SHAPES:
             raise PeerSetupError(f"{row.where}: shape: unknown input shape {row.shape!r}; known: {', '.join(SHAPES)}")
         if row.inputs not in CONVERSIONS:
@@ -580,12 +762,25 @@ def register_own(rows, library, since=None):
         if row.name in out:
             raise PeerSetupError(f"{row.where}: cls: {row.name} is registered twice (first at {out[row.name].where}); "
                                  f"give the second a name of its own, '{row.name}[VARIANT]'")
-        _resolve(row)
-        out[row.name] = row
+        absent = absent_from_release(row, library, strict, row.kwargs)
 
         def factory(params, row=row):
             cls = _resolve(row)
             return row.build(cls, dict(row.kwargs)) if row.build else cls(**row.kwargs)
+
+        if not absent and not strict:
+            # On a release the rows were not triaged on, a class may exist and refuse to be built
+            # (torchmetrics 1.4.1's CHRFScore: "temporarily removed ... licensing"): one build here
+            # says so, instead of a scenario file that stops the whole conform at its validation.
+            try:
+                factory({})
+            except Exception as e:  # noqa: BLE001 (whatever the release raises is the reason)
+                absent = (f"{library} {installed_version(library)}: {row.cls.partition(':')[2]} cannot be built: "
+                          f"{type(e).__name__}: {' '.join(str(e).split())[:200]}")
+        if absent:
+            NOT_IN_RELEASE[(library, "own")].append((row.cls, row.where, absent))
+            continue
+        out[row.name] = row
 
         convert = CONVERSIONS[row.inputs]({})
         registry.register(row.name, factory, adapter=row.adapter, description=f"{library}: {row.cls.split(':')[1]}",
