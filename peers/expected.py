@@ -12,6 +12,9 @@ properties that failed and the ranks blamed. expected.toml lists them, each exac
     blamed = [1]                                          # the whole set of ranks blamed ([]: none)
     kind = "library bug"                                  # library bug | convention (docs/peers.md)
     why = "one line: the mechanism (docs/peers.md has the file, line and repro)"
+    mechanism = "tm-compute-cache"                        # the id of its mechanism in mechanisms.toml
+                                                          # (a list of ids where its failed properties
+                                                          # come from several)
     flaky = "2 in 20 runs: why the outcome moves"         # optional: the variant's outcome may change on
                                                           # a rerun (measured rate, and cause)
 
@@ -43,13 +46,35 @@ source's interpreter's (--version overrides the library's). A release the file d
 bad input (exit 2) naming the release and the file to extend: a new release is triaged, never
 passed silently. A file without `releases` applies to any release.
 
+Mechanisms. peers/<library>/mechanisms.toml, beside expected.toml, lists the causes behind the
+entries, one table each; many entries (variants) share one mechanism:
+
+    [[mechanism]]
+    id = "tm-compute-cache"           # short and stable: "<tm|ignite|te>-<what>", what entries name
+    title = "one line: what goes wrong"
+    kind = "library bug"              # library bug | convention
+    where = "torchmetrics/metric.py:688-689"   # the library's file:line in the pinned release
+    upstream = "Lightning-AI/torchmetrics#3336 (open)"   # an issue/PR reference, or "not reported"
+    repro = "torchmetrics_compute_cache_uneven.py"        # a file under peers/repro/ (CI runs it), or ""
+    why_no_repro = "a convention, documented"  # required where repro is "": a library bug needs a repro
+    classes = ["BinaryAUROC", "..."]  # optional: the classes it explains (free text per item)
+    releases = ["1.9.0 on torch 2.15"]         # optional: the releases it shows on (default: all)
+
+Where a library has a mechanisms table every entry of its expected.toml names a mechanism of it,
+and an unknown id is bad input (the file, entry and field). The tables are plain TOML (arrays of
+tables, strings and lists of strings only), read by `load_mechanisms` here and by the maintainer
+page. The summary line counts the mechanisms the run's findings show; --by-mechanism prints one
+line per mechanism first (the variants it explains, its classes, upstream and repro; "not seen"
+where none of its entries' variants showed it, "new" for the findings no entry explains).
+
 The run passes when every finding matches an entry, every entry whose variants ran matches a
 finding (a subset run checks the entries it covers), and no flake is undeclared; otherwise it
 names the differences: a new finding (the library or the harness changed), an entry that no
 longer appears (the library fixed it, or the harness stopped seeing it), or a flake. Exit 0 / 1;
 2 for bad input (a malformed expected.toml names its file, entry and field).
 
-    /usr/bin/python3 peers/expected.py --library torchmetrics --report R.json [--expected F] [--version V] [--markdown OUT]
+    /usr/bin/python3 peers/expected.py --library torchmetrics --report R.json [--expected F] [--mechanisms M]
+        [--version V] [--markdown OUT] [--by-mechanism]
     /usr/bin/python3 peers/expected.py --library torchmetrics --report R.json --baseline "1.9.0 on torch 2.15" \
         [--pr-markdown OUT]
         # another release (ci/run_peers.sh --release, --from) against the entries of a triaged one:
@@ -81,7 +106,14 @@ def outcomes_of(report):
     """The not-passed outcomes a report's runner knows: its summary's keys but pass, skip and total."""
     return tuple(k for k in report.get("summary", {}) if k not in ("pass", "skip", "total")) or NOT_PASSED
 FIELDS = {"variant": (str, list), "outcome": (str, list), "property": str, "blamed_rank": int, "failed": (list, dict),
-          "blamed": (list, dict), "flaky": str, "kind": str, "why": str, "metric": str, "releases": list}
+          "blamed": (list, dict), "flaky": str, "kind": str, "why": str, "metric": str, "releases": list,
+          "mechanism": (str, list)}
+# The fields of a [[mechanism]] table of mechanisms.toml: (type, required).
+MECHANISM_FIELDS = {"id": (str, True), "title": (str, True), "kind": (str, True), "where": (str, True),
+                    "upstream": (str, True), "repro": (str, True), "why_no_repro": (str, False),
+                    "classes": (list, False), "releases": (list, False)}
+MECHANISM_ID = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9.]+)+$")
+REPRO_DIR = HERE / "repro"
 KINDS = ("library bug", "convention")
 # "<library version> on torch <major.minor>": what a library's findings depend on.
 RELEASE = re.compile(r"^[0-9][0-9A-Za-z.+-]* on torch [0-9]+\.[0-9]+$")
@@ -106,7 +138,7 @@ def _check_entry(entry, where, releases):
         if key not in FIELDS:
             raise BadInput(f"{where}: unknown field '{key}' (known: {', '.join(FIELDS)})")
         if not isinstance(value, FIELDS[key]):
-            kind = " or a list" if key in ("outcome", "variant") else ""
+            kind = " or a list" if key in ("outcome", "variant", "mechanism") else ""
             raise BadInput(f"{where}: field '{key}' must be a {str.__name__ if kind else FIELDS[key].__name__}"
                            f"{kind}, got {value!r}")
     for key in ("variant", "outcome", "kind", "why"):
@@ -154,8 +186,83 @@ def _check_entry(entry, where, releases):
     entry["_where"] = where
 
 
-def load_expected(path):
-    """(entries, the releases the file lists or None); a missing file is bad input."""
+def _check_mechanism(entry, where, mechanisms):
+    """The entry's mechanism ids (entry["_mechanisms"]): required and known where the library has a
+    mechanisms table (`mechanisms`, {id: table}), bad input otherwise naming `where` and the field."""
+    if mechanisms is None:
+        if "mechanism" in entry:
+            raise BadInput(f"{where}: field 'mechanism' names a mechanism, and there is no mechanisms.toml beside "
+                           f"the expected file (pass --mechanisms)")
+        entry["_mechanisms"] = []
+        return
+    if "mechanism" not in entry:
+        raise BadInput(f"{where}: field 'mechanism' is required (the id of its [[mechanism]] in the mechanisms table)")
+    ids = entry["mechanism"] if isinstance(entry["mechanism"], list) else [entry["mechanism"]]
+    if not ids or not all(isinstance(i, str) for i in ids):
+        raise BadInput(f"{where}: field 'mechanism' must be a mechanism id or a list of them, got {entry['mechanism']!r}")
+    unknown = [i for i in ids if i not in mechanisms]
+    if unknown:
+        raise BadInput(f"{where}: field 'mechanism' names unknown mechanism(s) {', '.join(unknown)} (known: "
+                       f"{', '.join(mechanisms)})")
+    entry["_mechanisms"] = ids
+
+
+def load_mechanisms(path, releases=None):
+    """{id: table} of a mechanisms.toml (in file order); None when there is no such file. Every table
+    is checked: its fields, a known kind, a repro that exists under peers/repro/ (or why there is
+    none; a library bug needs one), releases among the expected file's `releases`."""
+    try:
+        data = tomllib.loads(Path(path).read_text())
+    except FileNotFoundError:
+        return None
+    except tomllib.TOMLDecodeError as e:
+        raise BadInput(f"{path}: {e}") from None
+    unknown = sorted(set(data) - {"mechanism"})
+    if unknown:
+        raise BadInput(f"{path}: unknown table(s) {', '.join(unknown)} (only [[mechanism]])")
+    out = {}
+    for i, table in enumerate(data.get("mechanism", []), 1):
+        where = f"{path}: mechanism #{i}" + (f" ({table['id']})" if isinstance(table.get("id"), str) else "")
+        for key, value in table.items():
+            if key not in MECHANISM_FIELDS:
+                raise BadInput(f"{where}: unknown field '{key}' (known: {', '.join(MECHANISM_FIELDS)})")
+            want = MECHANISM_FIELDS[key][0]
+            if not isinstance(value, want) or (want is list and not all(isinstance(x, str) and x for x in value)):
+                raise BadInput(f"{where}: field '{key}' must be a {'list of strings' if want is list else 'string'}, "
+                               f"got {value!r}")
+        for key, (_, required) in MECHANISM_FIELDS.items():
+            if required and key not in table:
+                raise BadInput(f"{where}: field '{key}' is required")
+        if not MECHANISM_ID.match(table["id"]):
+            raise BadInput(f"{where}: field 'id' must be short lower-case words joined by '-' (tm-compute-cache), "
+                           f"got {table['id']!r}")
+        if table["id"] in out:
+            raise BadInput(f"{where}: field 'id': {table['id']} is already mechanism #{list(out).index(table['id']) + 1}")
+        if table["kind"] not in KINDS:
+            raise BadInput(f"{where}: field 'kind' must be one of {', '.join(KINDS)}, got {table['kind']!r}")
+        if table["repro"]:
+            if "/" in table["repro"] or not (REPRO_DIR / table["repro"]).is_file():
+                raise BadInput(f"{where}: field 'repro': no file {table['repro']!r} under {REPRO_DIR}")
+        elif table["kind"] == "library bug":
+            raise BadInput(f"{where}: field 'repro' is required for a library bug (a script under peers/repro/)")
+        elif not table.get("why_no_repro"):
+            raise BadInput(f"{where}: field 'why_no_repro' must say why there is no repro (repro is \"\")")
+        if "releases" in table and releases is not None:
+            strange = [r for r in table["releases"] if r not in releases]
+            if strange:
+                raise BadInput(f"{where}: field 'releases' must list some of the expected file's releases "
+                               f"({', '.join(releases)}), got {table['releases']!r}")
+        out[table["id"]] = table
+    return out
+
+
+def mechanisms_path(expected_path):
+    return Path(expected_path).with_name("mechanisms.toml")
+
+
+def load_expected(path, mechanisms=None):
+    """(entries, the releases the file lists or None); a missing file is bad input. `mechanisms`:
+    the path of the library's mechanisms table (default: mechanisms.toml beside `path`, if any)."""
     try:
         data = tomllib.loads(Path(path).read_text())
     except FileNotFoundError:
@@ -172,8 +279,12 @@ def load_expected(path):
                                  or not all(isinstance(r, str) and RELEASE.match(r) for r in releases)):
         raise BadInput(f"{path}: releases must be a list of \"<library version> on torch <major.minor>\", "
                        f"got {releases!r}")
+    table = load_mechanisms(mechanisms or mechanisms_path(path), releases)
+    if mechanisms and table is None:
+        raise BadInput(f"{mechanisms}: no such file")
     for i, entry in enumerate(entries, 1):
         _check_entry(entry, f"{path}: finding #{i}", releases)
+        _check_mechanism(entry, f"{path}: finding #{i}", table)
         entry["_index"] = i - 1
     return entries, releases
 
@@ -370,6 +481,9 @@ def main(argv=None):
     ap.add_argument("--report", required=True, help="the conform JSON report")
     ap.add_argument("--expected", help="default: peers/<library>/expected.toml")
     ap.add_argument("--version", help="the library's version that ran (default: the report's, from the mapping)")
+    ap.add_argument("--mechanisms", help="default: mechanisms.toml beside the expected file (if there is one)")
+    ap.add_argument("--by-mechanism", action="store_true",
+                    help="print a line per mechanism (the variants it explains) before the summary")
     ap.add_argument("--markdown", help="append the comparison to this Markdown file")
     ap.add_argument("--disagreeing", help="write the variants behind the differences to this JSON file "
                                           "([{id, metric, source}]: what peers/rerun.py --disagreeing reruns)")
@@ -387,7 +501,8 @@ def main(argv=None):
         print(f"peers/expected.py: cannot read the report {args.report}: {e}", file=sys.stderr)
         return 2
     try:
-        entries, releases = load_expected(expected_path)
+        entries, releases = load_expected(expected_path, args.mechanisms)
+        mechanisms = load_mechanisms(args.mechanisms or mechanisms_path(expected_path), releases) or {}
         ran = ran_release(report, args.library, args.version)
         if args.baseline and args.pin:
             raise BadInput("--pin writes the entries of the release that ran: it takes no --baseline")
@@ -420,6 +535,10 @@ def main(argv=None):
     lines += [f"  flake: {describe_flake(f)}" for f in flaky]
     if args.disagreeing:
         Path(args.disagreeing).write_text(json.dumps(disagreeing(variants, unexpected, missing), indent=1))
+    explained = explained_by_mechanism(entries, found, unexpected, missing)
+    seen = [m for m in mechanisms if explained.get(m, {}).get("variants")]
+    if args.by_mechanism:
+        lines = [*mechanism_lines(mechanisms, explained), *lines]
     seconds = sum(v.get("seconds", 0) for v in variants)
     loose = sum(1 for e in entries if not pinned(e))
     # How many classes were checked is peers/judged.py's, from the same report (ci/run_peers.sh).
@@ -428,6 +547,10 @@ def main(argv=None):
                f"{seconds:.0f} s of variant time): "
                f"{len(found) - len(unexpected)} expected, {len(unexpected)} unexpected, "
                f"{len(missing)} expected but not seen, {len(flaky)} flake(s) ({len(flaky) - len(undeclared)} declared)"
+               + (f"; {len(seen)} mechanism(s) ({sum(mechanisms[m]['kind'] == 'library bug' for m in seen)} library "
+                  f"bug(s), {sum(mechanisms[m]['kind'] == 'convention' for m in seen)} convention(s)) of "
+                  f"{len(mechanisms)} in {Path(args.mechanisms or mechanisms_path(expected_path)).name}"
+                  if mechanisms else "")
                + (f"; {loose} of {len(entries)} entries not pinned (matched as a subset: --pin)" if loose else ""))
     if args.baseline:
         return against_baseline(args, entries, variants, found, unexpected, missing, flaky, undeclared, ran, summary)
@@ -532,6 +655,49 @@ def pr_markdown(args, ran, new_groups, changed, unexpected, missing, not_run, by
         lines.append(f"- not run here: {len(not_run) - 40} more entries")
     lines += ["", "</details>", ""]
     return "\n".join(lines)
+# --- Mechanisms: the causes behind the entries, and the variants each explains in a run ---------------
+
+
+def explained_by_mechanism(entries, found, unexpected, missing):
+    """{mechanism id: {"variants": [(variant id, metric)], "metrics": set, "not_seen": [entry where]}}
+    from this run: a finding an entry matches is explained by the entry's mechanisms; an entry that
+    no finding matched although its variants ran is "not seen". The findings no entry explains are
+    under the key None ("new")."""
+    out = {}
+    for f in found:
+        if f in unexpected:
+            out.setdefault(None, {"variants": [], "metrics": set(), "not_seen": []})
+            out[None]["variants"].append((f["variant"], f["metric"]))
+            out[None]["metrics"].add(f["metric"])
+            continue
+        ids = {m for e in entries if matches(e, f) for m in e.get("_mechanisms", [])}
+        for m in ids:
+            slot = out.setdefault(m, {"variants": [], "metrics": set(), "not_seen": []})
+            slot["variants"].append((f["variant"], f["metric"]))
+            slot["metrics"].add(f["metric"])
+    for e in missing:
+        for m in e.get("_mechanisms", []):
+            out.setdefault(m, {"variants": [], "metrics": set(), "not_seen": []})["not_seen"].append(e["_where"])
+    return out
+
+
+def mechanism_lines(mechanisms, explained):
+    """One line per mechanism, new findings first, then those no longer seen, then the known ones."""
+    lines = []
+    new = explained.get(None)
+    if new:
+        lines.append(f"  mechanism NEW (no entry explains them): {len(new['variants'])} variant(s) of "
+                     f"{', '.join(sorted(new['metrics'] - {''}))}")
+    order = sorted(mechanisms, key=lambda m: (not explained.get(m, {}).get("not_seen"),
+                                              not explained.get(m, {}).get("variants")))
+    for m in order:
+        t, e = mechanisms[m], explained.get(m, {"variants": [], "metrics": set(), "not_seen": []})
+        state = ("no longer seen in " + str(len(e["not_seen"])) + " entr" + ("y" if len(e["not_seen"]) == 1 else "ies")
+                 + ("; " if e["variants"] else "")) if e["not_seen"] else ""
+        lines.append(f"  mechanism {m} ({t['kind']}): {state}{len(e['variants'])} variant(s)"
+                     + (f" of {', '.join(sorted(e['metrics'] - {''}))}" if e["metrics"] - {""} else "")
+                     + f"; {t['where']}; upstream: {t['upstream']}; repro: {t['repro'] or 'none (' + t.get('why_no_repro', '') + ')'}")
+    return lines
 
 
 # --- Pinning: the exact failed properties and blamed ranks of a triaged run, written into the file --
