@@ -13,8 +13,8 @@ properties that failed and the ranks blamed. expected.toml lists them, each exac
     kind = "library bug"                                  # library bug | convention (docs/peers.md)
     why = "one line: the mechanism (docs/peers.md has the file, line and repro)"
     mechanism = "tm-compute-cache"                        # the id of its mechanism in mechanisms.toml
-                                                          # (a list of ids where its failed properties
-                                                          # come from several)
+    also_mechanism = ["tm-minmax-tracks-compute"]         # optional: more ids, where the failed
+                                                          # properties come from several mechanisms
     flaky = "2 in 20 runs: why the outcome moves"         # optional: the variant's outcome may change on
                                                           # a rerun (measured rate, and cause)
 
@@ -107,7 +107,7 @@ def outcomes_of(report):
     return tuple(k for k in report.get("summary", {}) if k not in ("pass", "skip", "total")) or NOT_PASSED
 FIELDS = {"variant": (str, list), "outcome": (str, list), "property": str, "blamed_rank": int, "failed": (list, dict),
           "blamed": (list, dict), "flaky": str, "kind": str, "why": str, "metric": str, "releases": list,
-          "mechanism": (str, list)}
+          "mechanism": str, "also_mechanism": list}
 # The fields of a [[mechanism]] table of mechanisms.toml: (type, required).
 MECHANISM_FIELDS = {"id": (str, True), "title": (str, True), "kind": (str, True), "where": (str, True),
                     "upstream": (str, True), "repro": (str, True), "why_no_repro": (str, False),
@@ -138,7 +138,7 @@ def _check_entry(entry, where, releases):
         if key not in FIELDS:
             raise BadInput(f"{where}: unknown field '{key}' (known: {', '.join(FIELDS)})")
         if not isinstance(value, FIELDS[key]):
-            kind = " or a list" if key in ("outcome", "variant", "mechanism") else ""
+            kind = " or a list" if key in ("outcome", "variant") else ""
             raise BadInput(f"{where}: field '{key}' must be a {str.__name__ if kind else FIELDS[key].__name__}"
                            f"{kind}, got {value!r}")
     for key in ("variant", "outcome", "kind", "why"):
@@ -190,20 +190,22 @@ def _check_mechanism(entry, where, mechanisms):
     """The entry's mechanism ids (entry["_mechanisms"]): required and known where the library has a
     mechanisms table (`mechanisms`, {id: table}), bad input otherwise naming `where` and the field."""
     if mechanisms is None:
-        if "mechanism" in entry:
+        if "mechanism" in entry or "also_mechanism" in entry:
             raise BadInput(f"{where}: field 'mechanism' names a mechanism, and there is no mechanisms.toml beside "
                            f"the expected file (pass --mechanisms)")
         entry["_mechanisms"] = []
         return
     if "mechanism" not in entry:
         raise BadInput(f"{where}: field 'mechanism' is required (the id of its [[mechanism]] in the mechanisms table)")
-    ids = entry["mechanism"] if isinstance(entry["mechanism"], list) else [entry["mechanism"]]
-    if not ids or not all(isinstance(i, str) for i in ids):
-        raise BadInput(f"{where}: field 'mechanism' must be a mechanism id or a list of them, got {entry['mechanism']!r}")
-    unknown = [i for i in ids if i not in mechanisms]
-    if unknown:
-        raise BadInput(f"{where}: field 'mechanism' names unknown mechanism(s) {', '.join(unknown)} (known: "
-                       f"{', '.join(mechanisms)})")
+    also = entry.get("also_mechanism", [])
+    if not all(isinstance(i, str) for i in also):
+        raise BadInput(f"{where}: field 'also_mechanism' must list mechanism ids, got {also!r}")
+    for field, ids in (("mechanism", [entry["mechanism"]]), ("also_mechanism", also)):
+        unknown = [i for i in ids if i not in mechanisms]
+        if unknown:
+            raise BadInput(f"{where}: field '{field}' names unknown mechanism(s) {', '.join(unknown)} (known: "
+                           f"{', '.join(mechanisms)})")
+    ids = [entry["mechanism"], *also]
     entry["_mechanisms"] = ids
 
 
