@@ -20,6 +20,7 @@
 #endif
 
 #include "distmetrics/runtime/errors.h"
+#include "distmetrics/runtime/phases.h"
 #include "distmetrics/metrics/errors.h"
 #include "interpreter.h"
 
@@ -261,6 +262,7 @@ void PythonMetric::set_communicator(runtime::Communicator* comm) {
     state.groups_on_store = 0;
   }
   const std::string prefix = "python/" + std::to_string(state.groups_on_store++) + "/";
+  runtime::PhaseScope grouping("group");  // torch.distributed's group for the variant
   try {
     detail::host_module().attr("begin_group")(comm->backend(), comm->rank(), comm->world_size(),
                                               static_cast<std::int64_t>(comm->op_timeout().count()), prefix,

@@ -203,6 +203,29 @@ TEST_P(RankPoolTest, ASkippedCollectiveIsAHangBlamedOnTheSkipperAndThePoolRecove
   EXPECT_EQ(pool.spawn_count(), 2);
 }
 
+// Where a job's time went (runtime/phases.h): the supervisor's phases in the result, each rank's
+// own with its outcome; the start only in the job that started the pool, the wait after the
+// ranks' last move and the ending of the workers only in one that hung. Which phases, not how long.
+TEST_P(RankPoolTest, AJobSaysWhereItsTimeWentByPhase) {
+  RankPool pool = make_pool(2);
+  const JobResult first = pool.run(request("launch_sum_of_ranks"));
+  ASSERT_EQ(first.status, RunStatus::Completed) << first.diagnosis;
+  EXPECT_EQ(first.phases.count("pool_start"), 1u);
+  EXPECT_EQ(first.phases.count("ranks"), 1u);
+  EXPECT_EQ(first.phases.count("hang_wait"), 0u) << "every rank answered";
+  for (const auto& rank : first.ranks) {
+    EXPECT_EQ(rank.phases.count("group"), 1u) << "rank " << rank.rank;
+    EXPECT_EQ(rank.phases.count("sync"), 1u) << "rank " << rank.rank;
+  }
+  const JobResult second = pool.run(request("launch_sum_of_ranks"));
+  EXPECT_EQ(second.phases.count("pool_start"), 0u) << "the pool was up";
+  const JobResult hung = pool.run(request("launch_skip_second_collective", {{"skipper", 1}}));
+  ASSERT_EQ(hung.status, RunStatus::Hang) << hung.diagnosis;
+  EXPECT_EQ(hung.phases.count("end_workers"), 1u);
+  EXPECT_EQ(hung.ranks[1].phases.count("group"), 1u) << "the rank that finished sent its own";
+  EXPECT_TRUE(hung.ranks[0].phases.empty()) << "the stuck rank sent nothing";
+}
+
 TEST_P(RankPoolTest, TheWarmUpRunsOnEveryStartAndIsNotChargedToTheFirstJob) {
   PoolOptions options;
   options.world_size = 2;

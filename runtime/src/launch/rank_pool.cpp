@@ -31,6 +31,7 @@
 #include "distmetrics/build_config.h"
 #include "distmetrics/runtime/backends.h"
 #include "distmetrics/runtime/errors.h"
+#include "distmetrics/runtime/phases.h"
 #include "pool_store.h"
 #include "process.h"
 #include "protocol.h"
@@ -393,6 +394,9 @@ struct WorkerLink {
   std::string dying;  // how it said it died
   bool lost = false;  // its channel closed (or its process ended) without an outcome
   std::optional<int> exit_status;
+  // When it last moved on (entered or left a collective, changed phase, finished): after the
+  // last move of every rank, a job that does not end is waiting on a hang (the "hang_wait" phase).
+  std::chrono::steady_clock::time_point moved;
 
   void reset_variant() {
     outcome.reset();
@@ -402,6 +406,7 @@ struct WorkerLink {
     dying.clear();
     lost = false;
     exit_status.reset();
+    moved = std::chrono::steady_clock::now();
   }
 
   bool answered() const { return outcome.has_value() || lost; }
@@ -432,6 +437,7 @@ struct WorkerLink {
 
   void handle(const nlohmann::json& message) {
     const std::string type = message.value("type", "");
+    if (type == "enter" || type == "exit" || type == "phase") moved = std::chrono::steady_clock::now();
     if (type == "enter") {
       open = detail::record_from_json(message.at("record"));
       entered.push_back(*open);
@@ -444,6 +450,7 @@ struct WorkerLink {
       outcome->rank = rank;
       outcome->pid = static_cast<long>(pid);
       open.reset();
+      if (outcome->state != RankState::TimedOut) moved = std::chrono::steady_clock::now();  // a timeout is no move
     } else if (type == "dying") {
       dying = message.value("how", "");
     }
@@ -479,22 +486,31 @@ class RankPool::Impl {
   JobResult run(const Job& job) {
     validate(job);
     const auto started = std::chrono::steady_clock::now();
+    runtime::PhaseSeconds phases;  // the supervisor's (phases.h)
     if (alive() && !healthy()) end_workers();
+    add_phase(phases, "end_workers", seconds_since(started));
     double start_seconds = 0;
     const bool starting = !alive();
     if (starting || backend_needs_warm_up(job.backend)) {
       // Workers forked from the zygote start with what the backend loads per process, where
       // the zygote can still be restarted from this one (the first pools of a program).
+      auto mark = std::chrono::steady_clock::now();
       if (starting && !find_pool_launch(options_.launch).through_mpirun && options_.worker_command.empty())
         detail::load_into_worker_zygote(job.backend);
+      add_phase(phases, "imports", seconds_since(mark));
+      mark = std::chrono::steady_clock::now();
       const Deadline startup = Deadline::after(options_.startup_deadline);
       std::optional<JobResult> failure;
       if (starting) failure = start(startup);
+      add_phase(phases, "pool_start", seconds_since(mark));
+      mark = std::chrono::steady_clock::now();
       if (!failure) failure = warm_up_backend(job, startup);
       if (!failure && starting && options_.warm_up)
         failure = warm_up(*options_.warm_up, job, startup, "run once when the pool starts");
+      add_phase(phases, "imports", seconds_since(mark));
       if (failure) {
         failure->seconds = seconds_since(started);
+        failure->phases = std::move(phases);
         return *failure;
       }
       start_seconds = seconds_since(started);
@@ -502,6 +518,7 @@ class RankPool::Impl {
     JobResult result = supervise(job);
     result.seconds = seconds_since(started);
     result.start_seconds = start_seconds;
+    for (const auto& [name, seconds] : phases) add_phase(result.phases, name, seconds);
     return result;
   }
 
@@ -703,6 +720,37 @@ class RankPool::Impl {
 
   JobResult supervise(const Job& job) {
     const Deadline deadline = Deadline::after(job.deadline);
+    const auto sent = std::chrono::steady_clock::now();
+    send_job(job);
+    const bool by_deadline = watch(deadline);
+    const auto decided = std::chrono::steady_clock::now();
+
+    JobResult run = collect(by_deadline);
+    std::vector<std::string> phases;
+    for (const auto& w : workers_) phases.push_back(w.phase);
+    detail::diagnose(run, phases, job.deadline);
+
+    const bool answered = std::all_of(workers_.begin(), workers_.end(), [](const WorkerLink& w) { return w.answered(); });
+    // Every rank answered: all of it was the ranks' work. Else the verdict came after the ranks'
+    // last move: the time since then was spent waiting on the hang (or the crash's settling).
+    auto last_move = sent;
+    for (const auto& w : workers_) last_move = std::max(last_move, w.moved);
+    if (answered && !by_deadline) last_move = decided;
+    add_phase(run.phases, "ranks", runtime::seconds_between(sent, last_move));
+    add_phase(run.phases, "hang_wait", runtime::seconds_between(last_move, decided));
+    if (run.status == RunStatus::Hang || run.status == RunStatus::Crash) {
+      fill_log_tails(run);
+      const auto ending = std::chrono::steady_clock::now();
+      end_workers();
+      add_phase(run.phases, "end_workers", seconds_since(ending));
+    } else {
+      if (run.status != RunStatus::Completed) fill_log_tails(run);
+      release();
+    }
+    return run;
+  }
+
+  void send_job(const Job& job) {
     const std::string prefix = "v" + std::to_string(spawn_count_) + "." + std::to_string(++variant_count_) + "/";
     for (auto& w : workers_) {
       w.reset_variant();
@@ -710,13 +758,14 @@ class RankPool::Impl {
     }
     if (auto* log = processes_->launcher_log()) log->clear();
     rendezvous_->store.clear();
-
     const nlohmann::json message = WorkerLink::job_message(job, prefix);
     for (auto& w : workers_) w.send(message, std::min<std::chrono::milliseconds>(kSendBudget, job.deadline));
+  }
 
-    // Watch until every rank has answered, or a crash or a hang is certain, or the deadline.
+  // Watches until every rank has answered, or a crash or a hang is certain (and settled), or the
+  // deadline. True when the deadline ended it.
+  bool watch(const Deadline& deadline) {
     std::optional<Deadline> settle;
-    bool by_deadline = false;
     while (true) {
       rendezvous_->store.serve();
       for (auto& w : workers_) {
@@ -729,14 +778,11 @@ class RankPool::Impl {
           }
         }
       }
-      if (std::all_of(workers_.begin(), workers_.end(), [](const WorkerLink& w) { return w.answered(); })) break;
+      if (std::all_of(workers_.begin(), workers_.end(), [](const WorkerLink& w) { return w.answered(); })) return false;
       if (!settle && (any_lost() || any_timed_out() || certain_hang())) settle = Deadline::after(kSettle);
       if (!settle && mismatched_collective()) settle = Deadline::after(kMismatchSettle);
-      if (settle && settle->expired()) break;
-      if (deadline.expired()) {
-        by_deadline = true;
-        break;
-      }
+      if (settle && settle->expired()) return false;
+      if (deadline.expired()) return true;
       const Deadline& wake = settle ? Deadline::earliest(*settle, deadline) : deadline;
       std::vector<pollfd> fds;
       for (auto& w : workers_) {
@@ -746,20 +792,6 @@ class RankPool::Impl {
       const long wait_ms = std::min<long>(wake.remaining().count(), kWatchInterval.count());
       ::poll(fds.data(), fds.size(), static_cast<int>(std::max(wait_ms, 1L)));
     }
-
-    JobResult run = collect(by_deadline);
-    std::vector<std::string> phases;
-    for (const auto& w : workers_) phases.push_back(w.phase);
-    detail::diagnose(run, phases, job.deadline);
-
-    if (run.status == RunStatus::Hang || run.status == RunStatus::Crash) {
-      fill_log_tails(run);
-      end_workers();
-    } else {
-      if (run.status != RunStatus::Completed) fill_log_tails(run);
-      release();
-    }
-    return run;
   }
 
   bool any_lost() const {
