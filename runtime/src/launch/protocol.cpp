@@ -92,6 +92,7 @@ nlohmann::json to_json(const RankOutcome& outcome) {
                          {"log_tail", outcome.log_tail}};
   if (outcome.blocked_in) json["blocked_in"] = to_json(*outcome.blocked_in);
   if (!outcome.phases.empty()) json["phases"] = outcome.phases;
+  if (outcome.blocked_on_store) json["blocked_on_store"] = true;
   return json;
 }
 
@@ -123,6 +124,7 @@ RankOutcome outcome_from_json(const nlohmann::json& json) {
   outcome.how_died = json.value("how_died", "");
   outcome.log_tail = json.value("log_tail", "");
   outcome.phases = json.value("phases", PhaseSeconds{});
+  outcome.blocked_on_store = json.value("blocked_on_store", false);
   return outcome;
 }
 

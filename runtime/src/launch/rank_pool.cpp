@@ -46,11 +46,17 @@ using namespace std::chrono_literals;
 namespace {
 
 // After the first sign of a hang or crash, how long to keep listening for the other ranks'
-// reports (they make the diagnosis better) before ending the pool.
+// reports (they make the diagnosis better) before ending the pool: the most a settle waits.
 constexpr auto kSettle = 300ms;
 // After two ranks were seen in one collective with contributions that do not match: a hang,
 // unless the backend aborts first (gloo does on some: a crash, which says more), given this long.
-constexpr auto kMismatchSettle = 1s;
+// Over the peer run gloo's abort came within 10 ms of the mismatch being seen, under load
+// (docs/performance.md, "A hang decided when it is certain"): this is 25 times that.
+constexpr auto kMismatchSettle = 250ms;
+// A hang's settle ends as soon as every rank's fate is known (fates_known) and no rank has been
+// heard from for this long: what a rank sent just before arrives within it (its progress waits
+// 2 ms to go in a batch, and is written before any store request).
+constexpr auto kFatesQuiet = 10ms;
 constexpr auto kSendBudget = 5s;
 // How often the supervisor looks at its children's exit while waiting (a rank can die while a
 // process it forked keeps its connection open).
@@ -394,6 +400,7 @@ struct WorkerLink {
   std::string dying;  // how it said it died
   bool lost = false;  // its channel closed (or its process ended) without an outcome
   std::optional<int> exit_status;
+  bool store_blocked = false;  // its latest store request is a get or wait not yet answered
   // When it last moved on (entered or left a collective, changed phase, finished): after the
   // last move of every rank, a job that does not end is waiting on a hang (the "hang_wait" phase).
   std::chrono::steady_clock::time_point moved;
@@ -406,6 +413,7 @@ struct WorkerLink {
     dying.clear();
     lost = false;
     exit_status.reset();
+    store_blocked = false;
     moved = std::chrono::steady_clock::now();
   }
 
@@ -763,25 +771,23 @@ class RankPool::Impl {
   }
 
   // Watches until every rank has answered, or a crash or a hang is certain (and settled), or the
-  // deadline. True when the deadline ended it.
+  // deadline. True when the deadline ended it. A hang's settle (a rank waits in a collective a
+  // finished rank never issued, or every rank waits where none can go on) ends as soon as every
+  // rank's fate is known: waiting longer would only wait for a backend's own timeout.
   bool watch(const Deadline& deadline) {
     std::optional<Deadline> settle;
+    bool ends_when_known = false;
     while (true) {
-      rendezvous_->store.serve();
-      for (auto& w : workers_) {
-        w.drain();
-        if (!w.answered()) {
-          if (auto status = processes_->exited(w.rank)) {  // dead, though a process it forked may hold its socket
-            w.exit_status = status;
-            w.drain();
-            if (!w.outcome) w.lost = true;
-          }
-        }
-      }
+      read_workers();
       if (std::all_of(workers_.begin(), workers_.end(), [](const WorkerLink& w) { return w.answered(); })) return false;
-      if (!settle && (any_lost() || any_timed_out() || certain_hang())) settle = Deadline::after(kSettle);
+      if (nobody_left_to_write() && quiet()) fail_store_waits();
+      if (!settle && (any_lost() || any_timed_out())) settle = Deadline::after(kSettle);
+      if (!settle && (certain_hang() || deadlocked())) {
+        settle = Deadline::after(kSettle);
+        ends_when_known = true;
+      }
       if (!settle && mismatched_collective()) settle = Deadline::after(kMismatchSettle);
-      if (settle && settle->expired()) return false;
+      if (settle && (settle->expired() || (ends_when_known && fates_known() && quiet()))) return false;
       if (deadline.expired()) return true;
       const Deadline& wake = settle ? Deadline::earliest(*settle, deadline) : deadline;
       std::vector<pollfd> fds;
@@ -789,9 +795,68 @@ class RankPool::Impl {
         if (!w.answered()) fds.push_back({w.channel->fd(), POLLIN, 0});
       }
       for (int fd : rendezvous_->store.fds()) fds.push_back({fd, POLLIN, 0});
-      const long wait_ms = std::min<long>(wake.remaining().count(), kWatchInterval.count());
+      // Awake for the end of a quiet spell too, while a hang waits to be settled.
+      const auto watch_interval = ends_when_known || any_store_blocked() ? kFatesQuiet : kWatchInterval;
+      const long wait_ms = std::min<long>(wake.remaining().count(), watch_interval.count());
       ::poll(fds.data(), fds.size(), static_cast<int>(std::max(wait_ms, 1L)));
     }
+  }
+
+  // Everything the workers and the store clients sent so far, and which workers have died.
+  void read_workers() {
+    rendezvous_->store.serve();
+    const std::set<int> blocked = rendezvous_->store.blocked();
+    for (auto& w : workers_) {
+      w.drain();
+      w.store_blocked = !w.answered() && blocked.count(w.rank) > 0;
+      if (!w.answered()) {
+        if (auto status = processes_->exited(w.rank)) {  // dead, though a process it forked may hold its socket
+          w.exit_status = status;
+          w.drain();
+          if (!w.outcome) w.lost = true;
+        }
+      }
+    }
+  }
+
+  bool any_store_blocked() const {
+    return std::any_of(workers_.begin(), workers_.end(), [](const WorkerLink& w) { return w.store_blocked && !w.open; });
+  }
+
+  // Ranks wait in collectives and on the store where none can go on (fates_known), nothing heard
+  // for kFatesQuiet: a hang, whatever the backends' and the store's own timeouts would do later.
+  bool deadlocked() const {
+    const bool in_collective = std::any_of(workers_.begin(), workers_.end(), [](const WorkerLink& w) { return !w.answered() && w.open; });
+    return in_collective && any_store_blocked() && fates_known() && quiet();
+  }
+
+  // Every rank still running is blocked on the store, every other one has answered: nobody is
+  // left to write the keys they wait for.
+  bool nobody_left_to_write() const {
+    return std::all_of(workers_.begin(), workers_.end(),
+                       [](const WorkerLink& w) { return w.answered() || (w.store_blocked && !w.open); });
+  }
+
+  // Ends those waits with an error, as their own timeout would later (a group that a rank makes
+  // alone gives up, the rank goes on with its task): its outcome is then what it would have been,
+  // without the wait.
+  void fail_store_waits() {
+    std::set<int> blocked;
+    for (auto& w : workers_) {
+      if (w.answered() || !w.store_blocked) continue;
+      blocked.insert(w.rank);
+      w.store_blocked = false;
+    }
+    rendezvous_->store.fail_blocked(blocked, "every other rank has finished, raised or died: no rank is left to write the "
+                                             "keys it waits for");
+  }
+
+  // No rank moved, and none sent the store a request, for kFatesQuiet.
+  bool quiet() const {
+    auto last = std::chrono::steady_clock::time_point{};
+    for (const auto& w : workers_) last = std::max(last, w.moved);
+    for (const auto& [rank, heard] : rendezvous_->store.heard()) last = std::max(last, heard);
+    return std::chrono::steady_clock::now() - last >= kFatesQuiet;
   }
 
   bool any_lost() const {
@@ -813,6 +878,41 @@ class RankPool::Impl {
       }
     }
     return false;
+  }
+
+  // Whether every rank's fate is known, so that waiting longer can tell nothing more (but what a
+  // backend's own timeout would): each rank answered, or waits in a collective #n that some other
+  // rank can never enter (it finished or died after fewer, it waits on the store before #n, or it
+  // is itself stuck in an earlier one), or waits on the store while every other rank is done or
+  // stuck (no rank is left running to write the keys it waits for). A fixpoint over the ranks.
+  bool fates_known() const {
+    const std::size_t n = workers_.size();
+    std::vector<bool> stuck(n, false);
+    auto on_store = [](const WorkerLink& w) { return !w.answered() && !w.open && w.store_blocked; };
+    auto reached = [](const WorkerLink& w) { return w.outcome ? w.outcome->trace.size() : w.entered.size(); };
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (std::size_t i = 0; i < n; ++i) {
+        const WorkerLink& w = workers_[i];
+        if (stuck[i] || w.answered() || !w.open) continue;
+        for (std::size_t j = 0; j < n && !stuck[i]; ++j) {
+          const WorkerLink& q = workers_[j];
+          if (j == i) continue;
+          if (q.answered() || on_store(q)) stuck[i] = reached(q) <= w.open->seq;
+          else if (stuck[j]) stuck[i] = q.open->seq < w.open->seq;
+        }
+        changed = changed || stuck[i];
+      }
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!on_store(workers_[i])) continue;
+      stuck[i] = true;
+      for (std::size_t j = 0; j < n; ++j)
+        if (j != i && !workers_[j].answered() && !stuck[j] && !on_store(workers_[j])) stuck[i] = false;
+    }
+    for (std::size_t i = 0; i < n; ++i)
+      if (!workers_[i].answered() && !stuck[i]) return false;
+    return true;
   }
 
   // A rank waits inside collective #n, and another rank entered #n with another operation, dtype
@@ -848,6 +948,7 @@ class RankPool::Impl {
         outcome.pid = static_cast<long>(w.pid);
         outcome.trace = w.entered;
         outcome.blocked_in = w.open;
+        outcome.blocked_on_store = w.store_blocked && !w.open;
         if (w.lost && (!someone_said || !w.dying.empty())) {
           outcome.state = RankState::Crashed;
           outcome.how_died = how_died(w);

@@ -46,6 +46,9 @@ struct RankOutcome {
   std::optional<CollectiveRecord> blocked_in; // the collective it was inside when it stopped
   std::string how_died;                       // "killed by signal 6 (SIGABRT)", "exit status 1"
   std::string log_tail;                       // last lines of the rank's stderr, if captured
+  // Ended while blocked on the job's store (a get or wait no running rank would answer), outside
+  // any collective: where a rank making a process group alone waits (rank_pool.cpp, fates_known).
+  bool blocked_on_store = false;
   PhaseSeconds phases;                        // where the rank's time went (phases.h); empty when unmeasured
 };
 
