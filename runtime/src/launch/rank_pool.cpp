@@ -234,6 +234,24 @@ class RankProcesses {
     launcher_log_.reset();
   }
 
+  // end_all without the wait, where that is the same (direct launch, each rank a process group of
+  // its own and nothing of it elsewhere): the groups are signalled now and reaped by `ending`.
+  void end_all_later(detail::EndingGroups& ending, std::chrono::milliseconds grace) {
+    const bool apart = launcher_ <= 0 && std::all_of(ranks_.begin(), ranks_.end(), [](const Rank& r) {
+      return r.verified <= 0 || r.verified == r.spawned;
+    });
+    if (!apart) {
+      end_all(grace);
+      return;
+    }
+    std::vector<pid_t> groups;
+    for (const auto& r : ranks_) {
+      if (r.spawned > 0) groups.push_back(r.spawned);
+    }
+    ending.add(groups, grace);
+    for (auto& r : ranks_) r = Rank{};
+  }
+
   // Lets the workers leave on their own (MPI wants MPI_Finalize), then ends what is left.
   void wind_down(const Deadline& deadline, std::chrono::milliseconds grace) {
     for (int r = 0; r < static_cast<int>(ranks_.size()); ++r) {
@@ -494,6 +512,7 @@ class RankPool::Impl {
   JobResult run(const Job& job) {
     validate(job);
     const auto started = std::chrono::steady_clock::now();
+    ending_.poll();
     runtime::PhaseSeconds phases;  // the supervisor's (phases.h)
     if (alive() && !healthy()) end_workers();
     add_phase(phases, "end_workers", seconds_since(started));
@@ -527,6 +546,7 @@ class RankPool::Impl {
     result.seconds = seconds_since(started);
     result.start_seconds = start_seconds;
     for (const auto& [name, seconds] : phases) add_phase(result.phases, name, seconds);
+    ending_.poll(started);  // an earlier job's workers are gone by now: reaped, or waited for
     return result;
   }
 
@@ -749,7 +769,7 @@ class RankPool::Impl {
     if (run.status == RunStatus::Hang || run.status == RunStatus::Crash) {
       fill_log_tails(run);
       const auto ending = std::chrono::steady_clock::now();
-      end_workers();
+      end_workers(/*later=*/true);
       add_phase(run.phases, "end_workers", seconds_since(ending));
     } else {
       if (run.status != RunStatus::Completed) fill_log_tails(run);
@@ -804,6 +824,7 @@ class RankPool::Impl {
 
   // Everything the workers and the store clients sent so far, and which workers have died.
   void read_workers() {
+    ending_.poll();  // an earlier job's workers that have ended since
     rendezvous_->store.serve();
     const std::set<int> blocked = rendezvous_->store.blocked();
     for (auto& w : workers_) {
@@ -999,9 +1020,12 @@ class RankPool::Impl {
 
   // --- Ending --------------------------------------------------------------------------------
 
-  void end_workers() {
+  // later: the workers are signalled and left to end (reaped by ending_): what they take to exit
+  // is not the job's, and they are gone by the end of the next job (run) or of the pool.
+  void end_workers(bool later = false) {
     workers_.clear();  // closing the channels tells the workers to go
-    if (processes_) processes_->end_all(options_.term_grace);
+    if (processes_ && later) processes_->end_all_later(ending_, options_.term_grace);
+    else if (processes_) processes_->end_all(options_.term_grace);
     processes_.reset();
     rendezvous_.reset();
   }
@@ -1009,18 +1033,21 @@ class RankPool::Impl {
   void shutdown() {
     if (!processes_) {
       rendezvous_.reset();
+      ending_.poll(std::chrono::steady_clock::now());
       return;
     }
     for (auto& w : workers_) w.send({{"type", "shutdown"}}, 1s);
     // Let them leave on their own (MPI wants MPI_Finalize), then end whoever is left.
     processes_->wind_down(Deadline::after(5s), options_.term_grace);
     end_workers();
+    ending_.poll(std::chrono::steady_clock::now());
   }
 
   PoolOptions options_;
   std::unique_ptr<RankProcesses> processes_;
   std::unique_ptr<Rendezvous> rendezvous_;
   std::vector<WorkerLink> workers_;
+  detail::EndingGroups ending_;  // workers of earlier jobs that hung or crashed, signalled, not yet reaped
   int spawn_count_ = 0;
   int rejected_ = 0;
   std::uint64_t variant_count_ = 0;

@@ -34,8 +34,10 @@ constexpr std::size_t kSpares = 4;
 constexpr std::size_t kMaxRetired = 64;
 constexpr int kQuietBeforeSpareMs = 20;
 constexpr int kRetireTimeoutMs = 2000;  // a zygote answers at once, or after the spare it is forking
-// The request that retires a zygote (not a worker's argv: those carry the worker flags).
+// The requests that retire a zygote and that list its spares (not a worker's argv: those carry
+// the worker flags).
 constexpr const char* kRetire = "--distmetrics-zygote-retire";
+constexpr const char* kListSpares = "--distmetrics-zygote-spares";
 
 std::mutex zygote_mutex;
 pid_t zygote_pid = 0;
@@ -226,17 +228,20 @@ pid_t start_worker(const Request& request) {
   return fork_for_supervisor([&] { become_worker(args, output_fd); });
 }
 
-// The supervisor retires this zygote: every spare is let go (they leave on their sockets' end)
-// and their pids go back, so that the supervisor reaps them.
-[[noreturn]] void retire(int fd) {
+// The spares' pids (and those that died unused), as one answer.
+void send_spare_pids(int fd) {
   std::vector<pid_t> pids = dead_spares;
-  for (const auto& spare : spares) {
-    ::close(spare.fd);
-    pids.push_back(spare.pid);
-  }
+  for (const auto& spare : spares) pids.push_back(spare.pid);
   pids.resize(std::min<std::size_t>(pids.size(), kMaxRetired));
   ssize_t ignored = ::send(fd, pids.data(), pids.size() * sizeof(pid_t), MSG_NOSIGNAL);
   (void)ignored;
+}
+
+// The supervisor retires this zygote: every spare is let go (they leave on their sockets' end)
+// and their pids go back, so that the supervisor reaps them.
+[[noreturn]] void retire(int fd) {
+  send_spare_pids(fd);
+  for (const auto& spare : spares) ::close(spare.fd);
   ::_exit(0);
 }
 
@@ -259,6 +264,10 @@ bool request_within(int fd, int ms) {
     auto request = receive_request(fd, buffer);
     if (!request) ::_exit(0);  // the supervisor is gone or done
     if (request->args.size() == 1 && request->args.front() == kRetire) retire(fd);
+    if (request->args.size() == 1 && request->args.front() == kListSpares) {
+      send_spare_pids(fd);
+      continue;
+    }
     spares_wanted = true;
     const pid_t worker = start_worker(*request);
     if (request->output_fd >= 0) ::close(request->output_fd);
@@ -268,19 +277,25 @@ bool request_within(int fd, int ms) {
 
 // --- In the supervisor -------------------------------------------------------------------------
 
-// Asks the zygote to retire (its spares let go) and reaps the spares it names: they are this
-// process's children. Bounded: a zygote that does not answer leaves them (they end with it).
-void reap_retired_spares() {
-  const std::string text = packed({kRetire});
-  if (!send_request(zygote_fd, text, -1)) return;
+// The zygote's answer to `what` (kRetire, kListSpares): pids. Bounded: a zygote that does not
+// answer gives none.
+std::vector<pid_t> ask_for_pids(const char* what) {
+  if (!send_request(zygote_fd, packed({what}), -1)) return {};
   pollfd wait{zygote_fd, POLLIN, 0};
-  if (::poll(&wait, 1, kRetireTimeoutMs) != 1) return;
+  if (::poll(&wait, 1, kRetireTimeoutMs) != 1) return {};
   pid_t pids[kMaxRetired];
   const ssize_t n = ::recv(zygote_fd, pids, sizeof(pids), 0);
-  for (ssize_t i = 0; n > 0 && i < n / static_cast<ssize_t>(sizeof(pid_t)); ++i) {
-    if (pids[i] <= 0) continue;
-    ::kill(pids[i], SIGKILL);  // a spare waits on its socket: nothing of it is worth keeping
-    ::waitpid(pids[i], nullptr, 0);
+  if (n <= 0) return {};
+  return std::vector<pid_t>(pids, pids + n / static_cast<ssize_t>(sizeof(pid_t)));
+}
+
+// Asks the zygote to retire (its spares let go) and reaps the spares it names: they are this
+// process's children. A zygote that does not answer leaves them (they end with it).
+void reap_retired_spares() {
+  for (pid_t pid : ask_for_pids(kRetire)) {
+    if (pid <= 0) continue;
+    ::kill(pid, SIGKILL);  // a spare waits on its socket: nothing of it is worth keeping
+    ::waitpid(pid, nullptr, 0);
   }
 }
 
@@ -363,6 +378,11 @@ namespace detail {
 pid_t worker_zygote_pid() {
   std::lock_guard<std::mutex> lock(zygote_mutex);
   return zygote_fd >= 0 ? zygote_pid : 0;
+}
+
+std::vector<pid_t> worker_zygote_spare_pids() {
+  std::lock_guard<std::mutex> lock(zygote_mutex);
+  return zygote_fd >= 0 ? ask_for_pids(kListSpares) : std::vector<pid_t>{};
 }
 
 bool load_into_worker_zygote(const std::string& backend) {
