@@ -238,12 +238,18 @@ std::unique_ptr<harness::Session> conform_session(const ConformOptions& o, bool 
   std::optional<runtime::Job> pool_warm_up;
   // Local pools fork their workers with the sources imported; peers (each rank its own
   // process, started by a launcher) import them in the warm-up.
-  if (python && !peers && python_conform_source()->prepare_workers && !python_conform_source()->prepare_workers())
-    out << "distmetrics conform: rank workers cannot be forked with the sources imported, since other threads run in "
-           "this process (" << runtime::other_threads_description() << "; a library the sources import started them as "
-           "it loaded, past the thread-pool variables held at 1: docs/runtime.md): each worker imports them as its pool "
-           "starts (seconds per rank)\n";
-  if (python && python_conform_source()->pool_warm_up) pool_warm_up = python_conform_source()->pool_warm_up();
+  bool prepared = false;
+  if (python && !peers && python_conform_source()->prepare_workers) {
+    prepared = python_conform_source()->prepare_workers();
+    if (!prepared)
+      out << "distmetrics conform: rank workers cannot be forked with the sources imported, since other threads run in "
+             "this process (" << runtime::other_threads_description() << "; a library the sources import started them "
+             "as it loaded, past the thread-pool variables held at 1: docs/runtime.md): each worker imports them as its "
+             "pool starts (seconds per rank)\n";
+  }
+  // Forked with the sources imported, workers have nothing to import: no warm-up job, which would
+  // cost each (re)start of a pool a round trip and a process group (docs/performance.md).
+  if (python && !prepared && python_conform_source()->pool_warm_up) pool_warm_up = python_conform_source()->pool_warm_up();
   checks.set_pool_warm_up(pool_warm_up);
   if (any_runs) checks.warm_up();
   harness::SessionOptions session_options;
