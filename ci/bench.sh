@@ -4,7 +4,8 @@
 # machine are noise; the ratios are the result). docs/performance.md explains every row. They
 # make raw C++ Gloo groups, so they are built on Debian's LibTorch 1.13 (build-torch1.13), whose
 # gloo headers match its gloo; the Python metric's row is also measured on the default torch 2.x
-# build (build) when that is built, and the start-up table puts both builds side by side.
+# build (build) when that is built, and the start-up table puts both builds side by side; then a
+# small peer subset's phase table (peers/phases.py: where a Python variant's time goes).
 #   Usage: ci/bench.sh [--quick] [--json FILE] [--build-dir DIR] [--no-build] [--explore] [--torch2-build-dir DIR] [-- benchmark flags]
 #   --explore   also ci/bench_explore.sh: `distmetrics explore` on every example (opt-in, ~20 min)
 #   --build-dir DIR         the torch 1.13 build (default build-torch1.13)
@@ -33,7 +34,7 @@ while [ $# -gt 0 ]; do
     --explore) explore=1 ;;  # also ci/bench_explore.sh (opt-in: ~20 min)
     --torch2-build-dir) torch2_dir=$2; shift ;;
     --) shift; extra=("$@"); break ;;
-    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) dm_fail "unknown argument '$1' (see --help)"; exit 2 ;;
   esac
   shift
@@ -130,6 +131,21 @@ echo
 if ! "$python" "$DM_ROOT/bench/startup.py" "${startup_builds[@]}" --rounds "$rounds" --json "$build_dir/bench/startup.json" \
      2>>"$log"; then
   dm_fail "bench/startup.py failed; see $log"; exit 1
+fi
+
+# Where a Python variant's time goes (peers/phases.py; docs/performance.md): a small peer subset
+# (classes that pass, hang and crash, every library, world sizes 1-4) on the torch 2.x build when
+# there is one (the peer run's own), else on this one; its phase table. Left out with --quick.
+if [ "$quick" != 1 ]; then
+  phases_build=${startup_torch2:-$build_dir}
+  phases_torch=2; [ "$phases_build" = "$build_dir" ] && phases_torch=1.13
+  phases_dir=$build_dir/bench/peer-phases
+  REPORTS_DIR=$phases_dir bash "$DM_ROOT/ci/run_peers.sh" --torch "$phases_torch" --skip-deps --skip-repros --no-build \
+    --build-dir "$phases_build" -- --filter 'core/accuracy_binary:*' --filter 'core/precision_macro:*' \
+    --filter 'core/roc_auc_compute_every:*' --filter 'regression/torchmetrics_813*' >"$build_dir/bench/peer-phases.log" 2>&1 || true
+  echo
+  /usr/bin/python3 "$DM_ROOT/peers/phases.py" --report "$phases_dir/peers.json" ||
+    echo "(no phase table: the peer subset wrote no report; see $build_dir/bench/peer-phases.log)"
 fi
 
 # The peer run (ci/run_peers.sh: torchmetrics, Ignite and torcheval in one conform, world sizes

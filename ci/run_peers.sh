@@ -217,6 +217,8 @@ if [ ${#selected[@]} -gt 0 ]; then
     --json "$reports/peers.json" --junit "$reports/peers.xml" --markdown "$reports/peers.md" \
     --html "$reports/peers.html" "${conform_args[@]}" || code=$?
   conform_seconds=$((SECONDS - started))
+  # Where the conform run's time went, per library, world size and outcome (peers/phases.py; docs/performance.md).
+  [ "$DM_DRY_RUN" = 1 ] || [ ! -s "$reports/peers.json" ] || /usr/bin/python3 peers/phases.py --report "$reports/peers.json" || true
   if [ "$DM_DRY_RUN" != 1 ]; then
     if [ "$code" = 2 ] || [ ! -s "$reports/peers.json" ]; then
       dm_fail "conform gave exit code $code and no report (bad input: see above)"

@@ -50,13 +50,22 @@ bool contains_plugin(const std::vector<const Plugin*>& list, const Plugin* item)
 // findings are said once each (every variant's verdict has it as accepts_empty_batch).
 int report(const ConformOptions& o, const conform_report::ConformResult& result, harness::ConsoleReport& console,
            std::ostream& out, std::ostream& err) {
-  const harness::ReportModel model = conform_report::report_model(result);
+  harness::ReportModel model = conform_report::report_model(result);
   for (const auto& f : conform_report::metric_findings(result))
     out << "distmetrics conform: " << f.metric << " " << f.finding << " (" << f.error << "): " << f.variants.size()
         << " variant(s) ran the rest of their script without the empty update, so their other properties were still "
            "judged\n";
   console.finish(model);
-  const bool written = harness::write_reports(o.reports, model, err);
+  // The JSON report last, with the run's phases: the setup before the first variant, and the
+  // writing of the other views (the JSON's own writing is all it leaves out).
+  const auto writing = std::chrono::steady_clock::now();
+  harness::ReportFiles views = o.reports, json_only;
+  std::swap(views.json, json_only.json);
+  bool written = harness::write_reports(views, model, err);
+  model.json_fields["phases"] = {
+      {"setup", result.setup_seconds},
+      {"report", std::chrono::duration<double>(std::chrono::steady_clock::now() - writing).count()}};
+  written = harness::write_reports(json_only, model, err) && written;
   return harness::exit_code(result.verdicts, !written);
 }
 
@@ -229,12 +238,18 @@ std::unique_ptr<harness::Session> conform_session(const ConformOptions& o, bool 
   std::optional<runtime::Job> pool_warm_up;
   // Local pools fork their workers with the sources imported; peers (each rank its own
   // process, started by a launcher) import them in the warm-up.
-  if (python && !peers && python_conform_source()->prepare_workers && !python_conform_source()->prepare_workers())
-    out << "distmetrics conform: rank workers cannot be forked with the sources imported, since other threads run in "
-           "this process (" << runtime::other_threads_description() << "; a library the sources import started them as "
-           "it loaded, past the thread-pool variables held at 1: docs/runtime.md): each worker imports them as its pool "
-           "starts (seconds per rank)\n";
-  if (python && python_conform_source()->pool_warm_up) pool_warm_up = python_conform_source()->pool_warm_up();
+  bool prepared = false;
+  if (python && !peers && python_conform_source()->prepare_workers) {
+    prepared = python_conform_source()->prepare_workers();
+    if (!prepared)
+      out << "distmetrics conform: rank workers cannot be forked with the sources imported, since other threads run in "
+             "this process (" << runtime::other_threads_description() << "; a library the sources import started them "
+             "as it loaded, past the thread-pool variables held at 1: docs/runtime.md): each worker imports them as its "
+             "pool starts (seconds per rank)\n";
+  }
+  // Forked with the sources imported, workers have nothing to import: no warm-up job, which would
+  // cost each (re)start of a pool a round trip and a process group (docs/performance.md).
+  if (python && !prepared && python_conform_source()->pool_warm_up) pool_warm_up = python_conform_source()->pool_warm_up();
   checks.set_pool_warm_up(pool_warm_up);
   if (any_runs) checks.warm_up();
   harness::SessionOptions session_options;
@@ -246,6 +261,7 @@ std::unique_ptr<harness::Session> conform_session(const ConformOptions& o, bool 
 }
 
 int conform_with(const ConformOptions& o, runtime::PeerRunner* peers, std::ostream& out, std::ostream& err) {
+  const auto setting_up = std::chrono::steady_clock::now();
   auto sources = load_sources(o, err);
   if (!sources) return kBadInput;
   // Scenarios may name a metric only the plugin has (no reference implementation): they are
@@ -288,6 +304,7 @@ int conform_with(const ConformOptions& o, runtime::PeerRunner* peers, std::ostre
   const auto started = harness::now_iso8601();
   const auto start = std::chrono::steady_clock::now();
   conform_report::ConformResult result;
+  result.setup_seconds = std::chrono::duration<double>(start - setting_up).count();
   result.plugin = plugin;
   result.plugins = sources->plugins;
   result.labels = source_labels(sources->plugins);

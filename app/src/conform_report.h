@@ -33,6 +33,7 @@ struct ConformResult {
   std::map<std::string, std::vector<std::string>> checked;
   std::string started;
   double seconds = 0;
+  double setup_seconds = 0;  // before the first variant: sources, their checks, the helper's start
 };
 
 // The matrix's columns: the properties judged anywhere in the run, in docs/design.md's order, then

@@ -1,6 +1,7 @@
 // The extension-point tables (properties, shard policies, placements, backends, outcomes) and the
 // docs that list them: docs/properties.md, docs/scenarios.md, docs/cli-contract.md and
-// docs/report.schema.json must name exactly the table entries.
+// docs/report.schema.json must name exactly the table entries. So must they the phases of a
+// variant's time (runtime/phases.h).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -21,6 +22,7 @@
 #include "distmetrics/harness/property.h"
 #include "distmetrics/harness/shard.h"
 #include "distmetrics/runtime/backends.h"
+#include "distmetrics/runtime/phases.h"
 
 namespace distmetrics::harness {
 namespace {
@@ -128,6 +130,30 @@ TEST(TablesTest, DocsAndTheSchemaListExactlyTheOutcomes) {
   std::sort(listed.begin(), listed.end());
   std::sort(summary.begin(), summary.end());
   EXPECT_EQ(listed, summary);
+}
+
+// The phase table (runtime/phases.h) and its docs: the contract's table (name, measured by), the
+// schema's per-variant phases (every phase but the run's) and the run's own.
+TEST(TablesTest, DocsAndTheSchemaListExactlyThePhases) {
+  const auto rows = doc_table_rows("cli-contract.md", "phase");
+  const auto& table = runtime::phase_table();
+  ASSERT_EQ(rows.size(), table.size());
+  std::set<std::string> per_variant, per_run, names;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    ASSERT_GE(rows[i].size(), 3u);
+    EXPECT_EQ(rows[i][0], table[i].name);
+    EXPECT_EQ(rows[i][1], table[i].measured_by) << table[i].name;
+    EXPECT_TRUE(names.insert(table[i].name).second) << table[i].name << " is listed twice";
+    (std::string(table[i].measured_by) == "run" ? per_run : per_variant).insert(table[i].name);
+  }
+  const auto schema = nlohmann::json::parse(read_doc("report.schema.json"));
+  auto listed = [](const nlohmann::json& object) {
+    std::set<std::string> keys;
+    for (const auto& [key, value] : object.at("properties").items()) keys.insert(key);
+    return keys;
+  };
+  EXPECT_EQ(listed(schema.at("$defs").at("phases")), per_variant);
+  EXPECT_EQ(listed(schema.at("properties").at("phases")), per_run);
 }
 
 TEST(TablesTest, OutcomeNamesAreUniqueAndFindable) {

@@ -7,6 +7,7 @@
 #include "distmetrics/build_config.h"
 #include "distmetrics/pyhost/source.h"
 #include "distmetrics/runtime/embedded_python.h"
+#include "distmetrics/runtime/phases.h"
 
 namespace distmetrics::pyhost::detail {
 namespace {
@@ -106,6 +107,7 @@ namespace distmetrics::pyhost::detail {
 
 void ensure_interpreter() {
   std::call_once(started, [] {
+    runtime::PhaseScope starting("interpreter");  // a rank that starts it in a variant pays it there
     try {
       // The interpreter may run already: the gloo backend of a pip-torch build starts it to make
       // torch's ProcessGroupGloo (runtime/embedded_python.h); then it is joined, GIL taken.

@@ -20,6 +20,7 @@
 #endif
 
 #include "distmetrics/runtime/errors.h"
+#include "distmetrics/runtime/phases.h"
 #include "distmetrics/metrics/errors.h"
 #include "interpreter.h"
 
@@ -266,6 +267,7 @@ void PythonMetric::set_communicator(runtime::Communicator* comm) {
     state.groups_on_store = 0;
     state.group_made = false;
   }
+  runtime::PhaseScope grouping("group");  // torch.distributed's group for the variant
   try {
     // One group per variant. Another metric of the variant on this communicator (state_roundtrip's
     // restored instance, made before the first compute) joins the group the first one made:

@@ -9,6 +9,7 @@
 #include "distmetrics/metrics/errors.h"
 #include "distmetrics/pyhost/python_metric.h"
 #include "distmetrics/runtime/embedded_python.h"
+#include "distmetrics/runtime/phases.h"
 #include "distmetrics/runtime/rank_pool.h"
 #include "interpreter.h"
 
@@ -109,6 +110,7 @@ const PythonSource& load_python_source(const std::string& value, const std::vect
   detail::ensure_interpreter();
   std::lock_guard<std::mutex> lock(sources_mutex());
   if (auto it = by_value().find(value); it != by_value().end()) return *it->second;
+  runtime::PhaseScope importing("interpreter");  // a rank that imports a source in a variant pays it there
   py::gil_scoped_acquire gil;
   json described;
   try {

@@ -2,6 +2,7 @@
 // (workers started by mpirun): what it reports, whom it blames, and that it cleans up after
 // itself (no orphan processes, no growing descriptors or threads).
 #include <ATen/ATen.h>
+#include <torch/csrc/distributed/c10d/Store.hpp>
 #include <gtest/gtest.h>
 
 #include <dirent.h>
@@ -49,6 +50,26 @@ DISTMETRICS_TASK(launch_sum_of_ranks) {
 DISTMETRICS_TASK(launch_skip_second_collective) {
   ctx.comm.all_reduce_copy(ones4(), ReduceOp::Sum);
   if (ctx.rank != param(ctx, "skipper")) ctx.comm.all_reduce_copy(ones4(), ReduceOp::Sum);
+  return nlohmann::json::object();
+}
+
+// After all_reduce #0, rank `waiter` asks the job's store for a key that no rank writes (what a
+// process group made on one rank alone waits for); the others, with `others_wait`, enter
+// all_reduce #1, which it never does, else finish. Returns what its store request gave.
+DISTMETRICS_TASK(launch_store_wait_alone) {
+  ctx.comm.all_reduce_copy(ones4(), ReduceOp::Sum);
+  if (ctx.rank == param(ctx, "waiter")) {
+    auto erased = ctx.comm.rendezvous_store();
+    auto* store = dynamic_cast<c10d::Store*>(erased.get());
+    if (store == nullptr) return {{"store", "none"}};
+    try {
+      store->get("launch/never-written");
+      return {{"store", "answered"}};
+    } catch (const std::exception& e) {
+      return {{"store", std::string(e.what())}};
+    }
+  }
+  if (param(ctx, "others_wait", 1) == 1) ctx.comm.all_reduce_copy(ones4(), ReduceOp::Sum);
   return nlohmann::json::object();
 }
 
@@ -197,10 +218,32 @@ TEST_P(RankPoolTest, ASkippedCollectiveIsAHangBlamedOnTheSkipperAndThePoolRecove
     EXPECT_EQ(run.ranks[r].blocked_in->seq, 1u);
     EXPECT_EQ(run.ranks[r].blocked_in->op, "all_reduce(sum)");
   }
-  expect_gone(before);
-
   expect_completed(pool, 3);  // a fresh pool
+  expect_gone(before);  // ended at once, gone by the end of the next job
   EXPECT_EQ(pool.spawn_count(), 2);
+}
+
+// Where a job's time went (runtime/phases.h): the supervisor's phases in the result, each rank's
+// own with its outcome; the start only in the job that started the pool, the wait after the
+// ranks' last move and the ending of the workers only in one that hung. Which phases, not how long.
+TEST_P(RankPoolTest, AJobSaysWhereItsTimeWentByPhase) {
+  RankPool pool = make_pool(2);
+  const JobResult first = pool.run(request("launch_sum_of_ranks"));
+  ASSERT_EQ(first.status, RunStatus::Completed) << first.diagnosis;
+  EXPECT_EQ(first.phases.count("pool_start"), 1u);
+  EXPECT_EQ(first.phases.count("ranks"), 1u);
+  EXPECT_EQ(first.phases.count("hang_wait"), 0u) << "every rank answered";
+  for (const auto& rank : first.ranks) {
+    EXPECT_EQ(rank.phases.count("group"), 1u) << "rank " << rank.rank;
+    EXPECT_EQ(rank.phases.count("sync"), 1u) << "rank " << rank.rank;
+  }
+  const JobResult second = pool.run(request("launch_sum_of_ranks"));
+  EXPECT_EQ(second.phases.count("pool_start"), 0u) << "the pool was up";
+  const JobResult hung = pool.run(request("launch_skip_second_collective", {{"skipper", 1}}));
+  ASSERT_EQ(hung.status, RunStatus::Hang) << hung.diagnosis;
+  EXPECT_EQ(hung.phases.count("end_workers"), 1u);
+  EXPECT_EQ(hung.ranks[1].phases.count("group"), 1u) << "the rank that finished sent its own";
+  EXPECT_TRUE(hung.ranks[0].phases.empty()) << "the stuck rank sent nothing";
 }
 
 TEST_P(RankPoolTest, TheWarmUpRunsOnEveryStartAndIsNotChargedToTheFirstJob) {
@@ -273,8 +316,8 @@ TEST_P(RankPoolTest, AnAbortIsACrashWithTheSignalAndTheOthersAreEnded) {
   EXPECT_NE(run.diagnosis.find("rank 1 crashed (killed by signal 6 (SIGABRT)) after 1 collective"), std::string::npos)
       << run.diagnosis;
   for (int r : {0, 2}) EXPECT_NE(run.ranks[r].state, RankState::Crashed);
-  expect_gone(before);
   expect_completed(pool, 3);
+  expect_gone(before);
 }
 
 TEST_P(RankPoolTest, AnExitIsACrashWithTheExitStatus) {
@@ -286,8 +329,8 @@ TEST_P(RankPoolTest, AnExitIsACrashWithTheExitStatus) {
   EXPECT_EQ(run.blamed_rank, 0);
   EXPECT_EQ(run.ranks[0].how_died, "exit status 1");
   EXPECT_NE(run.ranks[1].state, RankState::Crashed);
-  expect_gone(before);
   expect_completed(pool, 2);
+  expect_gone(before);
 }
 
 TEST_P(RankPoolTest, ARankThatRaisesAloneIsBlamedForTheHang) {
@@ -340,6 +383,38 @@ TEST_P(RankPoolTest, AMismatchedCollectiveEndsTheVariantWithoutWaitingForTheBack
   EXPECT_NE(run.diagnosis.find("(float64 [5])"), std::string::npos) << run.diagnosis;
   for (const auto& rank : run.ranks) EXPECT_NE(rank.state, RankState::TimedOut) << "rank " << rank.rank << ": " << run.diagnosis;
   expect_completed(pool, 3);
+}
+
+// A hang decided when it is certain: ranks 0 and 2 wait in a collective that rank 1 never
+// enters, since it waits on the store for a key none of them will write. Neither the
+// collectives' timeout nor the store's is waited for: the ranks are stuck, not timed out.
+TEST_P(RankPoolTest, RanksWaitingInACollectiveAndOnTheStoreWhereNoneCanGoOnAreAHang) {
+  if (GetParam().backend != "gloo") GTEST_SKIP() << GetParam().backend << " makes no group over the job's store";
+  RankPool pool = make_pool(3);
+  Job job = request("launch_store_wait_alone", {{"waiter", 1}}, 60s);
+  job.op_timeout = 40s;
+  const JobResult run = pool.run(job);
+  EXPECT_EQ(run.status, RunStatus::Hang) << run.diagnosis;
+  EXPECT_EQ(run.blamed_rank, 1) << run.diagnosis;
+  EXPECT_NE(run.diagnosis.find("rank 1 was waiting on the store after 1 collective"), std::string::npos) << run.diagnosis;
+  EXPECT_TRUE(run.ranks[1].blocked_on_store);
+  for (int r : {0, 2}) {
+    EXPECT_EQ(run.ranks[r].state, RankState::Stuck) << "rank " << r << ": " << run.diagnosis;
+    ASSERT_TRUE(run.ranks[r].blocked_in.has_value());
+    EXPECT_EQ(run.ranks[r].blocked_in->seq, 1u);
+  }
+  expect_completed(pool, 3);
+}
+
+// Rank 1 waits on the store after every other rank finished: nobody is left to write its key,
+// and its wait ends at once, with the error its timeout would give later; it goes on.
+TEST_P(RankPoolTest, AStoreWaitNoRankIsLeftToAnswerEndsAtOnce) {
+  if (GetParam().backend != "gloo") GTEST_SKIP() << GetParam().backend << " makes no group over the job's store";
+  RankPool pool = make_pool(3);
+  const JobResult run = pool.run(request("launch_store_wait_alone", {{"waiter", 1}, {"others_wait", 0}}, 60s));
+  ASSERT_EQ(run.status, RunStatus::Completed) << run.diagnosis;
+  const std::string said = run.ranks[1].result.value("store", "");
+  EXPECT_NE(said.find("no rank is left to write the keys it waits for"), std::string::npos) << said;
 }
 
 TEST_P(RankPoolTest, AnUnknownTaskIsAnErrorThatSaysWhatIsRegistered) {

@@ -127,6 +127,7 @@ nlohmann::json Verdict::to_json() const {
           {"tolerance", tolerance_json},
           {"ranks", rank_reports}};
   if (deviation) j["deviation"] = deviation_json(*deviation);
+  j["phases"] = phases;
   return j;
 }
 

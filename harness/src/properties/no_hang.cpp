@@ -68,7 +68,7 @@ PropertyResult no_hang_of_run(const runtime::JobResult& run, double deadline, do
     for (const auto& r : run.ranks) {
       if (r.blocked_in || r.state == runtime::RankState::TimedOut) waiting.push_back(r.rank);
       else if (r.state == runtime::RankState::Finished || r.state == runtime::RankState::Raised ||
-               r.state == runtime::RankState::Crashed)
+               r.state == runtime::RankState::Crashed || r.blocked_on_store)  // it went elsewhere: the store
         left.push_back(r.rank);
     }
     if (!left.empty() && !waiting.empty()) return no_hang_failed(left_while_waiting(left, waiting, run.seconds));

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <iomanip>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include "distmetrics/harness/input_dtype.h"
@@ -26,6 +27,36 @@ using runtime::first_line;
 std::chrono::milliseconds ms(double seconds) {
   return std::chrono::milliseconds(static_cast<std::int64_t>(std::llround(seconds * 1000.0)));
 }
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+// The run's phases in the verdict's: the supervisor's as they are, each rank phase as the mean of
+// the ranks that measured theirs (a rank ended in a hang sent none).
+void add_run_phases(runtime::PhaseSeconds& phases, const runtime::JobResult& run) {
+  for (const auto& [name, seconds] : run.phases) runtime::add_phase(phases, name, seconds);
+  runtime::PhaseSeconds ranks;
+  int measured = 0;
+  for (const auto& rank : run.ranks) {
+    if (rank.phases.empty()) continue;
+    ++measured;
+    for (const auto& [name, seconds] : rank.phases) runtime::add_phase(ranks, name, seconds);
+  }
+  for (const auto& [name, seconds] : ranks) runtime::add_phase(phases, name, seconds / measured);
+}
+
+// Adds the time from its making to its end to one phase.
+class TimedPhase {
+ public:
+  TimedPhase(runtime::PhaseSeconds& phases, const char* phase) : phases_(phases), phase_(phase) {}
+  ~TimedPhase() { runtime::add_phase(phases_, phase_, seconds_since(start_)); }
+  TimedPhase(const TimedPhase&) = delete;
+  TimedPhase& operator=(const TimedPhase&) = delete;
+
+ private:
+  runtime::PhaseSeconds& phases_;
+  const char* phase_;
+  Clock::time_point start_ = Clock::now();
+};
 
 std::string seconds_text(double s) {
   std::ostringstream out;
@@ -86,6 +117,7 @@ Verdict Engine::run(const Scenario& scenario, const Variant& variant, runtime::J
   if (variant.skip) return skip_verdict(variant);
   const double deadline = options_.deadline_seconds.value_or(scenario.deadline_seconds);
   const auto start = Clock::now();
+  runtime::PhaseSeconds phases;
   // Planned once, here: the reference, the shards the verdict shows and the checks use this plan.
   std::optional<Planned> planned;
   std::string plan_error;
@@ -103,6 +135,7 @@ Verdict Engine::run(const Scenario& scenario, const Variant& variant, runtime::J
     reference = std::make_unique<runtime::ChildCall>(
         [&] { return reference_to_json(build_reference(scenario, data, plan.shards, plan.script)); });
   }
+  runtime::add_phase(phases, "plan", seconds_since(start));
   runtime::JobResult run;
   try {
     run = runner.run(make_variant_job(scenario, variant, deadline));
@@ -113,10 +146,21 @@ Verdict Engine::run(const Scenario& scenario, const Variant& variant, runtime::J
     v.reason = "the ranks could not run the variant: " + first_line(e.what());
     v.diagnosis = e.what();
     v.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    v.phases = std::move(phases);
     return v;
   }
+  add_run_phases(phases, run);
+  const auto judging = Clock::now();
+  judged_phases_.clear();
   Verdict v = judge(scenario, variant, run, planned ? &*planned : nullptr, plan_error, reference.get(), start);
+  double judged_apart = 0;
+  for (const auto& [name, seconds] : judged_phases_) {
+    runtime::add_phase(phases, name, seconds);
+    judged_apart += seconds;
+  }
+  runtime::add_phase(phases, "judging", seconds_since(judging) - judged_apart);
   v.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  v.phases = std::move(phases);
   return v;
 }
 
@@ -148,8 +192,10 @@ Verdict Engine::judge(const Scenario& given, const Variant& variant, const runti
     j.extra_checks = [&](const CheckContext& ctx) {
       // Each ends at the variant's deadline: what the ranks and the reference left of it.
       const auto until = runtime::Deadline::after(ms(std::max(0.0, deadline - j.elapsed())));
+      const auto checking = Clock::now();
       std::vector<PropertyResult> results;
       for (const auto& extra : options_.extra_checks) results.push_back(extra(ctx, planned->data, planned->plan.shards, until));
+      runtime::add_phase(judged_phases_, "reference", seconds_since(checking));
       return results;
     };
   Verdict v = judging::judge(j);
@@ -171,6 +217,7 @@ judging::ReferenceBuilt Engine::build_reference_for(const Scenario& scenario, co
   const double budget = started_reference ? deadline - std::chrono::duration<double>(Clock::now() - started).count()
                                           : deadline - ranks_seconds;
   SingleProcessReference& single = built.single;
+  std::optional<TimedPhase> single_phase(std::in_place, judged_phases_, "single_process");
   if (options_.single_process) {
     single = options_.single_process(scenario, variant, data, shards, script);
   } else {
@@ -203,7 +250,9 @@ judging::ReferenceBuilt Engine::build_reference_for(const Scenario& scenario, co
       single.failure = child.ended == runtime::ChildCallResult::Ended::Died ? "it crashed (" + child.how_died + ")" : child.error;
     }
   }
+  single_phase.reset();
   if (scenario.reference) {  // the Python callable on all the data: once per process (scenario_python.h)
+    TimedPhase reference_phase(judged_phases_, "reference");
     ComputeResult reference;
     try {
       reference.value = python_reference_value(scenario, data);

@@ -15,6 +15,7 @@
 #include "distmetrics/harness/input_dtype.h"
 #include "distmetrics/runtime/backends.h"
 #include "distmetrics/runtime/errors.h"
+#include "distmetrics/runtime/phases.h"
 #include "distmetrics/harness/metric_catalog.h"
 #include "distmetrics/harness/observation.h"
 #include "distmetrics/harness/placement.h"
@@ -26,6 +27,7 @@ namespace distmetrics::harness {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using runtime::PhaseScope;  // the rank's phases (runtime/phases.h), sent back with its outcome
 
 double since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
@@ -36,6 +38,11 @@ metrics::Batch on_device(metrics::Batch batch, const c10::Device& device) {
   if (batch.target.defined()) batch.target = batch.target.to(device);
   if (batch.weight.defined()) batch.weight = batch.weight.to(device);
   return batch;
+}
+
+std::string digest_of(const metrics::Metric& metric) {
+  PhaseScope digesting("digest");
+  return metric.state_digest();
 }
 
 }  // namespace
@@ -84,8 +91,10 @@ nlohmann::json run_scenario_variant_task(runtime::TaskContext& ctx) {
   // instance, merge_state's merge), in table order on every rank.
   std::vector<std::pair<std::string, std::unique_ptr<RankProbe>>> probes;
   try {
+    PhaseScope data_phase("data");
     const Dataset data = cast_to_input_dtype(generate_data(scenario.data), dtype);
     const VariantPlan planned = plan_variant(scenario, data, shard, ctx.world_size);
+    data_phase.end();
     const ShardPlan& plan = planned.shards;
     const ScriptPlan& script = planned.script;
     const Placement* where = find_placement(placement);
@@ -108,11 +117,13 @@ nlohmann::json run_scenario_variant_task(runtime::TaskContext& ctx) {
       throw std::runtime_error("metric '" + scenario.metric + "' is not registered in this worker process (rank " +
                                std::to_string(ctx.rank) + "): the worker binary must register it as the supervisor does");
     auto make = [&] { return registry->make(scenario.metric, scenario.metric_params, devices.state); };
+    PhaseScope build_phase("build");
     auto metric = make();
     metric->set_communicator(&ctx.comm);
     for (const auto& property : property_table())
       if (property.probe && scenario.checks(property.name))
         probes.emplace_back(property.name, property.probe(ProbeSetup{*metric, ctx.comm, make}));
+    build_phase.end();
 
     const auto& mine = plan.ranks[ctx.rank];
     for (std::size_t s = 0; s < script.steps.size(); ++s) {
@@ -126,16 +137,20 @@ nlohmann::json run_scenario_variant_task(runtime::TaskContext& ctx) {
       auto compute_at = [&](int k) -> bool {
         ctx.comm.set_issuer(step, k);
         op = "compute";
-        for (auto& [name, probe] : probes) probe->before_compute(where);
+        {
+          PhaseScope probing("probes");
+          for (auto& [name, probe] : probes) probe->before_compute(where);
+        }
         runtime::set_task_context(where + "compute() " + std::to_string(k + 1));
         ComputeRecord record;
         record.index = k;
         record.step = step;
-        record.digest_before = metric->state_digest();
+        record.digest_before = digest_of(*metric);
         const auto issued = ctx.comm.collectives_issued();
         const auto t0 = Clock::now();
         StepError raised;
         try {
+          PhaseScope computing("compute");
           record.result.value = metric->compute().to_json();
         } catch (const runtime::CollectiveError&) {
           throw;
@@ -147,9 +162,10 @@ nlohmann::json run_scenario_variant_task(runtime::TaskContext& ctx) {
         }
         record.seconds = since(t0);
         record.collectives = ctx.comm.collectives_issued() - issued;
-        record.digest_after = metric->state_digest();
+        record.digest_after = digest_of(*metric);
         if (!record.result.raised()) {
           // After the original's compute, on every rank alike, so the collectives pair up.
+          PhaseScope probing("probes");
           for (auto& [name, probe] : probes)
             if (auto probed = probe->after_compute(step, where)) record.probed[name] = std::move(*probed);
         }
@@ -173,6 +189,7 @@ nlohmann::json run_scenario_variant_task(runtime::TaskContext& ctx) {
           if (!action.empty_update.empty() && action.empty_update[ctx.rank] && !obs.empty_rejected) {
             runtime::set_task_context(where + "update() of an empty batch");
             try {
+              PhaseScope updating("update");
               metric->update(on_device(data.rows({}), devices.input));
             } catch (const runtime::CollectiveError&) {
               throw;
@@ -187,6 +204,7 @@ nlohmann::json run_scenario_variant_task(runtime::TaskContext& ctx) {
               }
             }
             if (!obs.empty_rejected && obs.empty_not_fed.empty() && !probes.empty()) {
+              PhaseScope probing("probes");
               const auto empty = on_device(data.rows({}), devices.input);
               for (auto& [name, probe] : probes) probe->updated(empty);
             }
@@ -194,8 +212,14 @@ nlohmann::json run_scenario_variant_task(runtime::TaskContext& ctx) {
           auto feed = [&](std::size_t b) {
             runtime::set_task_context(where + "update() of batch " + std::to_string(b + 1) + " (" +
                                       std::to_string(mine[b].size()) + " samples)");
+            PhaseScope slicing("data");
             const auto batch = on_device(data.rows(mine[b]), devices.input);
-            metric->update(batch);
+            slicing.end();
+            {
+              PhaseScope updating("update");
+              metric->update(batch);
+            }
+            PhaseScope probing("probes");
             for (auto& [name, probe] : probes) probe->updated(batch);
           };
           if (action.round_computes.empty()) {

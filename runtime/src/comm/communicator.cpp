@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "distmetrics/runtime/errors.h"
+#include "distmetrics/runtime/phases.h"
 
 namespace distmetrics::runtime {
 
@@ -139,7 +140,9 @@ class CollectiveScope {
     }
     comm.trace_.push_back(record_);
     if (comm.observer_) comm.observer_->on_enter(record_);
+    sync_ = RankPhaseClock::enter("sync");
   }
+  ~CollectiveScope() { RankPhaseClock::leave(sync_); }
 
   template <typename Fn>
   void run(Fn&& fn) {
@@ -172,6 +175,7 @@ class CollectiveScope {
   }
   Communicator& comm_;
   CollectiveRecord record_;
+  std::uint64_t sync_ = 0;  // the rank's phase clock: time inside a collective is "sync"
 };
 
 Communicator::Communicator(int rank, int world_size, at::Device device)
@@ -194,10 +198,13 @@ CollectiveRecord Communicator::enter_external(std::string op, std::string dtype,
   record.compute = issuer_compute_;
   trace_.push_back(record);
   if (observer_) observer_->on_enter(record);
+  external_sync_ = RankPhaseClock::enter("sync");
   return record;
 }
 
 void Communicator::exit_external(const CollectiveRecord& record, bool ok) {
+  RankPhaseClock::leave(external_sync_);
+  external_sync_ = 0;
   if (observer_) observer_->on_exit(record, ok);
 }
 

@@ -92,6 +92,9 @@ std::string doing_instead(const RankOutcome& r, const std::string& phase) {
     case RankState::Stuck:
     case RankState::Ended:
       if (r.blocked_in) return "rank " + std::to_string(r.rank) + " was waiting in " + r.blocked_in->describe();
+      if (r.blocked_on_store)
+        return "rank " + std::to_string(r.rank) + " was waiting on the store" + after +
+               ", for keys no other rank would write (a process group made on some ranks only?)";
       if (phase == "connecting") return "rank " + std::to_string(r.rank) + " was still connecting to its peers";
       return "rank " + std::to_string(r.rank) + " was still running its task outside any collective" + after +
              " (an endless loop, or work slower than the deadline?)";

@@ -62,7 +62,10 @@ std::vector<std::uint8_t> bytes_of_hex(const std::string& hex) {
 
 // --- Supervisor side ---------------------------------------------------------------------------------
 
-void PoolStoreServer::add_client(int rank, std::unique_ptr<LineChannel> channel) { clients_[rank] = std::move(channel); }
+void PoolStoreServer::add_client(int rank, std::unique_ptr<LineChannel> channel) {
+  if (auto old = clients_.find(rank); old != clients_.end()) latest_.erase(old->second.get());
+  clients_[rank] = std::move(channel);
+}
 
 std::vector<int> PoolStoreServer::fds() const {
   std::vector<int> fds;
@@ -75,6 +78,18 @@ void PoolStoreServer::clear() {
   waiting_.clear();
 }
 
+std::set<int> PoolStoreServer::blocked() const {
+  std::set<int> ids;
+  for (const auto& [id, client] : clients_) {
+    const auto latest = latest_.find(client.get());
+    if (latest == latest_.end()) continue;
+    if (std::any_of(waiting_.begin(), waiting_.end(),
+                    [&](const Waiting& w) { return w.client == client.get() && w.id == latest->second; }))
+      ids.insert(id);
+  }
+  return ids;
+}
+
 void PoolStoreServer::serve() {
   for (auto it = clients_.begin(); it != clients_.end();) {
     LineChannel& client = *it->second;
@@ -82,6 +97,7 @@ void PoolStoreServer::serve() {
     try {
       while (auto request = client.next()) {
         heard_[it->first] = std::chrono::steady_clock::now();
+        latest_[&client] = request->value("id", std::uint64_t{0});
         handle(client, *request);
       }
     } catch (const std::exception&) {
@@ -91,9 +107,25 @@ void PoolStoreServer::serve() {
       waiting_.erase(std::remove_if(waiting_.begin(), waiting_.end(), [&](const Waiting& w) { return w.client == &client; }),
                      waiting_.end());
       heard_.erase(it->first);
+      latest_.erase(&client);
       it = clients_.erase(it);
     } else {
       ++it;
+    }
+  }
+}
+
+void PoolStoreServer::fail_blocked(const std::set<int>& ids, const std::string& why) {
+  for (int id : ids) {
+    const auto client = clients_.find(id);
+    if (client == clients_.end()) continue;
+    for (auto it = waiting_.begin(); it != waiting_.end();) {
+      if (it->client != client->second.get()) {
+        ++it;
+        continue;
+      }
+      answer(*it->client, it->id, {{"error", why}});
+      it = waiting_.erase(it);
     }
   }
 }
@@ -189,6 +221,7 @@ c10::intrusive_ptr<c10d::Store> PoolStoreClient::clone() {
 
 nlohmann::json PoolStoreClient::request(nlohmann::json body, std::chrono::milliseconds timeout) {
   std::lock_guard<std::mutex> lock(connection_->mutex);
+  if (connection_->before_request) connection_->before_request();
   const std::uint64_t id = connection_->next_id++;
   body["id"] = id;
   const Deadline deadline = Deadline::after(std::max(timeout, std::chrono::milliseconds(1)));
@@ -199,7 +232,11 @@ nlohmann::json PoolStoreClient::request(nlohmann::json body, std::chrono::millis
       throw std::runtime_error("the pool store did not answer '" + body.value("op", "") + "' within " +
                                std::to_string(deadline.budget().count()) + " ms (a rank that never arrived?)");
     }
-    if (reply->value("id", std::uint64_t{0}) == id) return *reply;  // older ids: answers to requests that timed out
+    if (reply->value("id", std::uint64_t{0}) != id) continue;  // older ids: answers to requests that timed out
+    if (reply->contains("error"))  // the store will never answer it: as a timeout would end it, at once
+      throw std::runtime_error("the pool store cannot answer '" + body.value("op", "") + "': " +
+                               reply->at("error").get<std::string>());
+    return *reply;
   }
 }
 

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -34,11 +35,22 @@ class PoolStoreServer {
   void serve();
   // Forgets every key and waiting request (between jobs: each job has its own prefix).
   void clear();
-  void drop_all() { clients_.clear(); waiting_.clear(); data_.clear(); }
+  void drop_all() {
+    clients_.clear();
+    waiting_.clear();
+    data_.clear();
+    latest_.clear();
+  }
   size_t clients() const { return clients_.size(); }
   bool has_client(int id) const { return clients_.count(id) > 0; }
   // When serve() last read a request from each client (by client id).
   const std::map<int, std::chrono::steady_clock::time_point>& heard() const { return heard_; }
+  // The clients blocked on the store: their latest request is a get or wait not yet answered (an
+  // earlier one the client gave up on does not count: a client sends one request at a time).
+  std::set<int> blocked() const;
+  // Answers the blocked requests of these clients with an error (`why`), as their own timeout
+  // would end them, but at once: for waits that nothing can ever answer (rank_pool.cpp).
+  void fail_blocked(const std::set<int>& ids, const std::string& why);
 
  private:
   struct Waiting {
@@ -54,6 +66,7 @@ class PoolStoreServer {
 
   std::map<int, std::unique_ptr<LineChannel>> clients_;
   std::map<int, std::chrono::steady_clock::time_point> heard_;
+  std::map<const LineChannel*, std::uint64_t> latest_;  // each client's latest request id
   std::map<std::string, std::vector<std::uint8_t>> data_;
   std::vector<Waiting> waiting_;
 };
@@ -86,6 +99,11 @@ class PoolStoreClient final : public c10d::Store {
   void wait(const std::vector<std::string>& keys) override;
   void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override;
 
+  // Runs before each request (of this client and its clones) is sent: a rank worker writes its
+  // queued progress first, so that the supervisor never sees a rank blocked on the store before
+  // the collectives it went through to get there.
+  void set_before_request(std::function<void()> hook) { connection_->before_request = std::move(hook); }
+
   // This end's address when the store is reached over TCP ("" on a Unix socket).
   std::string local_address() const { return detail::local_address(connection_->channel->fd()); }
 
@@ -94,6 +112,7 @@ class PoolStoreClient final : public c10d::Store {
     std::mutex mutex;
     std::unique_ptr<LineChannel> channel;
     std::uint64_t next_id = 1;
+    std::function<void()> before_request;  // runs before each request is sent (set_before_request)
   };
   explicit PoolStoreClient(std::shared_ptr<Connection> connection) : connection_(std::move(connection)) {}
   nlohmann::json request(nlohmann::json body, std::chrono::milliseconds timeout);

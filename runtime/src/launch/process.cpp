@@ -417,6 +417,46 @@ void end_process_groups(const std::vector<pid_t>& leaders, std::chrono::millisec
   wait_groups(live, Deadline::after(std::chrono::seconds(5)));
 }
 
+void EndingGroups::add(const std::vector<pid_t>& leaders, std::chrono::milliseconds grace) {
+  const auto now = std::chrono::steady_clock::now();
+  for (pid_t leader : leaders) {
+    if (leader <= 0) continue;
+    ::kill(-leader, SIGTERM);
+    ::kill(-leader, SIGCONT);  // a stopped process never acts on SIGTERM: let it go on, so that it can
+    groups_.push_back({leader, now, now + grace});
+  }
+}
+
+bool EndingGroups::poll(std::optional<std::chrono::steady_clock::time_point> wait_for_added_before) {
+  auto give_up = std::chrono::steady_clock::now();
+  for (const auto& group : groups_) give_up = std::max(give_up, group.kill_at);
+  give_up += std::chrono::seconds(5);  // after SIGKILL: a process stuck in the kernel is left
+  auto pause = std::chrono::microseconds(200);
+  while (true) {
+    const auto now = std::chrono::steady_clock::now();
+    bool waited_for_left = false;
+    for (auto it = groups_.begin(); it != groups_.end();) {
+      int status = 0;
+      while (::waitpid(-it->leader, &status, WNOHANG) > 0) {
+      }
+      if (::kill(-it->leader, 0) != 0 && errno == ESRCH) {
+        it = groups_.erase(it);
+        continue;
+      }
+      // A group's number is not reused while any process of it is left (kill found one).
+      if (!it->killed && now >= it->kill_at) {
+        ::kill(-it->leader, SIGKILL);
+        it->killed = true;
+      }
+      waited_for_left = waited_for_left || (wait_for_added_before && it->added < *wait_for_added_before);
+      ++it;
+    }
+    if (!waited_for_left || now >= give_up) return groups_.empty();
+    std::this_thread::sleep_for(pause);
+    pause = std::min<std::chrono::microseconds>(pause * 2, std::chrono::milliseconds(5));
+  }
+}
+
 namespace {
 
 // Reaps what it can and says whether the process still runs (a zombie that is not ours counts

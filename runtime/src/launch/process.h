@@ -59,6 +59,27 @@ bool group_has_descendant_of(pid_t pgid, pid_t ancestor);
 void end_process_groups(const std::vector<pid_t>& leaders, std::chrono::milliseconds grace,
                         std::map<pid_t, int>* statuses = nullptr);
 
+// end_process_groups without the wait: the groups are signalled now (SIGTERM, SIGCONT for one
+// stopped) and reaped by poll(), which SIGKILLs what is left once `grace` has passed. What a
+// process that imported torch takes to exit (the kernel's teardown, tens of milliseconds) then
+// overlaps what its supervisor does next.
+class EndingGroups {
+ public:
+  void add(const std::vector<pid_t>& leaders, std::chrono::milliseconds grace);
+  // Reaps what has ended, escalates past the grace; true when every group is gone. Waits (at most
+  // the grace and 5 s more) for the groups added before `wait_for_added_before`, if given.
+  bool poll(std::optional<std::chrono::steady_clock::time_point> wait_for_added_before = std::nullopt);
+  bool empty() const { return groups_.empty(); }
+
+ private:
+  struct Group {
+    pid_t leader;
+    std::chrono::steady_clock::time_point added, kill_at;
+    bool killed = false;
+  };
+  std::vector<Group> groups_;
+};
+
 // Ends the processes: SIGTERM to each, up to `grace` for them to go, then SIGKILL to the rest.
 // Reaps those that are (or become) our children. Returns the pids still running afterwards
 // (empty unless a process ignores SIGKILL, e.g. stuck in the kernel).

@@ -29,8 +29,10 @@ const char* to_string(RunStatus status) {
 nlohmann::json JobResult::to_json() const {
   nlohmann::json ranks_json = nlohmann::json::array();
   for (const auto& outcome : ranks) ranks_json.push_back(detail::to_json(outcome));
-  return {{"status", to_string(status)}, {"blamed_rank", blamed_rank}, {"diagnosis", diagnosis},
-          {"seconds", seconds}, {"start_seconds", start_seconds}, {"ranks", ranks_json}};
+  nlohmann::json json = {{"status", to_string(status)}, {"blamed_rank", blamed_rank}, {"diagnosis", diagnosis},
+                         {"seconds", seconds}, {"start_seconds", start_seconds}, {"ranks", ranks_json}};
+  if (!phases.empty()) json["phases"] = phases;
+  return json;
 }
 
 namespace detail {
@@ -89,6 +91,8 @@ nlohmann::json to_json(const RankOutcome& outcome) {
                          {"how_died", outcome.how_died},
                          {"log_tail", outcome.log_tail}};
   if (outcome.blocked_in) json["blocked_in"] = to_json(*outcome.blocked_in);
+  if (!outcome.phases.empty()) json["phases"] = outcome.phases;
+  if (outcome.blocked_on_store) json["blocked_on_store"] = true;
   return json;
 }
 
@@ -119,6 +123,8 @@ RankOutcome outcome_from_json(const nlohmann::json& json) {
   if (json.contains("blocked_in") && !json["blocked_in"].is_null()) outcome.blocked_in = record_from_json(json["blocked_in"]);
   outcome.how_died = json.value("how_died", "");
   outcome.log_tail = json.value("log_tail", "");
+  outcome.phases = json.value("phases", PhaseSeconds{});
+  outcome.blocked_on_store = json.value("blocked_on_store", false);
   return outcome;
 }
 
@@ -129,6 +135,7 @@ JobResult job_result_from_json(const nlohmann::json& json) {
   run.diagnosis = json.value("diagnosis", "");
   run.seconds = json.value("seconds", 0.0);
   run.start_seconds = json.value("start_seconds", 0.0);
+  run.phases = json.value("phases", PhaseSeconds{});
   for (const auto& rank : json.value("ranks", nlohmann::json::array())) run.ranks.push_back(outcome_from_json(rank));
   return run;
 }

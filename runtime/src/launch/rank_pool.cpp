@@ -31,6 +31,7 @@
 #include "distmetrics/build_config.h"
 #include "distmetrics/runtime/backends.h"
 #include "distmetrics/runtime/errors.h"
+#include "distmetrics/runtime/phases.h"
 #include "pool_store.h"
 #include "process.h"
 #include "protocol.h"
@@ -45,11 +46,17 @@ using namespace std::chrono_literals;
 namespace {
 
 // After the first sign of a hang or crash, how long to keep listening for the other ranks'
-// reports (they make the diagnosis better) before ending the pool.
+// reports (they make the diagnosis better) before ending the pool: the most a settle waits.
 constexpr auto kSettle = 300ms;
 // After two ranks were seen in one collective with contributions that do not match: a hang,
 // unless the backend aborts first (gloo does on some: a crash, which says more), given this long.
-constexpr auto kMismatchSettle = 1s;
+// Over the peer run gloo's abort came within 10 ms of the mismatch being seen, under load
+// (docs/performance.md, "A hang decided when it is certain"): this is 25 times that.
+constexpr auto kMismatchSettle = 250ms;
+// A hang's settle ends as soon as every rank's fate is known (fates_known) and no rank has been
+// heard from for this long: what a rank sent just before arrives within it (its progress waits
+// 2 ms to go in a batch, and is written before any store request).
+constexpr auto kFatesQuiet = 10ms;
 constexpr auto kSendBudget = 5s;
 // How often the supervisor looks at its children's exit while waiting (a rank can die while a
 // process it forked keeps its connection open).
@@ -227,6 +234,24 @@ class RankProcesses {
     launcher_log_.reset();
   }
 
+  // end_all without the wait, where that is the same (direct launch, each rank a process group of
+  // its own and nothing of it elsewhere): the groups are signalled now and reaped by `ending`.
+  void end_all_later(detail::EndingGroups& ending, std::chrono::milliseconds grace) {
+    const bool apart = launcher_ <= 0 && std::all_of(ranks_.begin(), ranks_.end(), [](const Rank& r) {
+      return r.verified <= 0 || r.verified == r.spawned;
+    });
+    if (!apart) {
+      end_all(grace);
+      return;
+    }
+    std::vector<pid_t> groups;
+    for (const auto& r : ranks_) {
+      if (r.spawned > 0) groups.push_back(r.spawned);
+    }
+    ending.add(groups, grace);
+    for (auto& r : ranks_) r = Rank{};
+  }
+
   // Lets the workers leave on their own (MPI wants MPI_Finalize), then ends what is left.
   void wind_down(const Deadline& deadline, std::chrono::milliseconds grace) {
     for (int r = 0; r < static_cast<int>(ranks_.size()); ++r) {
@@ -393,6 +418,10 @@ struct WorkerLink {
   std::string dying;  // how it said it died
   bool lost = false;  // its channel closed (or its process ended) without an outcome
   std::optional<int> exit_status;
+  bool store_blocked = false;  // its latest store request is a get or wait not yet answered
+  // When it last moved on (entered or left a collective, changed phase, finished): after the
+  // last move of every rank, a job that does not end is waiting on a hang (the "hang_wait" phase).
+  std::chrono::steady_clock::time_point moved;
 
   void reset_variant() {
     outcome.reset();
@@ -402,6 +431,8 @@ struct WorkerLink {
     dying.clear();
     lost = false;
     exit_status.reset();
+    store_blocked = false;
+    moved = std::chrono::steady_clock::now();
   }
 
   bool answered() const { return outcome.has_value() || lost; }
@@ -432,6 +463,7 @@ struct WorkerLink {
 
   void handle(const nlohmann::json& message) {
     const std::string type = message.value("type", "");
+    if (type == "enter" || type == "exit" || type == "phase") moved = std::chrono::steady_clock::now();
     if (type == "enter") {
       open = detail::record_from_json(message.at("record"));
       entered.push_back(*open);
@@ -444,6 +476,7 @@ struct WorkerLink {
       outcome->rank = rank;
       outcome->pid = static_cast<long>(pid);
       open.reset();
+      if (outcome->state != RankState::TimedOut) moved = std::chrono::steady_clock::now();  // a timeout is no move
     } else if (type == "dying") {
       dying = message.value("how", "");
     }
@@ -479,22 +512,32 @@ class RankPool::Impl {
   JobResult run(const Job& job) {
     validate(job);
     const auto started = std::chrono::steady_clock::now();
+    ending_.poll();
+    runtime::PhaseSeconds phases;  // the supervisor's (phases.h)
     if (alive() && !healthy()) end_workers();
+    add_phase(phases, "end_workers", seconds_since(started));
     double start_seconds = 0;
     const bool starting = !alive();
     if (starting || backend_needs_warm_up(job.backend)) {
       // Workers forked from the zygote start with what the backend loads per process, where
       // the zygote can still be restarted from this one (the first pools of a program).
+      auto mark = std::chrono::steady_clock::now();
       if (starting && !find_pool_launch(options_.launch).through_mpirun && options_.worker_command.empty())
         detail::load_into_worker_zygote(job.backend);
+      add_phase(phases, "imports", seconds_since(mark));
+      mark = std::chrono::steady_clock::now();
       const Deadline startup = Deadline::after(options_.startup_deadline);
       std::optional<JobResult> failure;
       if (starting) failure = start(startup);
+      add_phase(phases, "pool_start", seconds_since(mark));
+      mark = std::chrono::steady_clock::now();
       if (!failure) failure = warm_up_backend(job, startup);
       if (!failure && starting && options_.warm_up)
         failure = warm_up(*options_.warm_up, job, startup, "run once when the pool starts");
+      add_phase(phases, "imports", seconds_since(mark));
       if (failure) {
         failure->seconds = seconds_since(started);
+        failure->phases = std::move(phases);
         return *failure;
       }
       start_seconds = seconds_since(started);
@@ -502,6 +545,8 @@ class RankPool::Impl {
     JobResult result = supervise(job);
     result.seconds = seconds_since(started);
     result.start_seconds = start_seconds;
+    for (const auto& [name, seconds] : phases) add_phase(result.phases, name, seconds);
+    ending_.poll(started);  // an earlier job's workers are gone by now: reaped, or waited for
     return result;
   }
 
@@ -703,6 +748,37 @@ class RankPool::Impl {
 
   JobResult supervise(const Job& job) {
     const Deadline deadline = Deadline::after(job.deadline);
+    const auto sent = std::chrono::steady_clock::now();
+    send_job(job);
+    const bool by_deadline = watch(deadline);
+    const auto decided = std::chrono::steady_clock::now();
+
+    JobResult run = collect(by_deadline);
+    std::vector<std::string> phases;
+    for (const auto& w : workers_) phases.push_back(w.phase);
+    detail::diagnose(run, phases, job.deadline);
+
+    const bool answered = std::all_of(workers_.begin(), workers_.end(), [](const WorkerLink& w) { return w.answered(); });
+    // Every rank answered: all of it was the ranks' work. Else the verdict came after the ranks'
+    // last move: the time since then was spent waiting on the hang (or the crash's settling).
+    auto last_move = sent;
+    for (const auto& w : workers_) last_move = std::max(last_move, w.moved);
+    if (answered && !by_deadline) last_move = decided;
+    add_phase(run.phases, "ranks", runtime::seconds_between(sent, last_move));
+    add_phase(run.phases, "hang_wait", runtime::seconds_between(last_move, decided));
+    if (run.status == RunStatus::Hang || run.status == RunStatus::Crash) {
+      fill_log_tails(run);
+      const auto ending = std::chrono::steady_clock::now();
+      end_workers(/*later=*/true);
+      add_phase(run.phases, "end_workers", seconds_since(ending));
+    } else {
+      if (run.status != RunStatus::Completed) fill_log_tails(run);
+      release();
+    }
+    return run;
+  }
+
+  void send_job(const Job& job) {
     const std::string prefix = "v" + std::to_string(spawn_count_) + "." + std::to_string(++variant_count_) + "/";
     for (auto& w : workers_) {
       w.reset_variant();
@@ -710,56 +786,98 @@ class RankPool::Impl {
     }
     if (auto* log = processes_->launcher_log()) log->clear();
     rendezvous_->store.clear();
-
     const nlohmann::json message = WorkerLink::job_message(job, prefix);
     for (auto& w : workers_) w.send(message, std::min<std::chrono::milliseconds>(kSendBudget, job.deadline));
+  }
 
-    // Watch until every rank has answered, or a crash or a hang is certain, or the deadline.
+  // Watches until every rank has answered, or a crash or a hang is certain (and settled), or the
+  // deadline. True when the deadline ended it. A hang's settle (a rank waits in a collective a
+  // finished rank never issued, or every rank waits where none can go on) ends as soon as every
+  // rank's fate is known: waiting longer would only wait for a backend's own timeout.
+  bool watch(const Deadline& deadline) {
     std::optional<Deadline> settle;
-    bool by_deadline = false;
+    bool ends_when_known = false;
     while (true) {
-      rendezvous_->store.serve();
-      for (auto& w : workers_) {
-        w.drain();
-        if (!w.answered()) {
-          if (auto status = processes_->exited(w.rank)) {  // dead, though a process it forked may hold its socket
-            w.exit_status = status;
-            w.drain();
-            if (!w.outcome) w.lost = true;
-          }
-        }
+      read_workers();
+      if (std::all_of(workers_.begin(), workers_.end(), [](const WorkerLink& w) { return w.answered(); })) return false;
+      if (nobody_left_to_write() && quiet()) fail_store_waits();
+      if (!settle && (any_lost() || any_timed_out())) settle = Deadline::after(kSettle);
+      if (!settle && (certain_hang() || deadlocked())) {
+        settle = Deadline::after(kSettle);
+        ends_when_known = true;
       }
-      if (std::all_of(workers_.begin(), workers_.end(), [](const WorkerLink& w) { return w.answered(); })) break;
-      if (!settle && (any_lost() || any_timed_out() || certain_hang())) settle = Deadline::after(kSettle);
       if (!settle && mismatched_collective()) settle = Deadline::after(kMismatchSettle);
-      if (settle && settle->expired()) break;
-      if (deadline.expired()) {
-        by_deadline = true;
-        break;
-      }
+      if (settle && (settle->expired() || (ends_when_known && fates_known() && quiet()))) return false;
+      if (deadline.expired()) return true;
       const Deadline& wake = settle ? Deadline::earliest(*settle, deadline) : deadline;
       std::vector<pollfd> fds;
       for (auto& w : workers_) {
         if (!w.answered()) fds.push_back({w.channel->fd(), POLLIN, 0});
       }
       for (int fd : rendezvous_->store.fds()) fds.push_back({fd, POLLIN, 0});
-      const long wait_ms = std::min<long>(wake.remaining().count(), kWatchInterval.count());
+      // Awake for the end of a quiet spell too, while a hang waits to be settled.
+      const auto watch_interval = ends_when_known || any_store_blocked() ? kFatesQuiet : kWatchInterval;
+      const long wait_ms = std::min<long>(wake.remaining().count(), watch_interval.count());
       ::poll(fds.data(), fds.size(), static_cast<int>(std::max(wait_ms, 1L)));
     }
+  }
 
-    JobResult run = collect(by_deadline);
-    std::vector<std::string> phases;
-    for (const auto& w : workers_) phases.push_back(w.phase);
-    detail::diagnose(run, phases, job.deadline);
-
-    if (run.status == RunStatus::Hang || run.status == RunStatus::Crash) {
-      fill_log_tails(run);
-      end_workers();
-    } else {
-      if (run.status != RunStatus::Completed) fill_log_tails(run);
-      release();
+  // Everything the workers and the store clients sent so far, and which workers have died.
+  void read_workers() {
+    ending_.poll();  // an earlier job's workers that have ended since
+    rendezvous_->store.serve();
+    const std::set<int> blocked = rendezvous_->store.blocked();
+    for (auto& w : workers_) {
+      w.drain();
+      w.store_blocked = !w.answered() && blocked.count(w.rank) > 0;
+      if (!w.answered()) {
+        if (auto status = processes_->exited(w.rank)) {  // dead, though a process it forked may hold its socket
+          w.exit_status = status;
+          w.drain();
+          if (!w.outcome) w.lost = true;
+        }
+      }
     }
-    return run;
+  }
+
+  bool any_store_blocked() const {
+    return std::any_of(workers_.begin(), workers_.end(), [](const WorkerLink& w) { return w.store_blocked && !w.open; });
+  }
+
+  // Ranks wait in collectives and on the store where none can go on (fates_known), nothing heard
+  // for kFatesQuiet: a hang, whatever the backends' and the store's own timeouts would do later.
+  bool deadlocked() const {
+    const bool in_collective = std::any_of(workers_.begin(), workers_.end(), [](const WorkerLink& w) { return !w.answered() && w.open; });
+    return in_collective && any_store_blocked() && fates_known() && quiet();
+  }
+
+  // Every rank still running is blocked on the store, every other one has answered: nobody is
+  // left to write the keys they wait for.
+  bool nobody_left_to_write() const {
+    return std::all_of(workers_.begin(), workers_.end(),
+                       [](const WorkerLink& w) { return w.answered() || (w.store_blocked && !w.open); });
+  }
+
+  // Ends those waits with an error, as their own timeout would later (a group that a rank makes
+  // alone gives up, the rank goes on with its task): its outcome is then what it would have been,
+  // without the wait.
+  void fail_store_waits() {
+    std::set<int> blocked;
+    for (auto& w : workers_) {
+      if (w.answered() || !w.store_blocked) continue;
+      blocked.insert(w.rank);
+      w.store_blocked = false;
+    }
+    rendezvous_->store.fail_blocked(blocked, "every other rank has finished, raised or died: no rank is left to write the "
+                                             "keys it waits for");
+  }
+
+  // No rank moved, and none sent the store a request, for kFatesQuiet.
+  bool quiet() const {
+    auto last = std::chrono::steady_clock::time_point{};
+    for (const auto& w : workers_) last = std::max(last, w.moved);
+    for (const auto& [rank, heard] : rendezvous_->store.heard()) last = std::max(last, heard);
+    return std::chrono::steady_clock::now() - last >= kFatesQuiet;
   }
 
   bool any_lost() const {
@@ -781,6 +899,41 @@ class RankPool::Impl {
       }
     }
     return false;
+  }
+
+  // Whether every rank's fate is known, so that waiting longer can tell nothing more (but what a
+  // backend's own timeout would): each rank answered, or waits in a collective #n that some other
+  // rank can never enter (it finished or died after fewer, it waits on the store before #n, or it
+  // is itself stuck in an earlier one), or waits on the store while every other rank is done or
+  // stuck (no rank is left running to write the keys it waits for). A fixpoint over the ranks.
+  bool fates_known() const {
+    const std::size_t n = workers_.size();
+    std::vector<bool> stuck(n, false);
+    auto on_store = [](const WorkerLink& w) { return !w.answered() && !w.open && w.store_blocked; };
+    auto reached = [](const WorkerLink& w) { return w.outcome ? w.outcome->trace.size() : w.entered.size(); };
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (std::size_t i = 0; i < n; ++i) {
+        const WorkerLink& w = workers_[i];
+        if (stuck[i] || w.answered() || !w.open) continue;
+        for (std::size_t j = 0; j < n && !stuck[i]; ++j) {
+          const WorkerLink& q = workers_[j];
+          if (j == i) continue;
+          if (q.answered() || on_store(q)) stuck[i] = reached(q) <= w.open->seq;
+          else if (stuck[j]) stuck[i] = q.open->seq < w.open->seq;
+        }
+        changed = changed || stuck[i];
+      }
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!on_store(workers_[i])) continue;
+      stuck[i] = true;
+      for (std::size_t j = 0; j < n; ++j)
+        if (j != i && !workers_[j].answered() && !stuck[j] && !on_store(workers_[j])) stuck[i] = false;
+    }
+    for (std::size_t i = 0; i < n; ++i)
+      if (!workers_[i].answered() && !stuck[i]) return false;
+    return true;
   }
 
   // A rank waits inside collective #n, and another rank entered #n with another operation, dtype
@@ -816,6 +969,7 @@ class RankPool::Impl {
         outcome.pid = static_cast<long>(w.pid);
         outcome.trace = w.entered;
         outcome.blocked_in = w.open;
+        outcome.blocked_on_store = w.store_blocked && !w.open;
         if (w.lost && (!someone_said || !w.dying.empty())) {
           outcome.state = RankState::Crashed;
           outcome.how_died = how_died(w);
@@ -866,9 +1020,12 @@ class RankPool::Impl {
 
   // --- Ending --------------------------------------------------------------------------------
 
-  void end_workers() {
+  // later: the workers are signalled and left to end (reaped by ending_): what they take to exit
+  // is not the job's, and they are gone by the end of the next job (run) or of the pool.
+  void end_workers(bool later = false) {
     workers_.clear();  // closing the channels tells the workers to go
-    if (processes_) processes_->end_all(options_.term_grace);
+    if (processes_ && later) processes_->end_all_later(ending_, options_.term_grace);
+    else if (processes_) processes_->end_all(options_.term_grace);
     processes_.reset();
     rendezvous_.reset();
   }
@@ -876,18 +1033,21 @@ class RankPool::Impl {
   void shutdown() {
     if (!processes_) {
       rendezvous_.reset();
+      ending_.poll(std::chrono::steady_clock::now());
       return;
     }
     for (auto& w : workers_) w.send({{"type", "shutdown"}}, 1s);
     // Let them leave on their own (MPI wants MPI_Finalize), then end whoever is left.
     processes_->wind_down(Deadline::after(5s), options_.term_grace);
     end_workers();
+    ending_.poll(std::chrono::steady_clock::now());
   }
 
   PoolOptions options_;
   std::unique_ptr<RankProcesses> processes_;
   std::unique_ptr<Rendezvous> rendezvous_;
   std::vector<WorkerLink> workers_;
+  detail::EndingGroups ending_;  // workers of earlier jobs that hung or crashed, signalled, not yet reaped
   int spawn_count_ = 0;
   int rejected_ = 0;
   std::uint64_t variant_count_ = 0;

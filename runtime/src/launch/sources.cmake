@@ -6,6 +6,7 @@ list(APPEND DISTMETRICS_RUNTIME_SOURCES
   src/launch/wire.cpp
   src/launch/pool_store.cpp
   src/launch/worker_args.cpp
+  src/launch/phases.cpp
   src/launch/task_runner.cpp
   src/launch/worker.cpp
   src/launch/thread_pools.cpp

@@ -10,6 +10,7 @@
 #include <typeinfo>
 
 #include "distmetrics/runtime/errors.h"
+#include "distmetrics/runtime/phases.h"
 #include "distmetrics/runtime/text.h"
 
 namespace distmetrics::runtime::detail {
@@ -59,9 +60,13 @@ LocalRun run_task_here(const Job& job, const CommSpec& spec, const c10::intrusiv
   }
 
   if (hooks.on_phase) hooks.on_phase("connecting");
+  // The rank's phases (phases.h): what no phase claims is the task's own "rank_other".
+  RankPhaseClock::start("rank_other");
   try {
+    PhaseScope group("group");
     run.comm = make_communicator(spec, store, deadline);
   } catch (const std::exception& e) {
+    outcome.phases = RankPhaseClock::take();
     outcome.state = deadline.expired() ? RankState::TimedOut : RankState::Raised;
     outcome.error_type = current_exception_type_name();
     outcome.error = "rank " + std::to_string(spec.rank) + ": could not build the " + spec.backend +
@@ -110,6 +115,7 @@ LocalRun run_task_here(const Job& job, const CommSpec& spec, const c10::intrusiv
   }
   outcome.trace = run.comm->trace();
   run.comm->set_observer(nullptr);
+  outcome.phases = RankPhaseClock::take();
   return run;
 }
 

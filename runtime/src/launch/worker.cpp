@@ -229,6 +229,7 @@ class ProgressReporter final : public CollectiveObserver {
   void send(const nlohmann::json& message) {
     send_queued_then(message.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   }
+  void flush() { send_queued_then(""); }
 
   // From a fatal-signal handler or exit(): the queued lines, unless another thread holds the
   // queue (then the flusher is writing them). No allocation.
@@ -389,6 +390,9 @@ class Worker {
     try {
       watchdog = std::thread([this] { watch_supervisor(); });
       reporter_ = std::make_shared<ProgressReporter>(*channel_);  // one flusher thread for the worker's life
+      // A rank's collectives reach the supervisor before its store requests: seen blocked on the
+      // store, a rank has told where it is (a deadlock is judged from both; rank_pool.cpp).
+      store_->set_before_request([reporter = reporter_.get()] { reporter->flush(); });
     } catch (const std::exception& e) {
       // Under a tight memory limit the first thread cannot get its stack: say which limit, and
       // what the process mapped before it (a worker forked from its supervisor's zygote has the
@@ -419,6 +423,7 @@ class Worker {
     watchdog.join();
     ::close(stop_pipe_[0]);
     ::close(stop_pipe_[1]);
+    store_->set_before_request(nullptr);
     reporter_.reset();  // joins its flusher before the channel goes
     channel_.reset();
     store_.reset();

@@ -27,5 +27,8 @@ bool load_into_worker_zygote(const std::string& backend);
 
 // The zygote's pid (a child of this process, which outlives every pool), or 0 when none runs.
 pid_t worker_zygote_pid();
+// The zygote's spares: workers forked ahead of their requests, waiting for them (children of this
+// process, as every worker; they end with the zygote).
+std::vector<pid_t> worker_zygote_spare_pids();
 
 }  // namespace distmetrics::runtime::detail

@@ -123,6 +123,8 @@ class Engine {
                                               double deadline);
   const Dataset& data_for(const Scenario& scenario);
   EngineOptions options_;
+  // The judging's own phases of the variant being judged (single_process, reference).
+  runtime::PhaseSeconds judged_phases_;
   std::map<std::string, Dataset> data_;  // per scenario name (+ seed)
   // What each scenario's metric issues per script step where the ranks agreed: the baseline of
   // an even split (harness/src/judging/blame.cpp).

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -118,6 +119,10 @@ struct Verdict {
   std::vector<RankReport> ranks;        // per rank, when the variant ran (empty for a skip)
   std::optional<Tolerance> tolerance;   // the scenario's, when the variant was judged
   std::optional<Deviation> deviation;   // a desync judged per script step
+  // Where its seconds went (runtime/phases.h; docs/cli-contract.md's phase table): the
+  // supervisor's and the engine's phases, and each rank phase as the mean of the ranks that
+  // reported theirs.
+  std::map<std::string, double> phases;
 
   const PropertyResult* property(const std::string& name) const;
   // What the views show of a verdict that did not pass: the failed properties' messages (a

@@ -140,6 +140,7 @@ class Communicator {
   std::vector<CollectiveRecord> trace_;
   int issuer_step_ = -1;
   int issuer_compute_ = -1;
+  std::uint64_t external_sync_ = 0;  // the rank's phase clock inside an external collective ("sync")
 };
 
 // A communicator for one process (world size 1): every collective is the identity, but it is

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "distmetrics/runtime/comm.h"
+#include "distmetrics/runtime/phases.h"
 
 namespace distmetrics::runtime {
 
@@ -45,6 +46,10 @@ struct RankOutcome {
   std::optional<CollectiveRecord> blocked_in; // the collective it was inside when it stopped
   std::string how_died;                       // "killed by signal 6 (SIGABRT)", "exit status 1"
   std::string log_tail;                       // last lines of the rank's stderr, if captured
+  // Ended while blocked on the job's store (a get or wait no running rank would answer), outside
+  // any collective: where a rank making a process group alone waits (rank_pool.cpp, fates_known).
+  bool blocked_on_store = false;
+  PhaseSeconds phases;                        // where the rank's time went (phases.h); empty when unmeasured
 };
 
 enum class RunStatus {
@@ -62,6 +67,8 @@ struct JobResult {
   std::string diagnosis;           // one paragraph: what happened, on which rank, what to do
   double seconds = 0.0;        // the whole run, pool start included
   double start_seconds = 0.0;  // of which starting (or restarting) the rank pool took
+  // The supervisor's phases (phases.h): pool_start, imports, ranks, hang_wait, end_workers.
+  PhaseSeconds phases;
 
   nlohmann::json to_json() const;
 };

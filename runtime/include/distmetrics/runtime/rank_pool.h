@@ -8,8 +8,9 @@
 // from a process it started (the kernel's peer credentials); nothing secret is on a command line,
 // nothing listens on a network port, and Gloo's connections are on 127.0.0.1. Each rank runs in
 // its own process group. Each job has a deadline; on a hang or a crash the supervisor ends
-// every worker's process group (TERM, then KILL; only processes it started), diagnoses which rank
-// is to blame, and respawns the pool for the next job.
+// every worker's process group (TERM, then KILL; only processes it started: signalled at once,
+// gone by the end of the next job or of the pool), diagnoses which rank is to blame, and
+// respawns the pool for the next job.
 #pragma once
 
 #include <chrono>
