@@ -316,7 +316,9 @@ def register_table(table, library, conventions=None, since=None):
             _check_takes(peer, params)
             cls = _resolve(peer)
             kwargs = peer.kwargs(params)
-            untaken = [k for k in kwargs if not takes_parameter(cls, k)]
+            # A row's own `build` takes the keyword arguments (Ignite's DiceCoefficient(cm) gets
+            # {"params": ...}): only a class built as cls(**kwargs) is checked against its signature.
+            untaken = [] if peer.build else [k for k in kwargs if not takes_parameter(cls, k)]
             if untaken:
                 raise Unsupported(f"{NOT_IN_RELEASE_TEXT}: {library} {installed_version(library)}: "
                                   f"{peer.cls.split(':')[1]} takes no {', '.join(untaken)}")
@@ -659,6 +661,13 @@ def takes_parameter(cls, key):
     **kwargs is no evidence: torchmetrics' Metric raises on a keyword it does not know)."""
     import inspect
 
+    if not inspect.isclass(cls):
+        # A factory function (Ignite's DiceCoefficient builds a MetricsLambda): its own signature.
+        try:
+            parameter = inspect.signature(cls).parameters.get(key)
+        except (TypeError, ValueError):
+            return True  # nothing to read: no evidence that it does not take it
+        return parameter is not None and parameter.kind in (parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY)
     for klass in inspect.getmro(cls):
         init = klass.__dict__.get("__init__")
         if init is None:

@@ -270,3 +270,23 @@ def test_bisect_finds_the_release_that_brought_a_finding_on_two_releases():
     assert "torchmetrics 1.4.0: does not show it" in done.stdout and "torchmetrics 1.9.0: shows it" in done.stdout
     assert "first release that shows it: 1.9.0 (the last before it: 1.4.0; 2 releases run)" in done.stdout
     print(f"bisect of two releases: {time.time() - started:.0f} s")
+
+
+def test_takes_parameter_reads_a_factory_function_too():
+    # Ignite's DiceCoefficient is a function that builds a MetricsLambda: no __mro__ to walk (the
+    # peer run stopped at its check when takes_parameter assumed a class).
+    from distmetrics.peers import takes_parameter
+
+    def dice(cm, ignore_index=None):
+        return cm
+
+    assert takes_parameter(dice, "ignore_index") and not takes_parameter(dice, "num_classes")
+
+    class Base:
+        def __init__(self, threshold=0.5):
+            pass
+
+    class Child(Base):
+        pass
+
+    assert takes_parameter(Child, "threshold") and not takes_parameter(Child, "average")
