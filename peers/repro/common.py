@@ -74,6 +74,7 @@ def _rank_main(rank, world_size, store_path, body, results, timeout_s, preload):
     store = dist.FileStore(store_path, world_size)
     dist.init_process_group("gloo", store=store, rank=rank, world_size=world_size,
                             timeout=datetime.timedelta(seconds=timeout_s))
+    _all_connected(store, world_size, timeout_s)
     results.put((rank, "group", None))  # from here on, a rank using no CPU is waiting on its peers
     try:
         results.put((rank, "ok", body(rank, world_size)))
@@ -82,6 +83,21 @@ def _rank_main(rank, world_size, store_path, body, results, timeout_s, preload):
         traceback.print_exc(limit=2)
     finally:
         dist.destroy_process_group()
+
+
+def _all_connected(store, world_size, timeout_s):
+    """Waits, on the store, until every rank's init_process_group has returned. Gloo's connect
+    returns on a rank once its own side of each pair is up: a rank whose body ends at once would
+    otherwise destroy its group while a slower peer is still connecting to it, and that peer fails
+    with "Gloo connectFullMesh failed ... Connection closed by peer" (seen under load; the same
+    mechanism docs/peers.md describes for the harness). A store counter, not a collective: the
+    repro's own collectives stay the first ones."""
+    store.add("distmetrics_repro/connected", 1)
+    deadline = datetime.datetime.now() + datetime.timedelta(seconds=timeout_s)
+    while store.add("distmetrics_repro/connected", 0) < world_size:
+        if datetime.datetime.now() > deadline:
+            raise TimeoutError(f"not every rank made its group within {timeout_s} s")
+        time.sleep(0.005)
 
 
 _TICK_S = 1.0 / os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 0.01
