@@ -478,12 +478,12 @@ def test_the_peer_run_passes_on_exactly_the_expected_findings(tmp_path):
     ok = ("s:gloo-ws1-even-cpu", "pass", ["equal_to_single"], "")
     code, out = run_expected("--library", "lib", "--report", _report(tmp_path / "r.json", [ok, hang]), "--expected", expected)
     assert code == 0, out
-    assert out.strip().endswith("lib: 1 metric(s), 2 variant(s) (1 pass, 0 skip, 1 finding(s), 0 s of variant "
-                                "time): 1 expected, 0 unexpected, 0 expected but not seen"), out
+    assert ("lib: 1 metric(s), 2 variant(s) (1 pass, 0 skip, 1 finding(s), 0 s of variant time): 1 expected, "
+            "0 unexpected, 0 expected but not seen, 0 flake(s)") in out.strip().splitlines()[-1], out
     # A new finding is named; so is an expected one that no longer shows (fixed upstream?).
     new = ("s:gloo-ws2-even-cpu", "fail", ["equal_to_single"], "the sync reduces wrongly")
     code, out = run_expected("--library", "lib", "--report", _report(tmp_path / "r.json", [ok, hang, new]), "--expected", expected)
-    assert code == 1 and "unexpected: FAIL s:gloo-ws2-even-cpu (equal_to_single): the sync reduces wrongly" in out
+    assert code == 1 and "unexpected: FAIL (equal_to_single) s:gloo-ws2-even-cpu [M]: the sync reduces wrongly" in out
     fixed = ("s:gloo-ws2-empty_rank-cpu", "pass", ["no_hang"], "")
     code, out = run_expected("--library", "lib", "--report", _report(tmp_path / "r.json", [ok, fixed]), "--expected", expected)
     assert code == 1 and "expected but not seen: " in out and "finding #1: hang s:gloo-ws2-empty_rank-*" in out
@@ -520,7 +520,7 @@ def test_one_report_of_several_libraries_is_judged_per_library(tmp_path):
     code, out = run_expected("--library", "lib", "--report", report, "--expected", expected)
     assert code == 0 and "lib: 1 metric(s), 1 variant(s)" in out, out
     code, out = run_expected("--library", "other", "--report", report, "--expected", expected)
-    assert code == 1 and "unexpected: FAIL t:gloo-ws2-even-cpu" in out and "1 variant(s)" in out, out
+    assert code == 1 and "unexpected: FAIL (equal_to_single) t:gloo-ws2-even-cpu" in out and "1 variant(s)" in out, out
     code, out = run_expected("--library", "absent", "--report", report, "--expected", expected)
     assert code == 2 and "has no variant of absent" in out, out
 
@@ -587,7 +587,7 @@ def test_the_entries_of_the_release_that_ran_judge_it(tmp_path):
     # The old release's hang on the new release is unexpected, and the new crash is missing.
     code, out = run_expected("--library", "lib", "--report", _release_report(
         tmp_path / "r.json", [hang, uneven], "1.9.0", "2.15.0+cu132"), "--expected", expected)
-    assert code == 1 and "unexpected: HANG s:gloo-ws2-empty_rank-cpu" in out, out
+    assert code == 1 and "unexpected: HANG, rank 1 blamed s:gloo-ws2-empty_rank-cpu" in out, out
     assert "expected but not seen: " in out and "finding #2: crash" in out, out
     # A run of one source names it in `plugin`, not `plugins`.
     import json
