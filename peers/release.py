@@ -263,6 +263,16 @@ def install_layer(python, wheel, layer):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def _requires_in(folder):
+    """The Requires-Dist lines of every distribution installed in `folder` (a --target folder)."""
+    out = []
+    for meta in Path(folder).glob("*.dist-info/METADATA"):
+        text = meta.read_text(errors="replace")
+        out += [line.split(":", 1)[1].strip() for line in text.split("\n\n", 1)[0].splitlines()
+                if line.startswith("Requires-Dist:")]
+    return out
+
+
 def stamp_of(layer):
     try:
         return json.loads((Path(layer) / ".distmetrics-release.json").read_text())
@@ -332,6 +342,32 @@ def prepare(args):
     version, where = import_check(python, library, path, under, what)
     say(f"{library} {version} imports from {where} on torch {torch_version}")
     missing = unmet(python, path, requires)
+    absent = [m.split(" (found ", 1)[0] for m in missing if m.endswith("(found none)")]
+    if absent and args.release:
+        # A requirement the torch venv lacks altogether (torcheval 0.0.6's torchtnt, imported at
+        # the first compute(), which the import check cannot see): layered too, --no-deps as the
+        # release itself, beside it. A requirement the venv has in another version stays the
+        # venv's (another version in front could break the pinned ones), and is printed.
+        deps = Path(f"{layer}.deps")
+        path = os.pathsep.join([str(front), str(deps), *extra])
+        if not deps.is_dir() or stamp_of(deps) != {"absent": absent}:
+            shutil.rmtree(deps, ignore_errors=True)
+            wanted, layered = list(absent), []
+            for _ in range(6):  # their own requirements in turn (torchtnt's pyre-extensions...), bounded
+                code, out = pip(python, "install", "--no-deps", "--no-compile", "--target", str(deps), *wanted)
+                if code != 0:
+                    raise Failure(f"{library} {version}: pip could not install its requirements the torch venv "
+                                  f"lacks ({', '.join(wanted)}) into {deps}: {out.strip()[-300:]}", EXIT_SETUP)
+                layered += wanted
+                wanted = [m.split(" (found ", 1)[0] for m in unmet(python, path, _requires_in(deps))
+                          if m.endswith("(found none)")]
+                wanted = [w for w in wanted if w not in layered]
+                if not wanted:
+                    break
+            (deps / ".distmetrics-release.json").write_text(json.dumps({"absent": absent}))
+        say(f"{library} {version}: its requirements the torch venv lacks, layered beside it (--no-deps): "
+            f"{', '.join(absent)}")
+        missing = [m for m in missing if not m.endswith("(found none)")]
     if missing:
         say(f"{library} {version}: requirements the torch venv does not meet (installed --no-deps; it "
             f"imports without them): {', '.join(missing)}")

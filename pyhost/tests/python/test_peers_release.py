@@ -290,3 +290,14 @@ def test_takes_parameter_reads_a_factory_function_too():
         pass
 
     assert takes_parameter(Child, "threshold") and not takes_parameter(Child, "average")
+
+
+def test_the_requirements_of_a_layered_folder_are_read_from_its_dist_info(tmp_path):
+    # What release.py layers beside a release (torcheval 0.0.6's torchtnt, then torchtnt's own
+    # pyre-extensions...) is found from the Requires-Dist lines of what is already there.
+    meta = tmp_path / "torchtnt-0.2.4.dist-info"
+    meta.mkdir()
+    (meta / "METADATA").write_text("Metadata-Version: 2.1\nName: torchtnt\nVersion: 0.2.4\n"
+                                   "Requires-Dist: torch\nRequires-Dist: pyre-extensions\n"
+                                   "Requires-Dist: tqdm ; extra == 'dev'\n\nRequires-Dist: not a header\n")
+    assert release._requires_in(tmp_path) == ["torch", "pyre-extensions", "tqdm ; extra == 'dev'"]
