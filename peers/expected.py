@@ -427,17 +427,13 @@ def flakes(variants, entries):
         first = v.get("first_run")
         if not first or signature(first) == signature(v):
             continue
-        setup = SETUP_FAILED in (first.get("reason") or "")
+        setup = bool(first.get("setup_failure"))  # peers/rerun.py decides it, where it reruns
         declared = None if setup else next(
             (e["flaky"] for e in entries if "flaky" in e and covers(e, v["id"], metric_name(v))), None)
         out.append({"variant": v["id"], "metric": metric_name(v), "first": signature(first), "then": signature(v),
                     "first_reason": (first.get("reason") or "")[:200], "declared": declared, "setup": setup})
     return out
 
-
-# What a variant's reason says when a rank could not make the variant's torch.distributed group
-# (the harness's own failure; peers/rerun.py reruns it).
-SETUP_FAILED = "group for the Python metric failed"
 
 
 def disagreeing(variants, unexpected, missing):

@@ -37,9 +37,12 @@ def key(variant):
     return (variant.get("id"), variant.get("metric"), variant.get("source"))
 
 
+def is_setup_failure(variant):
+    return variant.get("outcome") == "error" and SETUP_FAILED in (variant.get("reason") or "")
+
+
 def setup_failures(report):
-    return [v for v in report.get("variants", [])
-            if v.get("outcome") == "error" and SETUP_FAILED in (v.get("reason") or "")]
+    return [v for v in report.get("variants", []) if is_setup_failure(v)]
 
 
 def first_run(variant):
@@ -47,6 +50,9 @@ def first_run(variant):
     rerun showed the same (outcome, failed properties, blamed ranks)."""
     kept = {k: variant.get(k) for k in ("outcome", "reason", "diagnosis", "deviation", "seconds") if k in variant}
     kept["properties"] = [{"name": p.get("name"), "outcome": p.get("outcome")} for p in variant.get("properties", [])]
+    # Decided here, once: a first run that never reached the metric is the harness's own failure
+    # (peers/expected.py names it so, and no expected.toml entry can declare it).
+    kept["setup_failure"] = is_setup_failure(variant)
     return kept
 
 

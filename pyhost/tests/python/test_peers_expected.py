@@ -104,7 +104,7 @@ def test_an_outcome_that_changes_on_rerun_is_a_flake(tmp_path, capsys):
 
 
 def test_a_setup_failure_is_a_flake_no_entry_can_declare(tmp_path, capsys):
-    first = {"outcome": "error", "properties": [],
+    first = {"outcome": "error", "properties": [], "setup_failure": True,  # as peers/rerun.py keeps it
              "reason": "rank 2 raised at setup: making the torch.distributed gloo group for the Python metric failed"}
     report, path = write(tmp_path, [variant("s/A:gloo-ws3-empty_rank-cpu", "fail", ["equal_to_single", "ranks_agree"],
                                             first_run=first)],

@@ -60,6 +60,7 @@ def test_a_setup_failure_is_rerun_alone_and_replaced(tmp_path, capsys):
     variants = json.loads(report.read_text())["variants"]
     assert [v["outcome"] for v in variants] == ["crash", "error", "pass"]
     assert variants[0]["rerun_after"] == "error: " + SETUP
+    assert variants[0]["first_run"]["setup_failure"] is True  # what expected.py names a harness flake by
     assert variants[0]["class"] == "lib.a:A"
     assert ("lib/A:gloo-ws3-uneven-cpu [None] could not make its torch.distributed group: first error"
             in capsys.readouterr().out)
@@ -130,6 +131,7 @@ def test_variants_that_disagree_with_expected_toml_are_rerun_by_id_metric_and_so
     out = capsys.readouterr().out
     assert "s/A:gloo-ws2-even-cpu [A (lib/metrics)] disagreed with expected.toml: first crash" in out
     assert variants[0]["first_run"]["outcome"] == "crash" and "first_run" not in variants[1]
+    assert variants[0]["first_run"]["setup_failure"] is False  # a crash of the metric's own
     # After the reruns the comparison is made again: A's hang is the expected finding now, but its
     # first run crashed: a flake, named and failed (no entry declares it); D's hang is unexpected.
     assert expected.main(["--library", "lib", "--report", str(report), "--expected", str(toml)]) == 1
