@@ -175,7 +175,7 @@ def check_torch(library, version, requires, torch_version, torch):
 
 def unmet(python, front, requires):
     """The wheel's requirements (but torch, and those of extras) that the target python with the
-    layer in front does not meet: ["name spec (found X)"]."""
+    layer in front does not meet: [("name spec", the version found or None)]."""
     script = r"""
 import json, sys
 from importlib import metadata
@@ -196,14 +196,14 @@ for line in json.loads(sys.argv[1]):
     except metadata.PackageNotFoundError:
         found = None
     if found is None or not req.specifier.contains(found, prereleases=True):
-        out.append(f"{req.name}{req.specifier} (found {found or 'none'})")
+        out.append([f"{req.name}{req.specifier}", found])
 print(json.dumps(out))
 """
     env = dict(os.environ, PYTHONPATH=front)
     try:
         done = subprocess.run([python, "-c", script, json.dumps(requires)], capture_output=True, text=True,
                               timeout=60, env=env)
-        return json.loads(done.stdout.strip().splitlines()[-1]) if done.returncode == 0 else []
+        return [tuple(m) for m in json.loads(done.stdout.strip().splitlines()[-1])] if done.returncode == 0 else []
     except (subprocess.TimeoutExpired, ValueError, IndexError):
         return []
 
@@ -342,7 +342,7 @@ def prepare(args):
     version, where = import_check(python, library, path, under, what)
     say(f"{library} {version} imports from {where} on torch {torch_version}")
     missing = unmet(python, path, requires)
-    absent = [m.split(" (found ", 1)[0] for m in missing if m.endswith("(found none)")]
+    absent = [spec for spec, found in missing if found is None]
     if absent and args.release:
         # A requirement the torch venv lacks altogether (torcheval 0.0.6's torchtnt, imported at
         # the first compute(), which the import check cannot see): layered too, --no-deps as the
@@ -359,18 +359,17 @@ def prepare(args):
                     raise Failure(f"{library} {version}: pip could not install its requirements the torch venv "
                                   f"lacks ({', '.join(wanted)}) into {deps}: {out.strip()[-300:]}", EXIT_SETUP)
                 layered += wanted
-                wanted = [m.split(" (found ", 1)[0] for m in unmet(python, path, _requires_in(deps))
-                          if m.endswith("(found none)")]
+                wanted = [spec for spec, found in unmet(python, path, _requires_in(deps)) if found is None]
                 wanted = [w for w in wanted if w not in layered]
                 if not wanted:
                     break
             (deps / ".distmetrics-release.json").write_text(json.dumps({"absent": absent}))
         say(f"{library} {version}: its requirements the torch venv lacks, layered beside it (--no-deps): "
             f"{', '.join(absent)}")
-        missing = [m for m in missing if not m.endswith("(found none)")]
+        missing = [(spec, found) for spec, found in missing if found is not None]
     if missing:
         say(f"{library} {version}: requirements the torch venv does not meet (installed --no-deps; it "
-            f"imports without them): {', '.join(missing)}")
+            f"imports without them): {', '.join(f'{spec} (found {found})' for spec, found in missing)}")
     # The last line: what goes in front on PYTHONPATH.
     print(path)
     return 0
