@@ -105,7 +105,11 @@ def main(argv=None):
         cmd = [sys.executable, str(HERE / "page.py"), "--report", args.report, "--out", str(folder)]
         if args.judged:
             cmd += ["--judged", args.judged]
-        if subprocess.run(cmd).returncode != 0:
+        try:
+            if subprocess.run(cmd, timeout=300).returncode != 0:
+                return 2
+        except subprocess.TimeoutExpired:
+            print(f"peers/page_bench.py: peers/page.py did not write {folder} within 300 s", file=sys.stderr)
             return 2
     index = folder / "index.html"
     if not index.is_file():
@@ -114,6 +118,7 @@ def main(argv=None):
     details = sorted((p for p in folder.glob("*.html") if p.name != "index.html"), key=lambda p: p.stat().st_size)
     driver = browser()
     driver.set_script_timeout(30)
+    driver.set_page_load_timeout(60)  # a page that never loads is an error, not a wait
     try:
         size, med, text = line(index, measure(driver, index, args.runs))
         print(text)
