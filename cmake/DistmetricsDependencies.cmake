@@ -128,6 +128,63 @@ else()
   set(DISTMETRICS_TORCH_LINK ${TORCH_LIBRARIES})
 endif()
 
+# --- Gloo headers that are not the gloo inside LibTorch ---------------------------------------
+# The pip wheel ships no gloo headers, but its libtorch_cpu exports its gloo and c10d's
+# ProcessGroupGloo. gloo.cpp names gloo's types only behind pointers (every gloo object is made
+# inside libtorch_cpu), so another revision's headers (Debian's libgloo-dev, 2022) serve as
+# declarations: no layout or inline body of theirs runs. What would differ between revisions is
+# checked, not assumed: cmake/checks/gloo_foreign_headers.cpp links against the wheel with
+# --no-undefined (every symbol it names exported with that signature) and runs a 2-rank group.
+# The kept transport's loop hurry is off there: it subclasses gloo's tcp::Handler, whose virtual
+# handleEvents changed signature after 2022 (the wheel's: handleEvents(Loop&, int)).
+# DISTMETRICS_GLOO_ROUTE=PYTHON keeps the route through torch's Python binding instead.
+set(DISTMETRICS_GLOO_ROUTE AUTO CACHE STRING "pip torch's gloo: AUTO (C++ with Debian's gloo headers where the check passes, else Python), HEADERS or PYTHON")
+set_property(CACHE DISTMETRICS_GLOO_ROUTE PROPERTY STRINGS AUTO HEADERS PYTHON)
+set(DISTMETRICS_GLOO_FOREIGN_HEADERS OFF)
+function(_distmetrics_check_foreign_gloo_headers)
+  find_path(_system_gloo gloo/algorithm.h NO_CACHE)
+  if(NOT _system_gloo)
+    return()
+  endif()
+  find_library(_torch_cpu torch_cpu PATHS "${TORCH_INSTALL_PREFIX}/lib" NO_DEFAULT_PATH NO_CACHE)
+  find_library(_c10 c10 PATHS "${TORCH_INSTALL_PREFIX}/lib" NO_DEFAULT_PATH NO_CACHE)
+  set(_key "${Torch_DIR};${Torch_VERSION};${_system_gloo}")
+  if(NOT "${_DISTMETRICS_GLOO_FOREIGN_KEY}" STREQUAL "${_key}")
+    separate_arguments(_abi UNIX_COMMAND "${TORCH_CXX_FLAGS}")
+    try_run(_run_rc _compiled "${CMAKE_BINARY_DIR}/CMakeFiles/gloo_foreign_headers"
+            "${PROJECT_SOURCE_DIR}/cmake/checks/gloo_foreign_headers.cpp"
+            CMAKE_FLAGS "-DINCLUDE_DIRECTORIES=${TORCH_INCLUDE_DIRS}"
+                        "-DCMAKE_BUILD_RPATH=${TORCH_INSTALL_PREFIX}/lib"
+            COMPILE_DEFINITIONS ${_abi}
+            LINK_OPTIONS "-Wl,--no-undefined" -pthread
+            LINK_LIBRARIES "${_torch_cpu}" "${_c10}"
+            CXX_STANDARD 20
+            COMPILE_OUTPUT_VARIABLE _compile_out RUN_OUTPUT_VARIABLE _run_out)
+    set(_ok OFF)
+    if(_compiled AND "${_run_rc}" STREQUAL "0")
+      set(_ok ON)
+    elseif(NOT _compiled)
+      string(REGEX MATCH "[^\n]*error[^\n]*" _why "${_compile_out}")
+      set(_why "did not compile or link: ${_why}")
+    else()
+      set(_why "ran and failed (${_run_rc}): ${_run_out}")
+    endif()
+    set(_DISTMETRICS_GLOO_FOREIGN_KEY "${_key}" CACHE INTERNAL "")
+    set(_DISTMETRICS_GLOO_FOREIGN_OK ${_ok} CACHE INTERNAL "")
+    set(_DISTMETRICS_GLOO_FOREIGN_WHY "${_why}" CACHE INTERNAL "")
+  endif()
+  if(_DISTMETRICS_GLOO_FOREIGN_OK)
+    set(DISTMETRICS_GLOO_HEADERS "${_system_gloo}" PARENT_SCOPE)
+    set(DISTMETRICS_GLOO_FOREIGN_HEADERS ON PARENT_SCOPE)
+  else()
+    message(STATUS "distmetrics: ${_system_gloo}/gloo with LibTorch ${Torch_VERSION}: ${_DISTMETRICS_GLOO_FOREIGN_WHY}")
+    if(DISTMETRICS_GLOO_ROUTE STREQUAL "HEADERS")
+      message(FATAL_ERROR "distmetrics: DISTMETRICS_GLOO_ROUTE=HEADERS but the check failed (above); "
+                          "-DDISTMETRICS_GLOO_ROUTE=AUTO falls back to torch's Python binding")
+    endif()
+  endif()
+endfunction()
+
 # --- Gloo (through c10d) --------------------------------------------------------------------
 set(DISTMETRICS_HAVE_GLOO OFF)
 if(NOT DISTMETRICS_WITH_GLOO STREQUAL "OFF")
@@ -140,13 +197,15 @@ if(NOT DISTMETRICS_WITH_GLOO STREQUAL "OFF")
     unset(CMAKE_REQUIRED_INCLUDES)
     set(_gloo_missing "the gloo headers were not found (install libgloo-dev)")
   else()
-    # A LibTorch 2.x carries its own gloo inside libtorch_cpu: only headers shipped with that
-    # LibTorch match it. Debian's libgloo-dev (2022) is another gloo; compiling ProcessGroupGloo.hpp
-    # against it would mix two definitions of gloo's types in one process, so it is never used.
+    # A LibTorch 2.x carries its own gloo inside libtorch_cpu (and exports it). Headers shipped
+    # with that LibTorch match it; the pip wheel ships none.
     find_path(DISTMETRICS_GLOO_HEADERS gloo/algorithm.h PATHS ${TORCH_INCLUDE_DIRS} NO_DEFAULT_PATH NO_CACHE)
-    string(CONCAT _gloo_missing "LibTorch ${Torch_VERSION} ships no gloo headers (the pip wheel has none) and Debian's "
-                  "libgloo-dev is not the gloo inside it: use a LibTorch whose include/ has gloo/, or "
-                  "-DDISTMETRICS_WITH_GLOO=OFF")
+    string(CONCAT _gloo_missing "LibTorch ${Torch_VERSION} ships no gloo headers (the pip wheel has none) and "
+                  "Debian's libgloo-dev (install it) did not pass the check below: use a LibTorch whose "
+                  "include/ has gloo/, or -DDISTMETRICS_WITH_GLOO=OFF")
+    if(NOT DISTMETRICS_GLOO_HEADERS AND DISTMETRICS_C10D_GLOO_HEADER AND NOT DISTMETRICS_GLOO_ROUTE STREQUAL "PYTHON")
+      _distmetrics_check_foreign_gloo_headers()
+    endif()
   endif()
   if(DISTMETRICS_GLOO_HEADERS AND DISTMETRICS_C10D_GLOO_HEADER)
     set(DISTMETRICS_HAVE_GLOO ON)
@@ -341,6 +400,9 @@ endif()
 if(DISTMETRICS_GLOO_THROUGH_PYTHON)
   message(STATUS "distmetrics: gloo backend: ON, torch's ProcessGroupGloo through its Python binding "
                  "(LibTorch ${Torch_VERSION} ships no gloo headers; the kept transport is off)")
+elseif(DISTMETRICS_GLOO_FOREIGN_HEADERS AND DISTMETRICS_HAVE_GLOO)
+  message(STATUS "distmetrics: gloo backend: ON, LibTorch ${Torch_VERSION}'s ProcessGroupGloo from C++ with "
+                 "the gloo headers in ${DISTMETRICS_GLOO_HEADERS} as declarations (checked; the loop hurry is off)")
 elseif(DISTMETRICS_HAVE_GLOO OR DISTMETRICS_WITH_GLOO STREQUAL "OFF")
   message(STATUS "distmetrics: gloo backend: ${DISTMETRICS_HAVE_GLOO}")
 else()

@@ -308,6 +308,36 @@ TEST(JudgingRules, TheSingleProcessRunRecordsTheCollectivesOfEveryCompute) {
                   .collectives_at_compute.empty());
 }
 
+// A memo keeps the single-process runs over the same batches across variants (issue 43): the
+// references are the ones built without it, and the run another variant made (compute 2 of both
+// saw every sample, in the same batches) is not made again. Another scenario's key drops them.
+TEST(JudgingRules, AMemoGivesTheSameReferencesWithoutRunningTheSameBatchesTwice) {
+  Case two(2), three(3);
+  dh::ReferenceMemo memo;
+  memo.use("core/rules");
+  const auto with_two = dh::build_reference(two.scenario, two.data, two.plan.shards, two.plan.script,
+                                            dh::ReferenceData::Union, &memo);
+  EXPECT_EQ(memo.hits, 0u);
+  EXPECT_EQ(memo.runs, memo.entries.size());
+  const auto runs_for_two = memo.runs;
+  const auto with_three = dh::build_reference(three.scenario, three.data, three.plan.shards, three.plan.script,
+                                              dh::ReferenceData::Union, &memo);
+  EXPECT_GE(memo.hits, 1u);
+  EXPECT_EQ(memo.runs, memo.entries.size());
+  dh::ReferenceMemo alone;  // what ws3 runs with nothing kept
+  alone.use("core/rules");
+  (void)dh::build_reference(three.scenario, three.data, three.plan.shards, three.plan.script,
+                            dh::ReferenceData::Union, &alone);
+  EXPECT_EQ(alone.hits, 0u);
+  EXPECT_EQ(memo.runs - runs_for_two, alone.runs - memo.hits);  // each run kept from ws2 not made again
+  EXPECT_EQ(dh::reference_to_json(with_two), dh::reference_to_json(two.reference));
+  EXPECT_EQ(dh::reference_to_json(with_three), dh::reference_to_json(three.reference));
+  memo.use("core/rules");
+  EXPECT_FALSE(memo.entries.empty());
+  memo.use("core/another");
+  EXPECT_TRUE(memo.entries.empty());
+}
+
 TEST(JudgingRules, TheBaselinesOfAnEvenSplitAreTriedInOrder) {
   std::vector<std::string> names;
   for (const auto& baseline : judging::baselines_of_even_splits()) names.push_back(baseline.name);

@@ -127,8 +127,42 @@ ComputeResult single_process_result(const Scenario& scenario, const Dataset& dat
   return reference_compute(scenario, data, batches, false).result;
 }
 
+void ReferenceMemo::use(const std::string& key) {
+  if (key == data_key) return;
+  data_key = key;
+  entries.clear();
+}
+
+namespace {
+
+// reference_compute, or what the memo kept of the same run (a failure too: it would fail again).
+ReferenceCompute remembered_compute(const Scenario& scenario, const Dataset& data, std::vector<SampleIndices> batches,
+                                    bool trace, ReferenceMemo* memo) {
+  if (!memo) return reference_compute(scenario, data, batches, trace);
+  auto key = std::make_pair(std::move(batches), trace);
+  auto it = memo->entries.find(key);
+  if (it == memo->entries.end()) {
+    ReferenceMemo::Entry entry;
+    try {
+      ReferenceCompute run = reference_compute(scenario, data, key.first, trace);
+      entry.result = std::move(run.result);
+      entry.collectives = std::move(run.collectives);
+    } catch (const ReferenceFailure& e) {
+      entry.failure = e.what();
+    }
+    ++memo->runs;
+    it = memo->entries.emplace(std::move(key), std::move(entry)).first;
+  } else {
+    ++memo->hits;
+  }
+  if (!it->second.failure.empty()) throw ReferenceFailure(it->second.failure);
+  return ReferenceCompute{it->second.result, it->second.collectives};
+}
+
+}  // namespace
+
 SingleProcessReference build_reference(const Scenario& scenario, const Dataset& data, const ShardPlan& shards,
-                                       const ScriptPlan& script, ReferenceData what) {
+                                       const ScriptPlan& script, ReferenceData what, ReferenceMemo* memo) {
   SingleProcessReference ref;
   // The reference implementation's (AsFed) collectives are not the metric's: not recorded.
   const bool trace = what == ReferenceData::Union;
@@ -137,9 +171,9 @@ SingleProcessReference build_reference(const Scenario& scenario, const Dataset& 
     for (const auto& point : script.computes) {
       auto it = cache.find(point.fed);
       if (it == cache.end())
-        it = cache.emplace(point.fed, reference_compute(scenario, data,
-                                                        reference_batches(scenario, shards, point.fed, what == ReferenceData::AsFed),
-                                                        trace))
+        it = cache.emplace(point.fed, remembered_compute(scenario, data,
+                                                         reference_batches(scenario, shards, point.fed, what == ReferenceData::AsFed),
+                                                         trace, memo))
                  .first;
       ref.at_compute.push_back(it->second.result);
       if (trace) ref.collectives_at_compute.push_back(it->second.collectives);
@@ -155,10 +189,10 @@ SingleProcessReference build_reference(const Scenario& scenario, const Dataset& 
     if (fed_all != cache.end() && scenario.single_process != "per_step" && what != ReferenceData::AsFed)
       ref.full = fed_all->second.result;
     else
-      ref.full = single_process_result(scenario, data, cut_batches(all, scenario.batch_size));
+      ref.full = remembered_compute(scenario, data, cut_batches(all, scenario.batch_size), false, memo).result;
     if (scenario.checks("batch_invariant")) {
       for (auto size : scenario.batch_invariant_sizes)
-        ref.other_batch_sizes.emplace_back(size, single_process_result(scenario, data, cut_batches(all, size)));
+        ref.other_batch_sizes.emplace_back(size, remembered_compute(scenario, data, cut_batches(all, size), false, memo).result);
     }
   } catch (const ReferenceFailure& e) {
     ref.failure = e.what();

@@ -5,7 +5,12 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 
 #include <ATen/ATen.h>
+#ifndef DISTMETRICS_GLOO_LOOP_HURRY
+#define DISTMETRICS_GLOO_LOOP_HURRY 1  // 0 where gloo's headers are not the gloo inside LibTorch (sources.cmake)
+#endif
+#if DISTMETRICS_GLOO_LOOP_HURRY
 #include <gloo/transport/tcp/device.h>
+#endif
 #include <sys/epoll.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
@@ -37,6 +42,11 @@ using namespace std::chrono_literals;
 // timerfd registered on that loop makes it tick every kHurryTick while a group is being built or
 // torn down (LoopHurry): a pair then waits for at most one such tick instead of 10 ms. Outside
 // those windows the timer is off and the loop sleeps as gloo intends.
+//
+// Where gloo's headers are another revision's (a pip torch with Debian's libgloo-dev,
+// DISTMETRICS_GLOO_LOOP_HURRY=0), the hurry is off: it subclasses gloo's tcp::Handler, whose
+// virtual handleEvents changed signature between them. The Device is still kept.
+#if DISTMETRICS_GLOO_LOOP_HURRY
 constexpr long kHurryTickNs = 200 * 1000;
 
 class GlooTransport final : public ::gloo::transport::tcp::Handler {
@@ -77,6 +87,19 @@ class GlooTransport final : public ::gloo::transport::tcp::Handler {
   std::mutex mutex_;
   int hurrying_ = 0;
 };
+#else
+class GlooTransport final {
+ public:
+  explicit GlooTransport(std::shared_ptr<::gloo::transport::Device> device) : device_(std::move(device)) {}
+  const std::shared_ptr<::gloo::transport::Device>& device() const { return device_; }
+  pid_t owner() const { return owner_; }
+  void hurry(bool) {}
+
+ private:
+  std::shared_ptr<::gloo::transport::Device> device_;
+  pid_t owner_ = ::getpid();
+};
+#endif
 
 // While alive, the transport's loop ticks every kHurryTickNs.
 class LoopHurry {

@@ -12,11 +12,18 @@ set_source_files_properties(src/comm/cuda_side.cpp PROPERTIES
 list(APPEND DISTMETRICS_RUNTIME_PRIVATE_LINK ${CMAKE_DL_LIBS})
 if(DISTMETRICS_HAVE_GLOO AND NOT DISTMETRICS_GLOO_THROUGH_PYTHON)
   list(APPEND DISTMETRICS_RUNTIME_SOURCES src/comm/gloo.cpp)
-  # gloo.cpp registers a descriptor on gloo's tcp transport directly: Debian's LibTorch links a
-  # shared libgloo, other LibTorch builds carry gloo inside libtorch_cpu.
-  find_library(DISTMETRICS_GLOO_LIBRARY gloo)
-  if(DISTMETRICS_GLOO_LIBRARY)
-    list(APPEND DISTMETRICS_RUNTIME_PRIVATE_LINK "${DISTMETRICS_GLOO_LIBRARY}")
+  if(DISTMETRICS_GLOO_FOREIGN_HEADERS)
+    # Headers of another gloo as declarations (DistmetricsDependencies.cmake): every gloo symbol
+    # comes from libtorch_cpu, never from a second gloo library, and the loop hurry (a subclass of
+    # gloo's tcp::Handler, whose interface differs between the two) is off.
+    set_source_files_properties(src/comm/gloo.cpp PROPERTIES COMPILE_DEFINITIONS "DISTMETRICS_GLOO_LOOP_HURRY=0")
+  else()
+    # gloo.cpp registers a descriptor on gloo's tcp transport directly: Debian's LibTorch links a
+    # shared libgloo, other LibTorch builds carry gloo inside libtorch_cpu.
+    find_library(DISTMETRICS_GLOO_LIBRARY gloo)
+    if(DISTMETRICS_GLOO_LIBRARY)
+      list(APPEND DISTMETRICS_RUNTIME_PRIVATE_LINK "${DISTMETRICS_GLOO_LIBRARY}")
+    endif()
   endif()
 endif()
 if(DISTMETRICS_HAVE_MPI)

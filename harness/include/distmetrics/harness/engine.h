@@ -65,9 +65,29 @@ VariantPlan plan_variant(const Scenario& scenario, const Dataset& data, const st
 // the like-with-like yardstick of agrees_with_reference).
 enum class ReferenceData { Union, AsFed };
 
-// Single-process results of a scenario for one variant's shard plan and script.
+// What the single-process metric gave on the same data over the same batches, kept across the
+// variants that share them (one scenario's world sizes and shard policies: the full result, and
+// every compute whose fed samples coincide). A run is a function of the metric, its parameters,
+// the data and the batches: `data_key` names the first three (the caller's scenario and input
+// dtype); a new key drops what the old one kept, so one scenario's entries are held at a time.
+struct ReferenceMemo {
+  struct Entry {
+    ComputeResult result;
+    std::optional<std::vector<TraceEntry>> collectives;
+    std::string failure;  // a run that could not reach compute() (building or an update raised)
+  };
+  void use(const std::string& key);
+  std::string data_key;
+  std::map<std::pair<std::vector<SampleIndices>, bool>, Entry> entries;  // by (batches, traced)
+  std::size_t hits = 0;
+  std::size_t runs = 0;
+};
+
+// Single-process results of a scenario for one variant's shard plan and script; with a memo,
+// runs it already holds are not run again.
 SingleProcessReference build_reference(const Scenario& scenario, const Dataset& data, const ShardPlan& shards,
-                                       const ScriptPlan& script, ReferenceData what = ReferenceData::Union);
+                                       const ScriptPlan& script, ReferenceData what = ReferenceData::Union,
+                                       ReferenceMemo* memo = nullptr);
 // The metric run in this process, without a communicator, over the given batches.
 ComputeResult single_process_result(const Scenario& scenario, const Dataset& data,
                                     const std::vector<SampleIndices>& batches);
