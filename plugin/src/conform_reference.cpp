@@ -40,7 +40,7 @@ using runtime::first_line;
 // scenario and the input dtype (the data, and the single-process runs over the same batches) is
 // made once and kept until the next scenario (issue 43: paid once, not per variant).
 struct HelperInput {
-  std::string data_key;  // the scenario (metric, parameters, data, script) and the input dtype: the memo's key
+  std::string data_key;  // the metric, its parameters, the data and the input dtype: the memo's key
   harness::Scenario scenario;
   harness::Dataset data;
   harness::VariantPlan plan;
@@ -49,7 +49,11 @@ const HelperInput& helper_input(const runtime::TaskContext& ctx) {
   static HelperInput in;
   static std::string made_from;  // the data spec and dtype in.data was made from
   const std::string dtype = ctx.params.value("dtype", std::string());
-  in.data_key = ctx.params.at("scenario").dump() + "\n" + dtype;
+  // A run is a function of the metric, its parameters, the data and the batches (the memo's own
+  // key): not of the scenario's name, world sizes, shards or script, which the own rows' .ws2 and
+  // .ws4 scenarios of one class change.
+  const json& given = ctx.params.at("scenario");
+  in.data_key = json::array({given.at("metric"), given.at("metric_params"), given.at("data")}).dump() + "\n" + dtype;
   in.scenario = harness::Scenario::from_json(ctx.params.at("scenario"));
   std::string data_spec = ctx.params.at("scenario").at("data").dump() + "\n" + dtype;
   if (data_spec != made_from) {  // the conform run's two tasks share it: the metric's and the reference's data are one
