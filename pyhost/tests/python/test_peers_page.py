@@ -281,3 +281,23 @@ def test_a_property_its_scenario_lists_and_the_variant_did_not_report_is_not_jud
     cells = matrix_cells(parse(out / "index.html"))
     assert cells[("lib.classification.acc:C", "golden")][0] == [0, 0, 0, 1, 0]
     assert cells[("lib.classification.acc:C", "equal_to_single")][0] == [1, 0, 0, 0, 0]
+
+
+def test_another_release_is_compared_with_the_baseline_entries(tmp_path):
+    # ci/run_peers.sh --release: a release expected.toml does not list. Without the baseline the
+    # page compares nothing and puts every finding at its top as new (ignite 0.4.13's page said
+    # "149 new" where expected.py --baseline found none); with it, as expected.py --baseline.
+    rep = report()
+    rep["plugin"] = {"path": "/x/peers/torchmetrics/metrics.py", "version": "1.4.0", "torch_version": "2.15.0"}
+    folder = write_expected(tmp_path, 'releases = ["1.9.0 on torch 2.15"]\n' + EXPECTED)
+    out = tmp_path / "alone"
+    page.write(rep, None, folder, out)
+    assert "not compared with its expected findings" in (out / "index.html").read_text()
+    assert sorted(k for k, _ in parse(out / "index.html").items) == ["new"] * 3
+    out = tmp_path / "against"
+    _, _, libs = page.write(rep, None, folder, out, baseline="1.9.0 on torch 2.15")
+    html = (out / "index.html").read_text()
+    assert "not compared" not in html and "compared with the entries of 1.9.0 on torch 2.15" in html
+    # The hang is the baseline's entry 1; the crash and the fail are new; B's entry is not seen.
+    assert sorted(k for k, _ in parse(out / "index.html").items) == ["gone", "new", "new"]
+    assert [f["variant"] for f in libs["torchmetrics"].unexpected] == ["s/A:gloo-ws3-uneven-cpu", "s/A:gloo-ws3-even-cpu"]
