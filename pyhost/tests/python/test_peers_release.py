@@ -347,3 +347,19 @@ def test_the_requirements_of_a_layered_folder_are_read_from_its_dist_info(tmp_pa
                                    "Requires-Dist: torch\nRequires-Dist: pyre-extensions\n"
                                    "Requires-Dist: tqdm ; extra == 'dev'\n\nRequires-Dist: not a header\n")
     assert release._requires_in(tmp_path) == ["torch", "pyre-extensions", "tqdm ; extra == 'dev'"]
+
+
+def test_pearson_rejects_an_empty_batch_from_1_7_4_on():
+    # PearsonCorrCoef's update takes torch.max of each batch's |x - mean| from PR #3152 on (1.7.4's
+    # CHANGELOG; functional/regression/pearson.py:86 of 1.7.4 and 1.9.0): the row declares that it
+    # rejects an empty batch from that release on. Gated at 1.9, the run of 1.7.4 fed it one: 22
+    # accepts_empty_batch "new findings" that were the row's range, not the release.
+    pytest.importorskip("torchmetrics")
+    from distmetrics import registry
+
+    registry._REGISTRY.clear()
+    mapping = _load("peers_torchmetrics_t", ROOT / "peers" / "torchmetrics" / "metrics.py")
+    registry._REGISTRY.clear()
+    rejects = {"empty_batch": "rejected"}
+    assert mapping.pearson_conventions("1.9.0") == rejects and mapping.pearson_conventions("1.7.4") == rejects
+    assert mapping.pearson_conventions("1.7.3") == {} and mapping.pearson_conventions("1.4.0.post0") == {}
