@@ -6,7 +6,7 @@ Reads what the peer run already writes (nothing of conform's own HTML):
   the report alone, with no census),
 - each library's expected.toml compared with its findings (peers/expected.py, imported), and
   peers/<library>/mechanisms.toml when there is one ([[mechanism]] id, title, kind, where,
-  upstream, repro; an expected.toml entry names its mechanism with `mechanism = "id"`).
+  upstream, since, repro; an expected.toml entry names its mechanism with `mechanism = "id"`).
 
 Writes OUT/index.html, which opens with what is new (findings no entry expects, entries whose
 variants ran without their finding, flakes; or "nothing new"), then per library and domain (the
@@ -358,15 +358,16 @@ def finding_text(lib, v, states):
 
 
 def explanation_html(lib, entry):
-    """An expected finding's explanation: its mechanism (id, where, upstream, repro), else the entry's why."""
+    """An expected finding's explanation: its mechanism (id, where, upstream, since, repro), else the entry's why."""
     mech = lib.mechanism(entry)
     if mech:
         parts = [f"<b>{esc(mech['id'])}</b>"]
         if mech.get("title"):
             parts.append(esc(mech["title"]))
-        for field in ("where", "upstream", "repro"):
+        for field in ("where", "upstream", "since", "repro"):
             if mech.get(field):
-                value = esc(mech[field])
+                # since: the release that brought each finding (a list, peers/bisect_release.py)
+                value = esc("; ".join(mech[field]) if isinstance(mech[field], list) else mech[field])
                 if field == "upstream" and str(mech[field]).startswith("http"):
                     value = f'<a href="{value}">{value}</a>'
                 parts.append(f'<span class="muted">{field}:</span> {value}')

@@ -251,6 +251,7 @@ kind = "library bug"
 where = "torchmetrics/metric.py:123"
 upstream = "not reported"
 repro = "peers/repro/tm_empty_rank.py"
+since = ["A at 2 ranks: 1.6.2 (bisected: 1.6.1 does not show it)"]
 """
 
 
@@ -265,7 +266,8 @@ def test_nothing_new_says_so_with_its_mechanisms(tmp_path):
     assert parsed.order[0] == ("head", "lede ok") and parsed.items == []
     assert "Nothing new: 1 findings, all expected, by 1 mechanisms" in html
     detail = (out / "torchmetrics-classification.html").read_text()
-    for text in ("tm-empty-rank-sync", "torchmetrics/metric.py:123", "not reported", "peers/repro/tm_empty_rank.py"):
+    for text in ("tm-empty-rank-sync", "torchmetrics/metric.py:123", "not reported", "peers/repro/tm_empty_rank.py",
+                 "since:</span> A at 2 ranks: 1.6.2 (bisected: 1.6.1 does not show it)"):
         assert text in detail
     cells = matrix_cells(parsed)
     assert cells[("lib.classification.acc:A", "equal_to_single")][0] == [1, 0, 0, 1, 0]
