@@ -285,6 +285,7 @@ PY
       fi
       # The page a maintainer opens (peers/page.py): what is new first, then per library and domain.
       page_args=(--report "$reports/peers.json" --out "$reports/page"); [ "$torch" = 1.13 ] || page_args+=(--judged "$reports/judged.json")
+      [ -z "$baseline" ] || page_args+=(--baseline "$baseline")  # another release: new against the baseline's entries
       if page_out=$(/usr/bin/python3 peers/page.py "${page_args[@]}"); then summaries+=("$page_out"); else dm_fail "peers/page.py could not write $reports/page (run it by hand to see why)"; fi
       if [ "$other_release" = 1 ]; then  # the classes of this release, and the rows not in it
         release_out=$(PYTHONWARNINGS=ignore timeout 300 "$repro_python" peers/release.py summary \

@@ -57,7 +57,7 @@ def qualified(obj):
 
 def status(library, module):
     """The census of the installed release with each class's status: {"module:Class": (status, text)}."""
-    from distmetrics.peers import _resolve
+    from distmetrics.peers import _resolve, located
 
     census = take_census(library)
     checked = {}
@@ -67,7 +67,8 @@ def status(library, module):
             peer.reference + ("" if when == "every scenario" else f" ({when})"))
     for row in getattr(module, "OWNED", {}).values():
         checked.setdefault(qualified(_resolve(row)), []).append(f"`{row.name}` (itself)")
-    declared = {d.cls: d.why for d in getattr(module, "NOT_RUNNABLE", [])}
+    # A class declared not runnable where a declared move (peers.moved) puts it on this release.
+    declared = {located(library, d.cls): d.why for d in getattr(module, "NOT_RUNNABLE", [])}
     out = {}
     for info in census.metrics:
         q = info.qualified

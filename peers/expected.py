@@ -59,6 +59,11 @@ entries, one table each; many entries (variants) share one mechanism:
     why_no_repro = "a convention, documented"  # required where repro is "": a library bug needs a repro
     classes = ["BinaryAUROC", "..."]  # optional: the classes it explains (free text per item)
     releases = ["1.9.0 on torch 2.15"]         # optional: the releases it shows on (default: all)
+    since = ["KLDivergence, an empty rank at 3 ranks: 1.6.2 (bisected: 1.6.1 does not show it)"]
+                                      # optional: the release that brought it, per finding where its
+                                      # findings came at different releases (peers/bisect_release.py);
+                                      # each item names a release (X.Y.Z); --baseline's "not seen"
+                                      # lines quote the items whose class the entry names
 
 Where a library has a mechanisms table every entry of its expected.toml names a mechanism of it,
 and an unknown id is bad input (the file, entry and field). The tables are plain TOML (arrays of
@@ -111,8 +116,9 @@ FIELDS = {"variant": (str, list), "outcome": (str, list), "property": str, "blam
 # The fields of a [[mechanism]] table of mechanisms.toml: (type, required).
 MECHANISM_FIELDS = {"id": (str, True), "title": (str, True), "kind": (str, True), "where": (str, True),
                     "upstream": (str, True), "repro": (str, True), "why_no_repro": (str, False),
-                    "classes": (list, False), "releases": (list, False)}
+                    "classes": (list, False), "releases": (list, False), "since": (list, False)}
 MECHANISM_ID = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9.]+)+$")
+SINCE = re.compile(r"\b\d+\.\d+\.\d+\b")  # a mechanism's `since` items each name a release
 REPRO_DIR = HERE / "repro"
 KINDS = ("library bug", "convention")
 # "<library version> on torch <major.minor>": what a library's findings depend on.
@@ -251,6 +257,10 @@ def load_mechanisms(path, releases=None, check_files=True):
             raise BadInput(f"{where}: field 'repro' is required for a library bug (a script under peers/repro/)")
         elif not table.get("why_no_repro"):
             raise BadInput(f"{where}: field 'why_no_repro' must say why there is no repro (repro is \"\")")
+        strange = [s for s in table.get("since", []) if not SINCE.search(s)]
+        if strange:
+            raise BadInput(f"{where}: field 'since' must name the release that brought each finding (X.Y.Z, "
+                           f"peers/bisect_release.py), got {strange[0]!r}")
         if "releases" in table and releases is not None:
             strange = [r for r in table["releases"] if r not in releases]
             if strange:
@@ -553,7 +563,8 @@ def main(argv=None):
                   if mechanisms else "")
                + (f"; {loose} of {len(entries)} entries not pinned (matched as a subset: --pin)" if loose else ""))
     if args.baseline:
-        return against_baseline(args, entries, variants, found, unexpected, missing, flaky, undeclared, ran, summary)
+        return against_baseline(args, entries, variants, found, unexpected, missing, flaky, undeclared, ran, summary,
+                                mechanisms)
     for line in lines:
         print(line)
     print(summary)
@@ -576,7 +587,20 @@ def _grouped(findings_list):
             for (metric, sig), fs in sorted(groups.items())]
 
 
-def against_baseline(args, entries, variants, found, unexpected, missing, flaky, undeclared, ran, summary):
+def since_of(entry, mechanisms):
+    """The release that brought the entry's finding, as its mechanisms' `since` say (bisected), or "":
+    the items whose class (their first word) the entry's variant globs name ("KLDivergence, ..." for
+    torchmetrics/KLDivergence:..., "R2Score on a constant target: ..." for core/r2_score_constant_target:...)."""
+    def squash(text):
+        return re.sub(r"[^a-z0-9]", "", text.lower())
+
+    globs = squash(" ".join(entry.get("_globs", [])))
+    items = [item for m in entry.get("_mechanisms", []) for item in (mechanisms or {}).get(m, {}).get("since", [])]
+    return "; ".join(item for item in items if squash(re.split(r"[ ,:]", item, 1)[0]) in globs)
+
+
+def against_baseline(args, entries, variants, found, unexpected, missing, flaky, undeclared, ran, summary,
+                     mechanisms=None):
     """Prints (and with --pr-markdown writes) the run of `ran` against the baseline's entries: new
     findings (a new mechanism, or a known variant showing something else: "changed"), the entries
     not seen where their variants ran (fixed, or not yet born), the entries whose variants did not
@@ -609,7 +633,9 @@ def against_baseline(args, entries, variants, found, unexpected, missing, flaky,
                    f"{', ...' if len(ids) > 1 else ''})" + (f"; changed from the baseline's {was['_where']}: {was['why']}"
                                                            if was else f": {headline[:160]}"))
     for e in missing:
-        out.append(f"  not seen (fixed, or not yet born): {' or '.join(e['_outcomes'])} {' '.join(e['_globs'])}: {e['why']}")
+        since = since_of(e, mechanisms)
+        out.append(f"  not seen (fixed, or not yet born): {' or '.join(e['_outcomes'])} {' '.join(e['_globs'])}: {e['why']}"
+                   + (f" (since: {since})" if since else ""))
     for e in not_run[:20]:
         out.append(f"  not run here: {' '.join(e['_globs'])}: {e['why']}")
     if len(not_run) > 20:
@@ -622,11 +648,12 @@ def against_baseline(args, entries, variants, found, unexpected, missing, flaky,
     print(head)
     if args.pr_markdown:
         Path(args.pr_markdown).write_text(pr_markdown(args, ran, new_groups, changed, unexpected, missing, not_run,
-                                                      by_mechanism, flaky, head))
+                                                      by_mechanism, flaky, head, mechanisms=mechanisms))
     return 1 if unexpected or undeclared else 0
 
 
-def pr_markdown(args, ran, new_groups, changed, unexpected, missing, not_run, by_mechanism, flaky, head, limit=15):
+def pr_markdown(args, ran, new_groups, changed, unexpected, missing, not_run, by_mechanism, flaky, head, limit=15,
+                mechanisms=None):
     """The short report a pull request can quote: what is new first, then what went, then the rest folded."""
     verdict = "**new findings**" if new_groups else "no new finding"
     lines = [f"### distmetrics: {args.library} {ran or '?'} against {args.baseline}: {verdict}", "", head, ""]
@@ -641,7 +668,8 @@ def pr_markdown(args, ran, new_groups, changed, unexpected, missing, not_run, by
         lines.append("")
     if missing:
         lines += ["Not seen here (fixed in this release, or not yet born in it):", ""]
-        lines += [f"- `{' '.join(e['_globs'])}`: {e['why']}" for e in missing[:limit]]
+        lines += [f"- `{' '.join(e['_globs'])}`: {e['why']}"
+                  + (f" (since: {since_of(e, mechanisms)})" if since_of(e, mechanisms) else "") for e in missing[:limit]]
         if len(missing) > limit:
             lines.append(f"- and {len(missing) - limit} more")
         lines.append("")
@@ -696,7 +724,9 @@ def mechanism_lines(mechanisms, explained):
                  + ("; " if e["variants"] else "")) if e["not_seen"] else ""
         lines.append(f"  mechanism {m} ({t['kind']}): {state}{len(e['variants'])} variant(s)"
                      + (f" of {', '.join(sorted(e['metrics'] - {''}))}" if e["metrics"] - {""} else "")
-                     + f"; {t['where']}; upstream: {t['upstream']}; repro: {t['repro'] or 'none (' + t.get('why_no_repro', '') + ')'}")
+                     + f"; {t['where']}; upstream: {t['upstream']}"
+                     + (f"; since: {'; '.join(t['since'])}" if t.get("since") else "")
+                     + f"; repro: {t['repro'] or 'none (' + t.get('why_no_repro', '') + ')'}")
     return lines
 
 

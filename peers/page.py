@@ -6,7 +6,7 @@ Reads what the peer run already writes (nothing of conform's own HTML):
   the report alone, with no census),
 - each library's expected.toml compared with its findings (peers/expected.py, imported), and
   peers/<library>/mechanisms.toml when there is one ([[mechanism]] id, title, kind, where,
-  upstream, repro; an expected.toml entry names its mechanism with `mechanism = "id"`).
+  upstream, since, repro; an expected.toml entry names its mechanism with `mechanism = "id"`).
 
 Writes OUT/index.html, which opens with what is new (findings no entry expects, entries whose
 variants ran without their finding, flakes; or "nothing new"), then per library and domain (the
@@ -101,16 +101,19 @@ def key(v):
 class Library:
     """One library's run: its variants, each finding's entry (or none: new), what no longer shows, flakes."""
 
-    def __init__(self, name, report, expected_dir, errors):
+    def __init__(self, name, report, expected_dir, errors, baseline=None):
         self.name = name
         self.variants = expected.of_library(report, name)
         self.release = expected.ran_release(report, name)
+        # Another release (ci/run_peers.sh --release, --from): its findings against the entries of
+        # a triaged one, as peers/expected.py --baseline compares them (new / not seen).
+        self.baseline = baseline
         path = Path(expected_dir) / name / "expected.toml"
         self.mechanisms = load_mechanisms(Path(expected_dir) / name / "mechanisms.toml")
         self.entries, self.compared = [], False
         try:
             entries, releases = expected.load_expected(path)
-            self.entries = expected.for_release(entries, releases, self.release, path, name)
+            self.entries = expected.for_release(entries, releases, baseline or self.release, path, name)
             self.compared = True
         except expected.BadInput as e:
             errors.append(f"{name}: not compared with its expected findings: {e}")
@@ -207,11 +210,12 @@ class ClassView:
         return counts
 
 
-def build(report, judged_data, expected_dir):
-    """({library: Library}, {library: {domain: [ClassView]}}, errors)."""
+def build(report, judged_data, expected_dir, baseline=None):
+    """({library: Library}, {library: {domain: [ClassView]}}, errors). `baseline`: the triaged release
+    ("0.5.5 on torch 2.15") whose entries the run's findings are compared with (a run of another release)."""
     errors = []
     present = [lib for lib in LIBRARIES if any(judged.library_of(v) == lib for v in report.get("variants", []))]
-    libs = {name: Library(name, report, expected_dir, errors) for name in present}
+    libs = {name: Library(name, report, expected_dir, errors, baseline) for name in present}
     views = {}
     for name, lib in libs.items():
         classes = {}
@@ -354,15 +358,16 @@ def finding_text(lib, v, states):
 
 
 def explanation_html(lib, entry):
-    """An expected finding's explanation: its mechanism (id, where, upstream, repro), else the entry's why."""
+    """An expected finding's explanation: its mechanism (id, where, upstream, since, repro), else the entry's why."""
     mech = lib.mechanism(entry)
     if mech:
         parts = [f"<b>{esc(mech['id'])}</b>"]
         if mech.get("title"):
             parts.append(esc(mech["title"]))
-        for field in ("where", "upstream", "repro"):
+        for field in ("where", "upstream", "since", "repro"):
             if mech.get(field):
-                value = esc(mech[field])
+                # since: the release that brought each finding (a list, peers/bisect_release.py)
+                value = esc("; ".join(mech[field]) if isinstance(mech[field], list) else mech[field])
                 if field == "upstream" and str(mech[field]).startswith("http"):
                     value = f'<a href="{value}">{value}</a>'
                 parts.append(f'<span class="muted">{field}:</span> {value}')
@@ -508,6 +513,10 @@ def index_html(report, libs, views, errors, judged_given):
     body.append('<p class="small">' + "<br>".join(toc) + "</p>")
     for name, lib in libs.items():
         body.append(f'<h2 id="lib-{slug(name)}">{esc(LIBRARIES[name])} {esc(lib.release or "")}</h2>')
+        if lib.baseline:
+            body.append(f'<p class="small">Findings compared with the entries of {esc(lib.baseline)} (the baseline: '
+                        f'"new" is a finding none of them expects; "no longer seen" an entry of it this release '
+                        f'does not show, fixed or not yet born).</p>')
         body.append(f'<p class="small">{esc(library_summary(lib, views[name]))}</p>')
         body.append(known_list(name, lib))
         for domain, classes in views[name].items():
@@ -571,8 +580,8 @@ def detail_html(name, lib, domain, classes, properties):
     return page(f"{LIBRARIES[name]} · {domain}: every variant", "".join(body))
 
 
-def write(report, judged_data, expected_dir, out):
-    libs, views, errors = build(report, judged_data, expected_dir)
+def write(report, judged_data, expected_dir, out, baseline=None):
+    libs, views, errors = build(report, judged_data, expected_dir, baseline)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     properties = list(report.get("properties") or [])
@@ -597,6 +606,8 @@ def main(argv=None):
     ap.add_argument("--judged", help="peers/judged.py --json output (default: the classes that ran, from the report)")
     ap.add_argument("--expected-dir", default=str(HERE), help="where <library>/expected.toml (and mechanisms.toml) are")
     ap.add_argument("--out", required=True, help="folder for index.html and the per-domain detail pages")
+    ap.add_argument("--baseline", help="another release's run: compare its findings with this triaged release's "
+                                       "entries (\"0.5.5 on torch 2.15\"; ci/run_peers.sh --release, --from)")
     args = ap.parse_args(argv)
     try:
         report = expected.load_report(args.report)
@@ -607,7 +618,7 @@ def main(argv=None):
     if not any(judged.library_of(v) for v in report.get("variants", [])):
         print(f"peers/page.py: {args.report} has no variant of {', '.join(LIBRARIES)}", file=sys.stderr)
         return 2
-    index, sizes, libs = write(report, judged_data, args.expected_dir, args.out)
+    index, sizes, libs = write(report, judged_data, args.expected_dir, args.out, args.baseline)
     new = sum(len(lib.unexpected) + len(lib.missing) + len(lib.flakes) for lib in libs.values())
     print(f"page: {index} ({index.stat().st_size / 1e6:.2f} MB; {len(sizes)} detail pages, the largest "
           f"{max(sizes.values(), default=0) / 1e6:.2f} MB): "

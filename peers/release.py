@@ -405,9 +405,15 @@ def summary(args):
                 skipped[reason.split(peers.NOT_IN_RELEASE_TEXT + ": ", 1)[-1][:160]] += 1
     classes = sorted({cls.partition(":")[2] for cls, _, _ in absent})
     shown = ", ".join(classes[:6]) + (f", and {len(classes) - 6} more" if len(classes) > 6 else "")
+    # Rows whose class this release has in another module, by a move the mapping declares (peers.moved).
+    moves = sorted({(now.partition(":")[0], then.partition(":")[0]) for now, then in peers.MOVED_USED.items()
+                    if now.startswith(LIBRARIES[args.library][1] + ".")})
+    moved_rows = sum(1 for now in peers.MOVED_USED if now.startswith(LIBRARIES[args.library][1] + "."))
     line = (f"{args.library} {taken.version}: {len(taken.metrics)} public metric classes in this release (census); "
             f"{rows} rows registered, {len(absent)} rows not in this release"
             + (f" ({shown})" if classes else "")
+            + (f"; {moved_rows} class(es) run from where this release has them (declared moves: "
+               f"{', '.join(f'{a} -> {b}' for a, b in moves)})" if moved_rows else "")
             + (f"; {sum(skipped.values())} variant(s) skipped, not in this release: {'; '.join(sorted(skipped))}"
                if skipped else ""))
     if args.details:

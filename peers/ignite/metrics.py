@@ -14,11 +14,15 @@ from distmetrics.peers import require
 # its first update (epoch_metric.py:140-142 calls compute_fn once to check it): imported here, as a
 # training script has it at start, so that a variant's deadline is not charged for the import.
 require("sklearn.metrics", __file__)
-from distmetrics.peers import (NoCounterpart, NotRunnable, Own, Peer, channel_statistics, ignite_detection_update, ignite_fairness_update, param_in, register_own,
+from distmetrics.peers import (NoCounterpart, NotRunnable, Own, Peer, channel_statistics, ignite_detection_update, ignite_fairness_update, moved, param_in, register_own,
                                register_table)
 
 M = "ignite.metrics:"
 R = "ignite.metrics.regression:"
+# Before 0.5.0 ROC_AUC, AveragePrecision, CohenKappa, the curves, GpuInfo and the regression classes
+# were in ignite.contrib.metrics (and .regression); 0.5.0 moved them under ignite.metrics (the
+# contrib modules stayed as aliases). On an older release the rows run them from there.
+moved("ignite", "<0.5", "ignite.metrics", "ignite.contrib.metrics")
 
 
 

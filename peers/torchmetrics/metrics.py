@@ -5,8 +5,8 @@
 """
 
 from distmetrics.errors import Unsupported
-from distmetrics.peers import (NoCounterpart, NotRunnable, Own, Peer, channel_statistics, fairness_update, param_in,
-                               register_own, register_table, require, retrieval_update, task)
+from distmetrics.peers import (NoCounterpart, NotRunnable, Own, Peer, _spec_holds, channel_statistics, fairness_update,
+                               param_in, register_own, register_table, require, retrieval_update, task)
 
 C = "torchmetrics.classification:"
 # The stat-scores classes (Accuracy, Precision, Recall, F1, FBeta, ExactMatch) reject a batch of
@@ -15,10 +15,18 @@ C = "torchmetrics.classification:"
 # elements"). Declared, so that the empty batch is not fed and the rest runs (docs/peers.md).
 REJECTS_EMPTY = {"empty_batch": "rejected"}
 # PearsonCorrCoef rejects one too from the release that keeps each batch's max |x - mean|
-# (#3150, PR #3152): torch.max(..., dim=0) of no rows raises, functional/regression/pearson.py:86
-# (1.9.0). 1.5.2 takes an empty batch; the releases between were not checked.
-_RELEASE = tuple(int(part) for part in require("torchmetrics", __file__).__version__.split(".")[:2])
-PEARSON_CONVENTIONS = REJECTS_EMPTY if _RELEASE >= (1, 9) else {}
+# (#3150, PR #3152, in 1.7.4's CHANGELOG): torch.max(..., dim=0) of no rows raises,
+# functional/regression/pearson.py:86 (1.7.4 and 1.9.0 alike; a run of 1.7.4 with the convention
+# gated at 1.9 fed the empty batch: 22 "new" accepts_empty_batch findings, Pearson and Concordance).
+# 1.4.0 and 1.5.2 take an empty batch.
+
+
+def pearson_conventions(version):
+    """PearsonCorrCoef's (and ConcordanceCorrCoef's) conventions on a torchmetrics release."""
+    return REJECTS_EMPTY if _spec_holds(">=1.7.4", version) else {}
+
+
+PEARSON_CONVENTIONS = pearson_conventions(require("torchmetrics", __file__).__version__)
 
 
 

@@ -237,19 +237,36 @@ def require(module_name, where):
 
 
 def _resolve(peer):
-    module_name, _, name = peer.cls.partition(":")
+    """The class of a row (a Peer, an Own): its `cls`, or, on a release a declared move covers
+    (`moved`), the module the class lived in then, when its own module lacks it there."""
+    try:
+        return _import_class(peer.cls, peer.where)
+    except PeerSetupError as first:
+        then = moved_from(peer.cls)
+        if then is None:
+            raise
+        try:
+            cls = _import_class(then, peer.where)
+        except PeerSetupError:
+            raise first from None
+        MOVED_USED[peer.cls] = then
+        return cls
+
+
+def _import_class(qualified, where):
+    module_name, _, name = qualified.partition(":")
     if not name:
-        raise PeerSetupError(f"{peer.where}: cls: {peer.cls!r} must be 'module:Class'")
+        raise PeerSetupError(f"{where}: cls: {qualified!r} must be 'module:Class'")
     try:
         module = importlib.import_module(module_name)
     except ImportError as e:
-        raise PeerSetupError(f"{peer.where}: cls: cannot import {module_name} ({e})") from None
+        raise PeerSetupError(f"{where}: cls: cannot import {module_name} ({e})") from None
     cls = getattr(module, name, None)
     if cls is None:
         import difflib
 
         near = difflib.get_close_matches(name, [n for n in dir(module) if not n.startswith("_")], n=3)
-        raise PeerSetupError(f"{peer.where}: cls: {module_name} has no class {name}"
+        raise PeerSetupError(f"{where}: cls: {module_name} has no class {name}"
                              + (f" (did you mean {', '.join(near)}?)" if near else ""))
     return cls
 
@@ -596,6 +613,48 @@ NOT_IN_RELEASE_TEXT = "not in this release"
 NOT_IN_RELEASE: Dict[Tuple[str, str], list] = {}
 
 
+# Classes that moved between releases, declared by a mapping (`moved`): {library: [(version range,
+# the module now, the module then)]}. A row names where the triaged release has its class; on a
+# release the range holds for, a class its module lacks is looked up in the module it had then
+# (Ignite's ROC_AUC, AveragePrecision, CohenKappa and the regression classes were in
+# ignite.contrib.metrics before 0.5.0): the row runs that class instead of being "not in this
+# release". MOVED_USED: {row's "module:Class": the "module:Class" it ran}, as _resolve found them.
+MOVED: Dict[str, list] = {}
+MOVED_USED: Dict[str, str] = {}
+
+
+def moved(library, spec, now, then):
+    """Declares that the classes of module `now` (and its submodules) were in `then` on the
+    releases of `library` in the range `spec` ("<0.5")."""
+    _spec_holds(spec, "0")  # a malformed range is bad input here, not at the first row
+    MOVED.setdefault(library, [])
+    if (spec, now, then) not in MOVED[library]:
+        MOVED[library].append((spec, now, then))
+
+
+def moved_from(qualified):
+    """Where the installed release had "module:Class" by a declared move (the module then, with
+    the same submodule path and class name), or None where no move covers it."""
+    module, _, name = qualified.partition(":")
+    library = module.split(".")[0]
+    version = installed_version(library)
+    if version == "?":
+        return None
+    for spec, now, then in MOVED.get(library, []):
+        if (module == now or module.startswith(now + ".")) and _spec_holds(spec, version):
+            return f"{then}{module[len(now):]}:{name}"
+    return None
+
+
+def located(library, qualified):
+    """"module:Class" as the installed release's census names it: `qualified`, or its declared
+    older module where the census finds the class there and not where the row says."""
+    then = moved_from(qualified)
+    if then and census_defines(library, qualified) is False and census_defines(library, then):
+        return then
+    return qualified
+
+
 def not_in_release(library):
     """The rows of `library` the installed release has no class (or constructor argument) for, as
     the last registration found them: [("module:Class", where, why)]."""
@@ -692,8 +751,10 @@ def absent_from_release(row, library, strict, kwargs=None):
     except PeerSetupError as e:
         if strict:
             raise
-        if census_defines(library, row.cls) is False:
-            return f"{library} {version} has no {name} ({row.cls}: not in the census of its source)"
+        then = moved_from(row.cls)
+        if census_defines(library, row.cls) is False and (then is None or census_defines(library, then) is False):
+            return (f"{library} {version} has no {name} ({row.cls}: not in the census of its source"
+                    + (f", nor {then}" if then else "") + ")")
         # The release defines it and it does not import here (an optional package this release
         # needs, an API of torch it uses): reported with the row's, not the run's, failure.
         return f"{library} {version} defines {name} but it does not import here: {e}"

@@ -129,3 +129,49 @@ def test_pin_keeps_the_mechanism_line(tmp_path, capsys):
     assert run(report, path, "--pin") == 0
     text = path.read_text()
     assert 'mechanism = "lib-empty-rank-default"' in text and 'failed = ["equal_to_single"]' in text
+
+
+def test_since_names_a_release_and_is_shown(tmp_path, capsys):
+    # `since`: the release that brought each finding of a mechanism (peers/bisect_release.py),
+    # printed with the mechanism's line; an item that names no release is bad input.
+    report, path = write(tmp_path)
+    mechanisms = tmp_path / "mechanisms.toml"
+    mechanisms.write_text(mechanisms.read_text() + 'since = ["A, an empty rank: 1.6.2 (bisected: 1.6.1 does not show it)"]\n')
+    assert run(report, path, "--by-mechanism") == 0
+    assert "since: A, an empty rank: 1.6.2 (bisected: 1.6.1 does not show it); repro:" in capsys.readouterr().out
+    mechanisms.write_text(mechanisms.read_text().replace("1.6.2 (bisected: 1.6.1 does not show it)", "lately"))
+    assert run(report, path) == 2
+    assert "field 'since' must name the release that brought each finding" in capsys.readouterr().err
+
+
+def test_every_since_is_in_docs_peers_md():
+    # The bisected releases (docs/peers.md, "The release that brought a finding") are in the
+    # mechanisms' rows: each `since` item is in docs/peers.md as written.
+    doc = (ROOT / "docs" / "peers.md").read_text()
+    found = 0
+    for library in LIBRARIES:
+        for mid, m in expected.load_mechanisms(ROOT / "peers" / library / "mechanisms.toml").items():
+            for item in m.get("since", []):
+                assert item in doc, f"{mid}: since {item!r} is not in docs/peers.md"
+                found += 1
+    assert found >= 3  # KLDivergence 1.6.2, R2Score's constant target 1.5.0, VisualInformationFidelity 1.8.1
+
+
+def test_a_baseline_entry_not_seen_says_since_when_its_mechanism_does(tmp_path, capsys):
+    # Another release (--baseline): an entry whose variants ran without its finding is "not seen";
+    # where its mechanism's `since` names its class, the line says which release brought it (the
+    # run of torchmetrics 1.7.4: VisualInformationFidelity's hangs, since 1.8.1).
+    report, path = write(tmp_path)
+    mechanisms = tmp_path / "mechanisms.toml"
+    mechanisms.write_text(mechanisms.read_text() + 'since = ["A, an empty rank: 1.6.2 (bisected: 1.6.1 does not show it)", '
+                                                   '"B on a constant target: 1.5.0 (bisected: 1.4.3 does not show it)"]\n')
+    data = json.loads(report.read_text())
+    data["variants"][0].update(outcome="pass", properties=[{"name": "equal_to_single", "outcome": "pass"}])
+    report.write_text(json.dumps(data))
+    md = tmp_path / "release.md"
+    assert run(report, path, "--baseline", "1.9.0 on torch 2.15", "--pr-markdown", str(md)) == 0
+    out = capsys.readouterr().out
+    assert "not seen (fixed, or not yet born): fail s/A:gloo-ws*-empty_rank-cpu: the empty rank's default " \
+           "(since: A, an empty rank: 1.6.2 (bisected: 1.6.1 does not show it))" in out
+    assert "B on a constant target" not in out  # another class's release
+    assert "(since: A, an empty rank: 1.6.2" in md.read_text()

@@ -251,6 +251,7 @@ kind = "library bug"
 where = "torchmetrics/metric.py:123"
 upstream = "not reported"
 repro = "peers/repro/tm_empty_rank.py"
+since = ["A at 2 ranks: 1.6.2 (bisected: 1.6.1 does not show it)"]
 """
 
 
@@ -265,7 +266,8 @@ def test_nothing_new_says_so_with_its_mechanisms(tmp_path):
     assert parsed.order[0] == ("head", "lede ok") and parsed.items == []
     assert "Nothing new: 1 findings, all expected, by 1 mechanisms" in html
     detail = (out / "torchmetrics-classification.html").read_text()
-    for text in ("tm-empty-rank-sync", "torchmetrics/metric.py:123", "not reported", "peers/repro/tm_empty_rank.py"):
+    for text in ("tm-empty-rank-sync", "torchmetrics/metric.py:123", "not reported", "peers/repro/tm_empty_rank.py",
+                 "since:</span> A at 2 ranks: 1.6.2 (bisected: 1.6.1 does not show it)"):
         assert text in detail
     cells = matrix_cells(parsed)
     assert cells[("lib.classification.acc:A", "equal_to_single")][0] == [1, 0, 0, 1, 0]
@@ -281,3 +283,23 @@ def test_a_property_its_scenario_lists_and_the_variant_did_not_report_is_not_jud
     cells = matrix_cells(parse(out / "index.html"))
     assert cells[("lib.classification.acc:C", "golden")][0] == [0, 0, 0, 1, 0]
     assert cells[("lib.classification.acc:C", "equal_to_single")][0] == [1, 0, 0, 0, 0]
+
+
+def test_another_release_is_compared_with_the_baseline_entries(tmp_path):
+    # ci/run_peers.sh --release: a release expected.toml does not list. Without the baseline the
+    # page compares nothing and puts every finding at its top as new (ignite 0.4.13's page said
+    # "149 new" where expected.py --baseline found none); with it, as expected.py --baseline.
+    rep = report()
+    rep["plugin"] = {"path": "/x/peers/torchmetrics/metrics.py", "version": "1.4.0", "torch_version": "2.15.0"}
+    folder = write_expected(tmp_path, 'releases = ["1.9.0 on torch 2.15"]\n' + EXPECTED)
+    out = tmp_path / "alone"
+    page.write(rep, None, folder, out)
+    assert "not compared with its expected findings" in (out / "index.html").read_text()
+    assert sorted(k for k, _ in parse(out / "index.html").items) == ["new"] * 3
+    out = tmp_path / "against"
+    _, _, libs = page.write(rep, None, folder, out, baseline="1.9.0 on torch 2.15")
+    html = (out / "index.html").read_text()
+    assert "not compared" not in html and "compared with the entries of 1.9.0 on torch 2.15" in html
+    # The hang is the baseline's entry 1; the crash and the fail are new; B's entry is not seen.
+    assert sorted(k for k, _ in parse(out / "index.html").items) == ["gone", "new", "new"]
+    assert [f["variant"] for f in libs["torchmetrics"].unexpected] == ["s/A:gloo-ws3-uneven-cpu", "s/A:gloo-ws3-even-cpu"]

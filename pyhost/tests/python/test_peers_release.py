@@ -102,6 +102,52 @@ def test_the_census_says_which_classes_a_release_defines(tmp_path, monkeypatch):
     assert not defined("torcheval.metrics:Mean") and not defined("torcheval.nothing:Sum")
 
 
+def test_a_declared_move_runs_the_class_where_an_older_release_has_it(tmp_path, monkeypatch):
+    # Ignite before 0.5.0 had ROC_AUC and the regression classes in ignite.contrib.metrics: the rows
+    # name ignite.metrics (0.5.5's), and a declared move finds them where the release has them,
+    # instead of "not in this release" (ignite 0.4.13: 20 classes). A stand-in package, "movedlib".
+    from distmetrics import peers
+    from distmetrics.errors import PeerSetupError
+
+    package = tmp_path / "movedlib"
+    (package / "contrib" / "metrics" / "regression").mkdir(parents=True)
+    (package / "metrics").mkdir()
+    (package / "__init__.py").write_text('__version__ = "0.4.13"\n')
+    (package / "metrics" / "__init__.py").write_text("class Accuracy:\n    pass\n")
+    (package / "contrib" / "__init__.py").write_text("")
+    (package / "contrib" / "metrics" / "__init__.py").write_text("class ROC_AUC:\n    pass\n")
+    (package / "contrib" / "metrics" / "regression" / "__init__.py").write_text("class R2Score:\n    pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(peers, "MOVED", {})
+    monkeypatch.setattr(peers, "MOVED_USED", {})
+    import movedlib
+    import movedlib.contrib.metrics
+    import movedlib.contrib.metrics.regression
+
+    row = peers.Peer("RocAuc", "movedlib.metrics:ROC_AUC")
+    with pytest.raises(PeerSetupError, match="has no class ROC_AUC"):
+        peers._resolve(row)  # no move declared: as before
+    peers.moved("movedlib", "<0.5", "movedlib.metrics", "movedlib.contrib.metrics")
+    assert peers._resolve(row) is movedlib.contrib.metrics.ROC_AUC
+    assert peers._resolve(peers.Peer("R2Score", "movedlib.metrics.regression:R2Score")) is \
+        movedlib.contrib.metrics.regression.R2Score
+    assert peers._resolve(peers.Peer("Accuracy", "movedlib.metrics:Accuracy")).__module__ == "movedlib.metrics"
+    assert peers.MOVED_USED == {"movedlib.metrics:ROC_AUC": "movedlib.contrib.metrics:ROC_AUC",
+                                "movedlib.metrics.regression:R2Score": "movedlib.contrib.metrics.regression:R2Score"}
+    assert peers.absent_from_release(row, "movedlib", strict=False) == ""
+    # A class in neither module is still missing, with the first module's error.
+    with pytest.raises(PeerSetupError, match="movedlib.metrics has no class Nothing"):
+        peers._resolve(peers.Peer("RocAuc", "movedlib.metrics:Nothing"))
+    # On a release outside the range the move does not apply.
+    monkeypatch.setattr(movedlib, "__version__", "0.5.0")
+    with pytest.raises(PeerSetupError, match="has no class ROC_AUC"):
+        peers._resolve(row)
+    with pytest.raises(ValueError, match="not a version range"):
+        peers.moved("movedlib", "before 0.5", "movedlib.metrics", "movedlib.contrib.metrics")
+    for name in [n for n in sys.modules if n == "movedlib" or n.startswith("movedlib.")]:
+        sys.modules.pop(name)
+
+
 # -- peers/release.py: what it refuses, and why ------------------------------------------------------
 
 def test_a_release_that_needs_another_torch_says_which():
@@ -301,3 +347,19 @@ def test_the_requirements_of_a_layered_folder_are_read_from_its_dist_info(tmp_pa
                                    "Requires-Dist: torch\nRequires-Dist: pyre-extensions\n"
                                    "Requires-Dist: tqdm ; extra == 'dev'\n\nRequires-Dist: not a header\n")
     assert release._requires_in(tmp_path) == ["torch", "pyre-extensions", "tqdm ; extra == 'dev'"]
+
+
+def test_pearson_rejects_an_empty_batch_from_1_7_4_on():
+    # PearsonCorrCoef's update takes torch.max of each batch's |x - mean| from PR #3152 on (1.7.4's
+    # CHANGELOG; functional/regression/pearson.py:86 of 1.7.4 and 1.9.0): the row declares that it
+    # rejects an empty batch from that release on. Gated at 1.9, the run of 1.7.4 fed it one: 22
+    # accepts_empty_batch "new findings" that were the row's range, not the release.
+    pytest.importorskip("torchmetrics")
+    from distmetrics import registry
+
+    registry._REGISTRY.clear()
+    mapping = _load("peers_torchmetrics_t", ROOT / "peers" / "torchmetrics" / "metrics.py")
+    registry._REGISTRY.clear()
+    rejects = {"empty_batch": "rejected"}
+    assert mapping.pearson_conventions("1.9.0") == rejects and mapping.pearson_conventions("1.7.4") == rejects
+    assert mapping.pearson_conventions("1.7.3") == {} and mapping.pearson_conventions("1.4.0.post0") == {}
