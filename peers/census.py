@@ -27,6 +27,13 @@ LIBRARIES = {
     "ignite": ("ignite", "ignite.metrics.metric:Metric", None),
     "torcheval": ("torcheval", "torcheval.metrics.metric:Metric", None),
 }
+# Collections: classes that hold and drive several metrics but are not themselves a subclass of
+# the library's Metric (torchmetrics' MetricCollection is a torch ModuleDict), so the scan above
+# cannot find them by their base. Declared here; the census lists the ones the installed release
+# defines (and their public subclasses) apart from the metric classes. Ignite's MetricsLambda and
+# MetricGroup are Metric subclasses (counted as metrics); torcheval's collections are functions of
+# its toolkit (sync_and_compute_collection over a dict of metrics), not classes.
+COLLECTIONS = {"torchmetrics": ("torchmetrics.collections:MetricCollection",), "ignite": (), "torcheval": ()}
 # Module paths that hold no metric a user builds (a library's own tests and test helpers).
 SKIPPED_PARTS = ("tests", "test_utils", "testing")
 
@@ -58,6 +65,7 @@ class Census:
     where: str                               # the package's folder
     metrics: List[ClassInfo]                 # public metric classes, not dispatchers, sorted
     dispatchers: Dict[str, List[str]]        # "module:Class" -> the "module:Class"es it returns
+    collections: List[ClassInfo] = field(default_factory=list)  # COLLECTIONS the release defines, and their public subclasses
 
 
 def _module_name(path: Path, root: Path) -> str:
@@ -211,9 +219,13 @@ def of_package(library: str, package_dir: Path, metric_base: str, dispatcher_bas
                 ancestors(c, seen)
         return seen
 
-    metrics, dispatchers = [], {}
+    metrics, dispatchers, collections = [], {}, []
+    declared = set(COLLECTIONS.get(library, ()))
     for q, info in classes.items():
         up = ancestors(q)
+        if info.public and (q in declared or declared & up):
+            collections.append(info)
+            continue
         if metric_base not in up or not info.public:
             continue
         if dispatcher_base and dispatcher_base in up:
@@ -221,7 +233,8 @@ def of_package(library: str, package_dir: Path, metric_base: str, dispatcher_bas
             continue
         metrics.append(info)
     metrics.sort(key=lambda i: (i.module, i.name))
-    return Census(library, package, version, str(package_dir), metrics, dict(sorted(dispatchers.items())))
+    collections.sort(key=lambda i: (i.module, i.name))
+    return Census(library, package, version, str(package_dir), metrics, dict(sorted(dispatchers.items())), collections)
 
 
 def defined(library: str):
@@ -281,13 +294,15 @@ def main(argv=None):
         c = take(library)
         if args.json:
             out[library] = {"version": c.version, "metrics": [m.qualified for m in c.metrics],
-                            "dispatchers": c.dispatchers}
+                            "dispatchers": c.dispatchers, "collections": [m.qualified for m in c.collections]}
         else:
             print(f"{library} {c.version}: {len(c.metrics)} public metric classes, {len(c.dispatchers)} task dispatchers")
             for m in c.metrics:
                 print(f"  {m.qualified}")
             for d, r in c.dispatchers.items():
                 print(f"  {d} -> {', '.join(r)}")
+            for m in c.collections:
+                print(f"  {m.qualified} (a collection)")
     if args.json:
         print(json.dumps(out, indent=1))
 

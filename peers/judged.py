@@ -155,8 +155,13 @@ def judge(report, libraries):
     return records
 
 
-def rows(library, records, statuses):
-    """[(class, status, detail, record or None)] for every public class of the census."""
+COLLECTION_TEXT = "a collection of metrics (not a Metric subclass: peers/census.py, COLLECTIONS)"
+
+
+def rows(library, records, statuses, collections=()):
+    """[(class, status, detail, record or None)] for every public class of the census, then its
+    collections (`collections`: their "module:Class"), whose detail says so: they are counted
+    apart from the metric classes."""
     out = []
     for q, (state, text) in statuses.items():
         record = records.get(q)
@@ -167,8 +172,14 @@ def rows(library, records, statuses):
         else:
             out.append((q, state, text, None))
     for q, record in records.items():  # a class a row names that the census does not list
-        if q not in statuses:
+        if q not in statuses and q not in collections:
             out.append((q, record.status(), "not in the census (a private or renamed class?)", record))
+    for q in collections:
+        record = records.get(q)
+        if record is not None and record.variants:
+            out.append((q, record.status(), COLLECTION_TEXT, record))
+        else:
+            out.append((q, "not mapped", COLLECTION_TEXT + "; no row", None))
     return out
 
 
@@ -176,13 +187,19 @@ STATES = ("checked", "partly checked", "not run", "not runnable here", "not mapp
 
 
 def summary_line(library, version, table):
-    counts = {s: sum(1 for _, st, _, _ in table if st == s) for s in STATES}
-    public = len(table)
+    classes = [t for t in table if not t[2].startswith(COLLECTION_TEXT)]
+    collections = [t for t in table if t[2].startswith(COLLECTION_TEXT)]
+    counts = {s: sum(1 for _, st, _, _ in classes if st == s) for s in STATES}
+    public = len(classes)
     share = 100.0 * counts["checked"] / public if public else 0.0
-    return (f"{library} {version}: {public} public classes, judged from this run: {counts['checked']} checked "
+    line = (f"{library} {version}: {public} public classes, judged from this run: {counts['checked']} checked "
             f"({share:.0f}%: every property that applies judged at world size 2 and at 3 or more), "
             f"{counts['partly checked']} partly checked, {counts['not run']} not run (a row no variant ran), "
             f"{counts['not runnable here']} not runnable here, {counts['not mapped']} not mapped")
+    if collections:
+        line += (f"; collections: {sum(1 for t in collections if t[1] == 'checked')} of {len(collections)} checked "
+                 f"({', '.join(q.partition(':')[2] for q, _, _, _ in collections)})")
+    return line
 
 
 def markdown(library, version, table):
@@ -242,7 +259,7 @@ def main(argv=None):
     md, data, summaries = [], {}, []
     for library in libraries:
         census, statuses = coverage.status(library, coverage.load(library))
-        table = rows(library, records[library], statuses)
+        table = rows(library, records[library], statuses, [c.qualified for c in census.collections])
         summaries.append(summary_line(library, census.version, table))
         md += markdown(library, census.version, table) + [""]
         data[library] = {"version": census.version, "classes": as_json(table)}

@@ -641,6 +641,25 @@ NOT_RUNNABLE = [
     NotRunnable("torchmetrics.text.infolm:InfoLM", "a pretrained masked language model from the Hugging Face hub (transformers, not installed)"),
 ]
 
+# Collections (not Metric subclasses, so not in the census: counted apart). A MetricCollection of
+# BinaryAccuracy, BinaryPrecision and BinaryRecall, with compute groups (the default: the three
+# share one metric's states, found equal after the first update) and without.
+def _binary_trio():
+    from torchmetrics.classification import BinaryAccuracy, BinaryPrecision, BinaryRecall
+    return [BinaryAccuracy(), BinaryPrecision(), BinaryRecall()]
+
+
+OWN += [
+    Own("torchmetrics.collections:MetricCollection", BIN, dict(compute_groups=True), adapter="torchmetrics",
+        build=lambda cls, kw: cls(_binary_trio(), **kw), conventions=REJECTS_EMPTY,
+        name="torchmetrics.MetricCollection_compute_groups",
+        note="BinaryAccuracy, BinaryPrecision, BinaryRecall; compute groups on (one shared state)"),
+    Own("torchmetrics.collections:MetricCollection", BIN, dict(compute_groups=False), adapter="torchmetrics",
+        build=lambda cls, kw: cls(_binary_trio(), **kw), conventions=REJECTS_EMPTY,
+        name="torchmetrics.MetricCollection_no_groups",
+        note="BinaryAccuracy, BinaryPrecision, BinaryRecall; compute groups off (a state each)"),
+]
+
 OWNED = register_own(OWN, "torchmetrics", since="1.9.0")  # triaged on 1.9.0: older releases run none
 # The release the report names (its source's version): peers/expected.py picks the expected
 # findings by it and by the torch version.

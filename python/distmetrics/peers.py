@@ -831,7 +831,7 @@ def register_own(rows, library, since=None):
         row.name = row.name or own_name(library, row.cls)
         if row.name in out:
             raise PeerSetupError(f"{row.where}: cls: {row.name} is registered twice (first at {out[row.name].where}); "
-                                 f"give the second a name of its own, '{row.name}[VARIANT]'")
+                                 f"give the second a name of its own, '{row.name}_VARIANT' (brackets are a mapped row's reference variant)")
         absent = absent_from_release(row, library, strict, row.kwargs)
 
         def factory(params, row=row):
