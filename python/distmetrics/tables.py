@@ -50,6 +50,8 @@ class Tables:
         self.reference_metrics: Dict[str, List[Dict[str, Any]]] = {
             m["name"]: m["params"] for m in raw["reference_metrics"]}
         self.python_prefix: str = raw["metric_sources"]["python"]
+        # What `conform` says when the source it checks has nothing to check there (exit bad_input).
+        self.conform_nothing_to_check: List[str] = list(raw["conform_nothing_to_check"])
 
     # --- outcomes ---------------------------------------------------------------------------------
     @property

@@ -49,6 +49,7 @@ TABLES = {
     "placements": [{"name": "cpu"}],
     "reference_metrics": [{"name": "Accuracy", "params": []}],
     "metric_sources": {"python": "python:"},
+    "conform_nothing_to_check": ["has no metric", "no scenario under"],
 }
 EXIT_OK, EXIT_BAD_INPUT = TABLES["exit_codes"]["pass"], TABLES["exit_codes"]["bad_input"]
 OUTCOME_EXIT = {o["name"]: o["exit_code"] for o in TABLES["outcomes"] if o["exit_code"]}

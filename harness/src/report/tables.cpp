@@ -126,7 +126,8 @@ json tables_json() {
           {"reference_metrics", reference_metrics_json()},
           // How a report's "source" (and a metric's identity) spells a Python source: the prefix
           // before its spec; a plugin's source is its library's path, with no prefix.
-          {"metric_sources", {{"python", MetricSource::python("").text()}}}};
+          {"metric_sources", {{"python", MetricSource::python("").text()}}},
+          {"conform_nothing_to_check", {kConformNoMetric, kConformNoScenario}}};
 }
 
 }  // namespace distmetrics::harness
