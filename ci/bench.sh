@@ -144,7 +144,9 @@ if [ "$quick" != 1 ]; then
     --build-dir "$phases_build" -- --filter 'core/accuracy_binary:*' --filter 'core/precision_macro:*' \
     --filter 'core/roc_auc_compute_every:*' --filter 'regression/torchmetrics_813*' >"$build_dir/bench/peer-phases.log" 2>&1 || true
   echo
-  /usr/bin/python3 "$DM_ROOT/peers/phases.py" --report "$phases_dir/peers.json" ||
+  # phases.py reads the runner's tables (outcomes, how a source is spelled) from this build's runner.
+  case $phases_build in /*) phases_bin=$phases_build/bin/distmetrics ;; *) phases_bin=$DM_ROOT/$phases_build/bin/distmetrics ;; esac
+  DISTMETRICS_BIN=$phases_bin /usr/bin/python3 "$DM_ROOT/peers/phases.py" --report "$phases_dir/peers.json" ||
     echo "(no phase table: the peer subset wrote no report; see $build_dir/bench/peer-phases.log)"
 fi
 

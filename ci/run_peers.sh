@@ -121,6 +121,9 @@ cd "$DM_ROOT"
 dm_check_torch "$torch" || exit "$DM_EXIT_BAD_INPUT"
 [ -n "$build_dir" ] || build_dir=$(dm_torch_build_dir "$torch")
 reports=${reports_dir:-$build_dir/reports/peers}
+# The peer scripts read the runner's tables (python/distmetrics/tables.py: `distmetrics tables --json`).
+case $build_dir in /*) DISTMETRICS_BIN=$build_dir/bin/distmetrics ;; *) DISTMETRICS_BIN=$PWD/$build_dir/bin/distmetrics ;; esac
+export DISTMETRICS_BIN
 
 if [ "$skip_deps" != 1 ]; then
   # shellcheck disable=SC2046

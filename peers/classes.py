@@ -2,7 +2,7 @@
 the class is defined) to every variant of a source peers/<library>/metrics.py in the JSON report.
 A class checked against itself is its row's; a reference metric's is the mapping row whose `when`
 fits the scenario's parameters (its [metric.params] with the reference's defaults, from
-`distmetrics metrics --json`), as the factory picks it. Run with the libraries importable (the
+`distmetrics tables --json`), as the factory picks it. Run with the libraries importable (the
 torch's python of ci/run_peers.sh).
 
     python peers/classes.py --report REPORT.json --distmetrics build/bin/distmetrics
@@ -12,7 +12,6 @@ import argparse
 import importlib.util
 import inspect
 import json
-import subprocess
 import sys
 import tomllib
 from pathlib import Path
@@ -20,6 +19,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != ROOT / "peers"]
 sys.path.insert(0, str(ROOT / "python"))
+from distmetrics.tables import tables  # noqa: E402  (the runner's tables: `distmetrics tables --json`)
+
 LIBRARIES = ("torchmetrics", "ignite", "torcheval")
 
 
@@ -50,16 +51,15 @@ def classes_of(library):
 
 
 def defaults(binary):
-    """{reference metric: {parameter: default}} from `distmetrics metrics --json`."""
-    out = subprocess.run([binary, "metrics", "--json"], capture_output=True, text=True, check=True).stdout
-    return {m["name"]: {p["name"]: p["default"] for p in m["params"] if p.get("default") is not None}
-            for m in json.loads(out)}
+    """{reference metric: {parameter: default}} from `distmetrics tables --json`."""
+    t = tables(binary)
+    return {name: t.reference_defaults(name) for name in t.reference_metrics}
 
 
-def library_of(variant):
-    source = variant.get("source", "")
-    return next((lib for lib in LIBRARIES if source.endswith(f"/{lib}/metrics.py") or source == f"python:{lib}/metrics.py"),
-                None)
+def library_of(variant, binary=None):
+    """The library whose peers/<library>/metrics.py the variant's source is, else None."""
+    parts = Path(tables(binary).source_path(variant.get("source"))).parts[-2:]
+    return next((lib for lib in LIBRARIES if parts == (lib, "metrics.py")), None)
 
 
 def annotate(report, binary):
@@ -67,7 +67,7 @@ def annotate(report, binary):
     named, params_of, table = 0, {}, {}
     reference_defaults = None
     for v in report.get("variants", []):
-        library = library_of(v)
+        library = library_of(v, binary)
         if library is None:
             continue
         if library not in table:
@@ -103,7 +103,7 @@ def main(argv=None):
     report = json.loads(Path(args.report).read_text())
     named = annotate(report, args.distmetrics)
     Path(args.report).write_text(json.dumps(report, indent=1))
-    total = sum(1 for v in report.get("variants", []) if library_of(v))
+    total = sum(1 for v in report.get("variants", []) if library_of(v, args.distmetrics))
     print(f"peers/classes.py: {named} of {total} variants of the mapped libraries name their class")
     return 0
 

@@ -101,15 +101,14 @@ import tomllib
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-# The outcomes that are findings: every outcome of the runner's table (harness/outcome.h) but pass and
-# skip, as a report's "summary" names them; until a report is read, the contract's
-# (docs/cli-contract.md).
-NOT_PASSED = ("fail", "hang", "crash", "error", "memory_exceeded")
+sys.path.insert(0, str(HERE.parent / "python"))
+from distmetrics.tables import tables  # noqa: E402  (the runner's tables: `distmetrics tables --json`)
 
 
-def outcomes_of(report):
-    """The not-passed outcomes a report's runner knows: its summary's keys but pass, skip and total."""
-    return tuple(k for k in report.get("summary", {}) if k not in ("pass", "skip", "total")) or NOT_PASSED
+def not_passed():
+    """The outcomes that are findings: every outcome of the runner's table (harness/outcome.h) that
+    did not pass (fail, hang, crash, ...)."""
+    return tables().not_passed
 FIELDS = {"variant": (str, list), "outcome": (str, list), "property": str, "blamed_rank": int, "failed": (list, dict),
           "blamed": (list, dict), "flaky": str, "kind": str, "why": str, "metric": str, "releases": list,
           "mechanism": str, "also_mechanism": list}
@@ -155,8 +154,8 @@ def _check_entry(entry, where, releases):
         raise BadInput(f"{where}: field 'variant' must be a glob or a list of globs, got {entry['variant']!r}")
     entry["_globs"] = globs
     outcomes = entry["outcome"] if isinstance(entry["outcome"], list) else [entry["outcome"]]
-    if not outcomes or any(o not in NOT_PASSED for o in outcomes):
-        raise BadInput(f"{where}: field 'outcome' must be one of {', '.join(NOT_PASSED)} (or a list of them), "
+    if not outcomes or any(o not in not_passed() for o in outcomes):
+        raise BadInput(f"{where}: field 'outcome' must be one of {', '.join(not_passed())} (or a list of them), "
                        f"got {entry['outcome']!r}")
     entry["_outcomes"] = outcomes
     # `failed` and `blamed` are lists, or (for an entry with several outcomes) tables keyed by
@@ -324,10 +323,14 @@ def ran_release(report, library, version=None):
     and the torch of its source's interpreter (else the report's own torch)."""
     # A run of several sources lists them in `plugins`; a run of one has it in `plugin` alone.
     sources = report.get("plugins") or [report.get("plugin") or {}]
-    plugins = [p for p in sources if p.get("path", "").endswith(f"/{library}/metrics.py")
-               or p.get("path", "") == f"python:{library}/metrics.py"]
+    plugins = [p for p in sources if is_library_source(p.get("path"), library)]
     plugin = plugins[0] if plugins else {}
     return release(version or plugin.get("version"), plugin.get("torch_version") or report.get("torch_version"))
+
+
+def is_library_source(source, library):
+    """Whether a report's source (a Python source's spelling, or a plugin's path) is peers/<library>/metrics.py."""
+    return Path(tables().source_path(source)).parts[-2:] == (library, "metrics.py")
 
 
 def blamed_ranks(variant):
@@ -350,8 +353,7 @@ def of_library(report, library):
     variants = report.get("variants", [])
     if not any("source" in v for v in variants):
         return variants
-    return [v for v in variants if v.get("source", "").endswith(f"/{library}/metrics.py")
-            or v.get("source", "") == f"python:{library}/metrics.py"]
+    return [v for v in variants if is_library_source(v.get("source"), library)]
 
 
 def metric_name(variant):
@@ -363,12 +365,12 @@ def failed_properties(variant):
     """The properties that did not pass, no_hang left out: a hang is the variant's outcome already
     (so a hang and a crash of one mechanism state the same failed set)."""
     return sorted(p["name"] for p in variant.get("properties", [])
-                  if p.get("outcome") in NOT_PASSED and p["name"] != "no_hang")
+                  if p.get("outcome") in not_passed() and p["name"] != "no_hang")
 
 
 def signature(run):
     """What a run of a variant showed: (outcome, failed properties, blamed ranks)."""
-    if run.get("outcome") not in NOT_PASSED:
+    if run.get("outcome") not in not_passed():
         return (run.get("outcome"), (), ())
     return (run["outcome"], tuple(failed_properties(run)), tuple(blamed_ranks(run)))
 
@@ -376,7 +378,7 @@ def signature(run):
 def findings(variants):
     out = []
     for v in variants:
-        if v["outcome"] not in NOT_PASSED:
+        if v["outcome"] not in not_passed():
             continue
         out.append({"variant": v["id"], "metric": metric_name(v), "outcome": v["outcome"], "failed": failed_properties(v),
                     "blamed": blamed_ranks(v), "blamed_rank": blamed_rank(v),
@@ -479,10 +481,7 @@ def describe_flake(flake):
 
 
 def load_report(path):
-    report = json.loads(Path(path).read_text())
-    global NOT_PASSED
-    NOT_PASSED = outcomes_of(report)  # the runner's own table, as its report writes it
-    return report
+    return json.loads(Path(path).read_text())
 
 
 def main(argv=None):
@@ -535,7 +534,7 @@ def main(argv=None):
     flaky = flakes(variants, entries)
     undeclared = [f for f in flaky if not f["declared"]]
     metrics = sorted({metric_name(v) for v in variants} - {""})
-    counts = {o: sum(v["outcome"] == o for v in variants) for o in ("pass", "skip", *NOT_PASSED)}
+    counts = {o: sum(v["outcome"] == o for v in variants) for o in tables().outcome_names}
     lines = [f"  unexpected: {describe(f)}" for f in unexpected]
     for e in missing:
         lines.append(f"  expected but not seen: {e['_where']}: {' or '.join(e['_outcomes'])} {' '.join(e['_globs'])}"

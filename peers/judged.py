@@ -32,8 +32,16 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "python"))
+from distmetrics.tables import tables  # noqa: E402  (the runner's tables: `distmetrics tables --json`)
+
 LIBRARIES = {"torchmetrics": "torchmetrics", "ignite": "PyTorch-Ignite", "torcheval": "torcheval"}
-JUDGED = ("pass", "fail")
+
+
+def judged_outcomes():
+    """The outcomes of a property that judged it: it held, or it failed (each checked against the table)."""
+    t = tables()
+    return (t.outcome("pass"), t.outcome("fail"))
 
 
 def _coverage():
@@ -44,11 +52,9 @@ def _coverage():
 
 
 def library_of(variant):
-    source = variant.get("source") or ""
-    for library in LIBRARIES:
-        if source.endswith(f"/{library}/metrics.py") or source == f"python:{library}/metrics.py":
-            return library
-    return None
+    """The library whose peers/<library>/metrics.py the variant's source is, else None."""
+    parts = Path(tables().source_path(variant.get("source"))).parts[-2:]
+    return next((library for library in LIBRARIES if parts == (library, "metrics.py")), None)
 
 
 _SCENARIO_PROPERTIES = {}
@@ -102,21 +108,24 @@ class ClassRecord:
         # judged whenever the script feeds an empty batch, listed or not).
         self.applies |= (listed or set()) | {p["name"] for p in props} | {"no_hang"}
         seen = set()
+        t = tables()
+        passed, failed = judged_outcomes()
+        skipped = t.outcome("skip")
         for p in props:
             seen.add(p["name"])
-            if p.get("outcome") in JUDGED:
+            if p.get("outcome") in (passed, failed):
                 self.judged[p["name"]][band].append((variant.get("shard", ""), p["outcome"]))
-            elif p.get("outcome") == "skip":
+            elif p.get("outcome") == skipped:
                 message = (p.get("message") or "skipped").splitlines()[0]
                 if ": not judged:" in message:  # the step it judges was never reached (checking.cpp, skipped())
                     self.unreached[p["name"]][band].append(message.split(": not judged:", 1)[1].strip()[:160])
                 else:  # it does not apply to this class (a declared convention, no reference implementation)
                     self.not_applicable.setdefault(p["name"], message[:160])
-        if variant["outcome"] == "hang":
-            self.judged["no_hang"][band].append((variant.get("shard", ""), "fail"))
-        elif variant["outcome"] not in ("skip",) and "no_hang" not in seen:
-            self.judged["no_hang"][band].append((variant.get("shard", ""), "pass"))
-        if variant["outcome"] not in ("pass", "fail", "skip"):
+        if variant["outcome"] == t.outcome("hang"):
+            self.judged["no_hang"][band].append((variant.get("shard", ""), failed))
+        elif variant["outcome"] != skipped and "no_hang" not in seen:
+            self.judged["no_hang"][band].append((variant.get("shard", ""), passed))
+        if variant["outcome"] not in (passed, failed, skipped):  # hung, crashed, raised: its script did not end
             self.blocked[band].append(not_reached(variant))
 
     def missing(self):

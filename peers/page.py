@@ -56,7 +56,13 @@ LIBRARIES = judged.LIBRARIES
 STATES = ("pass", "expected", "new", "notjudged", "na")
 STATE_TEXT = {"pass": "passed", "expected": "expected finding", "new": "new finding", "notjudged": "not judged",
               "na": "not applicable"}
-DIED = ("hang", "crash", "error", "memory_exceeded")
+
+
+def died():
+    """The outcomes of a variant that did not run to its end: every one that did not pass but a
+    failed property's (the runner's table, through peers/expected.py)."""
+    t = expected.tables()
+    return tuple(o for o in t.not_passed if o != t.outcome("fail"))
 
 
 def esc(text):
@@ -162,13 +168,13 @@ def variant_states(v, finding_state, listed, applies, not_applicable=None):
                 out[p["name"]] = ("notjudged", message)
             else:
                 out[p["name"]] = ("na", message)
-        elif outcome in expected.NOT_PASSED:
+        elif outcome in expected.not_passed():
             out[p["name"]] = (finding_state or "new", message)
         else:  # an outcome this page does not know: never a pass
             out[p["name"]] = ("notjudged", f"{outcome}: {message}")
     if v["outcome"] == "hang" and "no_hang" not in out:
         out["no_hang"] = (finding_state or "new", "the variant hung")
-    if v["outcome"] not in DIED:  # ran to its end: what its scenario lists and it did not report was not judged
+    if v["outcome"] not in died():  # ran to its end: what its scenario lists and it did not report was not judged
         for name in listed or ():
             out.setdefault(name, ("notjudged", "listed by its scenario, not reported by the variant"))
     else:

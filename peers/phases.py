@@ -1,6 +1,7 @@
 """Where a peer run's time went: the phases of its JSON report (each variant's "phases", the run's
 "phases"; docs/cli-contract.md's phase table), per library and world size, per outcome, and the
-share of the time spent in hangs. Standard library only.
+share of the time spent in hangs. Standard library only; the outcomes and how a report spells a
+source come from the runner's tables (distmetrics.tables: $DISTMETRICS_BIN, else build/bin/distmetrics).
 
     python3 peers/phases.py --report build/reports/peers/peers.json [--json OUT]
 
@@ -16,20 +17,22 @@ import os
 import statistics
 import sys
 from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+from distmetrics.tables import tables  # noqa: E402  (the runner's tables; standard library only)
 
 # docs/cli-contract.md's phase table, in its order: (name, measured by).
 SUPERVISOR = ["pool_start", "imports", "ranks", "hang_wait", "end_workers", "plan", "single_process", "reference",
               "judging"]
 RANK = ["interpreter", "group", "data", "build", "update", "compute", "sync", "digest", "probes", "rank_other"]
 RUN = ["setup", "report"]
-OUTCOMES = ["pass", "fail", "hang", "crash", "memory_exceeded", "error", "skip"]
 
 
 def library_of(variant, report):
     """The library a variant checked: its source's folder (python:.../peers/<library>/metrics.py), else
     the plugin's name."""
-    source = variant.get("source") or (report.get("plugin") or {}).get("path", "")
-    path = source.split(":", 1)[1] if source.startswith("python:") else source
+    path = tables().source_path(variant.get("source") or (report.get("plugin") or {}).get("path", ""))
     folder = os.path.basename(os.path.dirname(path))
     return folder or os.path.basename(path) or (report.get("plugin") or {}).get("name", "?")
 
@@ -87,7 +90,7 @@ def quantiles(values):
 def hang_summary(variants, out):
     """The hangs' share of the time, and their time to a verdict."""
     total = sum(float(v.get("seconds", 0)) for v in variants)
-    hangs = [v for v in variants if v.get("outcome") == "hang"]
+    hangs = [v for v in variants if v.get("outcome") == tables().outcome("hang")]
     hang_seconds = sum(float(v.get("seconds", 0)) for v in hangs)
     # A verdict: from sending the job to deciding (the ranks' part and the wait after their last move).
     to_verdict = [float((v.get("phases") or {}).get("ranks", 0)) + float((v.get("phases") or {}).get("hang_wait", 0))
@@ -144,7 +147,7 @@ def main(argv=None):
                     {k.rsplit(" ", 1)[1]: g for k, g in ordered.items() if k.rsplit(" ", 1)[0] == library}
                     | {"all": by_library[library]}, out)
     print_table("every library: seconds per phase, by outcome",
-                {o: by_outcome[o] for o in OUTCOMES if o in by_outcome}, out)
+                {o: by_outcome[o] for o in tables().outcome_names if o in by_outcome}, out)
     summary = hang_summary(variants, out)
     if args.json:
         numbers = {"groups": {k: {"variants": len(g.seconds), "seconds": g.total, "phases": dict(g.phases)}

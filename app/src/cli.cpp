@@ -30,6 +30,7 @@
 #include "distmetrics/harness/scenario_files.h"
 #include "distmetrics/harness/scenario_python.h"
 #include "distmetrics/harness/session.h"
+#include "distmetrics/harness/tables.h"
 #include "distmetrics/harness/variant.h"
 #include "distmetrics/plugin/conform.h"
 #include "distmetrics/runtime/backends.h"
@@ -292,6 +293,28 @@ std::optional<std::string> unknown_subcommand(CLI::App& app, int argc, char** ar
   return std::nullopt;
 }
 
+// `tables`: harness::tables_json(), as JSON (--json) or one line per table for a person.
+int cmd_tables(bool as_json, std::ostream& out) {
+  const nlohmann::json tables = tables_json();
+  if (as_json) {
+    out << tables.dump(2) << "\n";
+    return 0;
+  }
+  for (const auto& [key, value] : tables.items()) {
+    std::string line;
+    auto add = [&line](const std::string& text) { line += (line.empty() ? "" : ", ") + text; };
+    if (value.is_array()) {
+      for (const auto& entry : value) add(entry.is_object() ? entry.value("name", entry.dump()) : entry.get<std::string>());
+    } else if (value.is_object()) {
+      for (const auto& [name, v] : value.items()) add(name + " " + v.dump());
+    } else {
+      add(value.dump());
+    }
+    out << key << ": " << line << "\n";
+  }
+  return 0;
+}
+
 std::function<std::string()>& python_support_loader() {
   static std::function<std::string()> load;
   return load;
@@ -337,6 +360,10 @@ int cli_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
   auto* metrics = add_metrics_command(app, metrics_options);
   ExploreOptions explore_options;  // explore_command.h
   auto* explore = add_explore_command(app, explore_options);
+  bool tables_as_json = false;
+  auto* tables = app.get_subcommand("tables");  // its description: the command table (commands.cpp)
+  tables->add_flag("--json", tables_as_json,
+                   "print one JSON object (docs/cli-contract.md, \"tables\"): what the Python package reads");
   if (const auto unknown = unknown_subcommand(app, argc, argv)) {
     err << "distmetrics: " << *unknown << "\nRun 'distmetrics --help' for usage.\n";
     return kBadInput;
@@ -374,6 +401,7 @@ int cli_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
   if (*conform) return run_conform(conform_options, out, err);
   if (*metrics) return run_metrics(metrics_options, out, err);
   if (*explore) return run_explore(explore_options, out, err);
+  if (*tables) return cmd_tables(tables_as_json, out);
   if (!check_selection(o.selection, err)) return kBadInput;
   if (*validate) return cmd_validate(o, out, err);
   if (*list) return cmd_list(o, out, err);

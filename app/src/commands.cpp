@@ -26,6 +26,9 @@ const std::vector<Command>& commands() {
       {"explore",
        "search scenarios at random for a time budget and shrink every failure to a minimal scenario file "
        "(docs/explore.md)"},
+      {"tables",
+       "print the tables tools read instead of copying them: exit codes, outcomes, properties (and the default "
+       "list), backends, shard policies, placements, the reference metrics' parameters, metric sources"},
   };
   return table;
 }

@@ -23,6 +23,7 @@
 #include "distmetrics/harness/report.h"
 #include "distmetrics/harness/scenario_files.h"
 #include "distmetrics/harness/session.h"
+#include "distmetrics/harness/tables.h"
 #include "distmetrics/plugin/conform.h"
 #include "distmetrics/runtime/thread_pools.h"
 #include "distmetrics/runtime/peer_runner.h"
@@ -280,7 +281,7 @@ int conform_with(const ConformOptions& o, runtime::PeerRunner* peers, std::ostre
   if (adapted.scenarios.empty()) {
     std::string where;
     for (const auto& p : o.paths) where += (where.empty() ? "" : ", ") + p;
-    err << "distmetrics conform: no scenario under " << (where.empty() ? harness::default_scenario_path() : where)
+    err << "distmetrics conform: " << harness::kConformNoScenario << " " << (where.empty() ? harness::default_scenario_path() : where)
         << " uses " << runtime::quoted_list(sources->metrics) << " (the metric(s) of "
         << (sources->plugins.size() == 1 ? "plugin " : "sources ") << plugin->name
         << (sources->plugins.size() == 1 ? "" : " and the others") << " to check): give scenario files for them "

@@ -15,6 +15,7 @@
 #include "distmetrics/app/cli.h"
 #include "distmetrics/harness/explorer.h"
 #include "distmetrics/harness/metric_catalog.h"
+#include "distmetrics/harness/outcome.h"
 #include "distmetrics/harness/report.h"
 #include "distmetrics/harness/scenario_python.h"
 #include "distmetrics/metrics/registry.h"
@@ -241,7 +242,8 @@ int run_explore(const ExploreOptions& o, std::ostream& out, std::ostream& err) {
                " drawn and refused by the loader; starting the helper worker took " + fixed(summary.helper_ready_seconds) +
                " s): give a larger --budget");
   if (summary.cases == 0) return bad("no case ran (" + std::to_string(summary.refused) + " drawn, all refused by the loader)");
-  return summary.findings.empty() ? 0 : 1;
+  // As a run exits (the outcome table's codes): nothing failed, or failures found.
+  return harness::kind_of(summary.findings.empty() ? harness::Outcome::Pass : harness::Outcome::Fail).exit_code;
 }
 
 }  // namespace distmetrics::app

@@ -9,6 +9,8 @@
 #include <sstream>
 
 #include "distmetrics/app/cli.h"
+#include "distmetrics/harness/outcome.h"
+#include "distmetrics/harness/tables.h"
 #include "distmetrics/runtime/rank_pool.h"
 #include "engine_broken_metrics.h"
 
@@ -304,7 +306,7 @@ TEST(Cli, AnUnknownSubcommandIsBadInputNamingItWithOrWithoutHelp) {
   EXPECT_TRUE(out.empty()) << out;
   EXPECT_EQ(cli({"--help", "fuzz"}, out, err), 2) << out << err;
   EXPECT_NE(err.find("unknown subcommand 'fuzz' (the subcommands are 'list', 'validate', 'run', 'serve', 'conform', "
-                     "'metrics', 'explore')"),
+                     "'metrics', 'explore', 'tables')"),
             std::string::npos)
       << err;
   EXPECT_EQ(cli({"fuzz", "--help"}, out, err), 2) << out << err;
@@ -316,4 +318,17 @@ TEST(Cli, AnUnknownSubcommandIsBadInputNamingItWithOrWithoutHelp) {
   EXPECT_NE(out.find("Subcommands:"), std::string::npos) << out;
   EXPECT_EQ(cli({}, out, err), 2) << out << err;
   EXPECT_NE(err.find("A subcommand is required"), std::string::npos) << err;
+}
+
+// `tables --json` prints tables_json() (its fields: engine_tables_test.cpp); without --json, a line per table.
+TEST(Cli, TablesPrintsTheTablesJson) {
+  std::string out, err;
+  ASSERT_EQ(cli({"tables", "--json"}, out, err), 0) << out << err;
+  const auto printed = nlohmann::json::parse(out);
+  EXPECT_EQ(printed, dh::tables_json());
+  EXPECT_EQ(printed.at("outcomes").size(), dh::outcome_kinds().size());
+  EXPECT_EQ(printed.at("exit_codes").at("bad_input").get<int>(), distmetrics::app::kBadInput);
+  ASSERT_EQ(cli({"tables"}, out, err), 0) << out << err;
+  EXPECT_NE(out.find("outcomes: pass, fail, "), std::string::npos) << out;
+  EXPECT_NE(out.find("exit_codes: bad_input 2, "), std::string::npos) << out;
 }

@@ -1,7 +1,7 @@
-// The extension-point tables (properties, shard policies, placements, backends, outcomes) and the
-// docs that list them: docs/properties.md, docs/scenarios.md, docs/cli-contract.md and
-// docs/report.schema.json must name exactly the table entries. So must they the phases of a
-// variant's time (runtime/phases.h).
+// The extension-point tables (properties, shard policies, placements, backends, outcomes), the JSON
+// of them other programs read (tables.h), and the docs that list them: docs/properties.md,
+// docs/scenarios.md, docs/cli-contract.md and docs/report.schema.json must name exactly the table
+// entries. So must they the phases of a variant's time (runtime/phases.h).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -17,10 +17,14 @@
 #include <nlohmann/json.hpp>
 
 #include "distmetrics/harness/input_dtype.h"
+#include "distmetrics/harness/metric_id.h"
 #include "distmetrics/harness/outcome.h"
 #include "distmetrics/harness/placement.h"
 #include "distmetrics/harness/property.h"
+#include "distmetrics/harness/report.h"
 #include "distmetrics/harness/shard.h"
+#include "distmetrics/harness/tables.h"
+#include "distmetrics/metrics/registry.h"
 #include "distmetrics/runtime/backends.h"
 #include "distmetrics/runtime/phases.h"
 
@@ -376,6 +380,51 @@ TEST(TablesTest, PlacementsAndBackendsDecideDevicesAndGpus) {
     EXPECT_FALSE(b.comm_devices.empty());
     EXPECT_FALSE(b.peer_launchers.empty());
   }
+}
+
+// `distmetrics tables --json` (tables_json): what the Python package reads instead of copies. Each
+// field holds exactly its table's entries, in table order.
+TEST(TablesTest, TheTablesJsonHoldsExactlyTheTables) {
+  const nlohmann::json t = tables_json();
+  EXPECT_EQ(t.at("format").get<int>(), kTablesFormat);
+  auto names = [](const nlohmann::json& list) {
+    std::vector<std::string> out;
+    for (const auto& entry : list) out.push_back(entry.at("name").get<std::string>());
+    return out;
+  };
+  ASSERT_EQ(t.at("outcomes").size(), outcome_kinds().size());
+  for (std::size_t i = 0; i < outcome_kinds().size(); ++i) {
+    const auto& kind = outcome_kinds()[i];
+    const auto& o = t.at("outcomes")[i];
+    EXPECT_EQ(o.at("name").get<std::string>(), kind.name);
+    EXPECT_EQ(o.at("exit_code").get<int>(), kind.exit_code) << kind.name;
+    EXPECT_EQ(o.at("severity").get<int>(), kind.severity) << kind.name;
+    EXPECT_EQ(o.at("passed").get<bool>(), outcome_passed(kind.name)) << kind.name;
+    EXPECT_EQ(o.at("counted_when_zero").get<bool>(), kind.counted_when_zero) << kind.name;
+    EXPECT_EQ(t.at("exit_codes").at(kind.name).get<int>(), kind.exit_code) << kind.name;
+  }
+  EXPECT_EQ(t.at("exit_codes").at("bad_input").get<int>(), kBadInputExitCode);
+  EXPECT_EQ(t.at("exit_codes").size(), outcome_kinds().size() + 1);
+  std::vector<std::string> properties;
+  for (const auto& p : property_table()) properties.push_back(p.name);
+  EXPECT_EQ(names(t.at("properties")), properties);
+  Scenario plain;
+  for (const auto& text : default_script_text()) plain.script.push_back(parse_step(text));
+  EXPECT_EQ(t.at("default_properties").get<std::vector<std::string>>(), default_properties(plain, roles_in(plain.script)));
+  EXPECT_EQ(names(t.at("backends")), runtime::backend_names());
+  for (const auto& b : t.at("backends"))
+    EXPECT_EQ(b.at("default").get<bool>(), runtime::find_backend(b.at("name").get<std::string>())->default_variant);
+  EXPECT_EQ(names(t.at("shard_policies")), shard_policy_names());
+  EXPECT_EQ(names(t.at("placements")), placement_names());
+  EXPECT_EQ(names(t.at("reference_metrics")), metrics::MetricRegistry::reference().names());
+  for (const auto& m : t.at("reference_metrics")) {
+    const auto* spec = metrics::MetricRegistry::reference().find(m.at("name").get<std::string>());
+    ASSERT_EQ(m.at("params").size(), spec->params.size());
+    for (std::size_t i = 0; i < spec->params.size(); ++i)
+      EXPECT_EQ(m.at("params")[i].at("default"), spec->params[i].default_value) << spec->name << " " << spec->params[i].name;
+  }
+  EXPECT_EQ(MetricSource::parse(t.at("metric_sources").at("python").get<std::string>() + "x.py").location, "x.py");
+  EXPECT_TRUE(MetricSource::parse(t.at("metric_sources").at("python").get<std::string>() + "x.py").is_python());
 }
 
 }  // namespace

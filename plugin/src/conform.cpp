@@ -13,6 +13,7 @@
 #include "distmetrics/harness/explore.h"
 #include "distmetrics/harness/input_dtype.h"
 #include "distmetrics/harness/metric_id.h"
+#include "distmetrics/harness/tables.h"
 
 namespace distmetrics::plugin {
 namespace {
@@ -47,7 +48,8 @@ bool select_metrics(const Plugin& plugin, const std::vector<std::string>& wanted
       if (!contains(metrics, name)) metrics.push_back(name);
       continue;
     }
-    err << "distmetrics conform: --metric: plugin " << plugin.name << " has no metric '" << name << "'"
+    err << "distmetrics conform: --metric: plugin " << plugin.name << " " << harness::kConformNoMetric << " '" << name
+        << "'"
         << runtime::did_you_mean(name, provided) << " (it provides " << runtime::quoted_list(provided) << ")\n";
     ok = false;
   }

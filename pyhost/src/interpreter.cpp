@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "distmetrics/build_config.h"
+#include "distmetrics/harness/tables.h"
 #include "distmetrics/pyhost/source.h"
 #include "distmetrics/runtime/embedded_python.h"
 #include "distmetrics/runtime/phases.h"
@@ -40,10 +41,12 @@ HostState& host_state() {
 
 }  // namespace distmetrics::pyhost::detail
 
-// The embedded module: the variant's store for torch.distributed, and the trace hooks.
+// The embedded module: the variant's store for torch.distributed, the trace hooks, and the tables
+// (`distmetrics tables --json` without starting the command: distmetrics/tables.py reads it here).
 PYBIND11_EMBEDDED_MODULE(_distmetrics_host, m) {
   namespace d = distmetrics::pyhost::detail;
   using d::py::gil_scoped_release;
+  m.def("tables_json", [] { return distmetrics::harness::tables_json().dump(); });
   m.def("store_set", [](const std::string& key, const pybind11::bytes& value) {
     auto bytes = d::bytes_of(value);
     gil_scoped_release release;

@@ -6,6 +6,7 @@
 
 #include "distmetrics/harness/metric_catalog.h"
 #include "distmetrics/harness/metric_id.h"
+#include "distmetrics/harness/tables.h"
 #include "distmetrics/metrics/errors.h"
 #include "distmetrics/pyhost/python_metric.h"
 #include "distmetrics/runtime/embedded_python.h"
@@ -204,7 +205,7 @@ void install_python_resolver() {
         }
       }
       if (!registry->find(name))
-        throw std::runtime_error("Python source " + source.spec + " has no metric '" + metric + "'");
+        throw std::runtime_error("Python source " + source.spec + " " + harness::kConformNoMetric + " '" + metric + "'");
       return registry.get();
     });
     return true;

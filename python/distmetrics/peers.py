@@ -19,14 +19,11 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, Optional, Tuple
 
 from .errors import PeerSetupError, Unsupported
+from .tables import tables
 
 # The reference parameters a mapping may leave out when the scenario leaves them at their
-# default (`distmetrics metrics --json`); a non-default value the class cannot take is a skip.
-REFERENCE_DEFAULTS = {
-    "threshold": 0.5, "top_k": 1, "average": "macro", "zero_division": 0.0, "beta": 1.0,
-    "normalize": "none", "weights": "none", "sum_dtype": "float64", "p": 2.0, "eps": 1e-6, "k": 5,
-    "alpha": 0.98, "num_classes": 0,
-}
+# default come from the runner's tables (`distmetrics tables --json`: each reference metric's
+# parameters and defaults); a non-default value the class cannot take is a skip.
 
 
 def _labels_at_threshold(params):
@@ -272,10 +269,11 @@ def _import_class(qualified, where):
 
 
 def _check_takes(peer, params):
+    defaults = tables().reference_defaults(peer.reference)
     for key, value in params.items():
-        if key in peer.takes or key not in REFERENCE_DEFAULTS:
+        if key in peer.takes or key not in defaults:
             continue
-        default = REFERENCE_DEFAULTS[key]
+        default = defaults[key]
         if value == default or (isinstance(default, float) and isinstance(value, (int, float)) and float(value) == default):
             continue
         raise Unsupported(f"{peer.cls.split(':')[1]} has no counterpart for {key} = {value!r} "
@@ -303,8 +301,7 @@ def register_table(table, library, conventions=None, since=None):
         if peer.inputs not in CONVERSIONS:
             raise PeerSetupError(f"{peer.where}: inputs: unknown conversion {peer.inputs!r}; known: "
                                  f"{', '.join(CONVERSIONS)}")
-        unknown = [t for t in peer.takes if t not in REFERENCE_DEFAULTS and t not in (
-            "task", "num_classes", "num_labels", "data_range", "loss", "expression", "operands")]
+        unknown = [t for t in peer.takes if t not in tables().reference_param_names()]
         if unknown:
             raise PeerSetupError(f"{peer.where}: takes: {', '.join(unknown)} is no reference parameter")
         name = peer.name or peer.reference
@@ -889,10 +886,9 @@ def own_scenario(row, library, world_sizes=OWN_WORLD_SIZES, shards=None):
             lines.append("kwargs = {" + ", ".join(f"{k} = {_toml(v)}" for k, v in row.reference_kwargs.items()) + "}")
     if row.tolerance:
         lines += ["", "[tolerance]"] + [f"{k} = {_toml(v)}" for k, v in row.tolerance.items()]
-    # The defaults (every property the script can judge, batch_invariant) plus the listed ones:
-    # written out, so the file says what it checks.
-    defaults = ["equal_to_single", "ranks_agree", "idempotent", "update_after_compute", "reset_replay",
-                "batch_invariant"]
+    # The defaults (the runner's default list for the default script: every property the script
+    # can judge, batch_invariant) plus the listed ones: written out, so the file says what it checks.
+    defaults = list(tables().default_properties)
     if row.only:
         defaults, properties = [], list(row.only)
     lines.insert(lines.index("[metric]"), f"properties = {_toml(defaults + properties)}")

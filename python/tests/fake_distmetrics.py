@@ -27,10 +27,33 @@ import time
 import tomllib
 from pathlib import Path
 
-EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT, EXIT_HANG, EXIT_CRASH, EXIT_MEMORY = 0, 1, 2, 3, 4, 6
-OUTCOME_EXIT = {"fail": EXIT_FAIL, "error": EXIT_FAIL, "hang": EXIT_HANG, "crash": EXIT_CRASH,
-                "memory_exceeded": EXIT_MEMORY}
-PRIORITY = [EXIT_BAD_INPUT, EXIT_CRASH, EXIT_MEMORY, EXIT_HANG, EXIT_FAIL]
+# What `distmetrics tables --json` prints, as far as the plugin reads it: a stand-in for the C++
+# tables must spell them (the one copy allowed, test_tables.py), and test_integration.py checks
+# this copy against the real runner's. The fake's own codes and summary come from it.
+_OUTCOMES = [  # name, exit code, severity, counted in the last line at 0
+    ("pass", 0, 0, True), ("fail", 1, 1, True), ("hang", 3, 3, True), ("crash", 4, 5, True),
+    ("memory_exceeded", 6, 4, False), ("error", 1, 2, True), ("skip", 0, -1, True)]
+TABLES = {
+    "format": 1,
+    "exit_codes": {"bad_input": 2, **{name: code for name, code, _, _ in _OUTCOMES}},
+    "outcomes": [{"name": name, "exit_code": code, "severity": severity, "passed": code == 0,
+                  "counted_when_zero": counted} for name, code, severity, counted in _OUTCOMES],
+    "properties": [{"name": "equal_to_single"}, {"name": "idempotent"}, {"name": "no_hang"}],
+    "default_properties": ["equal_to_single", "idempotent"],
+    "backends": [
+        {"name": "gloo", "description": "c10d ProcessGroupGloo: collectives on the CPU, or on CUDA tensors"},
+        {"name": "mpi", "description": "Open MPI directly (a duplicate of MPI_COMM_WORLD): CPU collectives; "
+                                       "ranks started by mpirun"},
+        {"name": "nccl", "description": "c10d ProcessGroupNCCL: collectives on cuda:local_rank, one GPU per rank"}],
+    "shard_policies": [{"name": "even"}, {"name": "uneven"}],
+    "placements": [{"name": "cpu"}],
+    "reference_metrics": [{"name": "Accuracy", "params": []}],
+    "metric_sources": {"python": "python:"},
+    "conform_nothing_to_check": ["has no metric", "no scenario under"],
+}
+EXIT_OK, EXIT_BAD_INPUT = TABLES["exit_codes"]["pass"], TABLES["exit_codes"]["bad_input"]
+OUTCOME_EXIT = {o["name"]: o["exit_code"] for o in TABLES["outcomes"] if o["exit_code"]}
+SEVERITY = {o["name"]: o["severity"] for o in TABLES["outcomes"]}
 
 
 class BadInput(Exception):
@@ -237,6 +260,7 @@ def serve(args):
 def parser():
     p = argparse.ArgumentParser(prog="distmetrics")
     sub = p.add_subparsers(dest="command", required=True)
+    sub.add_parser("tables").add_argument("--json", action="store_true")
     for name in ("list", "run", "validate", "serve"):
         c = sub.add_parser(name)
         c.add_argument("paths", nargs="*")
@@ -260,6 +284,9 @@ def main(argv):
         args = parser().parse_args(argv)
     except SystemExit:
         return EXIT_BAD_INPUT
+    if args.command == "tables":  # a query that starts nothing: not logged with the processes
+        print(json.dumps(TABLES, indent=2) if args.json else "\n".join(TABLES))
+        return EXIT_OK
     log_process("runner", argv=argv)
     if args.command == "serve":
         return serve(args)
@@ -283,8 +310,7 @@ def main(argv):
         results.append(result)
         print(f"[{n:3d}/{len(variants)}] {result['outcome'].upper():5s} {variant['id']}  "
               f"({result['seconds']:.2f} s)", flush=True)
-    summary = {o: sum(r["outcome"] == o for r in results)
-               for o in ("pass", "fail", "hang", "crash", "memory_exceeded", "error", "skip")}
+    summary = {o["name"]: sum(r["outcome"] == o["name"] for r in results) for o in TABLES["outcomes"]}
     summary["total"] = len(results)
     if isinstance(args.json, str):
         Path(args.json).write_text(json.dumps({
@@ -293,8 +319,9 @@ def main(argv):
     print(f"distmetrics: {summary['pass']} passed, {summary['fail']} failed, {summary['hang']} "
           f"hang, {summary['crash']} crash, {summary['error']} error, {summary['skip']} skipped "
           f"in {time.monotonic() - start:.1f} s")
-    codes = {OUTCOME_EXIT[r["outcome"]] for r in results if r["outcome"] in OUTCOME_EXIT}
-    return next((c for c in PRIORITY if c in codes), EXIT_OK)
+    # The most severe outcome's code (harness/report.h: exit_code()).
+    worst = max((r["outcome"] for r in results if r["outcome"] in OUTCOME_EXIT), key=SEVERITY.get, default=None)
+    return OUTCOME_EXIT[worst] if worst else EXIT_OK
 
 
 if __name__ == "__main__":

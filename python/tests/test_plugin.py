@@ -62,7 +62,7 @@ def test_passing_items_leave_no_process_behind(project):
     project.scenario("core/accuracy", world_sizes=[1, 4])
     result = project.run("-v")
     result.assert_outcomes(passed=2)
-    result.stdout.fnmatch_lines(["*distmetrics variants: 2 pass, 0 fail, 0 skip"])
+    result.stdout.fnmatch_lines(["*distmetrics variants: 2 pass, 0 fail, 0 hang, 0 crash, 0 error, 0 skip"])
     runs = [p for p in project.processes() if p["role"] == "runner"]
     ranks = [p for p in project.processes() if p["role"] == "rank"]
     # One runner serves every item; it starts while collection lists, so the two may log in either order.
@@ -152,7 +152,7 @@ def test_a_rank_past_its_memory_limit_fails_the_item_naming_the_rank(project):
     out = result.stdout.str()
     assert ("core/greedy:gloo-ws2-even-cpu: MEMORY_EXCEEDED: rank 1 to blame: rank 1 went past "
             "its memory limit of 6.0 GiB") in out
-    result.stdout.fnmatch_lines(["*distmetrics variants: 1 pass, 0 fail, 1 memory_exceeded, 0 skip"])
+    result.stdout.fnmatch_lines(["*distmetrics variants: 1 pass, 0 fail, 0 hang, 0 crash, 1 memory_exceeded, 0 error, 0 skip"])
     project.assert_nothing_left()
 
 

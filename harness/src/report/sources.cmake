@@ -1,5 +1,5 @@
 # The report model, built from the verdicts, and its views (JSON, JUnit, console, Markdown, HTML),
-# shared by `run`, `conform` and `explore`.
+# shared by `run`, `conform` and `explore`; the tables other programs read (tables.cpp: `distmetrics tables`).
 list(APPEND DISTMETRICS_HARNESS_SOURCES
   src/report/report.cpp
   src/report/text.cpp
@@ -9,6 +9,7 @@ list(APPEND DISTMETRICS_HARNESS_SOURCES
   src/report/markdown.cpp
   src/report/html.cpp
   src/report/json.cpp
-  src/report/junit.cpp)
+  src/report/junit.cpp
+  src/report/tables.cpp)
 # Not in a unity batch (cmake/DistmetricsHelpers.cmake): each defines a file-local seconds_text().
 set_source_files_properties(src/report/report.cpp src/report/junit.cpp PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)

@@ -10,6 +10,7 @@ from typing import List, Optional
 
 import pytest
 
+from ..tables import TablesError, tables
 from .runner import RunnerError, find_runner
 
 GRACE = 120.0  # seconds past the budget: shrinking may take as long again, then the pools end
@@ -44,13 +45,16 @@ class ExploreItem(pytest.Item):
         self.metric = metric
         self.add_marker("distmetrics")
 
-    def command(self, summary: Path) -> List[str]:
+    def runner(self) -> List[str]:
         config = self.config
         try:
-            runner = find_runner(config.getoption("distmetrics_bin"), config.rootpath, config.invocation_params.dir)
+            return find_runner(config.getoption("distmetrics_bin"), config.rootpath, config.invocation_params.dir)
         except RunnerError as e:
             raise ExploreFailure(str(e))
-        command = runner + ["explore", "--metric", self.metric,
+
+    def command(self, summary: Path) -> List[str]:
+        config = self.config
+        command = self.runner() + ["explore", "--metric", self.metric,
                             "--budget", str(config.getoption("distmetrics_explore_budget")),
                             "--seed", str(config.getoption("distmetrics_explore_seed")),
                             "--json", str(summary), "--quiet"]
@@ -67,6 +71,11 @@ class ExploreItem(pytest.Item):
 
     def runtest(self) -> None:
         budget = self.config.getoption("distmetrics_explore_budget")
+        try:  # explore exits as a run does: the pass outcome's code, or the fail outcome's for findings
+            table = tables(self.runner())
+            ended = (table.exit_code(table.outcome("pass")), table.exit_code(table.outcome("fail")))
+        except TablesError as e:
+            raise ExploreFailure(str(e))
         with tempfile.TemporaryDirectory(prefix="distmetrics-explore-") as tmp:
             summary = Path(tmp) / "summary.json"
             try:
@@ -74,7 +83,7 @@ class ExploreItem(pytest.Item):
                                       timeout=2 * budget + GRACE)
             except subprocess.TimeoutExpired:
                 raise ExploreFailure("explore of %s did not end within %.0f s" % (self.metric, 2 * budget + GRACE))
-            if done.returncode not in (0, 1) or not summary.exists():
+            if done.returncode not in ended or not summary.exists():
                 raise ExploreFailure("explore of %s exited %d:\n%s%s" % (self.metric, done.returncode, done.stdout,
                                                                       done.stderr))
             report = json.loads(summary.read_text())

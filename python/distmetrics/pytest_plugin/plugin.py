@@ -14,17 +14,16 @@ from typing import Callable, Dict, List, Optional, Tuple
 import pytest
 
 from . import explore
+from ..tables import Tables, TablesError, tables
 from .processes import describe_returncode, run_with_timeout
-from .report import describe_variant, passed, read_variant
+from .report import describe_variant, read_variant
 from .runner import (RunnerError, Selection, Variant, find_runner, list_variants,
                      reproduce_command, run_command, serve_command)
 from .stream import StreamRunner
 
+# The markers the plugin gives; each backend of the runner's table is one too (backend_markers).
 MARKERS = {
     "distmetrics": "a distmetrics scenario variant",
-    "gloo": "a variant on the gloo backend",
-    "mpi": "a variant on the Open MPI backend (started under mpirun)",
-    "nccl": "a variant on the NCCL backend (needs GPUs)",
     "gpu": "a variant that needs GPUs",
     "slow": "a slow variant",
     "regression": "a variant that encodes a known historical bug",
@@ -45,7 +44,7 @@ def pytest_addoption(parser):
                     help="folder of scenario files (*.toml) to collect; repeatable. "
                          "Default: scenarios/ under the rootdir")
     group.addoption("--backend", metavar="B[,B..]",
-                    help="only variants on these backends (gloo, mpi, nccl)")
+                    help="only variants on these backends (the runner's: `distmetrics tables`)")
     group.addoption("--world-sizes", metavar="N[,N..]",
                     help="only variants at these world sizes, e.g. 1,2,4")
     group.addoption("--distmetrics-deadline", type=float, metavar="SECONDS",
@@ -75,10 +74,21 @@ def pytest_addoption(parser):
     explore.add_options(group)  # --distmetrics-explore (explore.py)
 
 
+def backend_markers(table: Tables) -> Dict[str, str]:
+    """{backend: its marker's line}, from the runner's backend table."""
+    return {name: f"a variant on the {name} backend: {b['description']}" for name, b in table.backends.items()}
+
+
 def pytest_configure(config):
     for name, text in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {text}")
-    config.pluginmanager.register(DistmetricsSession(config), DistmetricsSession.NAME)
+    session = DistmetricsSession(config)
+    config.pluginmanager.register(session, DistmetricsSession.NAME)
+    if config.option.markers:  # `pytest --markers` lists the backends' too; other runs register them as items are made
+        try:
+            session.register_markers(backend_markers(session.tables()))
+        except (RunnerError, TablesError):
+            pass
 
 
 def pytest_collect_file(file_path: Path, parent):
@@ -130,6 +140,30 @@ class DistmetricsSession:
         self._stream_dir: Optional[Path] = None
         self.leftovers: List[int] = []  # pids the last runner left behind at the end
         self.kept_log = False  # an item failed: keep the runner's folder for its log
+
+    def tables(self) -> Tables:
+        """The runner's tables (outcomes, exit codes, backends: `distmetrics tables --json`), read once."""
+        try:
+            return tables(self.runner())
+        except TablesError as error:
+            raise RunnerError(str(error)) from None
+
+    def outcome(self, name: str) -> str:
+        """An outcome the plugin gives itself (a hard timeout is a hang), checked against the table."""
+        try:
+            return self.tables().outcome(name)
+        except TablesError as error:
+            raise RunnerError(str(error)) from None
+
+    def register_markers(self, markers: Dict[str, str]) -> set:
+        """Registers each marker not registered yet (so that -m and --strict-markers work); returns
+        the names registered."""
+        registered = self.config.stash.setdefault(_REGISTERED_MARKERS, set(MARKERS))
+        for name, text in markers.items():
+            if name not in registered:
+                registered.add(name)
+                self.config.addinivalue_line("markers", f"{name}: {text}")
+        return registered
 
     # --- the long-lived runner ----------------------------------------------------------------
     def isolates(self, variant: Variant) -> bool:
@@ -222,6 +256,7 @@ class DistmetricsSession:
                                                       self.rootdir, self.allow_python)
                 for variant in self._listings[paths]:
                     variant.listed_from = paths[0]
+                self.register_markers(backend_markers(self.tables()))
             except RunnerError as error:
                 self._listings[paths] = error
         found = self._listings[paths]
@@ -267,7 +302,7 @@ class DistmetricsSession:
             if name == OUTCOME_PROPERTY and report.when == "call":
                 self.outcomes[value] += 1
         if report.when == "setup" and report.skipped and "distmetrics" in report.keywords:
-            self.outcomes["skip"] += 1
+            self.outcomes[self.outcome("skip")] += 1  # skipped by the listing
 
     def pytest_terminal_summary(self, terminalreporter):
         if self.leftovers:
@@ -276,9 +311,17 @@ class DistmetricsSession:
                 f"{self.leftovers}); they were ended", red=True)
         if not self.outcomes:
             return
-        # pass, fail and skip always; every other outcome (hang, crash, ...) when it occurred.
-        others = sorted(o for o in self.outcomes if o not in ("pass", "fail", "skip") and self.outcomes[o])
-        counts = ", ".join(f"{self.outcomes[o]} {o}" for o in ["pass", "fail", *others, "skip"])
+        # As the runner's last line: in the outcome table's order, those it counts even at 0, any
+        # other when it occurred (and one the table does not know last).
+        try:
+            table = self.tables()
+        except RunnerError as error:
+            terminalreporter.write_line(f"distmetrics variants: {dict(self.outcomes)} ({error})")
+            return
+        always = table.outcomes_counted_when_zero()
+        shown = [o for o in table.outcome_names if o in always or self.outcomes[o]]
+        shown += sorted(o for o in self.outcomes if o not in table.outcomes and self.outcomes[o])
+        counts = ", ".join(f"{self.outcomes[o]} {o}" for o in shown)
         terminalreporter.write_line(f"distmetrics variants: {counts}")
 
 
@@ -320,13 +363,12 @@ class VariantItem(pytest.Item):
         super().__init__(**kwargs)
         self.variant = variant
         markers = ["distmetrics", variant.backend, *variant.markers]
+        session = self._session()
         for name in dict.fromkeys(markers):
             if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
                 continue
-            registered = self.config.stash.setdefault(_REGISTERED_MARKERS, set(MARKERS))
-            if name not in registered:  # a scenario tag: registered once, so -m and --strict-markers work
-                registered.add(name)
-                self.config.addinivalue_line("markers", f"{name}: a distmetrics scenario tag")
+            # A backend the listing registered already (session._listing); any other is a scenario tag.
+            session.register_markers({name: "a distmetrics scenario tag"})
             self.add_marker(name)
         if variant.skip:
             self.add_marker(pytest.mark.skip(reason=variant.skip))
@@ -368,12 +410,13 @@ class VariantItem(pytest.Item):
             return VariantProblem("\n".join(lines))
 
         survivors = (f"; still alive after KILL: {run.survivors}" if run.survivors else "")
+        table = session.tables()
         if run.timed_out:
-            self.user_properties.append((OUTCOME_PROPERTY, "hang"))
+            self.user_properties.append((OUTCOME_PROPERTY, table.outcome("hang")))
             raise problem(f"HANG: no result within the item's hard timeout of {timeout:g} s; ended "
                           f"the runner and its ranks (pids {run.ended_pids}){survivors}")
         if run.unreadable:
-            self.user_properties.append((OUTCOME_PROPERTY, "error"))
+            self.user_properties.append((OUTCOME_PROPERTY, table.outcome("error")))
             raise problem(f"ERROR: the runner's report is unreadable: {run.unreadable}")
         entry = run.entry
         leftovers = ""
@@ -381,26 +424,26 @@ class VariantItem(pytest.Item):
             leftovers = (f"the runner exited but left processes running (pids "
                          f"{run.leftover_pids}); they were ended{survivors}")
         if entry is None:
-            self.user_properties.append((OUTCOME_PROPERTY, "error"))
+            self.user_properties.append((OUTCOME_PROPERTY, table.outcome("error")))
             raise problem(f"ERROR: the runner ({describe_returncode(run.returncode)}) wrote no "
                           f"report for this variant. {leftovers}".strip())
         outcome = str(entry.get("outcome"))
         self.user_properties.append((OUTCOME_PROPERTY, outcome))
         if leftovers:
             raise problem(f"LEFT PROCESSES BEHIND: {leftovers}", entry)
-        if outcome == "pass":
-            if run.returncode not in (0, None):
+        if not entry.get("outcome"):
+            raise problem("the runner's report gives this variant no outcome", entry)
+        if outcome == table.outcome("pass"):
+            if run.returncode not in (table.exit_code(outcome), None):
                 raise problem(f"the report says pass but the runner ended with "
                               f"{describe_returncode(run.returncode)}", entry)
             return
-        if outcome == "skip":
+        if outcome == table.outcome("skip"):
             # Placed at the scenario file (as a skip from the listing is), not at this line.
             raise pytest.skip.Exception(entry.get("reason") or "skipped by distmetrics",
                                         _use_item_location=True)
-        if not entry.get("outcome"):
-            raise problem("the runner's report gives this variant no outcome", entry)
         # Any other outcome did not pass; all but a failed property show the runner's output.
-        raise problem("", entry, tail=outcome != "fail")
+        raise problem("", entry, tail=outcome != table.outcome("fail"))
 
     def _run_streamed(self, session: "DistmetricsSession", timeout: float) -> "ItemRun":
         """Asks this process's long-lived runner (`distmetrics serve`) for the variant."""
@@ -418,7 +461,7 @@ class VariantItem(pytest.Item):
         elif answer.entry is not None and answer.entry.get("id") != variant.id:
             run.unreadable = f"it answered for {answer.entry.get('id')!r}"
             run.entry = None
-        if answer.entry is None or not passed(answer.entry.get("outcome")):
+        if answer.entry is None or not session.tables().passed(answer.entry.get("outcome")):
             session.kept_log = True
         state = ("ended" if answer.timed_out or answer.entry is None else "answered")
         run.runner_line = (f"runner: `distmetrics serve` (pid {runner.pid}) {state} after "
@@ -451,8 +494,9 @@ class VariantItem(pytest.Item):
                       leftover_pids=done.leftover_pids, log_tail=done.log_tail,
                       runner_line=(f"runner: {describe_returncode(done.returncode)} after "
                                    f"{done.seconds:.1f} s; log and report in {workdir}"))
-        if session.python and done.returncode == 2 and any(
-                text in done.log_tail(60) for text in ("has no metric", "no scenario under")):
+        table = session.tables()  # conform's "nothing to check here" (harness/tables.h) is a skip
+        if session.python and done.returncode == table.exit_code("bad_input") and any(
+                text in done.log_tail(60) for text in table.conform_nothing_to_check):
             raise pytest.skip.Exception(f"the Python source {session.python} provides no metric for "
                                         f"this scenario", _use_item_location=True)
         if not done.timed_out:

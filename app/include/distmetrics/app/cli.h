@@ -7,6 +7,7 @@
 //   distmetrics serve    [PATHS...] [--deadline SECONDS] [--rank-memory GIB]
 //   distmetrics conform  --plugin PATH [--metric NAME]... [PATHS...] [SELECTION] ...   (conform_command.h)
 //   distmetrics metrics  [--json] [--plugin PATH]
+//   distmetrics tables   [--json]                                          (harness/tables.h)
 //   SELECTION: [--backend B[,B..]] [--world-sizes 1,2,4] [--shard S[,S..]] [--placement P[,P..]]
 //              [--filter GLOB]...
 // The top layer: it parses flags and calls the harness and the plugin host; no checking or
