@@ -64,6 +64,24 @@ def test_the_census_counts_public_subclasses_once_where_defined(tmp_path):
     assert c.dispatchers == {"lib.task:Either": ["lib.a:Alpha", "lib.b.beta:Beta"]}
 
 
+def test_a_declared_collection_and_its_subclasses_are_listed_apart(tmp_path, monkeypatch):
+    _write(tmp_path, {
+        "lib/__init__.py": "__version__ = '1.0.0'\n",
+        "lib/metric.py": "class Metric:\n    pass\n",
+        "lib/a.py": "from lib.metric import Metric\nclass Alpha(Metric):\n    pass\n",
+        # A collection is no Metric (a ModuleDict in torchmetrics): found only because it is declared.
+        "lib/collections.py": "import torch\nclass Collection(torch.nn.ModuleDict):\n    pass\n",
+        "lib/share.py": "from lib.collections import Collection\nclass Shared(Collection):\n    pass\n"
+                        "class _Hidden(Collection):\n    pass\n",
+    })
+    monkeypatch.setitem(census.COLLECTIONS, "lib", ("lib.collections:Collection",))
+    c = census.of_package("lib", tmp_path / "lib", "lib.metric:Metric")
+    assert [m.qualified for m in c.metrics] == ["lib.a:Alpha"]
+    assert [m.qualified for m in c.collections] == ["lib.collections:Collection", "lib.share:Shared"]
+    monkeypatch.setitem(census.COLLECTIONS, "lib", ())
+    assert census.of_package("lib", tmp_path / "lib", "lib.metric:Metric").collections == []
+
+
 def _installed_or_skip():
     older = []
     for library in coverage.LIBRARIES:

@@ -70,3 +70,17 @@ def test_rows_count_a_row_that_ran_no_variant_as_not_run():
     assert "3 public classes, judged from this run: 1 checked (33%" in line and "1 not run" in line
     md = "\n".join(judged.markdown("torchmetrics", "1.0", table))
     assert "| `lib.mod:B` | not run | — | — | — | its row (Precision) ran in no variant of this run | — |" in md
+
+
+def test_collections_are_counted_apart_from_the_public_classes():
+    statuses = {"lib.mod:A": ("has a row", "`torchmetrics.A` (itself)")}
+    props = [("equal_to_single", "pass", "")]
+    recs = records(variant("A", 2, "even", "pass", props), variant("A", 3, "uneven", "pass", props),
+                   variant("Coll", 2, "even", "pass", props), variant("Coll", 3, "uneven", "pass", props))
+    table = judged.rows("torchmetrics", recs, statuses, ["lib.mod:Coll", "lib.mod:Other"])
+    assert [(q, s) for q, s, _, _ in table] == [("lib.mod:A", "checked"), ("lib.mod:Coll", "checked"),
+                                                ("lib.mod:Other", "not mapped")]
+    line = judged.summary_line("torchmetrics", "1.0", table)
+    assert "1 public classes, judged from this run: 1 checked (100%" in line
+    assert line.endswith("; collections: 1 of 2 checked (Coll, Other)")
+    assert "not in the census" not in "\n".join(judged.markdown("torchmetrics", "1.0", table))
