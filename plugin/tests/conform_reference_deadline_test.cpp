@@ -13,6 +13,8 @@
 #include "distmetrics/harness/scenario.h"
 #include "distmetrics/plugin/conform.h"
 #include "distmetrics/build_config.h"
+#include "distmetrics/runtime/comm.h"
+#include "distmetrics/runtime/task.h"
 #include "engine_broken_metrics.h"
 
 namespace dh = distmetrics::harness;
@@ -31,6 +33,46 @@ std::string explain(const dh::Verdict& v) {
   out << v.variant.id << ": " << to_string(v.outcome) << ": " << v.reason << "\n" << v.diagnosis << "\n";
   for (const auto& p : v.properties) out << "  " << p.name << " " << to_string(p.outcome) << ": " << p.message << "\n";
   return out.str();
+}
+
+// The helper worker keeps a scenario's single-process runs across its variants (issue 43): the
+// key is the metric, its parameters, the data and the input dtype, not the scenario's name or
+// plan, so the own rows' .ws2 file of a class shares the runs of its 3-rank file; the references
+// are the ones built afresh; other data drops what was kept.
+TEST(ConformReference, TheHelperKeepsSingleProcessRunsAcrossVariantsOfTheSameMetricAndData) {
+  dh::testing::register_broken_metrics();
+  auto loaded = dh::load_scenario(std::string(ENGINE_TEST_SCENARIOS) + "/broken/correct_mean.toml", "broken/correct_mean");
+  ASSERT_TRUE(loaded.scenario);
+  const dh::Scenario three = *loaded.scenario;
+  dh::Scenario two = three;  // what peers/scenarios.py writes beside it: another name, another plan
+  two.name += ".ws2";
+  two.world_sizes = {2};
+  const auto* task = dr::TaskRegistry::instance().find(distmetrics::plugin::kPluginReferenceTask);
+  ASSERT_NE(task, nullptr);
+  const auto comm = dr::make_single_process_communicator();
+  auto call = [&](const dh::Scenario& s, const std::string& shard, int world_size) {
+    const nlohmann::json params = {{"scenario", s.to_json()}, {"shard", shard}, {"world_size", world_size}, {"dtype", ""}};
+    dr::TaskContext ctx{0, 1, 0, *comm, params, s.name};
+    return (*task)(ctx);
+  };
+  const auto first = call(three, "uneven", 3);
+  const auto hits = first.at("memo").at("hits").get<std::size_t>();
+  const auto second = call(two, "even", 2);
+  EXPECT_GT(second.at("memo").at("hits").get<std::size_t>(), hits);  // the full data's run, at least
+  // Each the reference built without the memo, on its own plan.
+  for (const auto& [s, shard, ws, got] : {std::tuple{three, std::string("uneven"), 3, first},
+                                          std::tuple{two, std::string("even"), 2, second}}) {
+    const dh::Dataset data = dh::generate_data(s.data);
+    const auto plan = dh::plan_variant(s, data, shard, ws);
+    const auto fresh = dh::reference_to_json(dh::build_reference(s, data, plan.shards, plan.script));
+    EXPECT_EQ(got.at("full"), fresh.at("full"));
+    EXPECT_EQ(got.at("at_compute"), fresh.at("at_compute"));
+  }
+  dh::Scenario other = three;  // other data: nothing kept applies
+  other.data.seed += 1;
+  const auto third = call(other, "uneven", 3);
+  EXPECT_EQ(third.at("memo").at("hits").get<std::size_t>(), second.at("memo").at("hits").get<std::size_t>());
+  EXPECT_GT(third.at("memo").at("runs").get<std::size_t>(), second.at("memo").at("runs").get<std::size_t>());
 }
 
 #if DISTMETRICS_HAVE_GLOO
