@@ -33,7 +33,8 @@ LIBRARIES = {
 # defines (and their public subclasses) apart from the metric classes. Ignite's MetricsLambda and
 # MetricGroup are Metric subclasses (counted as metrics); torcheval's collections are functions of
 # its toolkit (sync_and_compute_collection over a dict of metrics), not classes.
-COLLECTIONS = {"torchmetrics": ("torchmetrics.collections:MetricCollection",), "ignite": (), "torcheval": ()}
+COLLECTIONS = {"torchmetrics": ("torchmetrics.collections:MetricCollection",), "ignite": (),
+               "torcheval": ("torcheval.metrics.toolkit:sync_and_compute_collection",)}
 # Module paths that hold no metric a user builds (a library's own tests and test helpers).
 SKIPPED_PARTS = ("tests", "test_utils", "testing")
 
@@ -233,8 +234,27 @@ def of_package(library: str, package_dir: Path, metric_base: str, dispatcher_bas
             continue
         metrics.append(info)
     metrics.sort(key=lambda i: (i.module, i.name))
+    for q in sorted(declared - {c.qualified for c in collections}):  # a declared function (torcheval's toolkit)
+        function = _function(package_dir, root, q)
+        if function is not None:
+            collections.append(function)
     collections.sort(key=lambda i: (i.module, i.name))
     return Census(library, package, version, str(package_dir), metrics, dict(sorted(dispatchers.items())), collections)
+
+
+def _function(package_dir: Path, root: Path, qualified: str) -> Optional[ClassInfo]:
+    """A public top-level function "module:name" of the package's source (a collection that is a
+    function), as a ClassInfo without bases; None where the module or the function is not there."""
+    module, _, name = qualified.partition(":")
+    relative = Path(*module.split("."))
+    for path in (root / relative.with_suffix(".py"), root / relative / "__init__.py"):
+        if not path.exists() or not path.is_relative_to(package_dir):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef) and node.name == name and not name.startswith("_"):
+                return ClassInfo(module, name, str(path), node.lineno, [])
+    return None
 
 
 def defined(library: str):

@@ -211,6 +211,44 @@ OWN += [Own("torcheval.metrics.audio.fad:FrechetAudioDistance", "audio",
 
 # Classes that cannot run here, and why (docs/peers.md's coverage lists them).
 NOT_RUNNABLE = []
+# torcheval's collections are its toolkit's functions over a dict of metrics, not a class
+# (peers/census.py, COLLECTIONS): one object drives Sum, Mean and Max as a training loop would,
+# update() to each, compute() through toolkit.sync_and_compute_collection (one sync for the
+# dict: get_synced_metric_collection), state_dict() per metric.
+class ToolkitCollection:
+    def __init__(self, sync_and_compute_collection):
+        from torcheval.metrics import Max, Mean, Sum
+
+        self._compute = sync_and_compute_collection
+        self.metrics = {"sum": Sum(), "mean": Mean(), "max": Max()}
+
+    def update(self, input, target=None):
+        for metric in self.metrics.values():
+            metric.update(input)
+        return self
+
+    def compute(self):
+        return self._compute(self.metrics)
+
+    def reset(self):
+        for metric in self.metrics.values():
+            metric.reset()
+        return self
+
+    def state_dict(self):
+        return {key: metric.state_dict() for key, metric in self.metrics.items()}
+
+    def load_state_dict(self, state):
+        for key, metric in self.metrics.items():
+            metric.load_state_dict(state[key])
+
+
+OWN += [Own("torcheval.metrics.toolkit:sync_and_compute_collection", "values", adapter="torchmetrics",
+            build=lambda fn, kwargs: ToolkitCollection(fn, **kwargs), conventions=REJECTS_EMPTY,
+            name="torcheval.sync_and_compute_collection",
+            note="Sum, Mean and Max in one dict: update() to each, compute() through the toolkit's "
+                 "sync_and_compute_collection (Max rejects an empty batch)")]
+
 OWNED = register_own(OWN, "torcheval", since="0.0.7")  # triaged on 0.0.7: older releases run none
 # The release the report names (its source's version): peers/expected.py picks the expected
 # findings by it and by the torch version.

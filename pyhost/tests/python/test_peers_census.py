@@ -73,11 +73,15 @@ def test_a_declared_collection_and_its_subclasses_are_listed_apart(tmp_path, mon
         "lib/collections.py": "import torch\nclass Collection(torch.nn.ModuleDict):\n    pass\n",
         "lib/share.py": "from lib.collections import Collection\nclass Shared(Collection):\n    pass\n"
                         "class _Hidden(Collection):\n    pass\n",
+        # A collection that is a function (torcheval's toolkit), and one the release lacks.
+        "lib/toolkit.py": "def collect(metrics):\n    return metrics\n",
     })
-    monkeypatch.setitem(census.COLLECTIONS, "lib", ("lib.collections:Collection",))
+    monkeypatch.setitem(census.COLLECTIONS, "lib", ("lib.collections:Collection", "lib.toolkit:collect",
+                                                    "lib.toolkit:gone"))
     c = census.of_package("lib", tmp_path / "lib", "lib.metric:Metric")
     assert [m.qualified for m in c.metrics] == ["lib.a:Alpha"]
-    assert [m.qualified for m in c.collections] == ["lib.collections:Collection", "lib.share:Shared"]
+    assert [m.qualified for m in c.collections] == ["lib.collections:Collection", "lib.share:Shared", "lib.toolkit:collect"]
+    assert c.collections[-1].line == 1
     monkeypatch.setitem(census.COLLECTIONS, "lib", ())
     assert census.of_package("lib", tmp_path / "lib", "lib.metric:Metric").collections == []
 
