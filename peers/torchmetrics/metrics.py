@@ -661,7 +661,9 @@ NOT_RUNNABLE = [
                 "LPIPS with downloaded weights"),
     NotRunnable("torchmetrics.audio.pesq:PerceptualEvaluationSpeechQuality",
                 "needs pesq (audio/pesq.py:106-107), which PyPI has only as a source distribution (pesq 0.0.4, "
-                "a C extension built at install, no wheel): not installed"),
+                "a C extension built at install, no wheel), and that does not build here: `pip wheel pesq==0.0.4` "
+                "(6 December) fails in numpy 1.26's numpy.distutils, which imports distutils.msvccompiler, gone "
+                "from the setuptools this Python builds with; it would need a pesq wheel built elsewhere"),
     NotRunnable("torchmetrics.aggregation:BaseAggregator",
                 "base of SumMetric, MaxMetric, MinMetric, CatMetric and MeanMetric: its update() does nothing "
                 "(aggregation.py:110-111, 'Overwrite in child class'); every subclass has its row"),
