@@ -214,7 +214,7 @@ NOT_RUNNABLE = []
 # torcheval's collections are its toolkit's functions over a dict of metrics, not a class
 # (peers/census.py, COLLECTIONS): one object drives Sum, Mean and Max as a training loop would,
 # update() to each, compute() through toolkit.sync_and_compute_collection (one sync for the
-# dict: get_synced_metric_collection), state_dict() per metric.
+# dict: get_synced_metric_collection), state_dict() and merge_state() per metric.
 class ToolkitCollection:
     def __init__(self, sync_and_compute_collection):
         from torcheval.metrics import Max, Mean, Sum
@@ -241,6 +241,12 @@ class ToolkitCollection:
     def load_state_dict(self, state):
         for key, metric in self.metrics.items():
             metric.load_state_dict(state[key])
+
+    def merge_state(self, other):
+        """Each metric's own merge_state (torcheval's: a list of metrics) with the other collection's."""
+        for key, metric in self.metrics.items():
+            metric.merge_state([other.metrics[key]])
+        return self
 
 
 OWN += [Own("torcheval.metrics.toolkit:sync_and_compute_collection", "values", adapter="torchmetrics",
