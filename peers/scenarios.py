@@ -35,7 +35,7 @@ def load(library):
 def write(out, libraries=LIBRARIES):
     """Writes every library's files under OUT/scenarios/<library>/ (each folder made afresh);
     returns the number of files."""
-    from distmetrics.peers import OWN_PLAN, OWN_PLAN_AFTER_KNOWN_DEATH, OWN_SHARDS, own_scenario
+    from distmetrics.peers import OWN_PLAN, OWN_PLAN_AFTER_KNOWN_DEATH, OWN_PLAN_EQUAL_UPDATES, OWN_SHARDS, own_scenario
 
     count = 0
     for library in libraries:
@@ -52,8 +52,10 @@ def write(out, libraries=LIBRARIES):
             scenario = f"{library}/{stem}"
             if dying(scenario, [f"{scenario}:gloo-ws3-{shard}-cpu" for shard in (row.shards or OWN_SHARDS)], row.name):
                 plan.append(OWN_PLAN_AFTER_KNOWN_DEATH)
-            for suffix, world_sizes, shards in plan:
-                (folder / f"{stem}{suffix}.toml").write_text(own_scenario(row, library, world_sizes, shards))
+                if dying(scenario + ".ws2", [f"{scenario}.ws2:gloo-ws2-even-cpu"], row.name):
+                    plan.append(OWN_PLAN_EQUAL_UPDATES)
+            for suffix, world_sizes, shards, *rest in plan:
+                (folder / f"{stem}{suffix}.toml").write_text(own_scenario(row, library, world_sizes, shards, *rest))
                 count += 1
     return count
 
