@@ -142,7 +142,15 @@ def test_a_class_checked_against_itself_gets_a_scenario_of_its_own(tmp_path):
     assert (even["variants"]["world_sizes"], even["variants"]["shards"]) == ([2], ["even"])
     assert (even["data"], even["properties"], even["metric"]) == (sum_file["data"], sum_file["properties"], sum_file["metric"])
     ws4 = sorted(p.name for p in (tmp_path / "scenarios" / "torcheval").glob("*.ws4.toml"))
-    assert len(list((tmp_path / "scenarios" / "torcheval").glob("*.ws2.toml"))) * 2 + len(ws4) == count
+    equal = sorted(p.name for p in (tmp_path / "scenarios" / "torcheval").glob("*.equal.toml"))
+    assert len(list((tmp_path / "scenarios" / "torcheval").glob("*.ws2.toml"))) * 2 + len(ws4) + len(equal) == count
+    # Every rank the same updates only where the 2-rank even variant dies too (Perplexity's padding
+    # batch): 48 samples at 2, 3 and 4 ranks, even, the default script without its one-rank empty update.
+    assert "Perplexity.equal.toml" in equal and "Sum.equal.toml" not in equal and set(equal) <= {
+        name.replace(".ws4", ".equal") for name in ws4}
+    same = tomllib.loads((tmp_path / "scenarios" / "torcheval" / "Perplexity.equal.toml").read_text())
+    assert (same["variants"]["world_sizes"], same["variants"]["shards"], same["data"]["num_samples"]) == ([2, 3, 4], ["even"], 48)
+    assert "update empty ranks=0" not in same["script"] and "update empty" in same["script"]
     # An even split at 4 ranks only where every 3-rank variant dies on a known mechanism (from
     # expected.toml): torcheval's Perplexity does (a padding-only batch raises), Sum does not.
     assert "Perplexity.ws4.toml" in ws4 and "Sum.ws4.toml" not in ws4
