@@ -148,7 +148,8 @@ function(_distmetrics_check_foreign_gloo_headers)
   endif()
   find_library(_torch_cpu torch_cpu PATHS "${TORCH_INSTALL_PREFIX}/lib" NO_DEFAULT_PATH NO_CACHE)
   find_library(_c10 c10 PATHS "${TORCH_INSTALL_PREFIX}/lib" NO_DEFAULT_PATH NO_CACHE)
-  set(_key "${Torch_DIR};${Torch_VERSION};${_system_gloo}")
+  file(SHA256 "${PROJECT_SOURCE_DIR}/cmake/checks/gloo_foreign_headers.cpp" _check_hash)
+  set(_key "${Torch_DIR};${Torch_VERSION};${_system_gloo};${_check_hash}")  # a changed check runs again
   if(NOT "${_DISTMETRICS_GLOO_FOREIGN_KEY}" STREQUAL "${_key}")
     separate_arguments(_abi UNIX_COMMAND "${TORCH_CXX_FLAGS}")
     try_run(_run_rc _compiled "${CMAKE_BINARY_DIR}/CMakeFiles/gloo_foreign_headers"

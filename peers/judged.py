@@ -168,9 +168,8 @@ COLLECTION_TEXT = "a collection of metrics (not a Metric subclass: peers/census.
 
 
 def rows(library, records, statuses, collections=()):
-    """[(class, status, detail, record or None)] for every public class of the census, then its
-    collections (`collections`: their "module:Class"), whose detail says so: they are counted
-    apart from the metric classes."""
+    """[(class, status, detail, record or None)] for every public class of the census; a row's
+    class that is one of its `collections` ("module:Class") is left to collection_rows()."""
     out = []
     for q, (state, text) in statuses.items():
         record = records.get(q)
@@ -183,6 +182,12 @@ def rows(library, records, statuses, collections=()):
     for q, record in records.items():  # a class a row names that the census does not list
         if q not in statuses and q not in collections:
             out.append((q, record.status(), "not in the census (a private or renamed class?)", record))
+    return out
+
+
+def collection_rows(records, collections):
+    """The same rows for the census's collections, counted apart from its metric classes."""
+    out = []
     for q in collections:
         record = records.get(q)
         if record is not None and record.variants:
@@ -195,9 +200,7 @@ def rows(library, records, statuses, collections=()):
 STATES = ("checked", "partly checked", "not run", "not runnable here", "not mapped")
 
 
-def summary_line(library, version, table):
-    classes = [t for t in table if not t[2].startswith(COLLECTION_TEXT)]
-    collections = [t for t in table if t[2].startswith(COLLECTION_TEXT)]
+def summary_line(library, version, classes, collections=()):
     counts = {s: sum(1 for _, st, _, _ in classes if st == s) for s in STATES}
     public = len(classes)
     share = 100.0 * counts["checked"] / public if public else 0.0
@@ -211,8 +214,9 @@ def summary_line(library, version, table):
     return line
 
 
-def markdown(library, version, table):
-    lines = [f"### {LIBRARIES[library]} {version}", "", summary_line(library, version, table), "",
+def markdown(library, version, classes, collections=()):
+    table = [*classes, *collections]
+    lines = [f"### {LIBRARIES[library]} {version}", "", summary_line(library, version, classes, collections), "",
              "| class | status | variants (seconds) | judged at ws2 | judged at ws3+ | not judged (property: reason) | not applicable |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
     for q, state, detail, record in table:
@@ -268,10 +272,12 @@ def main(argv=None):
     md, data, summaries = [], {}, []
     for library in libraries:
         census, statuses = coverage.status(library, coverage.load(library))
-        table = rows(library, records[library], statuses, [c.qualified for c in census.collections])
-        summaries.append(summary_line(library, census.version, table))
-        md += markdown(library, census.version, table) + [""]
-        data[library] = {"version": census.version, "classes": as_json(table)}
+        collections = [c.qualified for c in census.collections]
+        table = rows(library, records[library], statuses, collections)
+        apart = collection_rows(records[library], collections)
+        summaries.append(summary_line(library, census.version, table, apart))
+        md += markdown(library, census.version, table, apart) + [""]
+        data[library] = {"version": census.version, "classes": as_json(table + apart)}
     if args.markdown:
         Path(args.markdown).write_text("\n".join(md) + "\n")
     if args.json:

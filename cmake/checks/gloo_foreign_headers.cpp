@@ -13,7 +13,9 @@
 
 #include <ATen/ATen.h>
 
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <thread>
 
 namespace {
@@ -45,7 +47,15 @@ bool rank_main(const c10::intrusive_ptr<c10d::Store>& store, int rank) {
 }  // namespace
 
 int main() {
+  // The configure waits for this program: a rendezvous or collective that never completes must
+  // not hold it. The store's waits and the group's ops are bounded (20 s); the whole, at 60 s.
+  std::thread([] {
+    std::this_thread::sleep_for(std::chrono::seconds(60));
+    std::fprintf(stderr, "gloo group from foreign headers: no answer within 60 s (a hang): not used\n");
+    std::_Exit(3);
+  }).detach();
   auto store = c10::make_intrusive<c10d::HashStore>();
+  store->setTimeout(std::chrono::milliseconds(20000));
   bool ok[2] = {false, false};
   std::thread peer([&] { ok[1] = rank_main(store, 1); });
   ok[0] = rank_main(store, 0);

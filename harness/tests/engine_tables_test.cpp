@@ -411,6 +411,7 @@ TEST(TablesTest, TheTablesJsonHoldsExactlyTheTables) {
   Scenario plain;
   for (const auto& text : default_script_text()) plain.script.push_back(parse_step(text));
   EXPECT_EQ(t.at("default_properties").get<std::vector<std::string>>(), default_properties(plain, roles_in(plain.script)));
+  EXPECT_EQ(t.at("default_script").get<std::vector<std::string>>(), default_script_text());
   EXPECT_EQ(names(t.at("backends")), runtime::backend_names());
   for (const auto& b : t.at("backends"))
     EXPECT_EQ(b.at("default").get<bool>(), runtime::find_backend(b.at("name").get<std::string>())->default_variant);

@@ -711,15 +711,11 @@ def _binary_trio():
 
 
 OWN += [
-    Own("torchmetrics.collections:MetricCollection", BIN, dict(compute_groups=True), adapter="torchmetrics",
+    Own("torchmetrics.collections:MetricCollection", BIN, dict(compute_groups=groups), adapter="torchmetrics",
         build=lambda cls, kw: cls(_binary_trio(), **kw), conventions=REJECTS_EMPTY,
-        name="torchmetrics.MetricCollection_compute_groups",
-        note="BinaryAccuracy, BinaryPrecision, BinaryRecall; compute groups on (one shared state)"),
-    Own("torchmetrics.collections:MetricCollection", BIN, dict(compute_groups=False), adapter="torchmetrics",
-        build=lambda cls, kw: cls(_binary_trio(), **kw), conventions=REJECTS_EMPTY,
-        name="torchmetrics.MetricCollection_no_groups",
-        note="BinaryAccuracy, BinaryPrecision, BinaryRecall; compute groups off (a state each)"),
-]
+        name=f"torchmetrics.MetricCollection_{suffix}", note=f"BinaryAccuracy, BinaryPrecision, BinaryRecall; {how}")
+    for groups, suffix, how in ((True, "compute_groups", "compute groups on (one shared state)"),
+                                (False, "no_groups", "compute groups off (a state each)"))]
 
 OWNED = register_own(OWN, "torchmetrics", since="1.9.0")  # triaged on 1.9.0: older releases run none
 # The release the report names (its source's version): peers/expected.py picks the expected

@@ -535,12 +535,11 @@ OWN_PLAN_AFTER_KNOWN_DEATH = (".ws4", (4,), ("even",))
 # Where the 2-rank even split dies on a known mechanism too (most of them count-sensitive: list
 # states gathered one update at a time, a rank with one update more than its peers), a plan where
 # every rank makes the same number of updates: 48 samples in batches of 4 (12 batches: 6, 4 and 3
-# a rank at 2, 3 and 4 ranks, even), and the default script without its one-rank empty update
-# ("update empty ranks=0"; the empty update of every rank stays), so the class's other properties
-# are judged on every world size (peers/scenarios.py decides it from the expected findings).
-EQUAL_UPDATES_SCRIPT = ("update 50%", "compute", "compute", "update rest", "update empty", "compute", "reset",
-                        "replay", "compute")
-OWN_PLAN_EQUAL_UPDATES = (".equal", (2, 3, 4), ("even",), dict(num_samples=48, batch_size=4), EQUAL_UPDATES_SCRIPT)
+# a rank at 2, 3 and 4 ranks, even), and the runner's default script without its one-rank empty
+# update ("update empty ranks=0"; the empty update of every rank stays), so the class's other
+# properties are judged on every world size (peers/scenarios.py decides it from the expected
+# findings). The entry's last field: the default script's steps it leaves out.
+OWN_PLAN_EQUAL_UPDATES = (".equal", (2, 3, 4), ("even",), dict(num_samples=48, batch_size=4), ("update empty ranks=0",))
 
 
 def channel_statistics(probabilities=False):
@@ -864,11 +863,12 @@ def register_own(rows, library, since=None):
     return out
 
 
-def own_scenario(row, library, world_sizes=OWN_WORLD_SIZES, shards=None, data_sizes=None, script=None):
+def own_scenario(row, library, world_sizes=OWN_WORLD_SIZES, shards=None, data_sizes=None, left_out=()):
     """The scenario file (TOML text) that checks `row` against itself: its shape's data, the
     default script, every property that needs no independent value; at `world_sizes` with
     `shards` (default: the row's own shards, else OWN_SHARDS). `data_sizes` (num_samples,
-    batch_size) and `script` replace the defaults (a plan entry's: OWN_PLAN_EQUAL_UPDATES)."""
+    batch_size) replace the defaults, and the steps `left_out` of the runner's default script are
+    left out of it (a plan entry's: OWN_PLAN_EQUAL_UPDATES)."""
     import zlib
 
     data = dict(SHAPE_DEFAULTS, **SHAPES[row.shape])
@@ -903,8 +903,13 @@ def own_scenario(row, library, world_sizes=OWN_WORLD_SIZES, shards=None, data_si
     if row.only:
         defaults, properties = [], list(row.only)
     lines.insert(lines.index("[metric]"), f"properties = {_toml(defaults + properties)}")
-    if script:
-        lines.insert(lines.index("[metric]"), f"script = {_toml(list(script))}")
+    if left_out:
+        missing = [step for step in left_out if step not in tables().default_script]
+        if missing:
+            raise PeerSetupError(f"{row.where}: the plan leaves out {missing} of the default script, which the "
+                                 f"runner's default script ({tables().default_script}) does not have")
+        script = [step for step in tables().default_script if step not in left_out]
+        lines.insert(lines.index("[metric]"), f"script = {_toml(script)}")
     lines.insert(lines.index("[metric]"), "")
     return "\n".join(lines) + "\n"
 

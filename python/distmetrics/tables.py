@@ -44,6 +44,7 @@ class Tables:
         self.outcomes: Dict[str, Dict[str, Any]] = {o["name"]: o for o in raw["outcomes"]}
         self.properties: Dict[str, Dict[str, Any]] = {p["name"]: p for p in raw["properties"]}
         self.default_properties: List[str] = list(raw["default_properties"])
+        self.default_script: List[str] = list(raw["default_script"])  # what a scenario without one runs
         self.backends: Dict[str, Dict[str, Any]] = {b["name"]: b for b in raw["backends"]}
         self.shard_policies: Dict[str, Dict[str, Any]] = {s["name"]: s for s in raw["shard_policies"]}
         self.placements: Dict[str, Dict[str, Any]] = {p["name"]: p for p in raw["placements"]}

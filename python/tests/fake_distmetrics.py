@@ -40,6 +40,7 @@ TABLES = {
                   "counted_when_zero": counted} for name, code, severity, counted in _OUTCOMES],
     "properties": [{"name": "equal_to_single"}, {"name": "idempotent"}, {"name": "no_hang"}],
     "default_properties": ["equal_to_single", "idempotent"],
+    "default_script": ["update 50%", "compute", "update rest", "compute"],
     "backends": [
         {"name": "gloo", "description": "c10d ProcessGroupGloo: collectives on the CPU, or on CUDA tensors"},
         {"name": "mpi", "description": "Open MPI directly (a duplicate of MPI_COMM_WORLD): CPU collectives; "

@@ -120,6 +120,9 @@ json tables_json() {
           {"outcomes", outcomes_json()},
           {"properties", properties_json()},
           {"default_properties", default_properties_json()},
+          // The script a scenario without one runs (script.cpp): what a plan that changes one step
+          // of it (the peers' equal-updates plan) starts from.
+          {"default_script", default_script_text(Scenario{}.single_process)},
           {"backends", backends_json()},
           {"shard_policies", shard_policies_json()},
           {"placements", placements_json()},

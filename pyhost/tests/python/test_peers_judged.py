@@ -77,10 +77,13 @@ def test_collections_are_counted_apart_from_the_public_classes():
     props = [("equal_to_single", "pass", "")]
     recs = records(variant("A", 2, "even", "pass", props), variant("A", 3, "uneven", "pass", props),
                    variant("Coll", 2, "even", "pass", props), variant("Coll", 3, "uneven", "pass", props))
-    table = judged.rows("torchmetrics", recs, statuses, ["lib.mod:Coll", "lib.mod:Other"])
-    assert [(q, s) for q, s, _, _ in table] == [("lib.mod:A", "checked"), ("lib.mod:Coll", "checked"),
-                                                ("lib.mod:Other", "not mapped")]
-    line = judged.summary_line("torchmetrics", "1.0", table)
+    collections = ["lib.mod:Coll", "lib.mod:Other"]
+    table = judged.rows("torchmetrics", recs, statuses, collections)
+    apart = judged.collection_rows(recs, collections)
+    assert [(q, s) for q, s, _, _ in table] == [("lib.mod:A", "checked")]
+    assert [(q, s) for q, s, _, _ in apart] == [("lib.mod:Coll", "checked"), ("lib.mod:Other", "not mapped")]
+    line = judged.summary_line("torchmetrics", "1.0", table, apart)
     assert "1 public classes, judged from this run: 1 checked (100%" in line
     assert line.endswith("; collections: 1 of 2 checked (Coll, Other)")
-    assert "not in the census" not in "\n".join(judged.markdown("torchmetrics", "1.0", table))
+    md = "\n".join(judged.markdown("torchmetrics", "1.0", table, apart))
+    assert "not in the census" not in md and "| `lib.mod:Coll` | checked |" in md
