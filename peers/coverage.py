@@ -113,16 +113,18 @@ def table(library):
         lines.append(f"- {none.reference}: {none.why}")
     own = list(getattr(module, "OWNED", {}).values())
     if own:
-        from distmetrics.peers import OWN_PLAN, OWN_PLAN_AFTER_KNOWN_DEATH, OWN_PLAN_EQUAL_UPDATES, OWN_SHARDS
+        from distmetrics.peers import OWN_PLAN, OWN_PLAN_EQUAL_UPDATES, OWN_PLAN_LOGITS, OWN_SHARDS
 
         plan = "; ".join(f"world size {', '.join(map(str, sizes))}: {', '.join(shards or OWN_SHARDS)}"
-                         f"{'' if shards else ' (or the row own shards)'}" for _, sizes, shards in OWN_PLAN)
-        _, sizes, shards = OWN_PLAN_AFTER_KNOWN_DEATH
-        plan += (f"; world size {', '.join(map(str, sizes))}: {', '.join(shards)} where every 3-rank variant dies on "
-                 f"a mechanism expected.toml knows")
+                         f"{'' if shards else ' (skewed left out for text and detection samples; or the row own shards)'}"
+                         for _, sizes, shards in OWN_PLAN)
+        _, sizes, shards, data = OWN_PLAN_LOGITS
+        plan += (f"; Binary and Multilabel classes fed logits too (world size {', '.join(map(str, sizes))}: "
+                 f"{', '.join(shards)})")
         _, sizes, shards, data_sizes, _ = OWN_PLAN_EQUAL_UPDATES
-        plan += (f"; and where the 2-rank even one dies too, world size {', '.join(map(str, sizes))}: "
-                 f"{', '.join(shards)}, {data_sizes['num_samples']} samples, every rank the same updates")
+        plan += (f"; and where the 2-rank and 4-rank even splits die on a mechanism expected.toml knows, world size "
+                 f"{', '.join(map(str, sizes))}: {', '.join(shards)}, {data_sizes['num_samples']} samples, every rank "
+                 f"the same updates")
         lines += ["", f"{len(own)} classes checked against themselves (`Own` rows: generated scenarios; {plan}):", "",
                   "| registered as | shape | constructor | inputs | conventions | independent reference | note |",
                   "| --- | --- | --- | --- | --- | --- | --- |"]

@@ -1,7 +1,9 @@
 """Writes the scenario files of the classes checked against themselves (the `OWN` rows of
 peers/<library>/metrics.py, python/distmetrics/peers.py `Own`): one file per class and entry of
-its variant plan (`OWN_PLAN`), OUT/scenarios/<library>/<Class>.toml (3 ranks) and
-<Class>.ws2.toml (2 ranks, an even split), read by `distmetrics conform` like any scenario file
+its variant plan (`OWN_PLAN`), OUT/scenarios/<library>/<Class>.toml (3 ranks),
+<Class>.ws2.toml (2 ranks, an even split), <Class>.ws4.toml (4 ranks, even and the sampler's
+deal), <Class>.logits.toml (Binary and Multilabel classes fed logits) and, where the even splits
+die on a known mechanism, <Class>.equal.toml (every rank the same updates), read by `distmetrics conform` like any scenario file
 (ci/run_peers.sh passes OUT/scenarios beside scenarios/). Run with the libraries importable (the
 torch 2.x venv's python, or Debian's with the peers venv).
 
@@ -35,7 +37,7 @@ def load(library):
 def write(out, libraries=LIBRARIES):
     """Writes every library's files under OUT/scenarios/<library>/ (each folder made afresh);
     returns the number of files."""
-    from distmetrics.peers import OWN_PLAN, OWN_PLAN_AFTER_KNOWN_DEATH, OWN_PLAN_EQUAL_UPDATES, OWN_SHARDS, own_scenario
+    from distmetrics.peers import OWN_PLAN, OWN_PLAN_EQUAL_UPDATES, OWN_PLAN_LOGITS, own_scenario, takes_logits
 
     count = 0
     for library in libraries:
@@ -49,11 +51,14 @@ def write(out, libraries=LIBRARIES):
         for row in getattr(module, "OWNED", {}).values():
             stem = row.name.split(".", 1)[1].replace("[", "_").replace("]", "")
             plan = list(OWN_PLAN)
+            if takes_logits(row):
+                plan.append(OWN_PLAN_LOGITS)
             scenario = f"{library}/{stem}"
-            if dying(scenario, [f"{scenario}:gloo-ws3-{shard}-cpu" for shard in (row.shards or OWN_SHARDS)], row.name):
-                plan.append(OWN_PLAN_AFTER_KNOWN_DEATH)
-                if dying(scenario + ".ws2", [f"{scenario}.ws2:gloo-ws2-even-cpu"], row.name):
-                    plan.append(OWN_PLAN_EQUAL_UPDATES)
+            # Where the 2-rank and the 4-rank even splits both die on a known mechanism (expected.toml),
+            # the plan where every rank makes the same updates.
+            if dying(scenario + ".ws2", [f"{scenario}.ws2:gloo-ws2-even-cpu"], row.name) and \
+                    dying(scenario + ".ws4", [f"{scenario}.ws4:gloo-ws4-even-cpu"], row.name):
+                plan.append(OWN_PLAN_EQUAL_UPDATES)
             for suffix, world_sizes, shards, *rest in plan:
                 (folder / f"{stem}{suffix}.toml").write_text(own_scenario(row, library, world_sizes, shards, *rest))
                 count += 1

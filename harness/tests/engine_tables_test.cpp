@@ -417,6 +417,10 @@ TEST(TablesTest, TheTablesJsonHoldsExactlyTheTables) {
     EXPECT_EQ(b.at("default").get<bool>(), runtime::find_backend(b.at("name").get<std::string>())->default_variant);
   EXPECT_EQ(names(t.at("shard_policies")), shard_policy_names());
   EXPECT_EQ(names(t.at("placements")), placement_names());
+  EXPECT_EQ(names(t.at("generators")), generator_names());
+  for (const auto& g : t.at("generators"))  // text and detection carry strings and dicts, the rest tensors
+    EXPECT_EQ(g.at("structured").get<bool>(), find_generator(g.at("name").get<std::string>())->carrier ==
+                                                   DataCarrier::Structured);
   EXPECT_EQ(names(t.at("reference_metrics")), metrics::MetricRegistry::reference().names());
   for (const auto& m : t.at("reference_metrics")) {
     const auto* spec = metrics::MetricRegistry::reference().find(m.at("name").get<std::string>());

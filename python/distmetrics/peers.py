@@ -513,32 +513,30 @@ def retrieval_update(metric, input, target, weight):
         raise Unsupported(f"{type(metric).__name__}.update takes no per-sample weight: weighted variants are skipped")
     metric.update(input, target[:, 0], indexes=target[:, 1])
 SHAPE_DEFAULTS = dict(num_samples=40, batch_size=4)
-# The shard policies and world size every class runs: a random split (unequal shards, which
-# also shows whatever an even split shows) and a rank with no data (the sync of empty and
-# default states), at 3 ranks (a first, a middle and a last rank; an odd split).
-OWN_SHARDS = ("uneven", "empty_rank")
+# The shard policies every class runs at 3 ranks (a first, a middle and a last rank; an odd
+# split): a random split (unequal shards), a rank with no data (the sync of empty and default
+# states), a label-skewed split (each rank sees a few labels only: per-rank statistics, a class
+# count a rank never sees) and whole batches dealt in turn (every rank's samples out of global
+# order). `skewed` is left out for structured samples (text, detection: no label to order by, so
+# it would split as `even`; `distmetrics tables --json`'s generators say which).
+OWN_SHARDS = ("uneven", "empty_rank", "skewed", "round_robin")
 OWN_WORLD_SIZES = (3,)
 # The variant plan of a class checked against itself: one scenario file per entry, (the file's
 # suffix, world sizes, shard policies; None: the row's own `shards`, else OWN_SHARDS). Beside the
-# 3-rank variants, an even split at 2 ranks: every rank has data there, so a class whose 3-rank
-# variants die on a mechanism of the empty or short rank (the compute cache of a rank without
-# updates, a placeholder of the wrong dtype) still has every property judged at a world size of
-# its own (a class counts as checked when each property was judged at 2 and at 3 or more ranks:
-# peers/judged.py).
-OWN_PLAN = (("", OWN_WORLD_SIZES, None), (".ws2", (2,), ("even",)))
-# Where every 3-rank variant of a class dies on a mechanism already known for it (expected.toml:
-# a hang, crash or error, most of them from ranks with different numbers of batches or a rank with
-# none), an even split at 4 ranks too: 40 samples in batches of 4 give every rank 3 batches, so
-# its other properties are judged at a world size of 3 or more (peers/scenarios.py decides it
-# from the expected findings, not by hand).
-OWN_PLAN_AFTER_KNOWN_DEATH = (".ws4", (4,), ("even",))
-# Where the 2-rank even split dies on a known mechanism too (most of them count-sensitive: list
-# states gathered one update at a time, a rank with one update more than its peers), a plan where
-# every rank makes the same number of updates: 48 samples in batches of 4 (12 batches: 6, 4 and 3
-# a rank at 2, 3 and 4 ranks, even), and the runner's default script without its one-rank empty
-# update ("update empty ranks=0"; the empty update of every rank stays), so the class's other
-# properties are judged on every world size (peers/scenarios.py decides it from the expected
-# findings). The entry's last field: the default script's steps it leaves out.
+# 3-rank variants, an even split at 2 ranks (every rank has data, so a class whose 3-rank variants
+# die on a mechanism of the empty or short rank still has every property judged at a world size
+# of its own) and at 4 ranks an even split and the sampler's deal (`padded`: sample i to rank
+# i % 4, as torch's DistributedSampler deals; 40 samples at 4 ranks need no padding, so no sample
+# counts twice: the double count of PyTorch #25162 is the core scenario
+# regression/pytorch_25162_padded_sampler's, not a class's). A class counts as checked when each
+# property was judged at 2 and at 3 or more ranks (peers/judged.py).
+OWN_PLAN = (("", OWN_WORLD_SIZES, None), (".ws2", (2,), ("even",)), (".ws4", (4,), ("even", "padded")))
+# Classes fed probabilities (the Binary and Multilabel rows) are fed logits too, at 3 ranks on an
+# uneven split: a class that decides per batch whether its input needs a sigmoid (the per-batch
+# normalisation found on RocAuc) shows it only there. The entry's last field: the data parameters
+# it changes; it applies to the rows whose shape's generator makes probabilities with an `output`
+# parameter that takes logits.
+OWN_PLAN_LOGITS = (".logits", (3,), ("uneven",), dict(params=dict(output="logits")))
 OWN_PLAN_EQUAL_UPDATES = (".equal", (2, 3, 4), ("even",), dict(num_samples=48, batch_size=4), ("update empty ranks=0",))
 
 
@@ -863,18 +861,57 @@ def register_own(rows, library, since=None):
     return out
 
 
-def own_scenario(row, library, world_sizes=OWN_WORLD_SIZES, shards=None, data_sizes=None, left_out=()):
-    """The scenario file (TOML text) that checks `row` against itself: its shape's data, the
-    default script, every property that needs no independent value; at `world_sizes` with
-    `shards` (default: the row's own shards, else OWN_SHARDS). `data_sizes` (num_samples,
-    batch_size) replace the defaults, and the steps `left_out` of the runner's default script are
-    left out of it (a plan entry's: OWN_PLAN_EQUAL_UPDATES)."""
-    import zlib
-
+def own_data(row, data_sizes=None):
+    """The [data] table of `row`'s scenarios: its shape's, the row's overrides, then a plan entry's
+    (`data_sizes`: num_samples, batch_size, and `params` merged into the generator's)."""
     data = dict(SHAPE_DEFAULTS, **SHAPES[row.shape])
     data["params"] = dict(data.get("params", {}), **row.data.get("params", {}))
     data.update({k: v for k, v in row.data.items() if k != "params"})
-    data.update(data_sizes or {})
+    entry = dict(data_sizes or {})
+    data["params"].update(entry.pop("params", {}))
+    data.update(entry)
+    return data
+
+
+def own_shards(row, shards=None):
+    """The shard policies of one of `row`'s scenario files: `shards` (a plan entry's), else the row's
+    own, else OWN_SHARDS without `skewed` where the samples are structured (no label to order by:
+    it would split as `even`)."""
+    if shards or row.shards:
+        return tuple(shards or row.shards)
+    generator = SHAPES[row.shape]["generator"]
+    structured = tables().generators.get(generator, {}).get("structured", False)
+    return tuple(s for s in OWN_SHARDS if not (structured and s == "skewed"))
+
+
+# The conversions that hand the class its input as generated (the target may change type), so logits
+# reach it as logits; the others (labels at a threshold, scores per class) make something else of it.
+LOGITS_CONVERSIONS = ("as_is", "long_target")
+
+
+def takes_logits(row):
+    """Whether `row` is fed probabilities by a generator that makes logits too (OWN_PLAN_LOGITS): the
+    Binary and Multilabel rows, unless the row chose its data itself."""
+    data = own_data(row)
+    return data["params"].get("output") == "probabilities" and data["generator"] in ("binary", "multilabel") \
+        and row.inputs in LOGITS_CONVERSIONS
+
+
+def own_scenario(row, library, world_sizes=OWN_WORLD_SIZES, shards=None, data_sizes=None, left_out=()):
+    """The scenario file (TOML text) that checks `row` against itself: its shape's data, the
+    default script, every property that needs no independent value; at `world_sizes` with
+    `own_shards(row, shards)`. `data_sizes` (num_samples, batch_size, params) replace the defaults,
+    and the steps `left_out` of the runner's default script are left out of it (a plan entry's:
+    OWN_PLAN_EQUAL_UPDATES)."""
+    import zlib
+
+    data = own_data(row, data_sizes)
+    shards = own_shards(row, shards)
+    for policy in shards:  # the sampler's padding would count samples twice (PyTorch #25162)
+        if policy == "padded" and any(data["num_samples"] % w for w in world_sizes):
+            raise PeerSetupError(f"{row.where}: `padded` at world sizes {list(world_sizes)} would pad "
+                                 f"{data['num_samples']} samples and count some twice; give it a sample count "
+                                 f"every world size divides")
     data["seed"] = zlib.crc32(row.name.encode()) % 100000
     properties = ["state_roundtrip", *row.properties]
     if row.reference and "agrees_with_reference" not in properties:
@@ -890,7 +927,7 @@ def own_scenario(row, library, world_sizes=OWN_WORLD_SIZES, shards=None, data_si
             lines.append(f"{key} = {_toml(data[key])}")
     lines.append("params = {" + ", ".join(f"{k} = {_toml(v)}" for k, v in data["params"].items()) + "}")
     lines += ["", "[variants]", f"world_sizes = {_toml(list(world_sizes))}", 'backends = ["gloo"]',
-              f"shards = {_toml(list(shards or row.shards or OWN_SHARDS))}"]
+              f"shards = {_toml(list(shards))}"]
     if row.reference:
         lines += ["", "[reference]", f"python = {_toml(row.reference)}"]
         if row.reference_kwargs:

@@ -48,6 +48,8 @@ class Tables:
         self.backends: Dict[str, Dict[str, Any]] = {b["name"]: b for b in raw["backends"]}
         self.shard_policies: Dict[str, Dict[str, Any]] = {s["name"]: s for s in raw["shard_policies"]}
         self.placements: Dict[str, Dict[str, Any]] = {p["name"]: p for p in raw["placements"]}
+        # Data generators: {"name", "structured"} (structured samples have no label to order by).
+        self.generators: Dict[str, Dict[str, Any]] = {g["name"]: g for g in raw["generators"]}
         self.reference_metrics: Dict[str, List[Dict[str, Any]]] = {
             m["name"]: m["params"] for m in raw["reference_metrics"]}
         self.python_prefix: str = raw["metric_sources"]["python"]

@@ -48,6 +48,7 @@ TABLES = {
         {"name": "nccl", "description": "c10d ProcessGroupNCCL: collectives on cuda:local_rank, one GPU per rank"}],
     "shard_policies": [{"name": "even"}, {"name": "uneven"}],
     "placements": [{"name": "cpu"}],
+    "generators": [{"name": "binary", "structured": False}, {"name": "text", "structured": True}],
     "reference_metrics": [{"name": "Accuracy", "params": []}],
     "metric_sources": {"python": "python:"},
     "conform_nothing_to_check": ["has no metric", "no scenario under"],

@@ -26,9 +26,11 @@ SCANNED = [REPO / "python" / "distmetrics", REPO / "peers"]
 
 # Literals that must stay, each with why: (file relative to the repo, what the scan says) -> why.
 ALLOWED = {
-    ("python/distmetrics/peers.py", "a list of shard policy names ('uneven', 'empty_rank')"):
+    ("python/distmetrics/peers.py", "a list of shard policy names ('uneven', 'empty_rank', 'skewed', 'round_robin')"):
         "OWN_SHARDS: the peer run's choice of policies for the classes checked against themselves, "
         "not the table (test_the_peer_plan_names_shard_policies_of_the_table checks each is one)",
+    ("python/distmetrics/peers.py", "a list of shard policy names ('even', 'padded')"):
+        "OWN_PLAN's 4-rank entry: the peer run's choice, not the table (checked as OWN_SHARDS is)",
     ("peers/bisect_release.py", "an exit code compared: code in (2, 5)"):
         "peers/release.py's own exit codes (2 bad input, 5 a set-up that failed: ci/lib.sh's), not the runner's",
 }
@@ -202,7 +204,7 @@ def test_the_fake_runner_agrees_with_the_runner(table):
     for o in fake["outcomes"]:
         assert {k: table.outcomes[o["name"]][k] for k in o} == o
     assert [{k: b[k] for k in ("name", "description")} for b in table.raw["backends"]] == fake["backends"]
-    for key in ("properties", "shard_policies", "placements", "reference_metrics"):
+    for key in ("properties", "shard_policies", "placements", "generators", "reference_metrics"):
         assert {e["name"] for e in fake[key]} <= {e["name"] for e in table.raw[key]}, key
     assert set(fake["default_properties"]) <= set(table.default_properties)
 
@@ -211,8 +213,11 @@ def test_the_peer_plan_names_shard_policies_of_the_table(table):
     from distmetrics import peers
 
     assert set(peers.OWN_SHARDS) <= set(table.shard_policies)
-    for _, _, shards in (*peers.OWN_PLAN, peers.OWN_PLAN_AFTER_KNOWN_DEATH):
+    for _, _, shards, *_ in (*peers.OWN_PLAN, peers.OWN_PLAN_LOGITS, peers.OWN_PLAN_EQUAL_UPDATES):
         assert set(shards or ()) <= set(table.shard_policies)
+    # The generators the peer shapes name are the runner's, and text and detection are its structured ones.
+    assert {shape["generator"] for shape in peers.SHAPES.values()} <= set(table.generators)
+    assert {name for name, g in table.generators.items() if g["structured"]} == {"text", "detection"}
 
 
 def test_inside_the_runner_the_tables_come_from_the_embedded_module(tmp_path, table):

@@ -3,6 +3,7 @@
 // code of bad input); none is a list written out here.
 #include "distmetrics/harness/tables.h"
 
+#include "distmetrics/harness/data.h"
 #include "distmetrics/harness/metric_id.h"
 #include "distmetrics/harness/outcome.h"
 #include "distmetrics/harness/placement.h"
@@ -95,6 +96,15 @@ json placements_json() {
   return out;
 }
 
+// The data generators: name and whether their samples are structured (strings, per-image dicts:
+// no label to order by, so the skewed policy's key is the sample's index and it splits as even).
+json generators_json() {
+  json out = json::array();
+  for (const auto& g : data_generators())
+    out.push_back({{"name", g.name}, {"structured", g.carrier == DataCarrier::Structured}});
+  return out;
+}
+
 // The reference metrics' parameters: name, default (null: required) and aliases; `distmetrics
 // metrics --json` says more of each.
 json reference_metrics_json() {
@@ -126,6 +136,7 @@ json tables_json() {
           {"backends", backends_json()},
           {"shard_policies", shard_policies_json()},
           {"placements", placements_json()},
+          {"generators", generators_json()},
           {"reference_metrics", reference_metrics_json()},
           // How a report's "source" (and a metric's identity) spells a Python source: the prefix
           // before its spec; a plugin's source is its library's path, with no prefix.
