@@ -148,6 +148,9 @@ OWN += [
     Own(C + "MulticlassAveragePrecision", MC, NC),
     Own(C + "MultilabelAveragePrecision", ML, NL),
     Own(C + "BinaryROC", BIN),
+    # Also on the core scenarios (mapped from RocAuc), which never list state_roundtrip and
+    # merge_state: its own row judges those too, at every world size of the plan.
+    Own(C + "BinaryAUROC", BIN),
     Own(C + "MulticlassROC", MC, NC),
     Own(C + "MultilabelROC", ML, NL),
     Own(C + "BinaryPrecisionRecallCurve", BIN),
@@ -243,7 +246,10 @@ OWN += [
     # targets (a state reduced with max): the row runs without it on those releases.
     Own(IMG + "PeakSignalNoiseRatioWithBlockedEffect", "images_gray", dict(data_range=1.0, block_size=4),
         releases={"<1.8": dict(kwargs=dict(block_size=4))}),
-    Own(IMG + "SpectralDistortionIndex", "images"),
+    # float32 images, summed in float32: the value (about 3e-3) moves by 1.7e-6 of itself with the
+    # order of the additions (measured under `skewed` and the 4-rank deal), past the default rtol 1e-6.
+    Own(IMG + "SpectralDistortionIndex", "images", tolerance=dict(rtol=1e-5),
+        note="rtol 1e-5 (float32 sums: the order of the additions moves it by 1.7e-6)"),
     Own(AUD + "SignalNoiseRatio", "audio"),
     Own(AUD + "ScaleInvariantSignalNoiseRatio", "audio"),
     Own(AUD + "ScaleInvariantSignalDistortionRatio", "audio"),
@@ -666,6 +672,68 @@ OWN += [
     Own(IMG + "QualityWithNoReference", "images", update=_pansharpening,
         note="ms: the target's 2 x 2 average (8 x 8); pan: its channel mean (16 x 16)"),
 ]
+# The abstract bases, each checked through a minimal subclass defined here (the census counts
+# them as public classes; their own code is what the subclass runs): BaseAggregator's state
+# (add_state with its fn as the reduction), its NaN policy and compute(); RetrievalMetric's
+# grouping by query, empty-target policy and mean over queries around a _metric() of our own;
+# WrapperMetric's pass-through update and compute (no sync of its own: the wrapped metric syncs).
+def _aggregator_subclass(cls, kw):
+    import torch
+
+    class SummingAggregator(cls):
+        """update(): the batch's sum added to BaseAggregator's own state (fn "sum")."""
+
+        def update(self, value):
+            value, _ = self._cast_and_nan_check_input(value)
+            if value.numel():
+                self.value += value.sum()
+
+    return SummingAggregator("sum", torch.tensor(0.0), nan_strategy="error", **kw)
+
+
+def _retrieval_subclass(cls, kw):
+    class MeanRelevantScore(cls):
+        """_metric(): a query's mean score over its relevant documents (0 without any)."""
+
+        def _metric(self, preds, target):
+            relevant = target > 0
+            return preds[relevant].mean() if relevant.any() else preds.new_tensor(0.0)
+
+    return MeanRelevantScore(**kw)
+
+
+def _wrapper_subclass(cls, kw):
+    from torchmetrics.aggregation import MeanMetric
+
+    class PassThrough(cls):
+        """A WrapperMetric around a MeanMetric: update and compute forwarded, reset too."""
+
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.inner = MeanMetric()
+
+        def update(self, value):
+            self.inner.update(value)
+
+        def compute(self):
+            return self.inner.compute()
+
+        def reset(self):
+            self.inner.reset()
+            super().reset()
+
+    return PassThrough(**kw)
+
+
+OWN += [
+    Own(AGG + "BaseAggregator", "values", build=_aggregator_subclass,
+        note="through a subclass whose update() sums the batch into BaseAggregator's state (fn sum)"),
+    Own("torchmetrics.retrieval.base:RetrievalMetric", "retrieval", build=_retrieval_subclass, **R,
+        note="through a subclass whose _metric() is a query's mean score over its relevant documents"),
+    Own("torchmetrics.wrappers.abstract:WrapperMetric", "values", build=_wrapper_subclass,
+        note="through a subclass that forwards update, compute and reset to a MeanMetric"),
+]
+
 # Classes that cannot run here, and why (docs/peers.md's coverage lists them).
 NOT_RUNNABLE = [
     NotRunnable("torchmetrics.image.perceptual_path_length:PerceptualPathLength",
@@ -677,13 +745,6 @@ NOT_RUNNABLE = [
                 "a C extension built at install, no wheel), and that does not build here: `pip wheel pesq==0.0.4` "
                 "(6 December) fails in numpy 1.26's numpy.distutils, which imports distutils.msvccompiler, gone "
                 "from the setuptools this Python builds with; it would need a pesq wheel built elsewhere"),
-    NotRunnable("torchmetrics.aggregation:BaseAggregator",
-                "base of SumMetric, MaxMetric, MinMetric, CatMetric and MeanMetric: its update() does nothing "
-                "(aggregation.py:110-111, 'Overwrite in child class'); every subclass has its row"),
-    NotRunnable("torchmetrics.wrappers.abstract:WrapperMetric",
-                "abstract base of the wrappers: update() and compute() are abstract; every concrete wrapper has its row"),
-    NotRunnable("torchmetrics.retrieval.base:RetrievalMetric",
-                "abstract base of the retrieval classes: _metric() is abstract; every concrete subclass has its row"),
     NotRunnable("torchmetrics.audio.dnsmos:DeepNoiseSuppressionMeanOpinionScore",
                 "downloads its ONNX models at first use (functional/audio/dnsmos.py); onnxruntime and librosa are not installed"),
     NotRunnable("torchmetrics.audio.nisqa:NonIntrusiveSpeechQualityAssessment",

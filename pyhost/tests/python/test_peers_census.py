@@ -135,27 +135,35 @@ def test_a_class_checked_against_itself_gets_a_scenario_of_its_own(tmp_path):
     sum_file = tomllib.loads((tmp_path / "scenarios" / "torcheval" / "Sum.toml").read_text())
     assert sum_file["metric"]["name"] == "torcheval.Sum"
     assert sum_file["data"]["generator"] == "values"
-    assert sum_file["variants"]["shards"] == ["uneven", "empty_rank"]
+    # Tensors with a label to order by: every 3-rank policy of the plan, skewed and round_robin included.
+    assert sum_file["variants"]["shards"] == ["uneven", "empty_rank", "skewed", "round_robin"]
     assert sum_file["variants"]["world_sizes"] == [3]
-    # Its variant plan's second file: an even split at 2 ranks, the same data and properties.
+    # Its variant plan's other files: an even split at 2 ranks; at 4 ranks even and the sampler's
+    # deal (40 samples: no padding); the same data and properties.
     even = tomllib.loads((tmp_path / "scenarios" / "torcheval" / "Sum.ws2.toml").read_text())
     assert (even["variants"]["world_sizes"], even["variants"]["shards"]) == ([2], ["even"])
     assert (even["data"], even["properties"], even["metric"]) == (sum_file["data"], sum_file["properties"], sum_file["metric"])
+    four = tomllib.loads((tmp_path / "scenarios" / "torcheval" / "Sum.ws4.toml").read_text())
+    assert (four["variants"]["world_sizes"], four["variants"]["shards"], four["data"]) == ([4], ["even", "padded"], sum_file["data"])
+    # Text samples have no label to order by: no skewed split for BLEU.
+    bleu = tomllib.loads((tmp_path / "scenarios" / "torcheval" / "BLEUScore.toml").read_text())
+    assert bleu["variants"]["shards"] == ["uneven", "empty_rank", "round_robin"]
+    # A Binary class fed probabilities is fed logits too (3 ranks, uneven); a class fed labels is not.
+    logits = tomllib.loads((tmp_path / "scenarios" / "torcheval" / "BinaryBinnedAUROC.logits.toml").read_text())
+    assert (logits["data"]["params"]["output"], logits["variants"]["shards"]) == ("logits", ["uneven"])
+    assert not (tmp_path / "scenarios" / "torcheval" / "Sum.logits.toml").exists()
+    ws2 = len(list((tmp_path / "scenarios" / "torcheval").glob("*.ws2.toml")))
     ws4 = sorted(p.name for p in (tmp_path / "scenarios" / "torcheval").glob("*.ws4.toml"))
     equal = sorted(p.name for p in (tmp_path / "scenarios" / "torcheval").glob("*.equal.toml"))
-    assert len(list((tmp_path / "scenarios" / "torcheval").glob("*.ws2.toml"))) * 2 + len(ws4) + len(equal) == count
-    # Every rank the same updates only where the 2-rank even variant dies too (Perplexity's padding
-    # batch): 48 samples at 2, 3 and 4 ranks, even, the default script without its one-rank empty update.
-    assert "Perplexity.equal.toml" in equal and "Sum.equal.toml" not in equal and set(equal) <= {
-        name.replace(".ws4", ".equal") for name in ws4}
+    with_logits = list((tmp_path / "scenarios" / "torcheval").glob("*.logits.toml"))
+    assert ws2 == len(ws4) and ws2 * 3 + len(with_logits) + len(equal) == count
+    # Every rank the same updates only where the 2- and 4-rank even variants die on a known
+    # mechanism (Perplexity's padding batch): 48 samples at 2, 3 and 4 ranks, even, the default
+    # script without its one-rank empty update.
+    assert "Perplexity.equal.toml" in equal and "Sum.equal.toml" not in equal
     same = tomllib.loads((tmp_path / "scenarios" / "torcheval" / "Perplexity.equal.toml").read_text())
     assert (same["variants"]["world_sizes"], same["variants"]["shards"], same["data"]["num_samples"]) == ([2, 3, 4], ["even"], 48)
     assert "update empty ranks=0" not in same["script"] and "update empty" in same["script"]
-    # An even split at 4 ranks only where every 3-rank variant dies on a known mechanism (from
-    # expected.toml): torcheval's Perplexity does (a padding-only batch raises), Sum does not.
-    assert "Perplexity.ws4.toml" in ws4 and "Sum.ws4.toml" not in ws4
-    four = tomllib.loads((tmp_path / "scenarios" / "torcheval" / "Perplexity.ws4.toml").read_text())
-    assert (four["variants"]["world_sizes"], four["variants"]["shards"]) == ([4], ["even"])
     # torcheval has merge_state: it is judged too, beside every property that needs no reference.
     assert {"equal_to_single", "ranks_agree", "idempotent", "update_after_compute", "reset_replay",
             "batch_invariant", "state_roundtrip", "merge_state"} == set(sum_file["properties"])
