@@ -677,9 +677,22 @@ OWN += [
 # (add_state with its fn as the reduction), its NaN policy and compute(); RetrievalMetric's
 # grouping by query, empty-target policy and mean over queries around a _metric() of our own;
 # WrapperMetric's pass-through update and compute (no sync of its own: the wrapped metric syncs).
+_SUBCLASSES = {}  # one subclass per base, so that instances merge (merge_state checks the class)
+
+
+def _once(name, make):
+    if name not in _SUBCLASSES:
+        _SUBCLASSES[name] = make()
+    return _SUBCLASSES[name]
+
+
 def _aggregator_subclass(cls, kw):
     import torch
 
+    return _once("SummingAggregator", lambda: _summing_aggregator(cls))("sum", torch.tensor(0.0), nan_strategy="error", **kw)
+
+
+def _summing_aggregator(cls):
     class SummingAggregator(cls):
         """update(): the batch's sum added to BaseAggregator's own state (fn "sum")."""
 
@@ -688,10 +701,14 @@ def _aggregator_subclass(cls, kw):
             if value.numel():
                 self.value += value.sum()
 
-    return SummingAggregator("sum", torch.tensor(0.0), nan_strategy="error", **kw)
+    return SummingAggregator
 
 
 def _retrieval_subclass(cls, kw):
+    return _once("MeanRelevantScore", lambda: _mean_relevant_score(cls))(**kw)
+
+
+def _mean_relevant_score(cls):
     class MeanRelevantScore(cls):
         """_metric(): a query's mean score over its relevant documents (0 without any)."""
 
@@ -699,10 +716,14 @@ def _retrieval_subclass(cls, kw):
             relevant = target > 0
             return preds[relevant].mean() if relevant.any() else preds.new_tensor(0.0)
 
-    return MeanRelevantScore(**kw)
+    return MeanRelevantScore
 
 
 def _wrapper_subclass(cls, kw):
+    return _once("PassThrough", lambda: _pass_through(cls))(**kw)
+
+
+def _pass_through(cls):
     from torchmetrics.aggregation import MeanMetric
 
     class PassThrough(cls):
@@ -722,7 +743,7 @@ def _wrapper_subclass(cls, kw):
             self.inner.reset()
             super().reset()
 
-    return PassThrough(**kw)
+    return PassThrough
 
 
 OWN += [

@@ -196,6 +196,20 @@ class TorchmetricsAdapter(Adapter):
         # registration's update= (docs/python.md).
         _check_positional(metric.update, 2, cls.style, cls.update_call)
 
+    def can_merge(self):
+        """torchmetrics' own merge_state refuses a metric that declares full_state_update (True, or
+        None: not declared) or dist_sync_on_step ("not supported ... Please overwrite the merge_state
+        method", metric.py:447-451 in 1.9.0): for such a class, unless it overrides merge_state,
+        merging is not applicable (a documented limit, not a finding)."""
+        if not super().can_merge():
+            return False
+        base = _library_class(self.base_class)
+        own = getattr(base, "merge_state", None)
+        if own is None or getattr(type(self.metric), "merge_state", None) is not own:
+            return True  # the class's own merge_state (or no Metric base to compare with): judged
+        return not (getattr(self.metric, "full_state_update", False) in (True, None)
+                    or getattr(self.metric, "dist_sync_on_step", False))
+
     def merge(self, others):
         """torchmetrics' merge_state takes one state at a time (a dict, or a Metric; a list is
         refused: "Expected incoming state to be a dict or an instance of Metric"): each in turn."""

@@ -861,6 +861,12 @@ def register_own(rows, library, since=None):
     return out
 
 
+# The libraries whose metrics have a merge_state of their own (torcheval's merge_state(metrics),
+# torchmetrics' merge_state(state or metric), one at a time through its adapter, where the class
+# allows it: TorchmetricsAdapter.can_merge): their rows judge it, as explore does. Ignite has none.
+MERGE_STATE_LIBRARIES = ("torcheval", "torchmetrics")
+
+
 def own_data(row, data_sizes=None):
     """The [data] table of `row`'s scenarios: its shape's, the row's overrides, then a plan entry's
     (`data_sizes`: num_samples, batch_size, and `params` merged into the generator's)."""
@@ -916,7 +922,7 @@ def own_scenario(row, library, world_sizes=OWN_WORLD_SIZES, shards=None, data_si
     properties = ["state_roundtrip", *row.properties]
     if row.reference and "agrees_with_reference" not in properties:
         properties.append("agrees_with_reference")
-    if library == "torcheval" and "merge_state" not in properties:
+    if library in MERGE_STATE_LIBRARIES and "merge_state" not in properties:
         properties.append("merge_state")
     where = "/".join(row.where.replace(os.sep, "/").split("/")[-3:])  # peers/<library>/metrics.py:LINE
     lines = [f'description = """{row.cls.replace(":", ".")} checked against itself (its own single-process '

@@ -115,6 +115,25 @@ def test_the_library_is_told_by_its_classes_so_ignite_has_no_merge_state():
     assert hosted("D2", lambda p: torcheval.metrics.MeanSquaredError()).can_merge()
 
 
+def test_torchmetrics_merges_only_where_its_merge_state_allows():
+    """torchmetrics' merge_state raises for a class with full_state_update=True (BLEUScore) unless
+    the class overrides it: merging is then not applicable, never a finding; MeanSquaredError
+    (full_state_update=False) merges, and the merge gives what one instance on all the data gives."""
+    import torch
+    import torchmetrics.regression
+    import torchmetrics.text
+
+    assert not hosted("D3", lambda p: torchmetrics.text.BLEUScore()).can_merge()
+    mse = hosted("D4", lambda p: torchmetrics.regression.MeanSquaredError())
+    assert mse.can_merge()
+    a, b, whole = (torchmetrics.regression.MeanSquaredError() for _ in range(3))
+    a.update(torch.tensor([1.0, 2.0]), torch.tensor([0.0, 0.0]))
+    b.update(torch.tensor([3.0]), torch.tensor([1.0]))
+    whole.update(torch.tensor([1.0, 2.0, 3.0]), torch.tensor([0.0, 0.0, 1.0]))
+    mse.adapter.metric = a
+    assert float(mse.adapter.merge([b]).compute()) == pytest.approx(float(whole.compute())) == pytest.approx(3.0)
+
+
 def test_the_state_digest_compares_values_not_the_list_layout():
     import torcheval.metrics
 
