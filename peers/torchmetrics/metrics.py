@@ -886,14 +886,23 @@ NOT_RUNNABLE = [
     NotRunnable("torchmetrics.retrieval.base:RetrievalMetric",
                 "abstract base of the retrieval classes: _metric() is abstract; every concrete subclass has its row"),
     NotRunnable("torchmetrics.audio.dnsmos:DeepNoiseSuppressionMeanOpinionScore",
-                "downloads its ONNX models at first use (functional/audio/dnsmos.py); onnxruntime and librosa are not installed"),
+                "downloads its ONNX models at first use (functional/audio/dnsmos.py:58-73, from GitHub) and takes no model "
+                "of its own: it would need those files in its cache folder (~/.torchmetrics) beforehand, which nothing here "
+                "can fetch, and onnxruntime and librosa (not installed)"),
     NotRunnable("torchmetrics.audio.nisqa:NonIntrusiveSpeechQualityAssessment",
-                "downloads its weights at first use (functional/audio/nisqa.py:141); librosa is not installed"),
+                "downloads its weights at first use (functional/audio/nisqa.py:141) and takes no model of its own: it would "
+                "need that checkpoint in its cache beforehand, which nothing here can fetch, and librosa (not installed)"),
     NotRunnable("torchmetrics.image.lpip:LearnedPerceptualImagePatchSimilarity",
-                "pretrained LPIPS and torchvision networks, downloaded at first use (functional/image/lpips.py)"),
-    NotRunnable("torchmetrics.image.arniqa:ARNIQA", "pretrained weights downloaded from GitHub (functional/image/arniqa.py:41)"),
+                "pretrained LPIPS and torchvision networks, downloaded at first use (functional/image/lpips.py); net_type "
+                "takes only 'alex', 'vgg' or 'squeeze' (image/lpip.py:116), no module: it would need those weights "
+                "(torchvision's and the LPIPS heads) in torch's hub cache beforehand"),
+    NotRunnable("torchmetrics.image.arniqa:ARNIQA",
+                "pretrained weights downloaded from GitHub (functional/image/arniqa.py:41, :95-105, torch.hub) and no "
+                "argument for a model of its own: it would need the encoder and regressor checkpoints in torch's hub "
+                "cache beforehand"),
     NotRunnable("torchmetrics.image.dists:DeepImageStructureAndTextureSimilarity",
-                "a pretrained VGG16 (torchvision weights, downloaded at first use) and DISTS weights"),
+                "a pretrained VGG16 (torchvision weights, downloaded at first use) and DISTS weights; its constructor takes "
+                "only `reduction` (image/dists.py:77): it would need both in torch's hub cache beforehand"),
 ]
 
 # Collections (not Metric subclasses, so not in the census: counted apart). A MetricCollection of
