@@ -23,14 +23,17 @@ if pinned_venv_ready; then
 else
   pinned_venv_fresh
   # Bounded: pip's timeout per connection, and one backstop for the whole (a cold download is
-  # several GB). nice: the build machines are shared.
+  # several GB). nice: the build machines are shared. --use-pep517: a source distribution (pesq)
+  # builds in an isolated environment of its own build requirements, not in the venv's (whose
+  # numpy.distutils does not run on the setuptools torch needs).
   timeout "${DISTMETRICS_TORCH2_INSTALL_TIMEOUT:-2400}" nice -n 15 "$venv/bin/python" -m pip install \
-    --disable-pip-version-check --no-input --timeout 60 -r "$reqs"
+    --disable-pip-version-check --no-input --timeout 60 --use-pep517 -r "$reqs"
   "$venv/bin/python" - "$torch_version" <<'PY'
 import sys
 import torch, torch.distributed as dist, pybind11, numpy  # noqa: F401
 import torchmetrics, ignite, torcheval  # noqa: F401  (the current peers)
 import torchvision, pycocotools, pystoi, torchaudio, gammatone, vmaf_torch, einops  # noqa: F401  (issue 35)
+import transformers, torch_linear_assignment, pesq  # noqa: F401  (issue 44)
 import os
 if torch.__version__.split("+")[0] != sys.argv[1] or not torch.__file__.startswith(os.path.realpath(sys.prefix)):
     sys.exit(f"ci/torch2-venv.sh: the venv imports torch {torch.__version__} from {torch.__file__}, not {sys.argv[1]}")

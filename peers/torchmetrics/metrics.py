@@ -224,6 +224,11 @@ OWN += [Own(CL + name, MC, reference=REF + reference if reference else "",
             note="the 4 class scores as points, the target as their cluster")
         for name, reference in (("CalinskiHarabaszScore", "calinski_harabasz_score"),
                                 ("DaviesBouldinScore", "davies_bouldin_score"), ("DunnIndex", ""))]
+# ClusterAccuracy (torchmetrics[clustering]): the predicted labels as the clustering; its
+# assignment by torch-linear-assignment (its CPU path: SciPy's linear_sum_assignment), pinned in
+# ci/requirements-torch2.txt. Reference: the confusion matrix and SciPy's assignment.
+OWN += [Own(CL + "ClusterAccuracy", "multiclass_labels", NC, reference=REF + "cluster_accuracy",
+            note="4 clusters; reference: the best one-to-one map of clusters to labels (SciPy)")]
 # Nominal association between two label vectors; references from the contingency table (SciPy's
 # chi-squared, Bergsma's bias correction; scikit-learn's mutual information for Theil's U).
 OWN += [Own(NOM + name, "multiclass_labels", NC, reference=REF + reference) for name, reference in (
@@ -362,6 +367,65 @@ OWN += [Own("torchmetrics.text.bert:BERTScore", "text", dict(max_length=16),
             build=lambda cls, kw: cls(model=_bert_encoder(), user_tokenizer=BertTokenizer(),
                                       user_forward_fn=lambda model, batch: model(batch["input_ids"]), **kw),
             note="a word-hash tokenizer (64 ids) and a small fixed random encoder: no download")]
+
+
+# InfoLM without a download: its model_name_or_path is a folder (text/infolm.py:163, through
+# AutoTokenizer and AutoModelForMaskedLM.from_pretrained, functional/text/helper_embedding_metric.py:180-181),
+# here one written once per process: a WordPiece vocabulary of BERT's 5 special tokens and the
+# `text` generator's 20 words, and a BertForMaskedLM of one layer (hidden size 16) with random
+# weights (seed 7). Nothing is fetched (HF_HUB_OFFLINE, TRANSFORMERS_OFFLINE). InfoLM's own logic
+# runs: the token-id list states, idf over the gathered corpus, the masked-LM distributions.
+def _offline_hub():
+    import os
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+_MASKED_LM_DIR = []
+
+
+def _masked_lm_dir():
+    """The folder of the small masked language model and its tokenizer (made once per process)."""
+    if _MASKED_LM_DIR:
+        return _MASKED_LM_DIR[0]
+    import atexit
+    import os
+    import shutil
+    import tempfile
+
+    import torch
+
+    _offline_hub()
+    from transformers import BertConfig, BertForMaskedLM, BertTokenizerFast
+
+    from distmetrics.text_data import WORDS
+
+    folder = tempfile.mkdtemp(prefix="distmetrics-infolm-")
+    atexit.register(shutil.rmtree, folder, True)
+    with open(os.path.join(folder, "vocab.txt"), "w") as f:
+        f.write("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]) + "\n")
+    tokenizer = BertTokenizerFast(os.path.join(folder, "vocab.txt"), do_lower_case=True)
+    config = BertConfig(vocab_size=5 + len(WORDS), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=32, max_position_embeddings=32, pad_token_id=0)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(7)
+        model = BertForMaskedLM(config).eval()
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    _MASKED_LM_DIR.append(folder)
+    return folder
+
+
+# An empty hypothesis has no token but [CLS] and [SEP]: its distribution is 0/0 (functional/text/
+# infolm.py:421-423), NaN, and so the corpus mean: the row's data has no empty hypothesis (empty_rate 0).
+# A batch of no sentences: update() hands [] to the tokenizer (functional/text/infolm.py:494), which
+# raises (transformers' tokenization_utils_base.py:3166, IndexError): declared, not fed.
+OWN += [Own(TXT + "InfoLM", "text", dict(max_length=16, verbose=False),
+            data=dict(params=dict(empty_rate=0.0)), conventions=REJECTS_EMPTY,
+            build=lambda cls, kw: cls(model_name_or_path=_masked_lm_dir(), **kw),
+            note="a one-layer BertForMaskedLM with random weights (seed 7) and a WordPiece vocabulary of the "
+                 "generator's 20 words, saved to a temp folder: no download; no empty hypothesis")]
 # Fairness: binary probabilities of 3 groups (the third rare), update(preds, target, groups) from
 # the target's two columns (fairness_update). An empty batch is rejected:
 # functional/classification/group_fairness.py:38 (1.9.0) takes groups.max() of no rows.
@@ -755,33 +819,173 @@ OWN += [
         note="through a subclass that forwards update, compute and reset to a MeanMetric"),
 ]
 
+
+
+# CLIPScore and CLIPImageQualityAssessment without a download: model_name_or_path takes a callable
+# that returns (model, processor) (functional/multimodal/clip_score.py:212-213; CLIP-IQA reaches the
+# same function, functional/multimodal/clip_iqa.py:89), here a CLIPModel of one layer a tower
+# (hidden size 16, 16 x 16 images in patches of 4, projection 256) with random weights (seed 7,
+# initializer_factor 5 so that the image features depend on the image), and a CLIPProcessor of a
+# CLIPTokenizer whose byte-level BPE vocabulary is the printable ASCII characters (no merges:
+# a word is its characters) and a CLIPImageProcessor for 16 x 16 images already in [0, 1]
+# (do_rescale=False). The classes' own logic runs: the processor, both towers, the states.
+_CLIP = []
+
+
+def _clip():
+    """(model, processor), made once per process (the model is only read)."""
+    if _CLIP:
+        return _CLIP[0]
+    import json
+    import os
+    import shutil
+    import tempfile
+
+    import torch
+
+    _offline_hub()
+    from transformers import CLIPConfig, CLIPImageProcessor, CLIPModel, CLIPProcessor, CLIPTokenizer
+
+    vocab = {"<|startoftext|>": 0, "<|endoftext|>": 1}
+    for c in map(chr, range(33, 127)):
+        vocab[c] = len(vocab)
+        vocab[c + "</w>"] = len(vocab)
+    folder = tempfile.mkdtemp(prefix="distmetrics-clip-")
+    try:
+        with open(os.path.join(folder, "vocab.json"), "w") as f:
+            json.dump(vocab, f)
+        with open(os.path.join(folder, "merges.txt"), "w") as f:
+            f.write("#version: 0.2\n")
+        tokenizer = CLIPTokenizer(os.path.join(folder, "vocab.json"), os.path.join(folder, "merges.txt"))
+    finally:
+        shutil.rmtree(folder, True)
+    images = CLIPImageProcessor(size={"shortest_edge": 16}, crop_size={"height": 16, "width": 16}, do_rescale=False)
+    tower = dict(hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2, initializer_factor=5.0)
+    config = CLIPConfig(text_config=dict(tower, vocab_size=len(vocab), max_position_embeddings=64, bos_token_id=0,
+                                         eos_token_id=1, pad_token_id=1),
+                        vision_config=dict(tower, image_size=16, patch_size=4), projection_dim=256, initializer_factor=5.0)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(7)
+        model = CLIPModel(config).eval()
+    _CLIP.append((model, CLIPProcessor(image_processor=images, tokenizer=tokenizer)))
+    return _CLIP[0]
+
+
+def _images_as_source_and_target(metric, input, target, weight):
+    """CLIPScore.update(source, target) of two image batches: each predicted image against its target."""
+    _no_weight(metric, weight)
+    metric.update(input.clamp(0, 1), target)
+
+
+def _predicted_images(metric, input, target, weight):
+    """CLIPImageQualityAssessment.update(images): the predicted images."""
+    _no_weight(metric, weight)
+    metric.update(input.clamp(0, 1))
+
+
+MM = "torchmetrics.multimodal:"
+_CLIP_NOTE = "a one-layer CLIPModel with random weights (seed 7) and a character-level CLIPProcessor: no download"
+# An empty batch raises (declared, not fed): CLIPScore's images by taking the first image's device
+# (functional/multimodal/clip_score.py:180, IndexError), its texts in _detect_modality (:79-80,
+# "Empty input list"); CLIP-IQA hands no image to the processor (functional/multimodal/clip_iqa.py:199;
+# transformers' image_processing_clip.py:323, IndexError). CLIP-IQA's per-image probabilities come
+# from the model's float32 forward pass, whose last bits follow the batch's size (BLAS): rtol 1e-5.
+OWN += [
+    Own(MM + "CLIPScore", "images", build=lambda cls, kw: cls(model_name_or_path=_clip, **kw),
+        update=_images_as_source_and_target, conventions=REJECTS_EMPTY, name="torchmetrics.CLIPScore_images",
+        note="image to image: " + _CLIP_NOTE),
+    Own(MM + "CLIPScore", "text", build=lambda cls, kw: cls(model_name_or_path=_clip, **kw),
+        conventions=REJECTS_EMPTY, name="torchmetrics.CLIPScore_text",
+        note="text to text (hypothesis against reference): " + _CLIP_NOTE),
+    Own(MM + "CLIPImageQualityAssessment", "images", build=lambda cls, kw: cls(model_name_or_path=_clip, **kw),
+        update=_predicted_images, conventions=REJECTS_EMPTY, tolerance=dict(rtol=1e-5, atol=1e-7),
+        note="rtol 1e-5; prompts ('quality',): 'Good photo.' against 'Bad photo.'; " + _CLIP_NOTE),
+]
+
+
+# PerceptualPathLength: no state; update() keeps the generator (image/perceptual_path_length.py:164-167)
+# and compute() draws num_samples latents from torch's global generator through it and measures the
+# steps with sim_net, syncing nothing. Here a small generator (a linear map of 8 latents to a 3 x 16
+# x 16 image in [0, 255]) and a small similarity net (a fixed 3 -> 4 convolution, the mean squared
+# difference of the features), both seeded (7, 8): what a rank computes is the class's own sampling,
+# interpolation and discarding of the extremes; torch seeded (35) before each compute.
+def _ppl_modules():
+    import torch
+
+    class Generator(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.map = torch.nn.Linear(8, 3 * 16 * 16)
+
+        def sample(self, num_samples):
+            return torch.randn(num_samples, 8)
+
+        def forward(self, z):
+            return 255 * torch.sigmoid(self.map(z)).reshape(-1, 3, 16, 16)
+
+    class Similarity(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = torch.nn.Conv2d(3, 4, 3)
+
+        def forward(self, a, b):
+            return (self.conv(a) - self.conv(b)).pow(2).mean(dim=(1, 2, 3))
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(7)
+        generator = Generator().eval()
+        torch.manual_seed(8)
+        similarity = Similarity().eval()
+    return generator, similarity
+
+
+def _ppl(cls, kwargs):
+    generator, similarity = _ppl_modules()
+    metric = cls(sim_net=similarity, **kwargs)
+    object.__setattr__(metric, "_distmetrics_generator", generator)  # a plain attribute, no submodule: not in state_dict()
+    return metric
+
+
+def _generator_update(metric, input, target, weight):
+    """PerceptualPathLength.update(generator): the row's generator, whatever the batch (the class takes no data)."""
+    _no_weight(metric, weight)
+    metric.update(metric._distmetrics_generator)
+
+
+OWN += [Own("torchmetrics.image.perceptual_path_length:PerceptualPathLength", "images",
+            dict(num_samples=64, batch_size=32, resize=None), build=_ppl, update=_generator_update,
+            value=lambda m: _seeded_compute(35)(m)[0],
+            note="no state: a seeded linear generator (8 latents) and a seeded convolution as sim_net; "
+                 "64 samples, seed 35 before each compute; the mean")]
+
+
+# PerceptualEvaluationSpeechQuality (pesq, built from its source distribution: ci/requirements-torch2.txt)
+# on the `speech` rows as 0.6 s at 8 kHz, narrow band. functional/audio/pesq.py:115: np.vectorize of
+# no scores raises (numpy: "cannot call `vectorize` on size 0 inputs"): an empty batch is declared, not fed.
+OWN += [Own(AUD + "PerceptualEvaluationSpeechQuality", "speech", dict(fs=8000, mode="nb"), update=_signals,
+            conventions=REJECTS_EMPTY,
+            note="fs 8 kHz, narrow band, 0.6 s signals (pesq)")]
+
 # Classes that cannot run here, and why (docs/peers.md's coverage lists them).
 NOT_RUNNABLE = [
-    NotRunnable("torchmetrics.image.perceptual_path_length:PerceptualPathLength",
-                "no state and no data: update() stores a generator model (image/perceptual_path_length.py:164-167) and "
-                "compute() draws num_samples random latents through it, syncing nothing; its default similarity net is "
-                "LPIPS with downloaded weights"),
-    NotRunnable("torchmetrics.audio.pesq:PerceptualEvaluationSpeechQuality",
-                "needs pesq (audio/pesq.py:106-107), which PyPI has only as a source distribution (pesq 0.0.4, "
-                "a C extension built at install, no wheel), and that does not build here: `pip wheel pesq==0.0.4` "
-                "(6 December) fails in numpy 1.26's numpy.distutils, which imports distutils.msvccompiler, gone "
-                "from the setuptools this Python builds with; it would need a pesq wheel built elsewhere"),
     NotRunnable("torchmetrics.audio.dnsmos:DeepNoiseSuppressionMeanOpinionScore",
-                "downloads its ONNX models at first use (functional/audio/dnsmos.py); onnxruntime and librosa are not installed"),
+                "downloads its ONNX models at first use (functional/audio/dnsmos.py:58-73, from GitHub) and takes no model "
+                "of its own: it would need those files in its cache folder (~/.torchmetrics) beforehand, which nothing here "
+                "can fetch, and onnxruntime and librosa (not installed)"),
     NotRunnable("torchmetrics.audio.nisqa:NonIntrusiveSpeechQualityAssessment",
-                "downloads its weights at first use (functional/audio/nisqa.py:141); librosa is not installed"),
+                "downloads its weights at first use (functional/audio/nisqa.py:141) and takes no model of its own: it would "
+                "need that checkpoint in its cache beforehand, which nothing here can fetch, and librosa (not installed)"),
     NotRunnable("torchmetrics.image.lpip:LearnedPerceptualImagePatchSimilarity",
-                "pretrained LPIPS and torchvision networks, downloaded at first use (functional/image/lpips.py)"),
-    NotRunnable("torchmetrics.image.arniqa:ARNIQA", "pretrained weights downloaded from GitHub (functional/image/arniqa.py:41)"),
+                "pretrained LPIPS and torchvision networks, downloaded at first use (functional/image/lpips.py); net_type "
+                "takes only 'alex', 'vgg' or 'squeeze' (image/lpip.py:116), no module: it would need those weights "
+                "(torchvision's and the LPIPS heads) in torch's hub cache beforehand"),
+    NotRunnable("torchmetrics.image.arniqa:ARNIQA",
+                "pretrained weights downloaded from GitHub (functional/image/arniqa.py:41, :95-105, torch.hub) and no "
+                "argument for a model of its own: it would need the encoder and regressor checkpoints in torch's hub "
+                "cache beforehand"),
     NotRunnable("torchmetrics.image.dists:DeepImageStructureAndTextureSimilarity",
-                "a pretrained VGG16 (torchvision weights, downloaded at first use) and DISTS weights"),
-    NotRunnable("torchmetrics.multimodal.clip_score:CLIPScore",
-                "a pretrained CLIP model from the Hugging Face hub (transformers, not installed)"),
-    NotRunnable("torchmetrics.multimodal.clip_iqa:CLIPImageQualityAssessment",
-                "a pretrained CLIP model from the Hugging Face hub (transformers, not installed)"),
-    NotRunnable("torchmetrics.clustering.cluster_accuracy:ClusterAccuracy",
-                "needs torch_linear_assignment (torchmetrics[clustering]), not installed"),
-    NotRunnable("torchmetrics.text.infolm:InfoLM", "a pretrained masked language model from the Hugging Face hub (transformers, not installed)"),
+                "a pretrained VGG16 (torchvision weights, downloaded at first use) and DISTS weights; its constructor takes "
+                "only `reduction` (image/dists.py:77): it would need both in torch's hub cache beforehand"),
 ]
 
 # Collections (not Metric subclasses, so not in the census: counted apart). A MetricCollection of

@@ -73,6 +73,18 @@ normalized_mutual_info_score = _clustering("normalized_mutual_info_score")
 rand_score = _clustering("rand_score")
 
 
+def cluster_accuracy(y_true, y_pred):
+    """The accuracy of the best one-to-one map from predicted clusters to true labels: the
+    confusion matrix (scikit-learn) and SciPy's linear_sum_assignment maximising the matched count."""
+    from scipy.optimize import linear_sum_assignment
+    from sklearn.metrics import confusion_matrix
+
+    y_true, y_pred = _labels(y_true, y_pred)
+    table = confusion_matrix(y_true, y_pred)
+    rows, cols = linear_sum_assignment(table, maximize=True)
+    return float(table[rows, cols].sum() / len(y_true))
+
+
 def calinski_harabasz_score(y_true, y_pred):
     """sklearn.metrics.calinski_harabasz_score(points, labels)."""
     from sklearn.metrics import calinski_harabasz_score as score
