@@ -147,7 +147,9 @@ void keep_verdicts_before_death(Judging& j) {
     if (!keeps_verdict(p, full.at(i), whole, reached.steps)) {
       p = not_judged(p.name, "its evidence lies in script steps not every rank completed; " + died);
     } else if (p.outcome != Outcome::Skip || full.at(i).outcome != Outcome::Skip) {
-      p.judged_before_death = judged_on;
+      const Property* property = find_property(p.name);
+      const bool single_alone = property && property->last_evidence_step && property->last_evidence_step(whole) < 0;
+      p.judged_before_death = single_alone ? "judged on the single process alone (no rank's step)" : judged_on;
     }
   }
   keep(std::move(results));
