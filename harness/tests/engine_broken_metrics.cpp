@@ -170,6 +170,47 @@ class AbortOnRank1Mean : public MeanBase {
   }
 };
 
+// No sync in its first compute (each rank returns its own mean: equal_to_single and ranks_agree
+// fail there), then rank 1 aborts in its second: a crash after the first compute every rank
+// completed, whose verdicts are kept.
+class NoSyncThenAbortMean : public MeanBase {
+ public:
+  NoSyncThenAbortMean() : MeanBase("NoSyncThenAbortMean") {}
+  Value compute() override {
+    if (++computes_ == 1) return mean_of(sum_, count_);
+    if (rank() == 1) std::abort();
+    std::vector<at::Tensor> state = {sum_.clone(), count_.clone()};
+    if (comm_) comm_->all_reduce(state, runtime::ReduceOp::Sum);
+    return mean_of(state[0], state[1]);
+  }
+
+ private:
+  int computes_ = 0;
+};
+
+// Syncs every compute; when it raises (no samples on any rank), every rank but 0 keeps a stale
+// cache flag set, and from then on returns the value of its last compute before the raise: the
+// next update() and compute() give a stale value on those ranks (recovers_after_error).
+class StaleCacheAfterRaiseMean : public MeanBase {
+ public:
+  StaleCacheAfterRaiseMean() : MeanBase("StaleCacheAfterRaiseMean") {}
+  Value compute() override {
+    std::vector<at::Tensor> state = {sum_.clone(), count_.clone()};
+    if (comm_) comm_->all_reduce(state, runtime::ReduceOp::Sum);
+    if (state[1].item<std::int64_t>() == 0) {
+      if (rank() != 0) stale_ = true;
+      throw metrics::NotComputableError(name_, "no samples on any rank");
+    }
+    if (stale_ && cached_) return *cached_;
+    cached_ = mean_of(state[0], state[1]);
+    return *cached_;
+  }
+
+ private:
+  bool stale_ = false;
+  std::optional<Value> cached_;
+};
+
 // Rank 1 asks for 64 GiB in its second update, far past any --rank-memory a test gives: the
 // allocation fails there (untouched, the request costs nothing where it succeeds).
 class AllocatesTooMuchOnRank1Mean : public MeanBase {
@@ -447,6 +488,8 @@ metrics::MetricRegistry& registry() {
     reg.add(spec<EndlessWhenAloneMean>("EndlessWhenAloneMean", "mean of input; never finishes without a communicator"));
     reg.add(spec<AbortOnRank1Mean>("AbortOnRank1Mean", "mean of input; rank 1 aborts in compute"));
     reg.add(spec<AllocatesTooMuchOnRank1Mean>("AllocatesTooMuchOnRank1Mean", "mean of input; rank 1 asks for 64 GiB in its second update"));
+    reg.add(spec<NoSyncThenAbortMean>("NoSyncThenAbortMean", "mean of input; no sync in compute 1, rank 1 aborts in compute 2"));
+    reg.add(spec<StaleCacheAfterRaiseMean>("StaleCacheAfterRaiseMean", "mean of input; ranks but 0 return a stale cache after compute raised"));
     reg.add(spec<RankLocalCacheMean>("RankLocalCacheMean", "mean of input; rank 1 caches computes without new samples"));
     reg.add(spec<ExtraBarrierOnRank1Mean>("ExtraBarrierOnRank1Mean", "mean of input; rank 1 adds a barrier in its first compute"));
     reg.add(spec<SkipsSyncOnRank0Mean>("SkipsSyncOnRank0Mean", "mean of input; rank 0 skips its first compute's sync"));

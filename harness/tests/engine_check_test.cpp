@@ -1049,3 +1049,57 @@ TEST(Checks, ADeclaredNoDataValueMeetsTheExpectedErrorOnlyWhenEveryoneAgrees) {
   f.ranks[0] = observation(0, {raised("NotComputableError")}, f.plan);
   EXPECT_EQ(f.get("expected_error").outcome, dh::Outcome::Pass);
 }
+
+// A variant that died keeps the verdicts judged before: every view lists them under its outcome,
+// a kept failure as a finding; a property not judged is never drawn as passed.
+TEST(Reports, KeptVerdictsOfAVariantThatDiedAreListedAndNotJudgedIsNeverPassed) {
+  dh::Verdict v;
+  v.variant.id = "core/a:gloo-ws2-even-cpu";
+  v.variant.scenario = "core/a";
+  v.variant.backend = "gloo";
+  v.variant.world_size = 2;
+  v.variant.shard = "even";
+  v.variant.placement = "cpu";
+  v.outcome = dh::Outcome::Crash;
+  v.reason = "rank 1 to blame: rank 1 crashed";
+  v.diagnosis = "rank 1 crashed (killed by signal 6)";
+  dh::PropertyResult no_hang{"no_hang", dh::Outcome::Pass, "no_hang held"};
+  dh::PropertyResult equal{"equal_to_single", dh::Outcome::Fail, "equal_to_single failed at compute 1 of 1: every rank\n  rank 0: 2\n"};
+  equal.judged_before_death = "judged on script steps 1-2 ('update 50%' .. 'compute'), which every rank completed";
+  dh::PropertyResult agree{"ranks_agree", dh::Outcome::Pass, "ranks_agree held at compute 1 on all 2 rank(s)"};
+  agree.judged_before_death = equal.judged_before_death;
+  dh::PropertyResult idem{"idempotent", dh::Outcome::Skip, "idempotent: not judged: its evidence lies in script steps not every rank completed"};
+  idem.judged_before_death = "not judged";
+  v.properties = {no_hang, equal, agree, idem};
+  const auto model = dh::report_model({v}, "2024-05-01T12:00:00Z", 1.0);
+  // The matrix shows the crash, not a pass, in every column the row checks.
+  for (const auto& [column, cell] : model.variants.at(0).cells) EXPECT_EQ(cell, "crash") << column;
+  ASSERT_EQ(model.variants.at(0).findings.size(), 1u);  // the kept failure is a finding
+  EXPECT_EQ(model.variants.at(0).findings[0].property, "equal_to_single");
+  // Each view indents and escapes in its own way: the lines' words.
+  const std::string kept = "equal_to_single failed (judged on script steps 1-2";
+  const std::string held = "ranks_agree held (judged on script steps 1-2";
+  const std::string not_judged = "idempotent: not judged: its evidence lies in script steps not every rank completed";
+  EXPECT_EQ(v.kept_verdicts_text(),
+            "judged before the variant died (the steps every rank completed):\n  equal_to_single failed (" +
+                equal.judged_before_death + "):\n    equal_to_single failed at compute 1 of 1: every rank\n      rank 0: 2\n  "
+                "ranks_agree held (" + equal.judged_before_death + ")\n  " + not_judged + "\n");
+  std::ostringstream console;
+  dh::render_console(model, console, {});
+  for (const std::string& text : {console.str(), dh::render_junit(model), dh::render_markdown(model)}) {
+    EXPECT_NE(text.find(kept), std::string::npos) << text;
+    EXPECT_NE(text.find(held), std::string::npos) << text;
+    EXPECT_NE(text.find(not_judged), std::string::npos) << text;
+    EXPECT_EQ(text.find("idempotent held"), std::string::npos) << text;
+  }
+  const std::string html = dh::render_html(model);
+  EXPECT_NE(html.find("<summary>judged before the variant died</summary>"), std::string::npos);
+  EXPECT_NE(html.find("idempotent: not judged: "), std::string::npos);
+  const auto json = dh::render_json(model);
+  const auto& props = json.at("variants").at(0).at("properties");
+  ASSERT_EQ(props.size(), 4u);
+  EXPECT_EQ(props[1].at("judged_before_death"), equal.judged_before_death);
+  EXPECT_EQ(props[3].at("outcome"), "skip");
+  EXPECT_EQ(props[3].at("judged_before_death"), "not judged");
+  EXPECT_FALSE(props[0].contains("judged_before_death"));
+}

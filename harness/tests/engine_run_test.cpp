@@ -588,3 +588,119 @@ dh::Selection gloo_even_up_to_2() {
 }
 }  // namespace
 DISTMETRICS_SCENARIO_TESTS(CorrectMeanScenario, {kDir + "/correct_mean.toml"}, gloo_even_up_to_2());
+
+namespace {
+
+const dh::PropertyResult& property_of(const dh::Verdict& v, const std::string& name) {
+  const auto* p = v.property(name);
+  if (!p) throw std::runtime_error("no " + name + " in the verdict:\n" + explain(v));
+  return *p;
+}
+
+}  // namespace
+
+// A crash at compute 2 keeps the verdicts judged at compute 1, which every rank completed (from
+// the records rank 1 sent before it aborted): equal_to_single and ranks_agree fail there, as a
+// finding under the crash; the properties whose computes came later are not judged, never passed.
+TEST(EngineRun, ACrashKeepsTheVerdictsJudgedOnTheStepsEveryRankCompletedBefore) {
+  const auto v = run("no_sync_then_abort").at(0);
+  ASSERT_EQ(v.outcome, dh::Outcome::Crash) << explain(v);
+  EXPECT_NE(v.reason.find("rank 1"), std::string::npos) << v.reason;
+  EXPECT_EQ(failed(v), (std::vector<std::string>{"equal_to_single", "ranks_agree"})) << explain(v);
+  const auto& equal = property_of(v, "equal_to_single");
+  EXPECT_EQ(equal.judged_before_death, "judged on script steps 1-2 ('update 50%' .. 'compute'), which every rank completed");
+  ASSERT_EQ(equal.lines.size(), 2u) << explain(v);
+  EXPECT_TRUE(equal.lines[0].differs && equal.lines[1].differs) << explain(v);  // each rank's own mean
+  for (const char* later : {"idempotent", "update_after_compute", "reset_replay"}) {
+    const auto& p = property_of(v, later);
+    EXPECT_EQ(p.outcome, dh::Outcome::Skip) << explain(v);
+    EXPECT_EQ(p.judged_before_death, "not judged") << explain(v);
+    EXPECT_EQ(p.message.rfind(std::string(later) + ": not judged: its evidence lies in script steps not every rank "
+                              "completed; the variant's outcome is crash, and not every rank completed script step 3 "
+                              "('compute')", 0), 0u) << p.message;
+  }
+  // An 'update empty' after the crash: not judged either.
+  EXPECT_EQ(property_of(v, "accepts_empty_batch").judged_before_death, "not judged") << explain(v);
+  const std::string details = v.details();
+  EXPECT_NE(details.find("judged before the variant died (the steps every rank completed):\n  equal_to_single failed ("),
+            std::string::npos) << details;
+  EXPECT_NE(details.find("  idempotent: not judged: "), std::string::npos) << details;
+  const auto json = v.to_json();
+  bool saw = false;
+  for (const auto& p : json.at("properties"))
+    if (p.at("name") == "equal_to_single") {
+      saw = true;
+      EXPECT_EQ(p.at("outcome"), "fail");
+      EXPECT_EQ(p.at("judged_before_death"), equal.judged_before_death);
+    }
+  EXPECT_TRUE(saw);
+}
+
+// A hang whose ranks' collectives parted at compute 2 (rank 1 returns it from a cache): every
+// rank completed compute 2, but rank 0's value there paired its collectives with rank 1's of
+// compute 3, so only compute 1's verdicts are kept (held); the rest are not judged.
+TEST(EngineRun, AHangKeepsTheVerdictsThatHeldBeforeTheRanksParted) {
+  const auto v = run("rank_local_cache").at(0);
+  ASSERT_EQ(v.outcome, dh::Outcome::Hang) << explain(v);
+  ASSERT_TRUE(v.deviation) << explain(v);
+  EXPECT_EQ(v.deviation->script_step, 3);
+  EXPECT_EQ(failed(v), (std::vector<std::string>{"no_hang"})) << explain(v);
+  const auto& equal = property_of(v, "equal_to_single");
+  EXPECT_EQ(equal.outcome, dh::Outcome::Pass) << explain(v);
+  EXPECT_EQ(equal.judged_before_death.rfind("judged on script steps 1-2 ", 0), 0u) << equal.judged_before_death;
+  EXPECT_EQ(property_of(v, "ranks_agree").outcome, dh::Outcome::Pass) << explain(v);
+  for (const char* later : {"idempotent", "update_after_compute", "reset_replay", "accepts_empty_batch"}) {
+    const auto& p = property_of(v, later);
+    EXPECT_EQ(p.outcome, dh::Outcome::Skip) << explain(v);
+    EXPECT_NE(p.message.find("the ranks' collectives parted at script step 3 ('compute')"), std::string::npos) << p.message;
+  }
+}
+
+// An error at the first update: no step every rank completed, nothing judged (and none passed).
+TEST(EngineRun, AnErrorAtTheFirstStepJudgesNothing) {
+  const auto v = run("rejects_when_distributed").at(0);
+  ASSERT_EQ(v.outcome, dh::Outcome::Error) << explain(v);
+  for (const auto& p : v.properties) {
+    if (p.name == "no_hang") continue;
+    EXPECT_EQ(p.outcome, dh::Outcome::Skip) << explain(v);
+    EXPECT_EQ(p.judged_before_death, "not judged") << explain(v);
+  }
+}
+
+// [expect] error at compute 2, and the script goes on: a metric that recovers gives the single
+// process's value at compute 3 on every rank.
+TEST(EngineRun, AMetricThatRecoversAfterTheExpectedErrorPasses) {
+  const auto v = run("recovers_after_error").at(0);
+  ASSERT_EQ(v.outcome, dh::Outcome::Pass) << explain(v);
+  EXPECT_EQ(property_of(v, "expected_error").outcome, dh::Outcome::Pass) << explain(v);
+  const auto& recovered = property_of(v, "recovers_after_error");
+  EXPECT_EQ(recovered.outcome, dh::Outcome::Pass) << explain(v);
+  EXPECT_EQ(recovered.message.rfind("recovers_after_error held at compute 3 on all 2 rank(s)", 0), 0u) << recovered.message;
+  ASSERT_TRUE(recovered.single && recovered.single->value) << explain(v);
+  ASSERT_EQ(recovered.values.size(), 2u);
+  for (const auto& value : recovered.values) EXPECT_EQ(value->value, recovered.single->value) << explain(v);
+}
+
+// A metric that keeps a stale cache after compute raised on every rank but 0: compute 3 differs
+// on rank 1 only, and the failure names it.
+TEST(EngineRun, AMetricLeftBrokenByARaisingComputeFailsNamingTheRank) {
+  const auto v = run("stale_cache_after_raise").at(0);
+  ASSERT_EQ(v.outcome, dh::Outcome::Fail) << explain(v);
+  EXPECT_EQ(property_of(v, "expected_error").outcome, dh::Outcome::Pass) << explain(v);
+  const auto& recovered = property_of(v, "recovers_after_error");
+  ASSERT_EQ(recovered.outcome, dh::Outcome::Fail) << explain(v);
+  ASSERT_TRUE(v.root_cause) << explain(v);
+  EXPECT_EQ(v.root_cause->property, "recovers_after_error");
+  EXPECT_EQ(v.root_cause->headline, "compute() raised NotComputableError as declared, and left the metric broken on rank(s) 1: "
+                                    "the next update() and compute() do not give the single-process value there");
+  EXPECT_NE(recovered.message.find("recovers_after_error failed at compute 3 of 3 (script step 6: 'compute')"),
+            std::string::npos) << recovered.message;
+  ASSERT_EQ(recovered.lines.size(), 2u) << explain(v);
+  EXPECT_FALSE(recovered.lines[0].differs) << explain(v);
+  EXPECT_TRUE(recovered.lines[1].differs) << explain(v);
+  EXPECT_EQ(recovered.lines[1].rank, 1);
+  // Rank 1 returns compute 1's value, the single process the mean of what was fed after the reset.
+  ASSERT_TRUE(recovered.values.at(1) && recovered.values.at(1)->value && recovered.single && recovered.single->value);
+  EXPECT_NE(*recovered.values.at(1)->value, *recovered.single->value);
+  EXPECT_EQ(*recovered.values.at(0)->value, *recovered.single->value);
+}

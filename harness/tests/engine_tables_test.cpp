@@ -235,7 +235,7 @@ TEST(TablesTest, EveryPropertyIsCompleteAndHasItsOwnColumn) {
   EXPECT_EQ(property_table_problems(property_table()), std::vector<std::string>{});
   for (const auto& p : property_table()) EXPECT_EQ(find_property(p.name), &p);
   EXPECT_EQ(find_property("equal_to_singel"), nullptr);
-  // The names a scenario may list: all but expected_error (it comes from [expect]).
+  // The names a scenario may list: all but expected_error and recovers_after_error (they come from [expect]).
   EXPECT_EQ(property_names(), (std::vector<std::string>{"equal_to_single", "ranks_agree", "idempotent",
                                                         "update_after_compute", "reset_replay", "batch_invariant",
                                                         "no_hang", "golden", "agrees_with_reference", "state_roundtrip",
@@ -244,7 +244,7 @@ TEST(TablesTest, EveryPropertyIsCompleteAndHasItsOwnColumn) {
   std::vector<std::string> by_column;
   for (const auto* p : properties_by_column()) by_column.push_back(property_label(p->name));
   EXPECT_EQ(by_column, (std::vector<std::string>{"no_hang", "equal", "agree", "idem", "update", "reset", "batch",
-                                                 "golden", "ref", "trip", "merge", "empty", "expect"}));
+                                                 "golden", "ref", "trip", "merge", "empty", "expect", "recover"}));
   EXPECT_EQ(in_column_order({"my_check", "expected_error", "ranks_agree", "no_hang"}),
             (std::vector<std::string>{"no_hang", "ranks_agree", "expected_error", "my_check"}));
   EXPECT_EQ(property_label("my_check"), "my_check");

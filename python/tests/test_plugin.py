@@ -355,3 +355,24 @@ def test_mpirun_starts_the_variants_the_listing_says_mpirun_starts(project, tmp_
     assert runs[0][-2:] == ["--launcher", "mpi"]
     assert [p["id"] for p in project.processes() if p["role"] == "request"] == [
         "core/direct:gloo-ws2-even-cpu"]
+
+
+def test_a_variant_that_died_lists_its_kept_verdicts_and_never_shows_not_judged_as_passed():
+    from distmetrics.pytest_plugin.report import describe_variant
+    kept = "judged on script steps 1-2 ('update 50%' .. 'compute'), which every rank completed"
+    entry = {"id": "core/a:gloo-ws2-even-cpu", "outcome": "crash", "reason": "rank 1 to blame: rank 1 crashed",
+             "properties": [
+                 {"name": "no_hang", "outcome": "pass", "message": "no_hang held"},
+                 {"name": "equal_to_single", "outcome": "fail", "message": "equal_to_single failed at compute 1",
+                  "judged_before_death": kept},
+                 {"name": "ranks_agree", "outcome": "pass", "message": "ranks_agree held at compute 1",
+                  "judged_before_death": kept},
+                 {"name": "idempotent", "outcome": "skip", "message": "idempotent: not judged: its evidence lies later",
+                  "judged_before_death": "not judged"}]}
+    text = describe_variant(entry)
+    assert text.splitlines()[0] == "core/a:gloo-ws2-even-cpu: CRASH: rank 1 to blame: rank 1 crashed"
+    assert f"property equal_to_single: fail ({kept})" in text
+    assert f"property ranks_agree: pass ({kept})" in text
+    assert "property idempotent: not judged\n    idempotent: not judged: its evidence lies later" in text
+    assert "no_hang" not in text
+    assert "idempotent: pass" not in text

@@ -64,24 +64,86 @@ std::optional<StepError> step_error_from_json(const json& e) {
   return error;
 }
 
+json compute_record_json(const ComputeRecord& c) {
+  json out = {{"index", c.index},
+              {"step", c.step},
+              {"result", c.result.to_json()},
+              {"digest_before", c.digest_before},
+              {"digest_after", c.digest_after},
+              {"collectives", c.collectives},
+              {"seconds", c.seconds}};
+  if (!c.probed.empty()) {
+    json probed = json::object();
+    for (const auto& [property, result] : c.probed) probed[property] = result.to_json();
+    out["probed"] = probed;
+  }
+  return out;
+}
+
+ComputeRecord compute_record_from_json(const json& c) {
+  ComputeRecord r;
+  r.index = c.at("index");
+  r.step = c.at("step");
+  r.result = ComputeResult::from_json(c.at("result"));
+  r.digest_before = c.at("digest_before");
+  r.digest_after = c.at("digest_after");
+  r.collectives = c.at("collectives");
+  r.seconds = c.at("seconds");
+  if (c.contains("probed"))
+    for (const auto& [property, result] : c.at("probed").items()) r.probed[property] = ComputeResult::from_json(result);
+  return r;
+}
+
 }  // namespace
+
+json observation_header_record(const RankObservation& obs) {
+  return {{"header", {{"rank", obs.rank},
+                      {"devices", {{"state", obs.state_device}, {"input", obs.input_device}, {"comm", obs.comm_device}}},
+                      {"samples", obs.samples},
+                      {"batches", obs.batches}}}};
+}
+
+json step_done_record(const RankObservation& obs, int step, std::size_t first_compute) {
+  json computes = json::array();
+  for (std::size_t i = first_compute; i < obs.computes.size(); ++i) computes.push_back(compute_record_json(obs.computes[i]));
+  json record = {{"step", step}, {"computes", computes}};
+  if (obs.empty_rejected) record["empty_rejected"] = step_error_json(obs.empty_rejected);
+  if (!obs.empty_not_fed.empty()) record["empty_not_fed"] = obs.empty_not_fed;
+  if (!obs.probe_skipped.empty()) record["probe_skipped"] = obs.probe_skipped;
+  if (!obs.probe_error.empty()) record["probe_error"] = obs.probe_error;
+  return record;
+}
+
+std::optional<PartialObservation> observation_from_records(const std::vector<json>& records) {
+  std::optional<PartialObservation> out;
+  for (const auto& record : records) {
+    if (record.contains("header")) {
+      const auto& h = record.at("header");
+      out.emplace();
+      auto& o = out->observation;
+      o.rank = h.at("rank");
+      o.state_device = h.at("devices").at("state");
+      o.input_device = h.at("devices").at("input");
+      o.comm_device = h.at("devices").at("comm");
+      o.samples = h.at("samples");
+      o.batches = h.at("batches");
+      continue;
+    }
+    if (!out || !record.contains("step")) continue;
+    auto& o = out->observation;
+    for (const auto& c : record.at("computes")) o.computes.push_back(compute_record_from_json(c));
+    if (record.contains("empty_rejected")) o.empty_rejected = step_error_from_json(record.at("empty_rejected"));
+    if (record.contains("empty_not_fed")) o.empty_not_fed = record.at("empty_not_fed").get<std::string>();
+    if (record.contains("probe_skipped")) o.probe_skipped = record.at("probe_skipped").get<std::map<std::string, std::string>>();
+    if (record.contains("probe_error")) o.probe_error = record.at("probe_error").get<std::map<std::string, std::string>>();
+    out->steps_done = record.at("step").get<int>() + 1;
+  }
+  return out;
+}
 
 json RankObservation::to_json() const {
   json computes_json = json::array();
-  for (const auto& c : computes) {
-    computes_json.push_back({{"index", c.index},
-                             {"step", c.step},
-                             {"result", c.result.to_json()},
-                             {"digest_before", c.digest_before},
-                             {"digest_after", c.digest_after},
-                             {"collectives", c.collectives},
-                             {"seconds", c.seconds}});
-    if (!c.probed.empty()) {
-      json probed = json::object();
-      for (const auto& [property, result] : c.probed) probed[property] = result.to_json();
-      computes_json.back()["probed"] = probed;
-    }
-  }
+  for (const auto& c : computes) computes_json.push_back(compute_record_json(c));
   json j = {{"rank", rank},
             {"devices", {{"state", state_device}, {"input", input_device}, {"comm", comm_device}}},
             {"samples", samples},
@@ -107,19 +169,7 @@ RankObservation RankObservation::from_json(const json& j) {
   o.comm_device = devices.at("comm");
   o.samples = j.at("samples");
   o.batches = j.at("batches");
-  for (const auto& c : j.at("computes")) {
-    ComputeRecord r;
-    r.index = c.at("index");
-    r.step = c.at("step");
-    r.result = ComputeResult::from_json(c.at("result"));
-    r.digest_before = c.at("digest_before");
-    r.digest_after = c.at("digest_after");
-    r.collectives = c.at("collectives");
-    r.seconds = c.at("seconds");
-    if (c.contains("probed"))
-      for (const auto& [property, result] : c.at("probed").items()) r.probed[property] = ComputeResult::from_json(result);
-    o.computes.push_back(std::move(r));
-  }
+  for (const auto& c : j.at("computes")) o.computes.push_back(compute_record_from_json(c));
   o.collectives = j.at("collectives");
   if (j.contains("trace")) o.trace = j.at("trace").get<std::vector<std::string>>();
   o.seconds = j.at("seconds");

@@ -186,6 +186,7 @@ bool run_hung_or_crashed(Judging& j) {
   if (summary.empty()) summary = j.run.status == RunStatus::Crash ? "a rank died" : "the variant did not finish in time";
   v.reason = (blame.blamed >= 0 ? "rank " + std::to_string(blame.blamed) + " to blame: " : std::string()) + summary;
   v.properties.push_back(no_hang_of_run(j.run, j.deadline));
+  keep_verdicts_before_death(j);
   return true;
 }
 
@@ -214,6 +215,7 @@ bool ranks_did_not_all_report(Judging& j) {
   for (const auto& p : problems) lines += p + "\n";
   v.diagnosis = diagnosis_of(j, lines);
   v.properties.push_back(no_hang_of_run(j.run, j.deadline));
+  keep_verdicts_before_death(j);
   return true;
 }
 
@@ -227,6 +229,7 @@ bool a_wait_was_abandoned(Judging& j) {
   v.reason = "rank " + std::to_string(abandoned->blamed) + " to blame: " + abandoned->headline;
   v.diagnosis = j.with_shards(abandoned->detail);
   v.properties.push_back(no_hang_failed(left_while_waiting({abandoned->blamed}, abandoned->waiting, j.run.seconds)));
+  keep_verdicts_before_death(j);
   return true;
 }
 
@@ -323,6 +326,12 @@ bool metric_raised(Judging& j) {
       diag << " (" << o.trace.size() << " collectives" << (o.trace.empty() ? "" : ", last " + o.trace.back()) << ")\n";
     }
     v.diagnosis = j.with_shards(diag.str());
+    // The properties judged on every rank's whole observation read its stop as a difference:
+    // judged again on the steps every rank completed before it.
+    v.properties.erase(std::remove_if(v.properties.begin(), v.properties.end(),
+                                      [](const PropertyResult& p) { return p.name != "no_hang"; }),
+                       v.properties.end());
+    keep_verdicts_before_death(j);
     return true;
   }
   return false;

@@ -9,4 +9,5 @@ list(APPEND DISTMETRICS_HARNESS_SOURCES
   src/judging/verdict.cpp
   src/judging/ranks.cpp
   src/judging/rules.cpp
+  src/judging/before_death.cpp
   src/judging/blame.cpp)

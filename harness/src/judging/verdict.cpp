@@ -10,6 +10,18 @@ nlohmann::json value_json(const std::optional<ComputeResult>& r) {
   return r && r->value && !r->raised() ? *r->value : nlohmann::json(nullptr);
 }
 
+// Each line of `text` indented by four spaces.
+std::string indented(const std::string& text) {
+  std::string out;
+  bool at_start = true;
+  for (char c : text) {
+    if (at_start && c != '\n') out += "    ";
+    out += c;
+    at_start = c == '\n';
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string RankLine::first_line() const { return text.substr(0, text.find('\n')); }
@@ -36,6 +48,7 @@ nlohmann::json PropertyResult::to_json() const {
                       {"single", value_json(single)}, {"ranks", shown}, {"expected_failure", expected_failure}};
   j["consequence_of"] = consequence_of.empty() ? nlohmann::json(nullptr) : nlohmann::json(consequence_of);
   j["difference"] = difference && std::isfinite(*difference) ? nlohmann::json(*difference) : nlohmann::json(nullptr);
+  if (!judged_before_death.empty()) j["judged_before_death"] = judged_before_death;
   return j;
 }
 
@@ -52,7 +65,19 @@ std::string Verdict::details() const {
   if (!opening.empty() && reason.find(opening) != std::string::npos)
     rest = diagnosis.find('\n') == std::string::npos ? "" : diagnosis.substr(diagnosis.find('\n') + 1);
   if (!rest.empty()) out += rest + "\n";
-  return out;
+  return out + kept_verdicts_text();
+}
+
+std::string Verdict::kept_verdicts_text() const {
+  std::string held, failed, not_judged;
+  for (const auto& p : properties) {
+    if (p.judged_before_death.empty()) continue;
+    if (p.outcome == Outcome::Pass) held += "  " + p.name + " held (" + p.judged_before_death + ")\n";
+    else if (p.outcome == Outcome::Fail) failed += "  " + p.name + " failed (" + p.judged_before_death + "):\n" + indented(p.shown_message());
+    else not_judged += "  " + p.headline() + "\n";
+  }
+  if (held.empty() && failed.empty() && not_judged.empty()) return "";
+  return "judged before the variant died (the steps every rank completed):\n" + failed + held + not_judged;
 }
 
 std::string Verdict::skip_gist() const { return reason.substr(0, reason.find(" (")); }

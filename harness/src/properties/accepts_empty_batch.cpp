@@ -149,6 +149,15 @@ bool feeds_an_empty_batch(const Scenario& s) {
                      [](const Step& step) { return step.op == Step::Op::Update && step.amount == Step::Amount::Empty; });
 }
 
+// Its evidence: every 'update empty' of the plan (whether each rank that fed one went on).
+int last_empty_update(const CheckContext& ctx) {
+  int last = -1;
+  for (std::size_t s = 0; s < ctx.plan.steps.size(); ++s)
+    for (bool empty : ctx.plan.steps[s].empty_update)
+      if (empty) last = static_cast<int>(s);
+  return last;
+}
+
 }  // namespace
 
 // Last in the table: a failure of the distributed properties names the verdict before this one.
@@ -166,6 +175,7 @@ Property accepts_empty_batch() {
            "can leave it empty); the rest of the script ran without the empty update, so the other properties judge "
            "the distributed result as if the script had none";
   p.own_finding = true;
+  p.last_evidence_step = last_empty_update;
   p.root_causes = {{10, rejects_an_empty_batch}, {20, empty_batch_makes_nan}};
   return p;
 }

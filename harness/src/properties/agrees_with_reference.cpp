@@ -42,6 +42,7 @@ Property agrees_with_reference() {
   p.needs_table = "reference";
   p.by_default = reference_given;
   p.check = check;
+  p.last_evidence_step = last_full_data_step;
   p.hint = "the result on all the data must equal the scenario's [reference] on the same data (within the scenario's "
            "tolerance): a formula, an average or a class convention that differs from the reference's";
   return p;

@@ -153,6 +153,7 @@ Property batch_invariant() {
   p.column_order = 6;
   p.by_default = global_single_process;
   p.check = check;
+  p.last_evidence_step = single_process_only;  // other batch sizes, in one process
   p.hint = "the single-process result on the same data depends on the batch size (a formula that uses per-batch "
            "statistics, e.g. the batch's own mean, gives different answers for different batchings, and so for "
            "different world sizes)";

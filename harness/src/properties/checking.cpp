@@ -181,6 +181,13 @@ const ComputeResult* probed(const ComputeRecord& record, const std::string& prop
   return it == record.probed.end() ? nullptr : &it->second;
 }
 
+int last_full_data_step(const CheckContext& ctx) {
+  int last = -1;
+  for (const auto& point : ctx.plan.computes)
+    if (point.all_data) last = std::max(last, point.step);
+  return last;
+}
+
 std::vector<int> computes_probed(const CheckContext& ctx, const std::string& property) {
   std::vector<int> ks;
   for (const auto& point : ctx.plan.computes)

@@ -56,6 +56,12 @@ PropertyResult check_full_data(const CheckContext& ctx, const std::string& name,
 // A rank-side probe's result at a compute (state_roundtrip's restored instance, merge_state's
 // merged one), or nullptr.
 const ComputeResult* probed(const ComputeRecord& record, const std::string& property);
+
+// Property::last_evidence_step of a property that reads the computes that saw all the data (and
+// the single process): the last such compute's step, -1 when there is none.
+int last_full_data_step(const CheckContext& ctx);
+// Of one that reads the single process alone: -1.
+inline int single_process_only(const CheckContext&) { return -1; }
 // The computes where some rank has a result of `property`'s probe.
 std::vector<int> computes_probed(const CheckContext& ctx, const std::string& property);
 

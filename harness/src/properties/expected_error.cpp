@@ -69,6 +69,12 @@ PropertyResult check(const CheckContext& ctx, const std::string& hint) {
 
 bool when_an_error_is_expected(const Scenario& s) { return !s.expect.error.empty(); }
 
+// Its evidence: the [expect] compute (nothing when the plan has no such compute).
+int expected_compute_step(const CheckContext& ctx) {
+  const int k = ctx.scenario.expect.compute;
+  return k >= 0 && k < static_cast<int>(ctx.plan.computes.size()) ? ctx.plan.computes[k].step : -1;
+}
+
 }  // namespace
 
 // No root-cause rule: a rank that raises alone is a hang the engine blames on it.
@@ -82,6 +88,7 @@ Property expected_error() {
   p.checked_anyway = when_an_error_is_expected;
   p.check = check;
   p.hint = "together (decided from synced state), as the single process does";
+  p.last_evidence_step = expected_compute_step;
   return p;
 }
 

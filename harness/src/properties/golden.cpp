@@ -30,6 +30,7 @@ Property golden() {
   p.by_default = golden_given;
   p.check = check;
   p.hint = "the result on all the data must be the value written in the scenario";
+  p.last_evidence_step = last_full_data_step;
   return p;
 }
 

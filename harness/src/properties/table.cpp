@@ -18,6 +18,7 @@
   X(no_hang)                         \
   X(golden)                          \
   X(expected_error)                  \
+  X(recovers_after_error)            \
   X(agrees_with_reference)           \
   X(state_roundtrip)                 \
   X(merge_state)                     \

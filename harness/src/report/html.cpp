@@ -331,6 +331,9 @@ void failures(std::ostringstream& h, const ReportModel& m) {
     else if (!v->details.empty())
       h << "<details class=\"message\"><summary>full message</summary><pre>" << html_escape(v->details)
         << "</pre></details>\n";
+    if (const std::string kept = v->verdict.kept_verdicts_text(); !kept.empty() && v->outcome != "fail")
+      h << "<details class=\"kept\" open><summary>judged before the variant died</summary><pre>" << html_escape(kept)
+        << "</pre></details>\n";
     h << "<div class=\"repro\"><code class=\"reproduce\">" << html_escape(v->reproduce)
       << "</code><button type=\"button\" class=\"copy\" data-copy=\"" << html_escape(v->reproduce)
       << "\">copy</button></div>\n<p class=\"back\"><a href=\"#matrix\">back to the matrix</a></p>\n</article>\n";

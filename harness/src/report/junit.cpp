@@ -52,6 +52,7 @@ std::string details(const Verdict& v) {
   } else {
     out << v.reason << "\n";
   }
+  if (v.outcome != Outcome::Fail) out << v.kept_verdicts_text();  // judged before it died
   return out.str();
 }
 

@@ -111,6 +111,7 @@ nlohmann::json run_scenario_variant_task(runtime::TaskContext& ctx) {
     obs.input_device = devices.input.str();
     obs.samples = plan.samples_of(ctx.rank);
     obs.batches = static_cast<std::int64_t>(plan.batches_of(ctx.rank));
+    runtime::post_task_record(observation_header_record(obs));
 
     const auto* registry = MetricCatalog::instance().registry_for(scenario.metric);
     if (!registry)
@@ -126,8 +127,12 @@ nlohmann::json run_scenario_variant_task(runtime::TaskContext& ctx) {
     build_phase.end();
 
     const auto& mine = plan.ranks[ctx.rank];
+    // [expect] error's compute raises, and the property that judges what follows is checked: the
+    // script goes on past it (recovers_after_error), on every rank as in the single process.
+    const bool past_expected_error = scenario.checks("recovers_after_error");
     for (std::size_t s = 0; s < script.steps.size(); ++s) {
       step = static_cast<int>(s);
+      const std::size_t computes_before = obs.computes.size();
       const auto& action = script.steps[s];
       // What a crash report names: the step, its text and the method.
       const std::string where = "script step " + std::to_string(s + 1) + " ('" + scenario.script.at(s).text + "'): ";
@@ -170,6 +175,9 @@ nlohmann::json run_scenario_variant_task(runtime::TaskContext& ctx) {
             if (auto probed = probe->after_compute(step, where)) record.probed[name] = std::move(*probed);
         }
         obs.computes.push_back(record);
+        if (record.result.raised() && past_expected_error && k == scenario.expect.compute &&
+            raised.type == scenario.expect.error)
+          return true;
         if (record.result.raised()) {
           // Peers may be waiting in a collective this rank will never enter: stop here.
           obs.error = raised;
@@ -248,6 +256,12 @@ nlohmann::json run_scenario_variant_task(runtime::TaskContext& ctx) {
           break;  // the update steps after it carry their computes (action.round_computes)
       }
       if (stopped) break;
+      // The step is complete: the supervisor keeps it, whatever happens to this rank later.
+      for (const auto& [name, probe] : probes) {
+        if (!probe->skipped.empty()) obs.probe_skipped[name] = probe->skipped;
+        if (!probe->error.empty()) obs.probe_error[name] = probe->error;
+      }
+      runtime::post_task_record(step_done_record(obs, step, computes_before));
     }
   } catch (const runtime::CollectiveError&) {
     throw;

@@ -38,7 +38,10 @@ def _indent(text: str, prefix: str = "    ") -> str:
 
 
 def describe_property(prop: Dict[str, Any]) -> List[str]:
-    lines = [f"property {prop.get('name', '?')}: {prop.get('outcome', '?')}"]
+    kept = prop.get("judged_before_death")
+    if kept == "not judged":  # a variant that died before its evidence: never shown as a pass
+        return [f"property {prop.get('name', '?')}: not judged", _indent(prop.get("message", ""))]
+    lines = [f"property {prop.get('name', '?')}: {prop.get('outcome', '?')}" + (f" ({kept})" if kept else "")]
     if prop.get("message"):
         lines.append(_indent(prop["message"]))
     if "single" in prop and prop["single"] is not None:
@@ -56,7 +59,8 @@ def describe_variant(entry: Dict[str, Any]) -> str:
     lines = [f"{entry.get('id', '?')}: {str(entry.get('outcome', '?')).upper()}"
              + (f": {entry['reason']}" if entry.get("reason") else "")]
     for prop in entry.get("properties") or []:
-        if prop.get("outcome") != "pass":
+        # A variant that died lists every verdict kept from before (a held one too).
+        if prop.get("outcome") != "pass" or prop.get("judged_before_death"):
             lines += describe_property(prop)
     if entry.get("diagnosis"):
         lines.append("diagnosis:")

@@ -416,6 +416,7 @@ struct WorkerLink {
   std::optional<CollectiveRecord> open;  // entered and not yet left
   std::string phase;
   std::string dying;  // how it said it died
+  std::vector<nlohmann::json> records;  // what its task sent ahead of its end (post_task_record)
   bool lost = false;  // its channel closed (or its process ended) without an outcome
   std::optional<int> exit_status;
   bool store_blocked = false;  // its latest store request is a get or wait not yet answered
@@ -429,6 +430,7 @@ struct WorkerLink {
     open.reset();
     phase.clear();
     dying.clear();
+    records.clear();
     lost = false;
     exit_status.reset();
     store_blocked = false;
@@ -479,6 +481,8 @@ struct WorkerLink {
       if (outcome->state != RankState::TimedOut) moved = std::chrono::steady_clock::now();  // a timeout is no move
     } else if (type == "dying") {
       dying = message.value("how", "");
+    } else if (type == "record") {
+      records.push_back(message.at("record"));
     }
   }
 
@@ -964,7 +968,9 @@ class RankPool::Impl {
       RankOutcome outcome;
       if (w.outcome) {
         outcome = *w.outcome;
+        if (outcome.state != RankState::Finished) outcome.records = std::move(w.records);
       } else {
+        outcome.records = std::move(w.records);
         outcome.rank = w.rank;
         outcome.pid = static_cast<long>(w.pid);
         outcome.trace = w.entered;

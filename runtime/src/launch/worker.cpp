@@ -230,6 +230,18 @@ class ProgressReporter final : public CollectiveObserver {
     send_queued_then(message.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   }
   void flush() { send_queued_then(""); }
+  // A task's record (post_task_record): queued behind the collectives before it, sent by the flusher.
+  void queue_record(const nlohmann::json& record) {
+    const std::string line = nlohmann::json{{"type", "record"}, {"record", record}}.dump(
+                                 -1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (queued_.empty()) {
+      oldest_ = std::chrono::steady_clock::now();
+      wake_.notify_one();
+    }
+    queued_ += line;
+    if (!has_flusher_) write_locked("");
+  }
 
   // From a fatal-signal handler or exit(): the queued lines, unless another thread holds the
   // queue (then the flusher is writing them). No allocation.
@@ -524,6 +536,10 @@ std::atomic<bool> serving_as_worker{false};
 }  // namespace
 
 bool this_process_is_a_rank_worker() { return serving_as_worker; }
+
+void post_task_record(const nlohmann::json& record) {
+  if (detail::ProgressReporter* reporter = detail::live_reporter.load()) reporter->queue_record(record);
+}
 
 void set_task_context(const std::string& what) {
   detail::task_context_length = 0;

@@ -99,6 +99,22 @@ struct RankObservation {
   static RankObservation from_json(const nlohmann::json& j);
 };
 
+// What a rank sends the supervisor as it goes (runtime::post_task_record), so that the steps it
+// completed are known when it later hangs, crashes or times out in a collective: one header, then
+// one record per script step it completed (the computes, empty-update and probe news of that step).
+nlohmann::json observation_header_record(const RankObservation& obs);
+// The record of step `step`, whose computes are obs.computes from `first_compute` on.
+nlohmann::json step_done_record(const RankObservation& obs, int step, std::size_t first_compute);
+
+// A rank's observation rebuilt from its records: what it saw in the steps it completed.
+struct PartialObservation {
+  RankObservation observation;
+  int steps_done = 0;  // script steps 0 .. steps_done-1 completed
+};
+// nullopt when the records hold no header (the rank died before its first, or its launch mode
+// carries none); throws on a record that does not read.
+std::optional<PartialObservation> observation_from_records(const std::vector<nlohmann::json>& records);
+
 // The qualified class name of an exception ("distmetrics::metrics::NotComputableError",
 // "c10::Error"); runtime::exception_type_name gives the short one.
 std::string exception_full_type_name(const std::exception& e);

@@ -73,6 +73,12 @@ struct Property {
   // counts it as the property that judges the first compute).
   bool compares_with_single_process = false;
   std::vector<RootCauseRule> root_causes;
+  // For a variant that died (hang, crash, error) after some script steps every rank completed:
+  // the last script step whose records its verdict reads (-1: none, it reads the single process
+  // alone), so that it keeps its verdict when every rank completed that step and is "not judged"
+  // otherwise. nullptr: it judges compute by compute, and keeps its verdict on the computes every
+  // rank completed (not judged when none of its computes was reached).
+  int (*last_evidence_step)(const CheckContext& ctx) = nullptr;
   // What every rank does for it beside the script (state_roundtrip's restored twin, merge_state's
   // merge), created when the scenario checks it; nullptr: nothing.
   std::unique_ptr<RankProbe> (*probe)(const ProbeSetup& setup) = nullptr;

@@ -46,6 +46,10 @@ struct PropertyResult {
   std::optional<double> difference;                  // largest difference seen, when numeric
   bool expected_failure = false;    // listed in [expect] fail (and failed, as it should)
   std::string consequence_of;       // failed because of another property's root cause (root_cause.h)
+  // A variant that died (hang, crash, error): the steps this verdict was judged on, all completed
+  // by every rank before the death ("script steps 1-3 ('update 50%' .. 'compute')"); empty for a
+  // variant that ran to its end. A kept Skip is "not judged", never a pass.
+  std::string judged_before_death;
 
   std::string headline() const;      // the message's first line
   std::string full_message() const;  // message, variant lines, shard line: the JSON report's
@@ -129,6 +133,10 @@ struct Verdict {
   // failure), or the reason and the diagnosis (its opening said once when it is the reason's
   // sentence); every line ended.
   std::string details() const;
+  // Of a variant that died: the properties judged on the steps every rank completed before (a
+  // failed one with its message, a held one, then those not judged with why), each line ended;
+  // empty when none was kept. details() ends with it.
+  std::string kept_verdicts_text() const;
   // A skip's reason up to its first " (": what the views group skips by ("needs 2 GPUs").
   std::string skip_gist() const;
   nlohmann::json to_json() const;  // the JSON report's per-variant object

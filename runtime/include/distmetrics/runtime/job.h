@@ -50,6 +50,11 @@ struct RankOutcome {
   // any collective: where a rank making a process group alone waits (rank_pool.cpp, fates_known).
   bool blocked_on_store = false;
   PhaseSeconds phases;                        // where the rank's time went (phases.h); empty when unmeasured
+  // What the task sent ahead of its end (post_task_record, task.h), in order: kept for a rank
+  // that did not finish (it hung, crashed, raised or was ended), so that what it completed before
+  // is still known; empty for a finished rank (its result holds it all) and where the launch mode
+  // carries none (the peer launch modes).
+  std::vector<nlohmann::json> records;
 };
 
 enum class RunStatus {

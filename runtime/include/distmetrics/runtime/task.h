@@ -42,6 +42,14 @@ class TaskRegistry {
 // each job.
 void set_task_context(const std::string& what);
 
+// Sends a piece of the task's result ahead of its end (the harness: each script step a rank
+// completed). The supervisor keeps every record, in order, in RankOutcome::records of a rank that
+// does not finish: a hang's kill, a crash or a collective's timeout leaves what it recorded before.
+// Queued with the collectives' progress (sent within a few ms, and by a rank that dies of a
+// signal before its dying report); never blocks the task longer than the channel's send budget.
+// A no-op outside a local pool's rank worker.
+void post_task_record(const nlohmann::json& record);
+
 // Registers a task at static-initialization time:
 //   DISTMETRICS_TASK(my_task) { return {{"sum", ctx.rank}}; }   // ctx is TaskContext&
 #define DISTMETRICS_TASK(name)                                                               \

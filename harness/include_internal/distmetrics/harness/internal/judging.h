@@ -106,6 +106,12 @@ bool a_check_ran_past_the_deadline(Judging& j);  // judges the properties; hang 
 bool metric_raised(Judging& j);             // error: a rank raised what the single process did not
 bool a_property_failed(Judging& j);         // fail (hang for no_hang), led by its root cause
 
+// A variant that died (its outcome hang, crash or error, decided): the properties the scenario
+// checks, judged on the script steps every rank completed before (its observation, or the records
+// its task sent step by step), each marked with those steps; a property whose evidence needs a
+// later step is "not judged" with why (before_death.cpp). Appended to the verdict's properties.
+void keep_verdicts_before_death(Judging& j);
+
 // no_hang's results (its descriptor is properties/no_hang.cpp; the engine judges it). From how the
 // run went (`reference_seconds`: the reference and the checks, which count against the deadline),
 // or failed for `why`.
