@@ -186,9 +186,10 @@ OWN += [
     # Also on the core scenarios (their Peer rows), where every variant's ranks hold different row
     # counts (61 samples): EpochMetric's gather crashes there before any property. Their own rows
     # run the plan's even splits of 40 samples (every rank the same rows at 2 and 4 ranks).
-    Own(M + "ROC_AUC", "binary_probabilities", inputs="long_target"),
-    Own(M + "AveragePrecision", "binary_probabilities", inputs="long_target"),
-    Own(M + "CohenKappa", "binary_labels", inputs="long_target"),
+    Own(M + "ROC_AUC", "binary_probabilities", inputs="long_target", reference="distmetrics.references:roc_auc_score"),
+    Own(M + "AveragePrecision", "binary_probabilities", inputs="long_target",
+        reference="distmetrics.references:average_precision_score"),
+    Own(M + "CohenKappa", "binary_labels", inputs="long_target", reference="distmetrics.references:cohen_kappa_score"),
     Own(M + "SSIM", "images", dict(data_range=1.0, kernel_size=5)),
     Own("ignite.metrics.nlp:Perplexity", "token_logits", update=_sequences_update,
         note="sequences of 4 tokens over a vocabulary of 5, y_pred as (batch, vocab, seq); padding at -100 (its default)"),

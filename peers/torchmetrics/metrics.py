@@ -148,9 +148,10 @@ OWN += [
     Own(C + "MulticlassAveragePrecision", MC, NC),
     Own(C + "MultilabelAveragePrecision", ML, NL),
     Own(C + "BinaryROC", BIN),
-    # Also on the core scenarios (mapped from RocAuc), which never list state_roundtrip and
-    # merge_state: its own row judges those too, at every world size of the plan.
-    Own(C + "BinaryAUROC", BIN),
+    # Also on the core scenarios (mapped from RocAuc), whose 2-rank variants that list merge_state
+    # die on an empty rank: its own row judges state_roundtrip, merge_state and scikit-learn's
+    # roc_auc_score at every world size of the plan.
+    Own(C + "BinaryAUROC", BIN, reference=REF + "roc_auc_score", properties=("merge_state",)),
     Own(C + "MulticlassROC", MC, NC),
     Own(C + "MultilabelROC", ML, NL),
     Own(C + "BinaryPrecisionRecallCurve", BIN),

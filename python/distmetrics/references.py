@@ -117,6 +117,17 @@ def js_divergence(y_true, y_pred):
     return float(np.mean(jensenshannon(p, q, axis=1) ** 2)) if len(p) else 0.0
 
 
+# Binary classification (``y_true`` the 0/1 labels, ``y_pred`` the scores, or the predicted labels
+# for Cohen's kappa), scikit-learn's functions of the same names.
+def _scores(y_true, y_pred):
+    return np.asarray(y_true).astype(np.int64).ravel(), np.asarray(y_pred, dtype=np.float64).ravel()
+
+
+average_precision_score = _sklearn("average_precision_score", _scores)
+roc_auc_score = _sklearn("roc_auc_score", _scores)
+cohen_kappa_score = _sklearn("cohen_kappa_score", _labels)
+
+
 # Regression (``y_pred`` the predictions, ``y_true`` the targets, [N]).
 def _regression(name):
     return _sklearn(name, lambda y_true, y_pred: (np.asarray(y_true, dtype=np.float64),

@@ -327,6 +327,22 @@ def test_workers_are_forked_with_the_sources_imported_whatever_thread_pools_the_
     assert len(log.read_text().split()) == 1, log.read_text()
 
 
+def test_workers_are_forked_with_the_sources_imported_after_a_tokenizer_encoded_a_batch(tmp_path):
+    # Hugging Face tokenizers start a rayon pool (a thread per core) at a batch encode unless
+    # TOKENIZERS_PARALLELISM says false, which the supervisor holds whatever the environment says.
+    pytest.importorskip("tokenizers")
+    log = tmp_path / "imports.log"
+    env = dict(os.environ, TOKENIZERS_PARALLELISM="true", DISTMETRICS_TEST_IMPORT_LOG=str(log))
+    report = tmp_path / "report.json"
+    cmd = [os.environ["DISTMETRICS_BIN"], "conform", "--python", str(SOURCES / "tokenizer_at_import.py"), str(MAE),
+           "--world-sizes", "2", "--shard", "even", "--json", str(report)]
+    run = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=150, env=env)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "cannot be forked" not in run.stdout + run.stderr
+    assert json.loads(report.read_text())["summary"]["pass"] == 1
+    assert len(log.read_text().split()) == 1, log.read_text()  # imported once, by the supervisor
+
+
 def test_a_metric_with_no_reference_counterpart_runs_under_its_own_name(tmp_path):
     """docs/python.md's example: MeanBias is no reference metric; registered under its own name it
     runs the scenario that names it, judged against its own single-process run by every property

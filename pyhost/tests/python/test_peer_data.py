@@ -79,6 +79,17 @@ def test_clustering_references_ignore_the_labels_names():
     assert references.mutual_info_score(truth, truth) == pytest.approx(math.log(3))
 
 
+def test_binary_references_are_the_values_worked_out_by_hand():
+    y = [0, 1, 1, 0]
+    scores = [0.1, 0.8, 0.4, 0.6]
+    # Pairs (positive, negative) ranked right: (0.8 > 0.1), (0.8 > 0.6), (0.4 > 0.1); wrong: (0.4 < 0.6).
+    assert references.roc_auc_score(y, scores) == pytest.approx(3 / 4)
+    # Ranked 0.8 (+), 0.6 (-), 0.4 (+), 0.1 (-): precision 1 at recall 1/2, 2/3 at recall 1.
+    assert references.average_precision_score(y, scores) == pytest.approx(0.5 * 1 + 0.5 * 2 / 3)
+    # Agreement 3 of 4 (p_o 3/4); chance p_e = 1/2 * 1/4 + 1/2 * 3/4 = 1/2: (3/4 - 1/2) / (1 - 1/2).
+    assert references.cohen_kappa_score(y, [0, 1, 0, 0]) == pytest.approx(0.5)
+
+
 def test_regression_references_are_the_values_worked_out_by_hand():
     y, yhat = np.array([1.0, 2.0, 4.0]), np.array([2.0, 2.0, 3.0])
     assert references.mean_absolute_percentage_error(y, yhat) == pytest.approx((1 / 1 + 0 + 1 / 4) / 3)

@@ -24,6 +24,10 @@ const std::vector<ThreadPoolVariable>& thread_pool_variables() {
       {"OMP_NUM_THREADS", "OpenMP runtimes loaded later (libgomp, libiomp); OpenBLAS when the two above are unset"},
       {"MKL_NUM_THREADS", "Intel MKL"},
       {"BLIS_NUM_THREADS", "BLIS"},
+      // Hugging Face tokenizers start a rayon pool (a thread per core) at their first batch encode
+      // unless told not to: InfoLM's tokenizer did so in conform's process, and the zygote could
+      // not fork the rank workers any more (each then imported the sources: a peer run 2x slower).
+      {"TOKENIZERS_PARALLELISM", "Hugging Face tokenizers (transformers' fast tokenizers; its rayon pool)", "false"},
   };
   return table;
 }
@@ -34,8 +38,8 @@ void hold_thread_pools_at_one() {
   held = true;
   for (const auto& variable : thread_pool_variables()) {
     const char* value = std::getenv(variable.name);
-    if (value != nullptr && std::string(value) != "1") user_values.emplace_back(variable.name, value);
-    ::setenv(variable.name, "1", /*overwrite=*/1);
+    if (value != nullptr && std::string(value) != variable.held) user_values.emplace_back(variable.name, value);
+    ::setenv(variable.name, variable.held, /*overwrite=*/1);
   }
 }
 

@@ -16,12 +16,13 @@ namespace distmetrics::runtime {
 struct ThreadPoolVariable {
   const char* name;     // the environment variable
   const char* readers;  // which libraries read it for their pool's size
+  const char* held = "1";  // the value it is held at: one thread, or "false" for an on/off switch
 };
 
 // The variables held, in the order the docs list them.
 const std::vector<ThreadPoolVariable>& thread_pool_variables();
 
-// Sets every variable of the table to 1 (whatever the user set), before a library that reads
+// Sets every variable of the table to its held value (whatever the user set), before a library that reads
 // one loads (the embedded interpreter's first import: start_embedded_python). What a rank then
 // runs with is one thread per library pool: the rank policy (worker.cpp sets torch's intra-op
 // pool to one thread too), since a node's ranks share its cores, and the single-process

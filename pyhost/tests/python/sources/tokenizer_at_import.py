@@ -1,0 +1,43 @@
+"""blas_at_import.py's MeanAbsoluteError, but its module encodes a batch with a Hugging Face fast
+tokenizer as it is imported (what InfoLM's row did in conform's process): unless told not to,
+tokenizers start their rayon pool (a thread per core) there, and the rank workers could no longer
+be forked. Appends the pid of every process that imports it to DISTMETRICS_TEST_IMPORT_LOG."""
+
+import os
+import tempfile
+
+from tokenizers import Tokenizer, models, pre_tokenizers
+
+with open(os.environ["DISTMETRICS_TEST_IMPORT_LOG"], "a") as log:
+    log.write("%d\n" % os.getpid())
+_TOKENIZER = Tokenizer(models.WordLevel({"[UNK]": 0, "a": 1, "b": 2}, unk_token="[UNK]"))
+_TOKENIZER.pre_tokenizer = pre_tokenizers.Whitespace()
+_ENCODED = _TOKENIZER.encode_batch(["a b"] * 64 + ["b a c"] * 64)  # a parallel encode: rayon, if allowed
+assert _ENCODED[0].ids == [1, 2] and _ENCODED[-1].ids == [2, 1, 0]
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+
+import distmetrics  # noqa: E402
+
+
+class MeanAbsoluteError:
+    def __init__(self):
+        self.reset()
+
+    def reset(self):
+        self.sum_abs_error = torch.tensor(0.0, dtype=torch.float64)
+        self.total = torch.tensor(0, dtype=torch.int64)
+
+    def update(self, preds, target):
+        self.sum_abs_error += (preds - target).abs().sum().to(torch.float64)
+        self.total += target.numel()
+
+    def compute(self):
+        s = torch.stack([self.sum_abs_error, self.total.to(torch.float64)])
+        if dist.is_initialized() and dist.get_world_size() > 1:
+            dist.all_reduce(s)
+        return s[0] / s[1]
+
+
+distmetrics.register("MeanAbsoluteError", lambda params: MeanAbsoluteError(), adapter="torchmetrics")
