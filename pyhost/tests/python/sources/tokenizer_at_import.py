@@ -15,29 +15,7 @@ _TOKENIZER.pre_tokenizer = pre_tokenizers.Whitespace()
 _ENCODED = _TOKENIZER.encode_batch(["a b"] * 64 + ["b a c"] * 64)  # a parallel encode: rayon, if allowed
 assert _ENCODED[0].ids == [1, 2] and _ENCODED[-1].ids == [2, 1, 0]
 
-import torch  # noqa: E402
-import torch.distributed as dist  # noqa: E402
+import sys  # noqa: E402
 
-import distmetrics  # noqa: E402
-
-
-class MeanAbsoluteError:
-    def __init__(self):
-        self.reset()
-
-    def reset(self):
-        self.sum_abs_error = torch.tensor(0.0, dtype=torch.float64)
-        self.total = torch.tensor(0, dtype=torch.int64)
-
-    def update(self, preds, target):
-        self.sum_abs_error += (preds - target).abs().sum().to(torch.float64)
-        self.total += target.numel()
-
-    def compute(self):
-        s = torch.stack([self.sum_abs_error, self.total.to(torch.float64)])
-        if dist.is_initialized() and dist.get_world_size() > 1:
-            dist.all_reduce(s)
-        return s[0] / s[1]
-
-
-distmetrics.register("MeanAbsoluteError", lambda params: MeanAbsoluteError(), adapter="torchmetrics")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import state_dict_mae  # noqa: E402,F401  (its MeanAbsoluteError, registered as it is imported)
