@@ -4,6 +4,7 @@
 // value on the data fed so far (equal_to_single's comparison). Checked whenever [expect] names an
 // error and the script has an update and a compute after that compute; a scenario never lists it.
 #include <algorithm>
+#include <set>
 
 #include "checking.h"
 #include "distmetrics/harness/root_cause.h"
@@ -66,11 +67,16 @@ bool goes_on_after_the_expected_error(const Scenario& s) {
 // the raise left the metric broken, whatever later property fails with it.
 std::optional<RootCause> left_broken_by_the_raise(const Evidence& e) {
   if (!e.failed(kName) || e.failed("equal_to_single")) return std::nullopt;
-  const auto* result = e.result(kName);
+  // The ranks whose value differs, and those that never reached a compute after the raise (read
+  // from their observations, not from the lines' text).
+  std::set<int> broken;
+  for (const auto& line : e.result(kName)->lines)
+    if (line.differs) broken.insert(line.rank);
+  for (const auto& obs : e.ctx.ranks)
+    for (int k : computes_after_recovery(e.ctx))
+      if (!obs.compute(k)) broken.insert(obs.rank);
   std::string ranks;
-  for (const auto& line : result->lines)
-    if (line.differs || line.text.rfind("did not get there", 0) == 0)
-      ranks += (ranks.empty() ? "" : ", ") + std::to_string(line.rank);
+  for (int rank : broken) ranks += (ranks.empty() ? "" : ", ") + std::to_string(rank);
   RootCause cause;
   cause.property = kName;
   cause.headline = "compute() raised " + e.ctx.scenario.expect.error + " as declared, and left the metric broken on rank(s) " +
