@@ -421,6 +421,7 @@ TEST(TablesTest, TheTablesJsonHoldsExactlyTheTables) {
   for (const auto& g : t.at("generators"))  // text and detection carry strings and dicts, the rest tensors
     EXPECT_EQ(g.at("structured").get<bool>(), find_generator(g.at("name").get<std::string>())->carrier ==
                                                    DataCarrier::Structured);
+  EXPECT_EQ(t.at("expected_errors").get<std::vector<std::string>>(), expected_error_names());
   EXPECT_EQ(names(t.at("reference_metrics")), metrics::MetricRegistry::reference().names());
   for (const auto& m : t.at("reference_metrics")) {
     const auto* spec = metrics::MetricRegistry::reference().find(m.at("name").get<std::string>());

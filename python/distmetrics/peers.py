@@ -538,6 +538,19 @@ OWN_PLAN = (("", OWN_WORLD_SIZES, None), (".ws2", (2,), ("even",)), (".ws4", (4,
 # parameter that takes logits.
 OWN_PLAN_LOGITS = (".logits", (3,), ("uneven",), dict(params=dict(output="logits")))
 OWN_PLAN_EQUAL_UPDATES = (".equal", (2, 3, 4), ("even",), dict(num_samples=48, batch_size=4), ("update empty ranks=0",))
+# A class whose compute() raises before any update (found by peers/scenarios.py, which asks each
+# class once in a process of its own: ValueError on an empty list state, Ignite's
+# NotComputableError) is checked for what comes after the raise: at 3 ranks, every rank computes
+# before its first update and must raise that error as the single process does, then updates with
+# all its data and computes twice: the value the single process gives, on every rank
+# (recovers_after_error), twice alike (idempotent). The split is OWN_PLAN_EQUAL_UPDATES' (every rank
+# the same number of whole batches), so that what fails there is the raise's consequence, not a
+# mechanism of an uneven split the other files already show. A class whose compute before any
+# update kills its process gets the same file without [expect]: the crash is the finding.
+OWN_PLAN_RAISES = (".raises", (3,), ("even",), dict(num_samples=48, batch_size=4))
+RAISES_SCRIPT = ("compute", "update rest", "compute", "compute")
+# Listed; expected_error and recovers_after_error are judged wherever [expect] names an error.
+RAISES_PROPERTIES = ("equal_to_single", "ranks_agree", "idempotent")
 
 
 def channel_statistics(probabilities=False):
@@ -905,12 +918,14 @@ def takes_logits(row):
         and row.inputs in LOGITS_CONVERSIONS
 
 
-def own_scenario(row, library, world_sizes=OWN_WORLD_SIZES, shards=None, data_sizes=None, left_out=()):
+def own_scenario(row, library, world_sizes=OWN_WORLD_SIZES, shards=None, data_sizes=None, left_out=(),
+                 raises=None):
     """The scenario file (TOML text) that checks `row` against itself: its shape's data, the
     default script, every property that needs no independent value; at `world_sizes` with
     `own_shards(row, shards)`. `data_sizes` (num_samples, batch_size, params) replace the defaults,
     and the steps `left_out` of the runner's default script are left out of it (a plan entry's:
-    OWN_PLAN_EQUAL_UPDATES)."""
+    OWN_PLAN_EQUAL_UPDATES). `raises` (OWN_PLAN_RAISES): the script RAISES_SCRIPT instead, with
+    `[expect] error = raises` at its first compute; "" for a compute that crashes (no [expect])."""
     import zlib
 
     data = own_data(row, data_sizes)
@@ -947,6 +962,14 @@ def own_scenario(row, library, world_sizes=OWN_WORLD_SIZES, shards=None, data_si
     defaults = list(tables().default_properties)
     if row.only:
         defaults, properties = [], list(row.only)
+    if raises is not None:
+        defaults, properties = list(RAISES_PROPERTIES), ["agrees_with_reference"] if row.reference else []
+        if raises and raises not in tables().expected_errors:
+            raise PeerSetupError(f"{row.where}: the compute before any update raised {raises}, which is not an "
+                                 f"error type a scenario can expect ({', '.join(tables().expected_errors)})")
+        lines.insert(lines.index("[metric]"), f"script = {_toml(list(RAISES_SCRIPT))}")
+        if raises:
+            lines += ["", "[expect]", f"error = {_toml(raises)}", "compute = 1"]
     lines.insert(lines.index("[metric]"), f"properties = {_toml(defaults + properties)}")
     if left_out:
         missing = [step for step in left_out if step not in tables().default_script]

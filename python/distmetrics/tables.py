@@ -50,6 +50,8 @@ class Tables:
         self.placements: Dict[str, Dict[str, Any]] = {p["name"]: p for p in raw["placements"]}
         # Data generators: {"name", "structured"} (structured samples have no label to order by).
         self.generators: Dict[str, Dict[str, Any]] = {g["name"]: g for g in raw["generators"]}
+        # The error types an [expect] error may name (the peers' plan for a compute that raises).
+        self.expected_errors: List[str] = list(raw["expected_errors"])
         self.reference_metrics: Dict[str, List[Dict[str, Any]]] = {
             m["name"]: m["params"] for m in raw["reference_metrics"]}
         self.python_prefix: str = raw["metric_sources"]["python"]

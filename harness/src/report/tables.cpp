@@ -137,6 +137,9 @@ json tables_json() {
           {"shard_policies", shard_policies_json()},
           {"placements", placements_json()},
           {"generators", generators_json()},
+          // The error types an [expect] error may name (scenario.cpp): what the peers' plan for a
+          // class whose compute() raises before any update may declare.
+          {"expected_errors", expected_error_names()},
           {"reference_metrics", reference_metrics_json()},
           // How a report's "source" (and a metric's identity) spells a Python source: the prefix
           // before its spec; a plugin's source is its library's path, with no prefix.

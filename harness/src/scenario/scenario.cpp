@@ -191,7 +191,13 @@ std::string Diagnostic::to_string() const {
 }
 
 const std::vector<std::string>& expected_error_names() {
-  static const std::vector<std::string> names = {"NotComputableError", "InputError", "SyncError"};
+  // The runner's metric errors, then the built-in Python exceptions a Python metric's compute()
+  // raises on input it cannot compute (a report keeps a Python exception's class name:
+  // pyhost's describe_python_error); Ignite's own is named NotComputableError too.
+  static const std::vector<std::string> names = {"NotComputableError", "InputError",     "SyncError",
+                                                 "ValueError",         "RuntimeError",   "TypeError",
+                                                 "ZeroDivisionError",  "AssertionError", "IndexError",
+                                                 "KeyError",           "AttributeError"};
   return names;
 }
 

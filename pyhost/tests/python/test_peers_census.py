@@ -10,6 +10,7 @@ the releases."""
 
 import importlib.util
 import re
+import json
 import subprocess
 import sys
 import textwrap
@@ -156,7 +157,21 @@ def test_a_class_checked_against_itself_gets_a_scenario_of_its_own(tmp_path):
     ws4 = sorted(p.name for p in (tmp_path / "scenarios" / "torcheval").glob("*.ws4.toml"))
     equal = sorted(p.name for p in (tmp_path / "scenarios" / "torcheval").glob("*.equal.toml"))
     with_logits = list((tmp_path / "scenarios" / "torcheval").glob("*.logits.toml"))
-    assert ws2 == len(ws4) and ws2 * 3 + len(with_logits) + len(equal) == count
+    raises = sorted(p.name for p in (tmp_path / "scenarios" / "torcheval").glob("*.raises.toml"))
+    assert ws2 == len(ws4) and ws2 * 3 + len(with_logits) + len(equal) + len(raises) == count
+    # A class whose compute() before any update raises (found by asking it, not declared) is checked
+    # for what comes after: compute first, then every update, then compute twice; [expect] names
+    # the error at compute 1 (expected_error, recovers_after_error), every rank the same updates.
+    assert "MulticlassAUPRC.raises.toml" in raises and "Sum.raises.toml" not in raises
+    auprc = tomllib.loads((tmp_path / "scenarios" / "torcheval" / "MulticlassAUPRC.raises.toml").read_text())
+    assert auprc["script"] == ["compute", "update rest", "compute", "compute"]
+    assert auprc["expect"] == {"error": "ValueError", "compute": 1}
+    assert auprc["properties"] == ["equal_to_single", "ranks_agree", "idempotent"]
+    assert (auprc["variants"]["world_sizes"], auprc["variants"]["shards"], auprc["data"]["num_samples"]) == ([3], ["even"], 48)
+    # A compute before any update that kills its process (FrechetAudioDistance: torch.linalg.eigvals
+    # of a NaN matrix, a SIGSEGV in MKL) gets the same file with no [expect]: the crash is the finding.
+    fad = tomllib.loads((tmp_path / "scenarios" / "torcheval" / "FrechetAudioDistance.raises.toml").read_text())
+    assert "expect" not in fad and fad["script"][0] == "compute"
     # Every rank the same updates only where the 2- and 4-rank even variants die on a known
     # mechanism (Perplexity's padding batch): 48 samples at 2, 3 and 4 ranks, even, the default
     # script without its one-rank empty update.
@@ -170,6 +185,23 @@ def test_a_class_checked_against_itself_gets_a_scenario_of_its_own(tmp_path):
     # A time reading (Own(only=...)) is judged on the properties its row names, merge_state not added.
     throughput = tomllib.loads((tmp_path / "scenarios" / "torcheval" / "Throughput.toml").read_text())
     assert throughput["properties"] == ["ranks_agree"]
+
+
+def test_the_probe_survives_a_compute_that_kills_its_process(tmp_path, monkeypatch):
+    """peers/scenarios.py asks each class's compute() before any update in a process of its own; a
+    class whose compute kills that process is recorded as a crash and the classes after it are
+    still asked (the probe restarts after it); the answers are kept for the next run."""
+    _installed_or_skip()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    scenarios = _load("peers_scenarios", ROOT / "peers" / "scenarios.py")
+    answers = scenarios.probe("torcheval")
+    assert answers["torcheval.FrechetAudioDistance"] == {"outcome": "crash", "error": "signal 11"}
+    assert answers["torcheval.MulticlassAUPRC"] == {"outcome": "raises", "error": "ValueError"}
+    assert answers["torcheval.Sum"]["outcome"] == "value"
+    module = scenarios.load("torcheval")
+    assert set(answers) == set(module.OWNED)  # rows after the crash were asked too
+    kept = list((tmp_path / "distmetrics" / "probes").glob("torcheval-*.json"))
+    assert len(kept) == 1 and json.loads(kept[0].read_text()) == answers
 
 
 def test_a_bad_own_row_names_its_file_line_and_field():
