@@ -546,7 +546,7 @@ OWN_PLAN_EQUAL_UPDATES = (".equal", (2, 3, 4), ("even",), dict(num_samples=48, b
 # (recovers_after_error), twice alike (idempotent). The split is OWN_PLAN_EQUAL_UPDATES' (every rank
 # the same number of whole batches), so that what fails there is the raise's consequence, not a
 # mechanism of an uneven split the other files already show. A class whose compute before any
-# update kills its process gets the same file without [expect]: the crash is the finding.
+# update kills its process gets no file (peers/scenarios.py names it; its repro shows it).
 OWN_PLAN_RAISES = (".raises", (3,), ("even",), dict(num_samples=48, batch_size=4))
 RAISES_SCRIPT = ("compute", "update rest", "compute", "compute")
 # Listed; expected_error and recovers_after_error are judged wherever [expect] names an error.
@@ -925,7 +925,7 @@ def own_scenario(row, library, world_sizes=OWN_WORLD_SIZES, shards=None, data_si
     `own_shards(row, shards)`. `data_sizes` (num_samples, batch_size, params) replace the defaults,
     and the steps `left_out` of the runner's default script are left out of it (a plan entry's:
     OWN_PLAN_EQUAL_UPDATES). `raises` (OWN_PLAN_RAISES): the script RAISES_SCRIPT instead, with
-    `[expect] error = raises` at its first compute; "" for a compute that crashes (no [expect])."""
+    `[expect] error = raises` at its first compute."""
     import zlib
 
     data = own_data(row, data_sizes)
@@ -964,12 +964,11 @@ def own_scenario(row, library, world_sizes=OWN_WORLD_SIZES, shards=None, data_si
         defaults, properties = [], list(row.only)
     if raises is not None:
         defaults, properties = list(RAISES_PROPERTIES), ["agrees_with_reference"] if row.reference else []
-        if raises and raises not in tables().expected_errors:
+        if raises not in tables().expected_errors:
             raise PeerSetupError(f"{row.where}: the compute before any update raised {raises}, which is not an "
                                  f"error type a scenario can expect ({', '.join(tables().expected_errors)})")
         lines.insert(lines.index("[metric]"), f"script = {_toml(list(RAISES_SCRIPT))}")
-        if raises:
-            lines += ["", "[expect]", f"error = {_toml(raises)}", "compute = 1"]
+        lines += ["", "[expect]", f"error = {_toml(raises)}", "compute = 1"]
     lines.insert(lines.index("[metric]"), f"properties = {_toml(defaults + properties)}")
     if left_out:
         missing = [step for step in left_out if step not in tables().default_script]

@@ -169,9 +169,9 @@ def test_a_class_checked_against_itself_gets_a_scenario_of_its_own(tmp_path):
     assert auprc["properties"] == ["equal_to_single", "ranks_agree", "idempotent"]
     assert (auprc["variants"]["world_sizes"], auprc["variants"]["shards"], auprc["data"]["num_samples"]) == ([3], ["even"], 48)
     # A compute before any update that kills its process (FrechetAudioDistance: torch.linalg.eigvals
-    # of a NaN matrix, a SIGSEGV in MKL) gets the same file with no [expect]: the crash is the finding.
-    fad = tomllib.loads((tmp_path / "scenarios" / "torcheval" / "FrechetAudioDistance.raises.toml").read_text())
-    assert "expect" not in fad and fad["script"][0] == "compute"
+    # of a NaN matrix, a SIGSEGV in MKL, undefined behaviour that in a rank worker sometimes raises
+    # instead) gets no file: the probe names it and its repro shows it.
+    assert "FrechetAudioDistance.raises.toml" not in raises
     # Every rank the same updates only where the 2- and 4-rank even variants die on a known
     # mechanism (Perplexity's padding batch): 48 samples at 2, 3 and 4 ranks, even, the default
     # script without its one-rank empty update.
