@@ -84,6 +84,15 @@ NC, NL = dict(num_classes=4), dict(num_labels=3)
 # for at least one element (auc.py:55), BinaryNormalizedEntropy checks the input's range with
 # max() (binary_normalized_entropy.py:145): a batch of no rows raises, by design; not fed.
 REJECTS_EMPTY = {"empty_batch": "rejected"}
+def _clicks_and_weights(metric, input, target, weight):
+    """ClickThroughRate.update(input, weights) (ranking/click_through_rate.py:78-82): `input` is
+    the clicks (1) and skips (0), `weights` each event's weight. The true labels are the clicks;
+    each event weighs 1 or 2 (1 + its predicted label), so the rate is a weighted one that moves
+    when an event's weight is lost or counted twice (the adapter's positional call would make the
+    labels the weights and drop every event of weight 0)."""
+    metric.update(target, weights=1.0 + input.float())  # float32: the class's own state dtype
+
+
 OWN = [
     Own(M + "Sum", "values"),
     Own(M + "Max", "values", conventions=REJECTS_EMPTY),
@@ -112,12 +121,14 @@ OWN = [
     Own(M + "HitRate", MC, dict(k=2), inputs="long_target"),
     Own(M + "ReciprocalRank", MC, dict(k=2), inputs="long_target"),
     Own(M + "WeightedCalibration", BIN, inputs="float_labels"),
-    Own(M + "ClickThroughRate", "binary_labels", note="update(clicks): the 0/1 labels as clicks"),
+    Own(M + "ClickThroughRate", "binary_labels", update=_clicks_and_weights,
+        note="update(clicks, weights): the true 0/1 labels as clicks, 1 + the predicted label as each event's weight"),
     Own(M + "PeakSignalNoiseRatio", "images", dict(data_range=1.0)),
     # Windows over each rank's last updates (and lifetime values beside them).
     Own(M + "WindowedMeanSquaredError", "regression", dict(max_num_updates=3)),
     Own(M + "WindowedBinaryAUROC", BIN, dict(max_num_samples=10), inputs="long_target"),
-    Own(M + "WindowedClickThroughRate", "binary_labels", dict(max_num_updates=3)),
+    Own(M + "WindowedClickThroughRate", "binary_labels", dict(max_num_updates=3), update=_clicks_and_weights,
+        note="update(clicks, weights) as ClickThroughRate's"),
     Own(M + "WindowedBinaryNormalizedEntropy", BIN, dict(max_num_updates=3), inputs="float_labels",
         conventions=REJECTS_EMPTY),
     Own(M + "WindowedWeightedCalibration", BIN, dict(max_num_updates=3), inputs="float_labels"),
