@@ -488,10 +488,10 @@ TEST(EngineRun, AMetricThatCannotSaveItsStateSkipsTheStateChecksWithTheReason) {
   EXPECT_EQ(v.outcome, dh::Outcome::Pass) << explain(v);
   EXPECT_EQ(property(v, "state_roundtrip").outcome, dh::Outcome::Skip) << explain(v);
   EXPECT_EQ(property(v, "state_roundtrip").message,
-            "state_roundtrip: not judged: CorrectMean cannot save its state (Metric::save_state gives nothing)");
+            "state_roundtrip: not applicable: CorrectMean cannot save its state (Metric::save_state gives nothing)");
   EXPECT_EQ(property(v, "merge_state").outcome, dh::Outcome::Skip) << explain(v);
   EXPECT_EQ(property(v, "merge_state").message,
-            "merge_state: not judged: CorrectMean cannot merge saved states (Metric::can_merge_state is false)");
+            "merge_state: not applicable: CorrectMean cannot merge saved states (Metric::can_merge_state is false)");
 }
 
 TEST(EngineRun, InputDtypesAreAVariantAxisWithTheDtypesTolerance) {

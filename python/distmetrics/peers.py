@@ -879,7 +879,7 @@ def register_own(rows, library, since=None):
 # class allows it: TorchmetricsAdapter.can_merge) is judged by explore and not yet by the peer run:
 # listed, 26 classes failed it in a run of 6 December, untriaged (docs/peers.md, "Left to do").
 # Ignite has none.
-MERGE_STATE_LIBRARIES = ("torcheval",)
+MERGE_STATE_LIBRARIES = ("torcheval", "torchmetrics")
 
 
 def own_data(row, data_sizes=None):

@@ -293,7 +293,7 @@ def test_a_python_metric_without_load_state_dict_skips_state_roundtrip_with_the_
     (v,) = data["variants"]
     trip = prop(v, "state_roundtrip")
     assert trip["outcome"] == "skip"
-    assert trip["message"] == "state_roundtrip: not judged: MeanAbsoluteError cannot save its state (Metric::save_state gives nothing)"
+    assert trip["message"] == "state_roundtrip: not applicable: MeanAbsoluteError cannot save its state (Metric::save_state gives nothing)"
 
 
 def test_the_html_header_names_the_torch_the_python_metric_ran_on(tmp_path):
