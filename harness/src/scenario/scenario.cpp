@@ -35,11 +35,7 @@ void check_name(ScenarioReader& reader, const std::string& name) {
   }
 }
 
-std::optional<std::string> read_string(ScenarioReader& reader, const toml::table& table, const std::string& path) {
-  const auto v = reader.read(table, reader.field(path), nullptr);
-  return v ? std::optional<std::string>(v->get<std::string>()) : std::nullopt;
-}
-
+// read() of the list-of-strings field at `path` of the top level.
 std::optional<std::vector<std::string>> read_strings(ScenarioReader& reader, const toml::table& table, const std::string& path) {
   const auto v = reader.read(table, reader.field(path), nullptr);
   return v ? std::optional<std::vector<std::string>>(v->get<std::vector<std::string>>()) : std::nullopt;
@@ -48,7 +44,7 @@ std::optional<std::vector<std::string>> read_strings(ScenarioReader& reader, con
 // The top level's plain fields (deadline, single_process), then description and tags.
 void read_top_level(ScenarioReader& reader, const toml::table& root, Scenario& s) {
   reader.open_table(root, "", s);
-  if (auto d = read_string(reader, root, "description")) {
+  if (auto d = reader.read_string(root, "description", nullptr)) {
     if (d->find_first_not_of(" \t\n") == std::string::npos)
       reader.error_at(reader.line_of(&root, "description"), "description", "'description' is empty: say what the scenario checks");
     s.description = *d;

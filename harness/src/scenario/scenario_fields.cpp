@@ -74,7 +74,6 @@ std::vector<std::string> step_texts(const Scenario& s) {
 }
 
 std::vector<std::string> property_name_list() { return property_names(); }
-std::vector<std::string> no_names() { return {}; }
 
 ScenarioFields top_level_fields() {
   using T = FieldType;

@@ -267,6 +267,12 @@ class ScenarioReader {
     return value;
   }
 
+  // read() of the string field at `path`, as a string.
+  std::optional<std::string> read_string(const toml::table& table, const std::string& path, const toml::node* owner) {
+    const auto v = read(table, field(path), owner);
+    return v ? std::optional<std::string>(v->get<std::string>()) : std::nullopt;
+  }
+
   // A table of the file opened: its unknown keys said, and its plain fields read and stored
   // into `s` (the fields its own code does not read).
   void open_table(const toml::table& table, const std::string& section, Scenario& s) {

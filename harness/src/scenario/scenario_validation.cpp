@@ -35,8 +35,7 @@ void validate_metric(ScenarioReader& reader, const toml::table& root, Scenario& 
   metric_ok = false;
   if (!metric_table) return;
   reader.open_table(*metric_table, "metric", s);
-  const auto name_json = reader.read(*metric_table, reader.field("metric.name"), metric_table);
-  const auto name = name_json ? std::optional<std::string>(name_json->get<std::string>()) : std::nullopt;
+  const auto name = reader.read_string(*metric_table, "metric.name", metric_table);
   const toml::table* params_table = reader.table_field(*metric_table, "params", "metric.params", false, metric_table);
   if (!name) return;
   s.metric = *name;
@@ -168,11 +167,6 @@ struct DataTable {
   bool ok = false;
 };
 
-std::optional<std::string> read_string(ScenarioReader& reader, const toml::table& data, const std::string& path) {
-  const auto v = reader.read(data, reader.field(path), &data);
-  return v ? std::optional<std::string>(v->get<std::string>()) : std::nullopt;
-}
-
 // One source (generator, file, python): said when none or several are given.
 int count_sources(ScenarioReader& reader, const toml::table& data) {
   const int sources = (data.contains("generator") ? 1 : 0) + (data.contains("file") ? 1 : 0) + (data.contains("python") ? 1 : 0);
@@ -202,9 +196,9 @@ bool read_structured(ScenarioReader& reader, const toml::table& data, DataTable&
 
 DataTable read_data_table(ScenarioReader& reader, const toml::table& data) {
   DataTable d;
-  d.generator = read_string(reader, data, "data.generator");
-  d.file = read_string(reader, data, "data.file");
-  d.python = read_string(reader, data, "data.python");
+  d.generator = reader.read_string(data, "data.generator", &data);
+  d.file = reader.read_string(data, "data.file", &data);
+  d.python = reader.read_string(data, "data.python", &data);
   const int sources = count_sources(reader, data);
   const bool generated = data.contains("generator") || sources != 1;
   d.params = reader.table_field(data, "params", "data.params", false, &data);
@@ -213,7 +207,7 @@ DataTable read_data_table(ScenarioReader& reader, const toml::table& data) {
   d.num_samples = reader.int_field(data, "num_samples", "data.num_samples", generated, &data, 0,
                                    generated ? kMaxGeneratedSamples : kMaxSamples);
   if (auto batch = reader.read(data, reader.field("data.batch_size"), &data)) d.batch_size = batch->get<std::int64_t>();
-  d.dtype = read_string(reader, data, "data.dtype");
+  d.dtype = reader.read_string(data, "data.dtype", &data);
   const bool dtype_refused = !d.dtype && data.get("dtype") && data.get("dtype")->is_string();  // not a choice
   d.ok = (d.seed || !generated) && (d.num_samples || !generated) && d.batch_size && sources == 1 && !dtype_refused;
   if (!read_structured(reader, data, d)) d.ok = false;
@@ -368,8 +362,7 @@ void validate_reference(ScenarioReader& reader, Scenario& s, const toml::table& 
   const auto* table = reader.table_field(root, "reference", "reference", false, nullptr);
   if (!table) return;
   reader.open_table(*table, "reference", s);
-  const auto python_json = reader.read(*table, reader.field("reference.python"), table);
-  const auto python = python_json ? std::optional<std::string>(python_json->get<std::string>()) : std::nullopt;
+  const auto python = reader.read_string(*table, "reference.python", table);
   const auto* kwargs = reader.table_field(*table, "kwargs", "reference.kwargs", false, table);
   if (!python) return;
   PythonReference reference{*python, kwargs ? toml_to_json(*kwargs) : json::object()};
@@ -438,38 +431,38 @@ void validate_expectations(ScenarioReader& reader, Scenario& s, const toml::tabl
                            const toml::table* variants) {
   if (!expect) return;
   reader.open_table(*expect, "expect", s);  // expect.reason is plain
-  if (auto error_json = reader.read(*expect, reader.field("expect.error"), expect)) {
-    const auto error = std::optional<std::string>(error_json->get<std::string>());
+  if (auto given = reader.read(*expect, reader.field("expect.error"), expect)) {
+    const std::string error = given->get<std::string>();
     const auto known = reader.field("expect.error").known();
-    if (std::find(known.begin(), known.end(), *error) == known.end()) {
+    if (std::find(known.begin(), known.end(), error) == known.end()) {
       reader.error_at(reader.line_of(expect, "error"), "expect.error",
-                 "unknown error type '" + *error + "'" + runtime::did_you_mean(*error, known) + " (known: " + runtime::quoted_list(known) + ")");
+                 "unknown error type '" + error + "'" + runtime::did_you_mean(error, known) + " (known: " + runtime::quoted_list(known) + ")");
     } else {
-      s.expect.error = *error;
+      s.expect.error = error;
     }
   }
   const int computes = count_computes(s.script);
-  if (auto compute_json = reader.read(*expect, reader.field("expect.compute"), expect)) {
-    const auto compute = std::optional<std::int64_t>(compute_json->get<std::int64_t>());
+  if (auto given = reader.read(*expect, reader.field("expect.compute"), expect)) {
+    const std::int64_t compute = given->get<std::int64_t>();
     if (s.expect.error.empty())
       reader.error_at(reader.line_of(expect, "compute"), "expect.compute",
                       "'expect.compute' says which compute raises 'expect.error': give the error too");
-    if (*compute > computes)
+    if (compute > computes)
       reader.error_at(reader.line_of(expect, "compute"), "expect.compute",
-                 "'expect.compute' is " + std::to_string(*compute) + " but the script has " + std::to_string(computes) +
+                 "'expect.compute' is " + std::to_string(compute) + " but the script has " + std::to_string(computes) +
                      " compute step(s)");
-    s.expect.compute = static_cast<int>(*compute) - 1;
+    s.expect.compute = static_cast<int>(compute) - 1;
   }
-  if (auto fail_json = reader.read(*expect, reader.field("expect.fail"), expect)) {
-    const auto fail = std::optional<std::vector<std::string>>(fail_json->get<std::vector<std::string>>());
-    for (const auto& p : *fail) {
+  if (auto given = reader.read(*expect, reader.field("expect.fail"), expect)) {
+    const auto fail = given->get<std::vector<std::string>>();
+    for (const auto& p : fail) {
       if (p == "no_hang")
         reader.error_at(reader.line_of(expect, "fail"), "expect.fail", "'no_hang' cannot be an expected failure: a hang is never a pass");
       else if (!s.checks(p))
         reader.error_at(reader.line_of(expect, "fail"), "expect.fail",
                    "'" + p + "' is expected to fail but is not checked: add it to 'properties'");
     }
-    s.expect.fail = *fail;
+    s.expect.fail = fail;
   }
   if (!s.expect.fail.empty() && s.expect.reason.empty())
     reader.error_at(reader.line_of(expect, "fail"), "expect.reason", "an expected failure needs 'expect.reason': say why it must fail");
