@@ -1,6 +1,7 @@
 # Tests of the scenario engine.
 distmetrics_test(engine_unit_tests
   SOURCES engine_basics_test.cpp engine_check_test.cpp engine_scenario_test.cpp engine_tables_test.cpp
+          scenario_fields_test.cpp
           engine_data_files_test.cpp engine_data_lazy_test.cpp judging_rules_test.cpp
   LINK distmetrics::harness distmetrics::harness_internal
   LABELS engine)

@@ -22,6 +22,7 @@
 #include "distmetrics/harness/placement.h"
 #include "distmetrics/harness/property.h"
 #include "distmetrics/harness/report.h"
+#include "distmetrics/harness/scenario_fields.h"
 #include "distmetrics/harness/shard.h"
 #include "distmetrics/harness/tables.h"
 #include "distmetrics/metrics/registry.h"
@@ -422,6 +423,7 @@ TEST(TablesTest, TheTablesJsonHoldsExactlyTheTables) {
     EXPECT_EQ(g.at("structured").get<bool>(), find_generator(g.at("name").get<std::string>())->carrier ==
                                                    DataCarrier::Structured);
   EXPECT_EQ(t.at("expected_errors").get<std::vector<std::string>>(), expected_error_names());
+  EXPECT_EQ(t.at("scenario_fields"), scenario_fields_json(scenario_fields()));  // the file fields, in table order
   EXPECT_EQ(names(t.at("reference_metrics")), metrics::MetricRegistry::reference().names());
   for (const auto& m : t.at("reference_metrics")) {
     const auto* spec = metrics::MetricRegistry::reference().find(m.at("name").get<std::string>());

@@ -1,6 +1,6 @@
 """The runner's tables, read from the C++ side instead of copied: exit codes, outcomes,
-properties (and the default list), backends, shard policies, placements, the reference metrics'
-parameters and how a metric source is spelled.
+properties (and the default list), backends, shard policies, placements, the fields of a scenario
+file, the reference metrics' parameters and how a metric source is spelled.
 
 They come from `distmetrics tables --json` (docs/cli-contract.md, "tables"), run once per
 binary and cached; inside the runner's own interpreter (a Python metric's rank, `conform
@@ -52,6 +52,10 @@ class Tables:
         self.generators: Dict[str, Dict[str, Any]] = {g["name"]: g for g in raw["generators"]}
         # The error types an [expect] error may name (the peers' plan for a compute that raises).
         self.expected_errors: List[str] = list(raw["expected_errors"])
+        # The fields a scenario file may hold ({"name": "data.seed", "section", "key", "type",
+        # "default", "required", "choices", "docs"}): what distmetrics.scenario_toml checks a file
+        # against. Absent from an older build's tables (a field added keeps the format).
+        self.scenario_fields: List[Dict[str, Any]] = list(raw.get("scenario_fields", []))
         self.reference_metrics: Dict[str, List[Dict[str, Any]]] = {
             m["name"]: m["params"] for m in raw["reference_metrics"]}
         self.python_prefix: str = raw["metric_sources"]["python"]

@@ -10,6 +10,7 @@
 #include "distmetrics/harness/property.h"
 #include "distmetrics/harness/report.h"
 #include "distmetrics/harness/scenario.h"
+#include "distmetrics/harness/scenario_fields.h"
 #include "distmetrics/harness/script.h"
 #include "distmetrics/harness/shard.h"
 #include "distmetrics/metrics/registry.h"
@@ -140,6 +141,8 @@ json tables_json() {
           // The error types an [expect] error may name (scenario.cpp): what the peers' plan for a
           // class whose compute() raises before any update may declare.
           {"expected_errors", expected_error_names()},
+          // The fields a scenario file may hold (scenario_fields.h): what the peers' writer checks.
+          {"scenario_fields", scenario_fields_json(scenario_fields())},
           {"reference_metrics", reference_metrics_json()},
           // How a report's "source" (and a metric's identity) spells a Python source: the prefix
           // before its spec; a plugin's source is its library's path, with no prefix.

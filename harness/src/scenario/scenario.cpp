@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "distmetrics/harness/property.h"
+#include "distmetrics/harness/scenario_fields.h"
 #include "distmetrics/runtime/text.h"
 #include "scenario_reader.h"
 #include "scenario_validation.h"
@@ -34,15 +35,21 @@ void check_name(ScenarioReader& reader, const std::string& name) {
   }
 }
 
-// description, tags, deadline, single_process.
+// read() of the list-of-strings field at `path` of the top level.
+std::optional<std::vector<std::string>> read_strings(ScenarioReader& reader, const toml::table& table, const std::string& path) {
+  const auto v = reader.read(table, reader.field(path), nullptr);
+  return v ? std::optional<std::vector<std::string>>(v->get<std::vector<std::string>>()) : std::nullopt;
+}
+
+// The top level's plain fields (deadline, single_process), then description and tags.
 void read_top_level(ScenarioReader& reader, const toml::table& root, Scenario& s) {
-  reader.check_keys(root, "");
-  if (auto d = reader.string_field(root, "description", "description", true, nullptr)) {
+  reader.open_table(root, "", s);
+  if (auto d = reader.read_string(root, "description", nullptr)) {
     if (d->find_first_not_of(" \t\n") == std::string::npos)
       reader.error_at(reader.line_of(&root, "description"), "description", "'description' is empty: say what the scenario checks");
     s.description = *d;
   }
-  if (auto tags = reader.string_list(root, "tags", "tags", nullptr, "tag")) {
+  if (auto tags = read_strings(reader, root, "tags")) {
     // Every tag becomes a marker (pytest -m TAG, list --json): it must be a valid marker name.
     static const std::regex marker_name("[A-Za-z_][A-Za-z0-9_]*");
     const auto* array = root["tags"].as_array();
@@ -53,21 +60,12 @@ void read_top_level(ScenarioReader& reader, const toml::table& root, Scenario& s
     }
     s.tags = *tags;
   }
-  if (auto d = reader.number_field(root, "deadline", "deadline", 0, detail::kMaxDeadline, true)) s.deadline_seconds = *d;
-  if (auto mode = reader.string_field(root, "single_process", "single_process", false, nullptr)) {
-    if (*mode != "global" && *mode != "per_step")
-      reader.error_at(reader.line_of(&root, "single_process"), "single_process",
-                 "'single_process' must be 'global' or 'per_step', got '" + *mode + "'" +
-                     runtime::did_you_mean(*mode, {"global", "per_step"}));
-    else
-      s.single_process = *mode;
-  }
 }
 
 // The script, step by step, then its structure. Returns whether every step parsed.
 bool read_script(ScenarioReader& reader, const toml::table& root, Scenario& s) {
   std::vector<std::string> script_text = default_script_text(s.single_process);
-  if (auto list = reader.string_list(root, "script", "script", nullptr, "step", false)) script_text = *list;
+  if (auto list = read_strings(reader, root, "script")) script_text = *list;
   const auto* script_node = root.get("script");
   const auto* script_array = script_node ? script_node->as_array() : nullptr;
   bool script_ok = true;
@@ -107,7 +105,7 @@ bool read_metric_and_data(ScenarioReader& reader, const toml::table& root, Scena
 // property table says); the defaults come later, once [golden] is read.
 void read_properties(ScenarioReader& reader, const toml::table& root, Scenario& s, bool script_ok,
                      const std::vector<ComputeRole>& roles) {
-  auto props = reader.string_list(root, "properties", "properties", &property_names(), "property");
+  auto props = read_strings(reader, root, "properties");
   if (!props) return;
   for (const auto& p : *props) {
     const Property& property = *find_property(p);
@@ -125,30 +123,21 @@ void read_properties(ScenarioReader& reader, const toml::table& root, Scenario& 
 void read_tolerance(ScenarioReader& reader, const toml::table& root, Scenario& s) {
   const auto* tol = reader.table_field(root, "tolerance", "tolerance", false, nullptr);
   if (!tol) return;
-  reader.check_keys(*tol, "tolerance");
-  if (auto v = reader.number_field(*tol, "rtol", "tolerance.rtol", 0, 1)) s.tolerance.rtol = *v;
-  if (auto v = reader.number_field(*tol, "atol", "tolerance.atol", 0, 1e12)) s.tolerance.atol = *v;
-  if (auto v = reader.string_list(*tol, "exact", "tolerance.exact", nullptr, "entry")) s.tolerance.exact = *v;
+  reader.open_table(*tol, "tolerance", s);  // every field of [tolerance] is plain
 }
 
 void read_golden(ScenarioReader& reader, const toml::table& root, Scenario& s) {
   const auto* golden = reader.table_field(root, "golden", "golden", false, nullptr);
   if (!golden) return;
-  reader.check_keys(*golden, "golden");
+  reader.open_table(*golden, "golden", s);
   Golden g;
-  if (auto v = reader.number_field(*golden, "rtol", "golden.rtol", 0, 1)) g.rtol = *v;
-  if (auto v = reader.number_field(*golden, "atol", "golden.atol", 0, 1e12)) g.atol = *v;
-  const auto* value = golden->get("value");
-  if (!value) {
+  if (auto v = reader.read(*golden, reader.field("golden.rtol"), golden)) g.rtol = v->get<double>();
+  if (auto v = reader.read(*golden, reader.field("golden.atol"), golden)) g.atol = v->get<double>();
+  if (!golden->get("value")) {
     reader.error(golden, "golden.value", "missing required field 'golden.value' (a number, a list or a table)");
-  } else {
-    std::string problem;
-    if (auto v = detail::golden_to_value(*value, problem)) {
-      g.value = *v;
-      s.golden = g;
-    } else {
-      reader.error(value, "golden.value", problem);
-    }
+  } else if (auto v = reader.read(*golden, reader.field("golden.value"), golden)) {
+    g.value = *v;
+    s.golden = g;
   }
   if (!s.checks("golden") && root.get("properties"))
     reader.error(golden, "golden", "a [golden] value is given but 'golden' is not in 'properties'");
@@ -157,10 +146,10 @@ void read_golden(ScenarioReader& reader, const toml::table& root, Scenario& s) {
 // [batch_invariant] batch_sizes, else 1 and 2 * batch_size + 1; never the scenario's own.
 void read_batch_invariant(ScenarioReader& reader, const toml::table& root, Scenario& s) {
   if (const auto* bi = reader.table_field(root, "batch_invariant", "batch_invariant", false, nullptr)) {
-    reader.check_keys(*bi, "batch_invariant");
-    if (auto sizes = reader.int_list(*bi, "batch_sizes", "batch_invariant.batch_sizes", 1, detail::kMaxSamples)) {
+    reader.open_table(*bi, "batch_invariant", s);
+    if (auto sizes = reader.read(*bi, reader.field("batch_invariant.batch_sizes"), bi)) {
       if (sizes->empty()) reader.error(bi, "batch_invariant.batch_sizes", "'batch_invariant.batch_sizes' is empty");
-      s.batch_invariant_sizes = *sizes;
+      s.batch_invariant_sizes = sizes->get<std::vector<std::int64_t>>();
     }
   }
   if (s.batch_invariant_sizes.empty()) {
@@ -237,6 +226,11 @@ std::string toml_error_text(const std::string& text, const toml::parse_error& e)
 }  // namespace
 
 LoadResult load_scenario_text(const std::string& text, const std::string& path, const std::string& name) {
+  return load_scenario_text(text, path, name, scenario_fields());
+}
+
+LoadResult load_scenario_text(const std::string& text, const std::string& path, const std::string& name,
+                              const ScenarioFields& fields) {
   LoadResult result;
   toml::table root;
   try {
@@ -247,7 +241,7 @@ LoadResult load_scenario_text(const std::string& text, const std::string& path, 
                                   "not valid TOML: " + toml_error_text(text, e)});
     return result;
   }
-  ScenarioReader reader(path);
+  ScenarioReader reader(path, fields);
   Scenario s;
   s.name = name;
   s.file = path;
@@ -285,66 +279,6 @@ LoadResult load_scenario(const std::string& path, const std::string& name) {
   return load_scenario_text(text.str(), path, name);
 }
 
-// --- JSON form (sent to the ranks) -----------------------------------------------------------
-
-json Scenario::to_json() const {
-  json script_json = json::array();
-  for (const auto& step : script) script_json.push_back(step.text);
-  json j = {{"name", name},
-            {"file", file},
-            {"description", description},
-            {"tags", tags},
-            {"metric", metric},
-            {"metric_params", metric_params},
-            {"data", data.to_json()},
-            {"batch_size", batch_size},
-            {"world_sizes", world_sizes},
-            {"backends", backends},
-            {"shards", shards},
-            {"placements", placements},
-            {"dtypes", dtypes},
-            {"script", script_json},
-            {"single_process", single_process},
-            {"properties", properties},
-            {"tolerance", {{"rtol", tolerance.rtol}, {"atol", tolerance.atol}, {"exact", tolerance.exact}}},
-            {"expect", {{"error", expect.error}, {"compute", expect.compute}, {"fail", expect.fail}, {"reason", expect.reason}, {"no_data_value", expect.no_data_value}}},
-            {"deadline", deadline_seconds},
-            {"batch_invariant_sizes", batch_invariant_sizes}};
-  j["golden"] = golden ? json{{"value", golden->value}, {"rtol", golden->rtol}, {"atol", golden->atol}} : json(nullptr);
-  j["reference"] = reference ? json{{"python", reference->python}, {"kwargs", reference->kwargs}} : json(nullptr);
-  return j;
-}
-
-Scenario Scenario::from_json(const json& j) {
-  Scenario s;
-  s.name = j.at("name");
-  s.file = j.at("file");
-  s.description = j.at("description");
-  s.tags = j.at("tags").get<std::vector<std::string>>();
-  s.metric = j.at("metric");
-  s.metric_params = j.at("metric_params");
-  s.data = DataSpec::from_json(j.at("data"));
-  s.batch_size = j.at("batch_size");
-  s.world_sizes = j.at("world_sizes").get<std::vector<int>>();
-  s.backends = j.at("backends").get<std::vector<std::string>>();
-  s.shards = j.at("shards").get<std::vector<std::string>>();
-  s.placements = j.at("placements").get<std::vector<std::string>>();
-  if (j.contains("dtypes")) s.dtypes = j.at("dtypes").get<std::vector<std::string>>();
-  for (const auto& text : j.at("script")) s.script.push_back(parse_step(text.get<std::string>()));
-  s.single_process = j.at("single_process");
-  s.properties = j.at("properties").get<std::vector<std::string>>();
-  const auto& tol = j.at("tolerance");
-  s.tolerance = {tol.at("rtol"), tol.at("atol"), tol.at("exact").get<std::vector<std::string>>()};
-  const auto& ex = j.at("expect");
-  s.expect = {ex.at("error"), ex.at("compute"), ex.at("fail").get<std::vector<std::string>>(), ex.at("reason"),
-              ex.value("no_data_value", std::string())};
-  s.deadline_seconds = j.at("deadline");
-  s.batch_invariant_sizes = j.at("batch_invariant_sizes").get<std::vector<std::int64_t>>();
-  if (!j.at("golden").is_null())
-    s.golden = Golden{j.at("golden").at("value"), j.at("golden").at("rtol"), j.at("golden").at("atol")};
-  if (j.contains("reference") && !j.at("reference").is_null())
-    s.reference = PythonReference{j.at("reference").at("python"), j.at("reference").at("kwargs")};
-  return s;
-}
+// The JSON form sent to the ranks (Scenario::to_json, from_json) walks the field table: scenario_fields.cpp.
 
 }  // namespace distmetrics::harness

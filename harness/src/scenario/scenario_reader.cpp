@@ -7,22 +7,6 @@ namespace distmetrics::harness::detail {
 
 using nlohmann::json;
 
-const std::map<std::string, std::vector<std::string>>& known_fields() {
-  static const std::map<std::string, std::vector<std::string>> fields = {
-      {"", {"description", "tags", "deadline", "single_process", "script", "properties", "metric", "data",
-            "variants", "tolerance", "golden", "reference", "expect", "batch_invariant"}},
-      {"metric", {"name", "params"}},
-      {"data", {"generator", "file", "python", "params", "seed", "num_samples", "batch_size", "dtype", "structured"}},
-      {"reference", {"python", "kwargs"}},
-      {"variants", {"world_sizes", "backends", "shards", "placements", "dtypes"}},
-      {"tolerance", {"rtol", "atol", "exact"}},
-      {"golden", {"value", "rtol", "atol"}},
-      {"expect", {"error", "compute", "fail", "reason"}},
-      {"batch_invariant", {"batch_sizes"}},
-  };
-  return fields;
-}
-
 std::string join_path(const std::string& parent, const std::string& key) {
   return parent.empty() ? key : parent + "." + key;
 }

@@ -1,7 +1,9 @@
 // The TOML reader of scenario files: typed fields (tables, strings, integers, numbers, lists)
 // read from a toml++ table, each problem a Diagnostic with the file, line and dotted field; the
-// fields each table of a scenario file may hold (unknown ones get close-name suggestions). It
-// knows the shape of a scenario file, not what the values mean (scenario_validation.h).
+// fields each table of a scenario file may hold, from the field table (scenario_fields.h:
+// unknown ones get close-name suggestions), each read with its descriptor's checks, and the plain
+// ones stored. It knows the shape of a scenario file, not what the values mean
+// (scenario_validation.h).
 #pragma once
 
 #include <toml++/toml.h>
@@ -12,23 +14,33 @@
 #include <map>
 #include <optional>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "distmetrics/harness/scenario.h"
+#include "distmetrics/harness/scenario_fields.h"
 #include "distmetrics/runtime/text.h"
 #include "toml_json.h"
 
 namespace distmetrics::harness::detail {
 
-// The fields each table of a scenario file may hold ("" is the top level).
-const std::map<std::string, std::vector<std::string>>& known_fields();
-
 std::string join_path(const std::string& parent, const std::string& key);
+
+// A golden value written in TOML as Value JSON: a number (or "nan"/"inf"/"-inf"), a nested list
+// (a float64 tensor), or a table of named values; nullopt with `problem` set when it is none.
+std::optional<nlohmann::json> golden_to_value(const toml::node& node, std::string& problem);
 
 class ScenarioReader {
  public:
-  explicit ScenarioReader(std::string file) : file_(std::move(file)) {}
+  ScenarioReader(std::string file, const ScenarioFields& fields) : file_(std::move(file)), fields_(&fields) {}
+
+  // The descriptor at `path` (a path the loader's code names: its absence is a bug).
+  const ScenarioField& field(const std::string& path) const {
+    const auto* f = find_scenario_field(*fields_, path);
+    if (!f) throw std::logic_error("no scenario field '" + path + "' in the field table");
+    return *f;
+  }
 
   std::vector<Diagnostic>& diagnostics() { return diagnostics_; }
 
@@ -46,7 +58,7 @@ class ScenarioReader {
 
   // Unknown keys, with close names suggested.
   void check_keys(const toml::table& table, const std::string& path) {
-    const auto& known = known_fields().at(path);
+    const auto known = scenario_field_keys(*fields_, path);
     for (auto&& [key, value] : table) {
       const std::string k(key.str());
       if (std::find(known.begin(), known.end(), k) != known.end()) continue;
@@ -202,6 +214,75 @@ class ScenarioReader {
     return out;
   }
 
+  // The field `f` of `table` (its key, at its path), with every check its descriptor gives:
+  // type, range, choices, known entries, repeats, emptiness; nullopt when absent or refused.
+  std::optional<nlohmann::json> read(const toml::table& table, const ScenarioField& f, const toml::node* owner) {
+    std::optional<nlohmann::json> value;
+    const std::string key = f.key();
+    switch (f.type) {
+      case FieldType::String:
+        if (auto v = string_field(table, key, f.path, f.required, owner)) value = *v;
+        if (value && !f.choices.empty() &&
+            std::find(f.choices.begin(), f.choices.end(), value->get<std::string>()) == f.choices.end()) {
+          const std::string given = value->get<std::string>();
+          error_at(line_of(&table, key), f.path,
+                   "'" + f.path + "' must be " + choices_text(f.choices) + ", got '" + given + "'" +
+                       runtime::did_you_mean(given, f.choices));
+          value.reset();
+        }
+        break;
+      case FieldType::Integer:
+        if (auto v = int_field(table, key, f.path, f.required, owner, f.int_min, f.int_max)) value = *v;
+        break;
+      case FieldType::Number:
+        if (auto v = number_field(table, key, f.path, f.min, f.max, f.min_open)) value = *v;
+        break;
+      case FieldType::Boolean:
+        if (const auto* node = find(table, key)) {
+          if (node->is_boolean()) value = node->as_boolean()->get();
+          else error(node, f.path, "'" + f.path + "' must be true or false, got " + detail::toml_type_name(*node));
+        }
+        break;
+      case FieldType::StringList: {
+        const auto known = f.known ? f.known() : std::vector<std::string>{};
+        if (auto v = string_list(table, key, f.path, f.known ? &known : nullptr, f.known_what, !f.repeats)) value = *v;
+        break;
+      }
+      case FieldType::IntegerList:
+        if (auto v = int_list(table, key, f.path, f.int_min, f.int_max)) value = *v;
+        break;
+      case FieldType::Table:
+        if (const auto* t = table_field(table, key, f.path, f.required, owner)) value = toml_to_json(*t);
+        break;
+      case FieldType::Value:
+        if (const auto* node = find(table, key)) {
+          std::string problem;
+          if (auto v = golden_to_value(*node, problem)) value = *v;
+          else error(node, f.path, problem);
+        }
+        break;
+    }
+    if (value && f.non_empty && value->is_array() && value->empty())
+      error_at(line_of(&table, key), f.path, "'" + f.path + "' is empty");
+    return value;
+  }
+
+  // read() of the string field at `path`, as a string.
+  std::optional<std::string> read_string(const toml::table& table, const std::string& path, const toml::node* owner) {
+    const auto v = read(table, field(path), owner);
+    return v ? std::optional<std::string>(v->get<std::string>()) : std::nullopt;
+  }
+
+  // A table of the file opened: its unknown keys said, and its plain fields read and stored
+  // into `s` (the fields its own code does not read).
+  void open_table(const toml::table& table, const std::string& section, Scenario& s) {
+    check_keys(table, section);
+    for (const auto& f : *fields_) {
+      if (!f.plain || !f.in_file || f.section() != section) continue;
+      if (auto v = read(table, f, &table)) f.set(s, *v);
+    }
+  }
+
   // The line of `key` in `table`, else the table's own line.
   int line_of(const toml::table* table, const std::string& key) {
     if (!table) return 0;
@@ -211,12 +292,18 @@ class ScenarioReader {
   }
 
  private:
+  // "'a' or 'b'", "'a', 'b' or 'c'".
+  static std::string choices_text(const std::vector<std::string>& choices) {
+    std::string out;
+    for (std::size_t i = 0; i < choices.size(); ++i)
+      out += (i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ") + ("'" + choices[i] + "'");
+    return out;
+  }
+
   std::string file_;
+  const ScenarioFields* fields_;
   std::vector<Diagnostic> diagnostics_;
 };
 
-// A golden value written in TOML as Value JSON: a number (or "nan"/"inf"/"-inf"), a nested list
-// (a float64 tensor), or a table of named values; nullopt with `problem` set when it is none.
-std::optional<nlohmann::json> golden_to_value(const toml::node& node, std::string& problem);
 
 }  // namespace distmetrics::harness::detail

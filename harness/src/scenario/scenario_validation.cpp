@@ -34,8 +34,8 @@ void validate_metric(ScenarioReader& reader, const toml::table& root, Scenario& 
                      bool& metric_ok) {
   metric_ok = false;
   if (!metric_table) return;
-  reader.check_keys(*metric_table, "metric");
-  const auto name = reader.string_field(*metric_table, "name", "metric.name", true, metric_table);
+  reader.open_table(*metric_table, "metric", s);
+  const auto name = reader.read_string(*metric_table, "metric.name", metric_table);
   const toml::table* params_table = reader.table_field(*metric_table, "params", "metric.params", false, metric_table);
   if (!name) return;
   s.metric = *name;
@@ -155,127 +155,160 @@ bool run_data_generator(ScenarioReader& reader, Scenario& s, const toml::table* 
 
 }  // namespace
 
+namespace {
+
+// What [data] gives, read with its fields' checks: the source, the sizes, the dtype; `ok` when
+// the sizes, the dtype and the choice of one source are good.
+struct DataTable {
+  std::optional<std::string> generator, file, python, dtype;
+  const toml::table* params = nullptr;
+  std::optional<std::int64_t> seed, num_samples, batch_size;
+  bool structured = false;
+  bool ok = false;
+};
+
+// One source (generator, file, python): said when none or several are given.
+int count_sources(ScenarioReader& reader, const toml::table& data) {
+  const int sources = (data.contains("generator") ? 1 : 0) + (data.contains("file") ? 1 : 0) + (data.contains("python") ? 1 : 0);
+  if (sources != 1)
+    reader.error(&data, "data",
+                 sources == 0 ? "missing required field 'data.generator' (a string): give a generator, or data.file (a .pt "
+                                "or .npz file) or data.python (a Python generator)"
+                              : "give one of 'data.generator', 'data.file' and 'data.python', not several");
+  return sources;
+}
+
+// data.structured: the file holds samples of any structure, read by Python (docs/scenarios.md).
+bool read_structured(ScenarioReader& reader, const toml::table& data, DataTable& d) {
+  const auto* node = data.get("structured");
+  if (!node) return true;
+  const auto value = reader.read(data, reader.field("data.structured"), &data);
+  if (!value) return false;
+  d.structured = value->get<bool>();
+  if (d.structured && !d.file) {
+    reader.error(node, "data.structured",
+                 "'data.structured' says how to read data.file; a Python generator's samples are structured when it "
+                 "returns lists of them (and a built-in generator's never are)");
+    return false;
+  }
+  return true;
+}
+
+DataTable read_data_table(ScenarioReader& reader, const toml::table& data) {
+  DataTable d;
+  d.generator = reader.read_string(data, "data.generator", &data);
+  d.file = reader.read_string(data, "data.file", &data);
+  d.python = reader.read_string(data, "data.python", &data);
+  const int sources = count_sources(reader, data);
+  const bool generated = data.contains("generator") || sources != 1;
+  d.params = reader.table_field(data, "params", "data.params", false, &data);
+  // The seed and the size are the generator's; a file has its own samples (num_samples keeps the first).
+  d.seed = reader.int_field(data, "seed", "data.seed", generated, &data, 0, INT64_MAX);
+  d.num_samples = reader.int_field(data, "num_samples", "data.num_samples", generated, &data, 0,
+                                   generated ? kMaxGeneratedSamples : kMaxSamples);
+  if (auto batch = reader.read(data, reader.field("data.batch_size"), &data)) d.batch_size = batch->get<std::int64_t>();
+  d.dtype = reader.read_string(data, "data.dtype", &data);
+  const bool dtype_refused = !d.dtype && data.get("dtype") && data.get("dtype")->is_string();  // not a choice
+  d.ok = (d.seed || !generated) && (d.num_samples || !generated) && d.batch_size && sources == 1 && !dtype_refused;
+  if (!read_structured(reader, data, d)) d.ok = false;
+  return d;
+}
+
+// A built-in generator of structured samples (strings, lists of dicts): the descriptor's Python
+// makes them from the seed and the resolved parameters (and num_samples, which it is given), as a
+// data.python generator is called; the ranks then index its file (docs/scenarios.md, "Data generators").
+bool make_structured_generator_data(ScenarioReader& reader, Scenario& s, const toml::table& data, const DataTable& d,
+                                    const DataGenerator& made) {
+  if (s.data.params.at("weights") != "none") {
+    reader.error_at(d.params ? reader.line_of(d.params, "weights") : reader.line_of(&data, "generator"), "data.params.weights",
+                    "generator '" + *d.generator + "' makes structured samples, which carry no per-sample weight");
+    return false;
+  }
+  // The spec keeps its generator (what `explore` draws parameters for and writes back); the
+  // maker also gets num_samples, only while it is called.
+  s.data.generator = *d.generator;
+  s.data.python = made.python;
+  s.data.params["num_samples"] = *d.num_samples;
+  try {
+    materialize_python_data(s.data, /*builtin=*/true);
+  } catch (const std::exception& e) {
+    reader.error_at(reader.line_of(&data, "generator"), "data.generator",
+                    "generator '" + *d.generator + "' (" + made.python + "): " + e.what());
+    return false;
+  }
+  s.data.params.erase("num_samples");
+  return true;
+}
+
+// Past kWholeDataElements numbers the data are generated batch by batch: then the batch must fit.
+bool check_generated_size(ScenarioReader& reader, const Scenario& s, const toml::table& data, std::int64_t num_samples) {
+  const std::int64_t per_sample = generator_elements_per_sample(s.data.generator, s.data.params);
+  const std::int64_t elements = num_samples * per_sample;
+  if (elements > kMaxGeneratedElements) {
+    reader.error_at(reader.line_of(&data, "num_samples"), "data.num_samples",
+                    "the data would hold about " + std::to_string(elements) + " numbers (limit " +
+                        std::to_string(kMaxGeneratedElements) + ", generated batch by batch): use fewer or smaller samples");
+    return false;
+  }
+  if (generated_lazily(s.data) && s.batch_size * per_sample > kMaxElements) {
+    reader.error_at(reader.line_of(&data, "batch_size"), "data.batch_size",
+                    "a batch would hold about " + std::to_string(s.batch_size * per_sample) + " numbers (limit " +
+                        std::to_string(kMaxElements) + " for data generated batch by batch, which these " +
+                        std::to_string(num_samples) + " samples are): use smaller batches");
+    return false;
+  }
+  return true;
+}
+
+// data.generator: known, its parameters resolved, then its samples made (structured) or their size checked.
+bool resolve_generator(ScenarioReader& reader, Scenario& s, const toml::table& data, const DataTable& d) {
+  const auto* made = find_generator(*d.generator);
+  if (!made) {
+    reader.error_at(reader.line_of(&data, "generator"), "data.generator",
+                    "unknown data generator '" + *d.generator + "'" + runtime::did_you_mean(*d.generator, generator_names()) +
+                        " (known: " + runtime::quoted_list(generator_names()) + ")");
+    return false;
+  }
+  try {
+    s.data.params = resolve_generator_params(*d.generator, d.params ? toml_to_json(*d.params) : json::object());
+  } catch (const runtime::FieldError& e) {
+    const int line = d.params && !e.field().empty() && d.params->contains(e.field()) ? reader.line_of(d.params, e.field())
+                     : d.params                                                        ? reader.line_of(d.params, "")
+                                                                                       : reader.line_of(&data, "generator");
+    reader.error_at(line, e.field().empty() ? "data.params" : "data.params." + e.field(), e.what());
+    return false;
+  }
+  if (!d.ok) return false;
+  if (made->carrier == DataCarrier::Structured) return make_structured_generator_data(reader, s, data, d, *made);
+  s.data.generator = *d.generator;
+  return check_generated_size(reader, s, data, *d.num_samples);
+}
+
+}  // namespace
+
 void validate_data(ScenarioReader& reader, Scenario& s, const toml::table* data, bool& data_ok) {
   data_ok = false;
   if (!data) return;
-  reader.check_keys(*data, "data");
-  const auto generator = reader.string_field(*data, "generator", "data.generator", false, data);
-  const auto file = reader.string_field(*data, "file", "data.file", false, data);
-  const auto python = reader.string_field(*data, "python", "data.python", false, data);
-  const int sources = (data->contains("generator") ? 1 : 0) + (data->contains("file") ? 1 : 0) + (data->contains("python") ? 1 : 0);
-  if (sources != 1) {
-    reader.error(data, "data",
-            sources == 0 ? "missing required field 'data.generator' (a string): give a generator, or data.file (a .pt "
-                           "or .npz file) or data.python (a Python generator)"
-                         : "give one of 'data.generator', 'data.file' and 'data.python', not several");
-  }
-  const bool generated = data->contains("generator") || sources != 1;
-  const toml::table* params = reader.table_field(*data, "params", "data.params", false, data);
-  // The seed and the size are the generator's; a file has its own samples (num_samples keeps the first).
-  const auto seed = reader.int_field(*data, "seed", "data.seed", generated, data, 0, INT64_MAX);
-  const auto n = reader.int_field(*data, "num_samples", "data.num_samples", generated, data, 0,
-                             generated ? kMaxGeneratedSamples : kMaxSamples);
-  const auto batch = reader.int_field(*data, "batch_size", "data.batch_size", true, data, 1, kMaxSamples);
-  const auto dtype = reader.string_field(*data, "dtype", "data.dtype", false, data);
-  bool ok = (seed || !generated) && (n || !generated) && batch && sources == 1;
-  if (dtype && *dtype != "float32" && *dtype != "float64") {
-    reader.error_at(reader.line_of(data, "dtype"), "data.dtype",
-               "'data.dtype' must be 'float32' or 'float64', got '" + *dtype + "'" +
-                   runtime::did_you_mean(*dtype, {"float32", "float64"}));
-    ok = false;
-  }
-  // data.structured: the file holds samples of any structure, read by Python (docs/scenarios.md).
-  bool structured = false;
-  if (const auto* node = data->get("structured")) {
-    if (!node->is_boolean()) {
-      reader.error(node, "data.structured", std::string("'data.structured' must be true or false, got ") + detail::toml_type_name(*node));
-      ok = false;
-    } else if ((structured = node->as_boolean()->get()) && !file) {
-      reader.error(node, "data.structured",
-              "'data.structured' says how to read data.file; a Python generator's samples are structured when it "
-              "returns lists of them (and a built-in generator's never are)");
-      ok = false;
-    }
-  }
-  const bool params_refused = file && params;  // said, and the file is still read (every error in one run)
+  reader.open_table(*data, "data", s);
+  const DataTable d = read_data_table(reader, *data);
+  const bool params_refused = d.file && d.params;  // said, and the file is still read (every error in one run)
   if (params_refused)
     reader.error_at(reader.line_of(data, "params"), "data.params", "'data.params' are a generator's parameters; a data file takes none");
-  if (ok) {
-    s.data.seed = static_cast<std::uint64_t>(seed.value_or(0));
-    s.data.num_samples = n.value_or(-1);
-    s.data.dtype = dtype.value_or("float32");
-    s.batch_size = *batch;
+  if (d.ok) {
+    s.data.seed = static_cast<std::uint64_t>(d.seed.value_or(0));
+    s.data.num_samples = d.num_samples.value_or(-1);
+    s.data.dtype = d.dtype.value_or("float32");
+    s.batch_size = *d.batch_size;
   }
-  if (file) {
-    s.data.structured = structured;
-    data_ok = ok && read_data_file(reader, s, data, *file) && !params_refused;
-    return;
+  if (d.file) {
+    s.data.structured = d.structured;
+    data_ok = d.ok && read_data_file(reader, s, data, *d.file) && !params_refused;
+  } else if (d.python) {
+    s.data.params = d.params ? toml_to_json(*d.params) : json::object();
+    data_ok = d.ok && run_data_generator(reader, s, data, *d.python);
+  } else if (d.generator) {
+    data_ok = resolve_generator(reader, s, *data, d);
   }
-  if (python) {
-    s.data.params = params ? toml_to_json(*params) : json::object();
-    data_ok = ok && run_data_generator(reader, s, data, *python);
-    return;
-  }
-  if (!generator) return;
-  if (!find_generator(*generator)) {
-    reader.error_at(reader.line_of(data, "generator"), "data.generator",
-               "unknown data generator '" + *generator + "'" + runtime::did_you_mean(*generator, generator_names()) +
-                   " (known: " + runtime::quoted_list(generator_names()) + ")");
-    return;
-  }
-  try {
-    s.data.params = resolve_generator_params(*generator, params ? toml_to_json(*params) : json::object());
-  } catch (const runtime::FieldError& e) {
-    const int line = params && !e.field().empty() && params->contains(e.field()) ? reader.line_of(params, e.field())
-                     : params                                                      ? reader.line_of(params, "")
-                                                                                   : reader.line_of(data, "generator");
-    reader.error_at(line, e.field().empty() ? "data.params" : "data.params." + e.field(), e.what());
-    return;
-  }
-  if (!ok) return;
-  if (const auto* made = find_generator(*generator); made->carrier == DataCarrier::Structured) {
-    // Structured samples (strings, lists of dicts): the descriptor's Python makes them from the
-    // seed and the resolved parameters (and num_samples, which it is given), as a data.python
-    // generator is called; the ranks then index its file (docs/scenarios.md, "Data generators").
-    if (s.data.params.at("weights") != "none") {
-      reader.error_at(params ? reader.line_of(params, "weights") : reader.line_of(data, "generator"), "data.params.weights",
-                      "generator '" + *generator + "' makes structured samples, which carry no per-sample weight");
-      return;
-    }
-    // The spec keeps its generator (what `explore` draws parameters for and writes back); the
-    // maker also gets num_samples, only while it is called.
-    s.data.generator = *generator;
-    s.data.python = made->python;
-    s.data.params["num_samples"] = *n;
-    try {
-      materialize_python_data(s.data, /*builtin=*/true);
-    } catch (const std::exception& e) {
-      reader.error_at(reader.line_of(data, "generator"), "data.generator",
-                      "generator '" + *generator + "' (" + made->python + "): " + e.what());
-      return;
-    }
-    s.data.params.erase("num_samples");
-    data_ok = true;
-    return;
-  }
-  s.data.generator = *generator;
-  // Past kWholeDataElements numbers the data are generated batch by batch: then the batch must fit.
-  const std::int64_t per_sample = generator_elements_per_sample(*generator, s.data.params);
-  const std::int64_t elements = *n * per_sample;
-  if (elements > kMaxGeneratedElements) {
-    reader.error_at(reader.line_of(data, "num_samples"), "data.num_samples",
-               "the data would hold about " + std::to_string(elements) + " numbers (limit " +
-                   std::to_string(kMaxGeneratedElements) + ", generated batch by batch): use fewer or smaller samples");
-    return;
-  }
-  if (generated_lazily(s.data) && s.batch_size * per_sample > kMaxElements) {
-    reader.error_at(reader.line_of(data, "batch_size"), "data.batch_size",
-               "a batch would hold about " + std::to_string(s.batch_size * per_sample) + " numbers (limit " +
-                   std::to_string(kMaxElements) + " for data generated batch by batch, which these " +
-                   std::to_string(*n) + " samples are): use smaller batches");
-    return;
-  }
-  data_ok = true;
 }
 
 bool check_structured_data_for_metric(ScenarioReader& reader, const Scenario& s, const toml::table* data) {
@@ -328,8 +361,8 @@ void dry_run(ScenarioReader& reader, const Scenario& s, const toml::table* metri
 void validate_reference(ScenarioReader& reader, Scenario& s, const toml::table& root, bool data_ok) {
   const auto* table = reader.table_field(root, "reference", "reference", false, nullptr);
   if (!table) return;
-  reader.check_keys(*table, "reference");
-  const auto python = reader.string_field(*table, "python", "reference.python", true, table);
+  reader.open_table(*table, "reference", s);
+  const auto python = reader.read_string(*table, "reference.python", table);
   const auto* kwargs = reader.table_field(*table, "kwargs", "reference.kwargs", false, table);
   if (!python) return;
   PythonReference reference{*python, kwargs ? toml_to_json(*kwargs) : json::object()};
@@ -379,23 +412,7 @@ void validate_variants(ScenarioReader& reader, Scenario& s, const toml::table* v
   s.shards = {"even"};
   s.placements = {"cpu"};
   if (!variants) return;
-  reader.check_keys(*variants, "variants");
-  if (auto ws = reader.int_list(*variants, "world_sizes", "variants.world_sizes", 1, kMaxWorldSize)) {
-    if (ws->empty()) reader.error_at(reader.line_of(variants, "world_sizes"), "variants.world_sizes", "'variants.world_sizes' is empty");
-    s.world_sizes.assign(ws->begin(), ws->end());
-  }
-  auto names_list = [&](const char* key, const std::vector<std::string>& known, const char* what,
-                        std::vector<std::string>& into) {
-    if (auto list = reader.string_list(*variants, key, std::string("variants.") + key, &known, what)) {
-      if (list->empty())
-        reader.error_at(reader.line_of(variants, key), std::string("variants.") + key, std::string("'variants.") + key + "' is empty");
-      into = *list;
-    }
-  };
-  names_list("backends", runtime::backend_names(), "backend", s.backends);
-  names_list("shards", shard_policy_names(), "shard policy", s.shards);
-  names_list("placements", placement_names(), "placement", s.placements);
-  names_list("dtypes", input_dtype_names(), "input dtype", s.dtypes);
+  reader.open_table(*variants, "variants", s);  // every field of [variants] is plain
   if (s.data.structured) {
     // Structured samples reach the C++ side as their indices only: it cannot order them by label
     // nor cast the tensors inside them.
@@ -413,38 +430,40 @@ void validate_variants(ScenarioReader& reader, Scenario& s, const toml::table* v
 void validate_expectations(ScenarioReader& reader, Scenario& s, const toml::table& root, const toml::table* expect,
                            const toml::table* variants) {
   if (!expect) return;
-  reader.check_keys(*expect, "expect");
-  if (auto error = reader.string_field(*expect, "error", "expect.error", false, expect)) {
-    const auto& known = expected_error_names();
-    if (std::find(known.begin(), known.end(), *error) == known.end()) {
+  reader.open_table(*expect, "expect", s);  // expect.reason is plain
+  if (auto given = reader.read(*expect, reader.field("expect.error"), expect)) {
+    const std::string error = given->get<std::string>();
+    const auto known = reader.field("expect.error").known();
+    if (std::find(known.begin(), known.end(), error) == known.end()) {
       reader.error_at(reader.line_of(expect, "error"), "expect.error",
-                 "unknown error type '" + *error + "'" + runtime::did_you_mean(*error, known) + " (known: " + runtime::quoted_list(known) + ")");
+                 "unknown error type '" + error + "'" + runtime::did_you_mean(error, known) + " (known: " + runtime::quoted_list(known) + ")");
     } else {
-      s.expect.error = *error;
+      s.expect.error = error;
     }
   }
   const int computes = count_computes(s.script);
-  if (auto compute = reader.int_field(*expect, "compute", "expect.compute", false, expect, 1, 1'000'000)) {
+  if (auto given = reader.read(*expect, reader.field("expect.compute"), expect)) {
+    const std::int64_t compute = given->get<std::int64_t>();
     if (s.expect.error.empty())
       reader.error_at(reader.line_of(expect, "compute"), "expect.compute",
                       "'expect.compute' says which compute raises 'expect.error': give the error too");
-    if (*compute > computes)
+    if (compute > computes)
       reader.error_at(reader.line_of(expect, "compute"), "expect.compute",
-                 "'expect.compute' is " + std::to_string(*compute) + " but the script has " + std::to_string(computes) +
+                 "'expect.compute' is " + std::to_string(compute) + " but the script has " + std::to_string(computes) +
                      " compute step(s)");
-    s.expect.compute = static_cast<int>(*compute) - 1;
+    s.expect.compute = static_cast<int>(compute) - 1;
   }
-  if (auto fail = reader.string_list(*expect, "fail", "expect.fail", &property_names(), "property")) {
-    for (const auto& p : *fail) {
+  if (auto given = reader.read(*expect, reader.field("expect.fail"), expect)) {
+    const auto fail = given->get<std::vector<std::string>>();
+    for (const auto& p : fail) {
       if (p == "no_hang")
         reader.error_at(reader.line_of(expect, "fail"), "expect.fail", "'no_hang' cannot be an expected failure: a hang is never a pass");
       else if (!s.checks(p))
         reader.error_at(reader.line_of(expect, "fail"), "expect.fail",
                    "'" + p + "' is expected to fail but is not checked: add it to 'properties'");
     }
-    s.expect.fail = *fail;
+    s.expect.fail = fail;
   }
-  if (auto reason = reader.string_field(*expect, "reason", "expect.reason", false, expect)) s.expect.reason = *reason;
   if (!s.expect.fail.empty() && s.expect.reason.empty())
     reader.error_at(reader.line_of(expect, "fail"), "expect.reason", "an expected failure needs 'expect.reason': say why it must fail");
   // padded shards duplicate samples only when the world size does not divide num_samples.

@@ -102,35 +102,120 @@ std::vector<std::string> default_script_text(const std::string& single_process) 
           "compute",    "reset",   "replay",  "compute"};
 }
 
-ScriptPlan simulate_script(const std::vector<Step>& script, const std::vector<std::size_t>& batches_per_rank) {
-  const std::size_t ws = batches_per_rank.size();
-  ScriptPlan plan;
-  std::vector<std::size_t> fed(ws, 0), before_reset(ws, 0);
-  int epoch = 0;
-  int first_compute_of_epoch = -1;
-  bool last_was_compute = false;
-  bool every = false;
+namespace {
+
+// The script run on paper: the batches each rank has fed, the epoch (resets so far), and where
+// the last compute sits, step by step into a ScriptPlan.
+class ScriptSimulator {
+ public:
+  explicit ScriptSimulator(const std::vector<std::size_t>& batches_per_rank)
+      : batches_(batches_per_rank), ws_(batches_per_rank.size()), fed_(ws_, 0), before_reset_(ws_, 0) {}
+
+  ScriptPlan run(const std::vector<Step>& script) {
+    for (std::size_t s = 0; s < script.size(); ++s) {
+      const Step& step = script[s];
+      StepAction action;
+      action.op = step.op;
+      switch (step.op) {
+        case Step::Op::Update:
+        case Step::Op::Replay:
+          feed(step, action);
+          break;
+        case Step::Op::Reset:
+          reset();
+          break;
+        case Step::Op::Compute:
+          action.compute = add_compute(s);
+          break;
+        case Step::Op::ComputeEvery:
+          every_ = true;
+          break;
+      }
+      if (every_ && (step.op == Step::Op::Update || step.op == Step::Op::Replay)) compute_each_round(s, action);
+      plan_.steps.push_back(action);
+    }
+    return std::move(plan_);
+  }
+
+ private:
+  // An update or a replay: how far each rank feeds, and which ranks call an empty update().
+  void feed(const Step& step, StepAction& action) {
+    action.feed.resize(ws_);
+    for (std::size_t r = 0; r < ws_; ++r) {
+      std::size_t target = fed_[r];
+      const bool selected =
+          step.ranks.empty() || std::find(step.ranks.begin(), step.ranks.end(), static_cast<int>(r)) != step.ranks.end();
+      if (step.op == Step::Op::Replay) {
+        target = std::max(fed_[r], before_reset_[r]);
+      } else if (step.amount == Step::Amount::Empty) {
+        // One update() with no rows: it must change nothing (the reference does not feed it).
+        if (action.empty_update.empty()) action.empty_update.assign(ws_, false);
+        action.empty_update[r] = selected;
+      } else if (selected) {
+        const std::size_t n = batches_[r];
+        std::size_t more = 0;
+        if (step.amount == Step::Amount::Rest) more = n;
+        else if (step.amount == Step::Amount::Percent) more = static_cast<std::size_t>(std::ceil(step.count / 100.0 * n));
+        else more = static_cast<std::size_t>(step.count);
+        target = std::min(n, fed_[r] + more);
+      }
+      action.feed[r] = {fed_[r], target};
+      fed_[r] = target;
+    }
+    last_was_compute_ = false;
+  }
+
+  void reset() {
+    before_reset_ = fed_;
+    std::fill(fed_.begin(), fed_.end(), 0);
+    ++epoch_;
+    first_compute_of_epoch_ = -1;
+    last_was_compute_ = false;
+  }
+
+  // After `compute every`: one compute after each round of batches; the step's feed stays as planned.
+  void compute_each_round(std::size_t s, StepAction& action) {
+    std::size_t rounds = 0;
+    for (const auto& [from, to] : action.feed) rounds = std::max(rounds, to - from);
+    if (rounds == 0 && !action.empty_update.empty()) rounds = 1;  // 'update empty' computes once too
+    const auto after = fed_;
+    for (std::size_t t = 0; t < rounds; ++t) {
+      for (std::size_t r = 0; r < ws_; ++r) fed_[r] = std::min(action.feed[r].first + t + 1, action.feed[r].second);
+      last_was_compute_ = false;  // a round feeds before it computes
+      action.round_computes.push_back(add_compute(s));
+    }
+    fed_ = after;
+  }
+
   // A compute after the batches fed so far: its role by where it sits (script.h).
-  auto add_compute = [&](std::size_t s) {
+  int add_compute(std::size_t s) {
     ComputePoint point;
-    point.index = static_cast<int>(plan.computes.size());
+    point.index = static_cast<int>(plan_.computes.size());
     point.step = static_cast<int>(s);
-    point.fed = fed;
+    point.fed = fed_;
     point.all_data = true;
-    for (std::size_t r = 0; r < ws; ++r) point.all_data = point.all_data && fed[r] == batches_per_rank[r];
-    if (last_was_compute) {
+    for (std::size_t r = 0; r < ws_; ++r) point.all_data = point.all_data && fed_[r] == batches_[r];
+    set_role(point);
+    if (first_compute_of_epoch_ < 0) first_compute_of_epoch_ = point.index;
+    plan_.computes.push_back(point);
+    last_was_compute_ = true;
+    return point.index;
+  }
+
+  void set_role(ComputePoint& point) const {
+    if (last_was_compute_) {
       point.role = ComputeRole::Repeat;
       point.previous = point.index - 1;
-    } else if (first_compute_of_epoch >= 0) {
+    } else if (first_compute_of_epoch_ >= 0) {
       point.role = ComputeRole::AfterUpdate;
-    } else if (epoch > 0) {
+    } else if (epoch_ > 0) {
       point.role = ComputeRole::AfterReset;
       // Only the first compute of an epoch shows what the data alone gives: a later one
       // also shows what earlier computes did to the state (an in-place sync), which is not
       // reset()'s fault.
       for (int k = point.index - 1; k >= 0; --k) {
-        const auto role = plan.computes[k].role;
-        if (plan.computes[k].fed == fed && (role == ComputeRole::Fresh || role == ComputeRole::AfterReset)) {
+        const auto role = plan_.computes[k].role;
+        if (plan_.computes[k].fed == fed_ && (role == ComputeRole::Fresh || role == ComputeRole::AfterReset)) {
           point.replay_of = k;
           break;
         }
@@ -138,72 +223,22 @@ ScriptPlan simulate_script(const std::vector<Step>& script, const std::vector<st
     } else {
       point.role = ComputeRole::Fresh;
     }
-    if (first_compute_of_epoch < 0) first_compute_of_epoch = point.index;
-    plan.computes.push_back(point);
-    last_was_compute = true;
-    return point.index;
-  };
-  for (std::size_t s = 0; s < script.size(); ++s) {
-    const Step& step = script[s];
-    StepAction action;
-    action.op = step.op;
-    switch (step.op) {
-      case Step::Op::Update:
-      case Step::Op::Replay:
-        action.feed.resize(ws);
-        for (std::size_t r = 0; r < ws; ++r) {
-          std::size_t target = fed[r];
-          const bool selected =
-              step.ranks.empty() || std::find(step.ranks.begin(), step.ranks.end(), static_cast<int>(r)) != step.ranks.end();
-          if (step.op == Step::Op::Replay) {
-            target = std::max(fed[r], before_reset[r]);
-          } else if (step.amount == Step::Amount::Empty) {
-            // One update() with no rows: it must change nothing (the reference does not feed it).
-            if (action.empty_update.empty()) action.empty_update.assign(ws, false);
-            action.empty_update[r] = selected;
-          } else if (selected) {
-            const std::size_t n = batches_per_rank[r];
-            std::size_t more = 0;
-            if (step.amount == Step::Amount::Rest) more = n;
-            else if (step.amount == Step::Amount::Percent) more = static_cast<std::size_t>(std::ceil(step.count / 100.0 * n));
-            else more = static_cast<std::size_t>(step.count);
-            target = std::min(n, fed[r] + more);
-          }
-          action.feed[r] = {fed[r], target};
-          fed[r] = target;
-        }
-        last_was_compute = false;
-        break;
-      case Step::Op::Reset:
-        before_reset = fed;
-        std::fill(fed.begin(), fed.end(), 0);
-        ++epoch;
-        first_compute_of_epoch = -1;
-        last_was_compute = false;
-        break;
-      case Step::Op::Compute:
-        action.compute = add_compute(s);
-        break;
-      case Step::Op::ComputeEvery:
-        every = true;
-        break;
-    }
-    if (every && (step.op == Step::Op::Update || step.op == Step::Op::Replay)) {
-      // One compute after each round of batches; the step's feed stays as planned.
-      std::size_t rounds = 0;
-      for (const auto& [from, to] : action.feed) rounds = std::max(rounds, to - from);
-      if (rounds == 0 && !action.empty_update.empty()) rounds = 1;  // 'update empty' computes once too
-      const auto after = fed;
-      for (std::size_t t = 0; t < rounds; ++t) {
-        for (std::size_t r = 0; r < ws; ++r) fed[r] = std::min(action.feed[r].first + t + 1, action.feed[r].second);
-        last_was_compute = false;  // a round feeds before it computes
-        action.round_computes.push_back(add_compute(s));
-      }
-      fed = after;
-    }
-    plan.steps.push_back(action);
   }
-  return plan;
+
+  const std::vector<std::size_t>& batches_;
+  const std::size_t ws_;
+  ScriptPlan plan_;
+  std::vector<std::size_t> fed_, before_reset_;
+  int epoch_ = 0;
+  int first_compute_of_epoch_ = -1;
+  bool last_was_compute_ = false;
+  bool every_ = false;
+};
+
+}  // namespace
+
+ScriptPlan simulate_script(const std::vector<Step>& script, const std::vector<std::size_t>& batches_per_rank) {
+  return ScriptSimulator(batches_per_rank).run(script);
 }
 
 std::vector<std::pair<int, std::string>> check_script(const std::vector<Step>& script) {

@@ -1,6 +1,7 @@
 # Scenario files: the TOML reader, the loader, what values mean, discovery, the script, the hooks
 # through which a higher layer calls the Python a scenario names.
 list(APPEND DISTMETRICS_HARNESS_SOURCES
+  src/scenario/scenario_fields.cpp
   src/scenario/scenario_reader.cpp
   src/scenario/scenario_validation.cpp
   src/scenario/scenario.cpp

@@ -23,7 +23,7 @@ constexpr int kTablesFormat = 1;
 
 // {"format", "exit_codes": {name: code}, "outcomes": [...], "properties": [...],
 //  "default_properties": [...], "backends": [...], "shard_policies": [...], "placements": [...],
-//  "reference_metrics": [...], "metric_sources": {kind: prefix},
+//  "scenario_fields": [...], "reference_metrics": [...], "metric_sources": {kind: prefix},
 //  "conform_nothing_to_check": [phrase, ...]} (docs/cli-contract.md, "tables").
 nlohmann::json tables_json();
 
