@@ -550,8 +550,11 @@ OWN_PLAN_EQUAL_UPDATES = (".equal", (2, 3, 4), ("even",), dict(num_samples=48, b
 # update kills its process gets no file (peers/scenarios.py names it; its repro shows it).
 OWN_PLAN_RAISES = (".raises", (3,), ("even",), dict(num_samples=48, batch_size=4))
 RAISES_SCRIPT = ("compute", "update rest", "compute", "compute")
-# Listed; expected_error and recovers_after_error are judged wherever [expect] names an error.
-RAISES_PROPERTIES = ("equal_to_single", "ranks_agree", "idempotent")
+# The computes of that script by the role the property table's `needs_compute` names (a fresh
+# compute, one after an update, a repeat): the file lists every default property those can judge
+# (`distmetrics tables --json`); expected_error and recovers_after_error are judged wherever
+# [expect] names an error.
+RAISES_COMPUTE_ROLES = ("fresh", "after_update", "repeat")
 
 
 def channel_statistics(probabilities=False):
@@ -955,8 +958,10 @@ def own_scenario(row, library, world_sizes=OWN_WORLD_SIZES, shards=None, data_si
         if raises not in tables().expected_errors:
             raise PeerSetupError(f"{row.where}: the compute before any update raised {raises}, which is not an "
                                  f"error type a scenario can expect ({', '.join(tables().expected_errors)})")
+        judged = [name for name in tables().default_properties
+                  if tables().properties[name]["needs_compute"] in (None, *RAISES_COMPUTE_ROLES)]
         what = [("script", list(RAISES_SCRIPT)),
-                ("properties", list(RAISES_PROPERTIES) + (["agrees_with_reference"] if row.reference else []))]
+                ("properties", judged + (["agrees_with_reference"] if row.reference else []))]
     if left_out:
         missing = [step for step in left_out if step not in tables().default_script]
         if missing:
