@@ -324,13 +324,11 @@ std::function<std::string()>& python_support_loader() {
 
 void set_python_support_loader(std::function<std::string()> load) { python_support_loader() = std::move(load); }
 
-int cli_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
-  // The help and the version are the front's answers (commands.cpp), before LibTorch is even loaded
-  // there; the same function gives them here for a caller of cli_main.
-  if (const auto code = answer_help_or_version(argc, argv, out)) return *code;
-  const auto main_app = make_main_app();  // the command table's commands; their options are added here
-  CLI::App& app = *main_app;
-  Options o;
+namespace {
+
+// The options of the commands cli.cpp runs itself (list, validate, run, serve) on the command
+// table's commands.
+void add_core_command_options(CLI::App& app, Options& o) {
   auto* list = app.get_subcommand("list");
   add_selection(list, o);
   list->add_flag("--json", o.json, "print a JSON array of variants with their markers and skip reasons");
@@ -353,17 +351,11 @@ int cli_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
   add_allow_python_flag(*serve, o.allow_python);
   serve->add_option("--rank-memory", o.rank_memory_gib, "GiB of address space each rank may use, as for `run`")
       ->check(CLI::Range(0.0, 4096.0));
-  ConformOptions conform_options;
-  auto* conform = add_conform_command(app, conform_options);
-  add_allow_python_flag(*conform, o.allow_python);
-  MetricsOptions metrics_options;
-  auto* metrics = add_metrics_command(app, metrics_options);
-  ExploreOptions explore_options;  // explore_command.h
-  auto* explore = add_explore_command(app, explore_options);
-  bool tables_as_json = false;
-  auto* tables = app.get_subcommand("tables");  // its description: the command table (commands.cpp)
-  tables->add_flag("--json", tables_as_json,
-                   "print one JSON object (docs/cli-contract.md, \"tables\"): what the Python package reads");
+}
+
+// Parses the command line; the exit code when that is all there is to do (help, version, an
+// error), nullopt when a command is to run.
+std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv, std::ostream& out, std::ostream& err) {
   if (const auto unknown = unknown_subcommand(app, argc, argv)) {
     err << "distmetrics: " << *unknown << "\nRun 'distmetrics --help' for usage.\n";
     return kBadInput;
@@ -389,6 +381,31 @@ int cli_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
     return kBadInput;
   }
   // A subcommand's --help is raised from within parse() as well; nothing else to do here.
+  return std::nullopt;
+}
+
+}  // namespace
+
+int cli_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
+  // The help and the version are the front's answers (commands.cpp), before LibTorch is even loaded
+  // there; the same function gives them here for a caller of cli_main.
+  if (const auto code = answer_help_or_version(argc, argv, out)) return *code;
+  const auto main_app = make_main_app();  // the command table's commands; their options are added here
+  CLI::App& app = *main_app;
+  Options o;
+  add_core_command_options(app, o);
+  ConformOptions conform_options;
+  auto* conform = add_conform_command(app, conform_options);
+  add_allow_python_flag(*conform, o.allow_python);
+  MetricsOptions metrics_options;
+  auto* metrics = add_metrics_command(app, metrics_options);
+  ExploreOptions explore_options;  // explore_command.h
+  auto* explore = add_explore_command(app, explore_options);
+  bool tables_as_json = false;
+  auto* tables = app.get_subcommand("tables");  // its description: the command table (commands.cpp)
+  tables->add_flag("--json", tables_as_json,
+                   "print one JSON object (docs/cli-contract.md, \"tables\"): what the Python package reads");
+  if (const auto code = parse_command_line(app, argc, argv, out, err)) return *code;
   const bool wants_python = o.allow_python || !conform_options.python.empty() || !explore_options.python.empty() ||
                             explore_options.allow_python;
   if (wants_python && python_support_loader()) {
@@ -403,9 +420,9 @@ int cli_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
   if (*explore) return run_explore(explore_options, out, err);
   if (*tables) return cmd_tables(tables_as_json, out);
   if (!check_selection(o.selection, err)) return kBadInput;
-  if (*validate) return cmd_validate(o, out, err);
-  if (*list) return cmd_list(o, out, err);
-  if (*serve) return cmd_serve(o, err);
+  if (*app.get_subcommand("validate")) return cmd_validate(o, out, err);
+  if (*app.get_subcommand("list")) return cmd_list(o, out, err);
+  if (*app.get_subcommand("serve")) return cmd_serve(o, err);
   return cmd_run(o, out, err);
 }
 

@@ -9,6 +9,7 @@
 #include "distmetrics/build_config.h"
 #include "distmetrics/harness/property.h"
 #include "distmetrics/harness/report.h"
+#include "distmetrics/runtime/text.h"
 
 namespace distmetrics::app::conform_report {
 namespace {
@@ -53,7 +54,7 @@ std::vector<MetricFinding> metric_findings(const ConformResult& result) {
       std::string error;
       for (const auto& line : p->lines) {
         if (!line.error) continue;
-        error = line.error->type + ": " + line.error->message.substr(0, line.error->message.find('\n'));
+        error = line.error->type + ": " + runtime::first_line(line.error->message);
         break;
       }
       at[metric] = findings.size();

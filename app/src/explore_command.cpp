@@ -15,6 +15,7 @@
 #include "distmetrics/app/cli.h"
 #include "distmetrics/harness/explorer.h"
 #include "distmetrics/harness/metric_catalog.h"
+#include "distmetrics/harness/number_text.h"
 #include "distmetrics/harness/outcome.h"
 #include "distmetrics/harness/report.h"
 #include "distmetrics/harness/scenario_python.h"
@@ -36,11 +37,7 @@ std::function<const plugin::Plugin&(const std::string&)>& python_loader() {
   return loader;
 }
 
-std::string fixed(double v) {
-  std::ostringstream out;
-  out << std::fixed << std::setprecision(1) << v;
-  return out.str();
-}
+std::string fixed(double v) { return harness::fixed_text(v, 1); }
 
 // What the search says as it goes: a progress line every 5 s (each run with --verbose; none but
 // the last with --quiet), each failure and its shrinking, and a JSON line per case for --log.
@@ -147,6 +144,83 @@ CLI::App* add_explore_command(CLI::App& app, ExploreOptions& o) {
   return cmd;
 }
 
+namespace {
+
+// What explore runs: the metric's registry (the reference one, or the plugin's or Python
+// source's), its source, the metric's parameters and the base scenario.
+struct ExploredMetric {
+  const metrics::MetricRegistry* registry = &metrics::MetricRegistry::reference();
+  const plugin::Plugin* source = nullptr;
+  ex::Target target;
+  nlohmann::json params;
+  std::optional<harness::Scenario> base;
+};
+
+// The plugin or Python source given (the space narrowed for it); what is wrong, or nullopt.
+std::optional<std::string> load_source(const ExploreOptions& o, ex::Space& space, ExploredMetric& m) {
+  try {
+    if (!o.plugin.empty()) m.source = &plugin::load_plugin(o.plugin);
+    if (!o.python.empty()) {
+      if (!python_loader()) return "--python: this distmetrics was built without Python metrics";
+      m.source = &python_loader()(o.python);
+      space.max_batches_per_rank = 40;  // explore.h: a Python metric's call costs milliseconds
+      space.max_batches_single = 100;
+    }
+  } catch (const std::exception& e) {
+    const std::string what = e.what();
+    const std::string option = o.plugin.empty() ? "--python" : "--plugin";
+    if (what.rfind(option, 0) == 0) return what;  // the loader named it already
+    return option + " " + (o.plugin.empty() ? o.python : o.plugin) + ": " + what;
+  }
+  if (m.source) {
+    space.input_dtypes = false;  // explore.h: Space::input_dtypes
+    m.registry = &m.source->registry;
+    harness::MetricCatalog::instance().add("plugin " + m.source->path, &m.source->registry);
+    m.target.source =
+        o.python.empty() ? harness::MetricSource::plugin(m.source->path) : harness::MetricSource::python(o.python);
+  }
+  return std::nullopt;
+}
+
+// The metric, from the reference registry or the plugin or Python source given; its parameters
+// and the base scenario. What is wrong, or nullopt.
+std::optional<std::string> choose_metric(const ExploreOptions& o, ex::Space& space, ExploredMetric& m, std::ostream& err) {
+  m.target.metric = o.metric;
+  if (auto problem = load_source(o, space, m)) return problem;
+  const auto& names = m.registry->names();
+  if (o.metric.empty()) return "--metric NAME is required (it provides " + runtime::quoted_list(names) + ")";
+  if (!m.registry->find(o.metric))
+    return "--metric: no metric '" + o.metric + "'" + runtime::did_you_mean(o.metric, names) +
+           (m.source ? " in " + m.source->name : std::string(" among the reference metrics")) + " (" +
+           runtime::quoted_list(names) + ")";
+  try {
+    m.params = ex::metric_params(o.metric, m.registry->find(o.metric)->params, o.params);
+  } catch (const std::invalid_argument& e) {
+    return std::string(e.what());
+  }
+  space.vary_metric_params = m.params.empty();
+  harness::allow_scenario_python(o.allow_python);
+  try {
+    m.base = ex::choose_base(o.metric, m.params, o.base, err);
+  } catch (const std::invalid_argument& e) {
+    return std::string(e.what());
+  }
+  return std::nullopt;
+}
+
+// "distmetrics explore: NAME (reference) around BASE, seed S, budget B s, world sizes ..., backend B"
+void print_heading(const ExploreOptions& o, const ex::Space& space, const ExploredMetric& m, std::ostream& out) {
+  out << "distmetrics explore: " << o.metric
+      << (!m.source ? std::string(" (reference)")
+                    : o.python.empty() ? " (plugin " + m.source->path + ")" : " (python " + o.python + ")")
+      << " around " << (m.base->file.empty() ? std::string("a generated base") : m.base->file) << ", seed " << o.seed
+      << ", budget " << fixed(o.budget) << " s, world sizes";
+  for (int w : space.world_sizes) out << " " << w;
+  out << ", backend " << space.backend << "\n";
+}
+
+}  // namespace
+
 int run_explore(const ExploreOptions& o, std::ostream& out, std::ostream& err) {
   auto bad = [&err](const std::string& message) {
     err << "distmetrics explore: " << message << "\n";
@@ -165,49 +239,8 @@ int run_explore(const ExploreOptions& o, std::ostream& out, std::ostream& err) {
   } catch (const std::invalid_argument& e) {
     return bad(e.what());
   }
-  // The metric, from the reference registry or the plugin or Python source given.
-  const metrics::MetricRegistry* registry = &metrics::MetricRegistry::reference();
-  const plugin::Plugin* source = nullptr;
-  ex::Target target{o.metric, {}};
-  try {
-    if (!o.plugin.empty()) source = &plugin::load_plugin(o.plugin);
-    if (!o.python.empty()) {
-      if (!python_loader()) return bad("--python: this distmetrics was built without Python metrics");
-      source = &python_loader()(o.python);
-      space.max_batches_per_rank = 40;  // explore.h: a Python metric's call costs milliseconds
-      space.max_batches_single = 100;
-    }
-  } catch (const std::exception& e) {
-    const std::string what = e.what();
-    const std::string option = o.plugin.empty() ? "--python" : "--plugin";
-    if (what.rfind(option, 0) == 0) return bad(what);  // the loader named it already
-    return bad(option + " " + (o.plugin.empty() ? o.python : o.plugin) + ": " + what);
-  }
-  if (source) {
-    space.input_dtypes = false;  // explore.h: Space::input_dtypes
-    registry = &source->registry;
-    harness::MetricCatalog::instance().add("plugin " + source->path, &source->registry);
-    target.source = o.python.empty() ? harness::MetricSource::plugin(source->path) : harness::MetricSource::python(o.python);
-  }
-  if (o.metric.empty()) return bad("--metric NAME is required (it provides " + runtime::quoted_list(registry->names()) + ")");
-  if (!registry->find(o.metric))
-    return bad("--metric: no metric '" + o.metric + "'" + runtime::did_you_mean(o.metric, registry->names()) +
-               (source ? " in " + source->name : std::string(" among the reference metrics")) + " (" +
-               runtime::quoted_list(registry->names()) + ")");
-  nlohmann::json params;
-  try {
-    params = ex::metric_params(o.metric, registry->find(o.metric)->params, o.params);
-  } catch (const std::invalid_argument& e) {
-    return bad(e.what());
-  }
-  space.vary_metric_params = params.empty();
-  harness::allow_scenario_python(o.allow_python);
-  std::optional<harness::Scenario> base;
-  try {
-    base = ex::choose_base(o.metric, params, o.base, err);
-  } catch (const std::invalid_argument& e) {
-    return bad(e.what());
-  }
+  ExploredMetric m;
+  if (const auto problem = choose_metric(o, space, m, err)) return bad(*problem);
   Printer printer(o, out);
   if (!o.log_file.empty()) {
     printer.log.open(o.log_file);
@@ -217,18 +250,13 @@ int run_explore(const ExploreOptions& o, std::ostream& out, std::ostream& err) {
   const std::size_t pools = std::min<std::size_t>(space.world_sizes.size(), o.python.empty() ? 8 : 3);
   const auto start = Clock::now();  // the budget counts from here: the runner's start is its first cost
   std::unique_ptr<ex::CaseRunner> runner;
-  if (source) runner = std::make_unique<plugin::ExploreRunner>(*source, o.deadline, pools);
+  if (m.source) runner = std::make_unique<plugin::ExploreRunner>(*m.source, o.deadline, pools);
   else runner = std::make_unique<ex::SessionRunner>(pools);
   const double ready_after = std::chrono::duration<double>(Clock::now() - start).count();
-  out << "distmetrics explore: " << o.metric
-      << (!source ? std::string(" (reference)") : o.python.empty() ? " (plugin " + source->path + ")" : " (python " + o.python + ")")
-      << " around " << (base->file.empty() ? std::string("a generated base") : base->file) << ", seed " << o.seed
-      << ", budget " << fixed(o.budget) << " s, world sizes";
-  for (int w : space.world_sizes) out << " " << w;
-  out << ", backend " << space.backend << "\n";
+  print_heading(o, space, m, out);
   ex::Summary summary;
   try {
-    summary = ex::Explorer(options, *base, target, *runner, ready_after).run(printer);
+    summary = ex::Explorer(options, *m.base, m.target, *runner, ready_after).run(printer);
   } catch (const std::runtime_error& e) {
     return bad(e.what());
   }

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <numeric>
 #include <set>
@@ -12,6 +13,7 @@
 #include "distmetrics/harness/metric_id.h"
 #include "distmetrics/harness/compare.h"
 #include "distmetrics/harness/data.h"
+#include "distmetrics/harness/number_text.h"
 #include "distmetrics/metrics/value.h"
 #include "distmetrics/runtime/text.h"
 #include "distmetrics/harness/placement.h"
@@ -48,6 +50,44 @@ std::uint64_t fnv(const dh::Dataset& d) {
 }
 
 }  // namespace
+
+// The one home of a text's first line and of numbers as messages show them (issue 46).
+TEST(Text, FirstLineIsTheTextUpToItsFirstNewline) {
+  EXPECT_EQ(dr::first_line("InputError: bad shape\n  at update()\n"), "InputError: bad shape");
+  EXPECT_EQ(dr::first_line("one line"), "one line");
+  EXPECT_EQ(dr::first_line("\nafter an empty first line"), "");
+  EXPECT_EQ(dr::first_line(""), "");
+}
+
+TEST(Text, NumbersShowTheirSignificantDigits) {
+  EXPECT_EQ(distmetrics::harness::number_text(0.5), "0.5");
+  EXPECT_EQ(distmetrics::harness::number_text(1.0 / 3.0), "0.333333");
+  EXPECT_EQ(distmetrics::harness::number_text(123456789.0), "1.23457e+08");
+  EXPECT_EQ(distmetrics::harness::number_text(1e-7), "1e-07");
+  EXPECT_EQ(distmetrics::harness::number_text(1.0 / 3.0, 10), "0.3333333333");
+  EXPECT_EQ(distmetrics::harness::number_text(2.5, 3), "2.5");
+  EXPECT_EQ(distmetrics::harness::number_text(INFINITY), "inf");
+  EXPECT_EQ(distmetrics::harness::number_text(-INFINITY, 10), "-inf");
+  EXPECT_EQ(distmetrics::harness::number_text(std::nan("")), "nan");
+  EXPECT_EQ(distmetrics::harness::number_text(-std::nan("")), "nan");  // the stream would write "-nan"
+}
+
+TEST(Text, FixedNumbersShowExactlyTheirDecimals) {
+  EXPECT_EQ(distmetrics::harness::fixed_text(1.5, 2), "1.50");
+  EXPECT_EQ(distmetrics::harness::fixed_text(0.1234, 3), "0.123");
+  EXPECT_EQ(distmetrics::harness::fixed_text(12.96, 1), "13.0");
+  EXPECT_EQ(distmetrics::harness::fixed_text(600, 1), "600.0");
+}
+
+TEST(Text, SecondsShowTwoDigitsUnderTenAndThreeFromThere) {
+  EXPECT_EQ(distmetrics::harness::seconds_text(0.25), "0.25");
+  EXPECT_EQ(distmetrics::harness::seconds_text(1.5), "1.5");
+  EXPECT_EQ(distmetrics::harness::seconds_text(1.2345), "1.2");
+  EXPECT_EQ(distmetrics::harness::seconds_text(9.94), "9.9");
+  EXPECT_EQ(distmetrics::harness::seconds_text(12.34), "12.3");
+  EXPECT_EQ(distmetrics::harness::seconds_text(300), "300");
+  EXPECT_EQ(distmetrics::harness::seconds_text(1234.5), "1.23e+03");
+}
 
 TEST(Data, ShapesAndDtypesFollowTheBatchConventions) {
   auto mc = dh::generate_data(spec("multiclass", {{"num_classes", 4}}, 10));

@@ -246,6 +246,41 @@ TEST(Checks, ExpectedFailuresAreTurnedAround) {
   EXPECT_NE(p.message.find("as the scenario expects"), std::string::npos);
 }
 
+// The one comparison loop (check.h): every rank at compute k, in rank order, against what it
+// must equal; the properties and conform's agrees_with_reference read it.
+TEST(Checks, CompareAtComputeLinesUpEveryRankWithWhatItMustEqual) {
+  Fixture f;
+  f.ranks[0].computes[2].result = value(0.7);   // differs from 0.75 by 0.05
+  f.ranks[1].computes.resize(2);                 // rank 1 stopped before compute 2
+  dh::Tolerance tol;
+  tol.rtol = 0;
+  tol.atol = 1e-3;
+  int asked = 0;
+  const auto lines = dh::compare_at_compute(f.ranks, 2, [&](int, int k) { ++asked; return &f.single.at_compute[k]; }, tol);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(asked, 2);  // asked of every rank, the one without a record too
+  EXPECT_EQ(lines[0].rank, 0);
+  ASSERT_TRUE(lines[0].compared());
+  EXPECT_EQ(lines[0].record, &f.ranks[0].computes[2]);
+  EXPECT_FALSE(lines[0].comparison.equal);
+  EXPECT_NEAR(lines[0].comparison.difference, 0.05, 1e-12);
+  EXPECT_EQ(lines[1].rank, 1);
+  EXPECT_EQ(lines[1].record, nullptr);
+  EXPECT_EQ(lines[1].actual, nullptr);
+  EXPECT_FALSE(lines[1].compared());
+
+  // Nothing to compare with on rank 0; a probe's result (actual_of) on rank 1.
+  dh::ComputeResult probe = value(0.5);
+  const auto probed = dh::compare_at_compute(
+      f.ranks, 0, [&](int rank, int k) { return rank == 0 ? nullptr : &f.single.at_compute[k]; }, tol,
+      [&](const dh::ComputeRecord&) { return &probe; });
+  EXPECT_FALSE(probed[0].compared());
+  EXPECT_EQ(probed[0].actual, &probe);
+  ASSERT_TRUE(probed[1].compared());
+  EXPECT_TRUE(probed[1].comparison.equal);
+  EXPECT_EQ(probed[1].comparison.difference, 0.0);
+}
+
 TEST(Checks, ARankThatStoppedEarlyIsShownWithItsError) {
   Fixture f;
   f.ranks[1] = observation(1, {}, f.plan);

@@ -174,6 +174,7 @@ TEST(TablesTest, OutcomeNamesAreUniqueAndFindable) {
 
 TEST(TablesTest, DocsListExactlyTheProperties) {
   EXPECT_EQ(doc_table_names("properties.md", "property"), table_names(property_table()));
+  EXPECT_EQ(doc_table_names("design.md", "property"), table_names(property_table()));
 }
 
 TEST(TablesTest, DocsListExactlyTheInputDtypes) {

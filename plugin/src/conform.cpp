@@ -13,6 +13,7 @@
 #include "distmetrics/harness/explore.h"
 #include "distmetrics/harness/input_dtype.h"
 #include "distmetrics/harness/metric_id.h"
+#include "distmetrics/harness/number_text.h"
 #include "distmetrics/harness/tables.h"
 
 namespace distmetrics::plugin {
@@ -21,12 +22,6 @@ namespace {
 using harness::Outcome;
 using runtime::shell_quote;
 using nlohmann::json;
-
-std::string number_text(double v) {
-  std::ostringstream out;
-  out << v;
-  return out.str();
-}
 
 bool contains(const std::vector<std::string>& list, const std::string& item) {
   return std::find(list.begin(), list.end(), item) != list.end();
@@ -134,8 +129,8 @@ std::string conform_reproduce_command(const Plugin& plugin, const std::string& m
   std::string command = "distmetrics conform " + harness::MetricSource::parse(plugin.path).option() + " --metric " +
                         shell_quote(metric) +
                         " " + shell_quote(variant.file) + " --filter " + shell_quote(variant.id, true);
-  if (deadline) command += " --deadline " + number_text(*deadline);
-  if (rank_memory_gib) command += " --rank-memory " + number_text(*rank_memory_gib);
+  if (deadline) command += " --deadline " + harness::number_text(*deadline);
+  if (rank_memory_gib) command += " --rank-memory " + harness::number_text(*rank_memory_gib);
   return command;
 }
 

@@ -5,9 +5,10 @@
 // - the reference implementation's, built here, for agrees_with_reference.
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <iomanip>
+#include <optional>
 #include <sstream>
 
 #include "distmetrics/runtime/backends.h"
@@ -15,6 +16,7 @@
 #include "distmetrics/runtime/task.h"
 #include "distmetrics/runtime/text.h"
 #include "distmetrics/harness/input_dtype.h"
+#include "distmetrics/harness/number_text.h"
 #include "distmetrics/plugin/conform.h"
 #include "distmetrics/runtime/launchers.h"
 
@@ -237,16 +239,18 @@ RemoteReference::AsFed RemoteReference::build_as_fed(const harness::Scenario& re
 
 namespace {
 
-PropertyResult judge_agrees_with_reference(const harness::CheckContext& ctx, const harness::Scenario& reference_scenario,
-                                           const RemoteReference::AsFed& built, std::chrono::steady_clock::time_point started) {
+// agrees_with_reference when the reference implementation gave nothing to judge against: it ran
+// past the variant's deadline (a hang), or it could not run on this data (a skip).
+std::optional<PropertyResult> reference_not_had(const harness::Scenario& reference_scenario,
+                                                const RemoteReference::AsFed& built,
+                                                std::chrono::steady_clock::time_point started) {
   PropertyResult p;
   p.name = kAgreesWithReference;
-  const SingleProcessReference& reference = built.reference;
   if (built.timed_out) {
     std::ostringstream msg;
     msg << "agrees_with_reference: the reference implementation of " << reference_scenario.metric
-        << " did not finish within the variant's deadline (ended after " << std::fixed << std::setprecision(2)
-        << std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()
+        << " did not finish within the variant's deadline (ended after "
+        << harness::fixed_text(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(), 2)
         << " s, what the ranks and the single-process run left of it)\n"
         << "It runs on the helper worker on all the data the ranks fed. Every phase of a variant counts against its "
            "deadline: raise it (--deadline or the scenario's `deadline`), or use less data.";
@@ -254,21 +258,117 @@ PropertyResult judge_agrees_with_reference(const harness::CheckContext& ctx, con
     p.message = msg.str();
     return p;
   }
-  if (!reference.failure.empty()) {
+  if (!built.reference.failure.empty()) {
     p.outcome = Outcome::Skip;
     p.message = "agrees_with_reference skipped: the reference implementation of " + reference_scenario.metric +
-                " could not run on this data: " + reference.failure;
+                " could not run on this data: " + built.reference.failure;
     return p;
   }
+  return std::nullopt;
+}
 
+// Every rank's computes against the reference implementation's at the same compute.
+struct Agreement {
   struct Difference {
+    int place;  // the rank's place in CheckContext::ranks
     int rank;
     const harness::ComputeRecord* compute;
     harness::Comparison comparison;
   };
-  std::vector<Difference> differences;
+  std::vector<Difference> differences;  // rank by rank, each rank's computes in order
   int compared = 0;
+  int by_convention = 0;  // computes expected_error judges instead (Expectation::no_data_value)
   double largest = 0;
+};
+
+// No data anywhere: where the reference raises the error the scenario expects and the metric
+// declares a value instead (Expectation::no_data_value), expected_error judges that compute.
+bool declared_no_data_value(const harness::Expectation& expect, const ComputeResult& reference,
+                            const harness::ComputeRecord& record) {
+  return !expect.no_data_value.empty() && record.index == expect.compute && reference.error_type == expect.error &&
+         !record.result.raised();
+}
+
+Agreement compare_with_reference(const harness::CheckContext& ctx, const SingleProcessReference& reference,
+                                 const harness::Tolerance& tolerance) {
+  Agreement agreement;
+  const auto expected_for = [&](int place, int k) -> const ComputeResult* {
+    const auto* record = ctx.ranks[place].compute(k);
+    if (record && declared_no_data_value(ctx.scenario.expect, reference.at_compute[k], *record)) return nullptr;
+    return &reference.at_compute[k];
+  };
+  for (int k = 0; k < static_cast<int>(reference.at_compute.size()); ++k) {
+    for (const auto& line : harness::compare_at_compute(ctx.ranks, k, expected_for, tolerance)) {
+      if (!line.record) continue;
+      if (!line.expected) {
+        ++agreement.by_convention;
+        continue;
+      }
+      ++agreement.compared;
+      agreement.largest = std::max(agreement.largest, line.comparison.difference);
+      if (!line.comparison.equal)
+        agreement.differences.push_back({line.rank, ctx.ranks[line.rank].rank, line.record, line.comparison});
+    }
+  }
+  std::stable_sort(agreement.differences.begin(), agreement.differences.end(),
+                   [](const auto& a, const auto& b) { return a.place < b.place; });
+  return agreement;
+}
+
+// "  rank 1, compute 2 of 3 (script step 4: 'compute'): plugin 0.5, reference 0.52\n"
+std::string difference_line(const harness::CheckContext& ctx, const SingleProcessReference& reference,
+                            const Agreement::Difference& d) {
+  std::ostringstream line;
+  const auto& point = ctx.plan.computes.at(d.compute->index);
+  const auto& expected = reference.at_compute[d.compute->index];
+  line << "  rank " << d.rank << ", compute " << d.compute->index + 1 << " of " << ctx.plan.computes.size()
+       << " (script step " << point.step + 1 << ": '" << ctx.scenario.script.at(point.step).text << "'): plugin "
+       << d.compute->result.text() << ", reference " << expected.text();
+  // Two numbers say it all; otherwise say how they differ (kind, shape, entry).
+  auto number = [](const std::optional<json>& v) {
+    return v && (v->is_number() || (v->is_string() && (*v == "nan" || *v == "inf" || *v == "-inf")));
+  };
+  const bool numbers = number(expected.value) && number(d.compute->result.value);
+  if (!numbers && !d.comparison.detail.empty()) line << " (" << d.comparison.detail << ")";
+  line << "\n";
+  return line.str();
+}
+
+// What agrees_with_reference says once it compared: held, or the differences (at most four).
+void say_agreement(const harness::CheckContext& ctx, const harness::Scenario& reference_scenario,
+                   const SingleProcessReference& reference, const Agreement& agreement,
+                   const std::string& tolerance_said, PropertyResult& p) {
+  p.difference = agreement.largest;
+  std::ostringstream msg;
+  if (agreement.differences.empty()) {
+    msg << "agrees_with_reference held: " << agreement.compared << " compute result(s) on " << ctx.ranks.size()
+        << " rank(s) equal the reference implementation's (" << tolerance_said << ")";
+    p.message = msg.str();
+    return;
+  }
+  p.outcome = Outcome::Fail;
+  msg << "agrees_with_reference failed: " << agreement.differences.size() << " of " << agreement.compared
+      << " compute result(s) differ from the reference implementation of " << reference_scenario.metric << " ("
+      << tolerance_said << ")\n";
+  const std::size_t limit = 4;
+  for (std::size_t i = 0; i < agreement.differences.size() && i < limit; ++i)
+    msg << difference_line(ctx, reference, agreement.differences[i]);
+  if (agreement.differences.size() > limit) msg << "  ... and " << agreement.differences.size() - limit << " more\n";
+  p.message = msg.str();
+  const auto& v = ctx.variant;
+  std::ostringstream lines;
+  lines << "  variant: " << v.id << " (backend " << v.backend << ", world size " << v.world_size << ", shard " << v.shard
+        << ", placement " << v.placement << ", seed " << v.seed << ")\n"
+        << "  reproduce: " << v.reproduce();
+  p.variant_lines = lines.str();
+}
+
+PropertyResult judge_agrees_with_reference(const harness::CheckContext& ctx, const harness::Scenario& reference_scenario,
+                                           const RemoteReference::AsFed& built, std::chrono::steady_clock::time_point started) {
+  if (auto not_had = reference_not_had(reference_scenario, built, started)) return *not_had;
+  const SingleProcessReference& reference = built.reference;
+  PropertyResult p;
+  p.name = kAgreesWithReference;
   // A plugin that computes in float32 is judged to float32's precision against the (float64)
   // reference implementation, as golden is (harness::widened_for_dtypes).
   std::vector<const json*> returned;
@@ -278,77 +378,25 @@ PropertyResult judge_agrees_with_reference(const harness::CheckContext& ctx, con
   std::string widened_by;
   const harness::Tolerance tolerance = harness::widened_for_dtypes(ctx.scenario.tolerance, returned, "", &widened_by);
   const std::string tolerance_said = tolerance_text(tolerance) + (widened_by.empty() ? "" : ", widened: " + widened_by);
-  // No data anywhere: where the reference raises the error the scenario expects and the metric
-  // declares a value instead (Expectation::no_data_value), expected_error judges that compute.
-  const auto& expect = ctx.scenario.expect;
-  int by_convention = 0;
-  for (const auto& obs : ctx.ranks) {
-    for (const auto& c : obs.computes) {
-      if (c.index < 0 || c.index >= static_cast<int>(reference.at_compute.size())) continue;
-      if (!expect.no_data_value.empty() && c.index == expect.compute &&
-          reference.at_compute[c.index].error_type == expect.error && !c.result.raised()) {
-        ++by_convention;
-        continue;
-      }
-      const auto comparison = harness::compare_results(reference.at_compute[c.index], c.result, tolerance);
-      ++compared;
-      largest = std::max(largest, comparison.difference);
-      if (!comparison.equal) differences.push_back({obs.rank, &c, comparison});
-    }
-  }
+  const Agreement agreement = compare_with_reference(ctx, reference, tolerance);
   // The values shown: the first differing compute (else the first compute) on every rank.
-  const int shown = differences.empty() ? 0 : differences.front().compute->index;
+  const int shown = agreement.differences.empty() ? 0 : agreement.differences.front().compute->index;
   if (shown < static_cast<int>(reference.at_compute.size())) p.single = reference.at_compute[shown];
   for (const auto& obs : ctx.ranks) {
     const auto* c = obs.compute(shown);
     p.values.push_back(c ? std::optional<harness::ComputeResult>(c->result) : std::nullopt);
   }
-  if (compared == 0) {
+  if (agreement.compared == 0) {
+    const auto& expect = ctx.scenario.expect;
     p.outcome = Outcome::Skip;
-    p.message = by_convention > 0 ? "agrees_with_reference skipped: the reference raises " + expect.error +
-                                        " where the metric declares that compute() with no data anywhere returns " +
-                                        expect.no_data_value + " (expected_error judges it)"
-                                  : "agrees_with_reference skipped: no rank reached a compute";
+    p.message = agreement.by_convention > 0
+                    ? "agrees_with_reference skipped: the reference raises " + expect.error +
+                          " where the metric declares that compute() with no data anywhere returns " +
+                          expect.no_data_value + " (expected_error judges it)"
+                    : "agrees_with_reference skipped: no rank reached a compute";
     return p;
   }
-  p.difference = largest;
-  const std::size_t computes = ctx.plan.computes.size();
-  if (differences.empty()) {
-    std::ostringstream msg;
-    msg << "agrees_with_reference held: " << compared << " compute result(s) on " << ctx.ranks.size()
-        << " rank(s) equal the reference implementation's (" << tolerance_said << ")";
-    p.message = msg.str();
-    return p;
-  }
-  p.outcome = Outcome::Fail;
-  std::ostringstream msg;
-  msg << "agrees_with_reference failed: " << differences.size() << " of " << compared
-      << " compute result(s) differ from the reference implementation of " << reference_scenario.metric << " ("
-      << tolerance_said << ")\n";
-  const std::size_t limit = 4;
-  for (std::size_t i = 0; i < differences.size() && i < limit; ++i) {
-    const auto& d = differences[i];
-    const auto& point = ctx.plan.computes.at(d.compute->index);
-    msg << "  rank " << d.rank << ", compute " << d.compute->index + 1 << " of " << computes << " (script step "
-        << point.step + 1 << ": '" << ctx.scenario.script.at(point.step).text << "'): plugin "
-        << d.compute->result.text() << ", reference " << reference.at_compute[d.compute->index].text();
-    // Two numbers say it all; otherwise say how they differ (kind, shape, entry).
-    const auto& expected = reference.at_compute[d.compute->index];
-    auto number = [](const std::optional<json>& v) {
-      return v && (v->is_number() || (v->is_string() && (*v == "nan" || *v == "inf" || *v == "-inf")));
-    };
-    const bool numbers = number(expected.value) && number(d.compute->result.value);
-    if (!numbers && !d.comparison.detail.empty()) msg << " (" << d.comparison.detail << ")";
-    msg << "\n";
-  }
-  if (differences.size() > limit) msg << "  ... and " << differences.size() - limit << " more\n";
-  const auto& v = ctx.variant;
-  p.message = msg.str();
-  std::ostringstream lines;
-  lines << "  variant: " << v.id << " (backend " << v.backend << ", world size " << v.world_size << ", shard " << v.shard
-        << ", placement " << v.placement << ", seed " << v.seed << ")\n"
-        << "  reproduce: " << v.reproduce();
-  p.variant_lines = lines.str();
+  say_agreement(ctx, reference_scenario, reference, agreement, tolerance_said, p);
   return p;
 }
 

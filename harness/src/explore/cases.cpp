@@ -10,6 +10,7 @@
 
 #include "distmetrics/harness/data.h"
 #include "distmetrics/harness/explorer.h"
+#include "distmetrics/harness/number_text.h"
 #include "distmetrics/harness/property.h"
 #include "distmetrics/harness/scenario_files.h"
 #include "distmetrics/harness/session.h"
@@ -252,11 +253,7 @@ ReportModel report_model(const Summary& summary) {
     PropertyResult p;
     p.name = "explore";
     p.message = "explore held: " + std::to_string(summary.cases) + " case(s) of seed " + std::to_string(summary.seed) +
-                ", no failure within the budget of " + [&] {
-                  std::ostringstream out;
-                  out << std::fixed << std::setprecision(1) << summary.budget;
-                  return out.str();
-                }() + " s";
+                ", no failure within the budget of " + fixed_text(summary.budget, 1) + " s";
     v.properties.push_back(p);
     verdicts.push_back(std::move(v));
   }

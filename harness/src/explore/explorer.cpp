@@ -1,6 +1,7 @@
 // explore's engine (explorer.h): the search, the shrinking, the rerun of maybe-slow hangs, the
 // saved files.
 #include "distmetrics/harness/explorer.h"
+#include "distmetrics/harness/number_text.h"
 
 #include <stdlib.h>
 
@@ -26,11 +27,7 @@ double now_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-std::string fixed(double v) {
-  std::ostringstream out;
-  out << std::fixed << std::setprecision(1) << v;
-  return out.str();
-}
+std::string fixed(double v) { return fixed_text(v, 1); }
 
 // A later batch's world size: w with weight 1/w. A case costs about its number of ranks in CPU
 // (past the machine's cores, in wall time too), so each size gets a like share of the budget,

@@ -50,16 +50,9 @@ std::vector<Step> fit_script(std::vector<Step> script, int world_size) {
   return out;
 }
 
-}  // namespace
-
-std::vector<Scenario> shrink_candidates(const Scenario& s, std::int64_t most_batches) {
-  std::vector<Scenario> out;
-  const int w = s.world_sizes.empty() ? 1 : s.world_sizes.front();
-  const std::string shard = s.shards.empty() ? "even" : s.shards.front();
-  const auto* policy = find_shard_policy(shard);
-  const int min_w = policy ? policy->min_world_size : 1;
-  // Fewer ranks (the smallest first).
-  // 1, 2, 3, half and one less: each new world size starts a rank pool, so not every one.
+// Fewer ranks (the smallest first): 1, 2, 3, half and one less (each new world size starts a
+// rank pool, so not every one).
+void fewer_ranks(const Scenario& s, int w, int min_w, std::vector<Scenario>& out) {
   std::set<int> sizes;
   for (int v : {1, 2, 3, w / 2, w - 1})
     if (v >= std::max(1, min_w) && v < w) sizes.insert(v);
@@ -69,38 +62,43 @@ std::vector<Scenario> shrink_candidates(const Scenario& s, std::int64_t most_bat
     c.script = fit_script(c.script, smaller);
     if (!c.script.empty()) out.push_back(std::move(c));
   }
-  // Fewer samples (generated data, or the first rows of a file).
+}
+
+// Fewer samples (generated data, or the first rows of a file).
+void fewer_samples(const Scenario& s, std::vector<Scenario>& out) {
   const auto n = s.data.num_samples;
-  if (n > 0) {
-    std::vector<std::int64_t> sizes;
-    for (std::int64_t v : {0, 1, 2, 3, 4, 5, 6, 8, 10, 12, 16}) add_unique(sizes, v, n);
-    for (std::int64_t v : {n / 16, n / 8, n / 4, n / 2, n - 1}) add_unique(sizes, v, n);
-    std::sort(sizes.begin(), sizes.end());
-    // Each size twice: first with the batch size scaled down with the samples, so that every rank
-    // keeps its number of batches (and 'update N', 'update P%' and 'ranks=' steps feed the same
-    // share of the data), then with the batch size kept (fewer batches).
-    for (auto v : sizes) {
-      const std::int64_t kept = std::max<std::int64_t>(1, std::min(s.batch_size, std::max<std::int64_t>(v, 1)));
-      const std::int64_t scaled = std::max<std::int64_t>(1, (s.batch_size * v + n - 1) / n);
-      std::vector<std::int64_t> batches = {scaled};
-      if (kept != scaled) batches.push_back(kept);
-      for (const auto batch : batches) {
-        Scenario c = s;
-        c.data.num_samples = v;
-        c.batch_size = batch;
-        out.push_back(std::move(c));
-      }
+  if (n <= 0) return;
+  std::vector<std::int64_t> sizes;
+  for (std::int64_t v : {0, 1, 2, 3, 4, 5, 6, 8, 10, 12, 16}) add_unique(sizes, v, n);
+  for (std::int64_t v : {n / 16, n / 8, n / 4, n / 2, n - 1}) add_unique(sizes, v, n);
+  std::sort(sizes.begin(), sizes.end());
+  // Each size twice: first with the batch size scaled down with the samples, so that every rank
+  // keeps its number of batches (and 'update N', 'update P%' and 'ranks=' steps feed the same
+  // share of the data), then with the batch size kept (fewer batches).
+  for (auto v : sizes) {
+    const std::int64_t kept = std::max<std::int64_t>(1, std::min(s.batch_size, std::max<std::int64_t>(v, 1)));
+    const std::int64_t scaled = std::max<std::int64_t>(1, (s.batch_size * v + n - 1) / n);
+    std::vector<std::int64_t> batches = {scaled};
+    if (kept != scaled) batches.push_back(kept);
+    for (const auto batch : batches) {
+      Scenario c = s;
+      c.data.num_samples = v;
+      c.batch_size = batch;
+      out.push_back(std::move(c));
     }
   }
-  // Fewer script steps: each step left out, then each update made a plain one.
+}
+
+// Fewer script steps: each step left out; a reset left out with the replays it makes possible
+// (alone, each would leave the other invalid or feeding nothing): 'update, reset, replay,
+// compute' becomes 'update, compute'.
+void fewer_steps(const Scenario& s, int w, std::vector<Scenario>& out) {
   for (std::size_t i = 0; i < s.script.size(); ++i) {
     Scenario c = s;
     c.script.erase(c.script.begin() + static_cast<std::ptrdiff_t>(i));
     c.script = fit_script(c.script, w);
     if (!c.script.empty()) out.push_back(std::move(c));
   }
-  // A reset left out with the replays it makes possible (alone, each would leave the other
-  // invalid or feeding nothing): 'update, reset, replay, compute' becomes 'update, compute'.
   for (std::size_t i = 0; i < s.script.size(); ++i) {
     if (s.script[i].op != Step::Op::Reset) continue;
     Scenario c = s;
@@ -118,6 +116,10 @@ std::vector<Scenario> shrink_candidates(const Scenario& s, std::int64_t most_bat
     c.script = fit_script(c.script, w);
     if (!c.script.empty()) out.push_back(std::move(c));
   }
+}
+
+// Each update made a plain one ('update', 'update rest').
+void plainer_updates(const Scenario& s, std::vector<Scenario>& out) {
   for (std::size_t i = 0; i < s.script.size(); ++i) {
     const Step& step = s.script[i];
     if (step.op != Step::Op::Update || step.amount == Step::Amount::Empty) continue;
@@ -131,19 +133,25 @@ std::vector<Scenario> shrink_candidates(const Scenario& s, std::int64_t most_bat
       out.push_back(std::move(c));
     }
   }
-  // Fewer batches: larger batches, down to one per rank.
-  if (n > 0) {
-    const std::int64_t per_rank = (n + w - 1) / w;
-    std::vector<std::int64_t> sizes;
-    for (std::int64_t v : {per_rank, s.batch_size * 2, s.batch_size + 1})
-      if (v > s.batch_size && v <= per_rank && std::find(sizes.begin(), sizes.end(), v) == sizes.end()) sizes.push_back(v);
-    for (auto v : sizes) {
-      Scenario c = s;
-      c.batch_size = v;
-      out.push_back(std::move(c));
-    }
+}
+
+// Fewer batches: larger batches, down to one per rank.
+void fewer_batches(const Scenario& s, int w, std::vector<Scenario>& out) {
+  const auto n = s.data.num_samples;
+  if (n <= 0) return;
+  const std::int64_t per_rank = (n + w - 1) / w;
+  std::vector<std::int64_t> sizes;
+  for (std::int64_t v : {per_rank, s.batch_size * 2, s.batch_size + 1})
+    if (v > s.batch_size && v <= per_rank && std::find(sizes.begin(), sizes.end(), v) == sizes.end()) sizes.push_back(v);
+  for (auto v : sizes) {
+    Scenario c = s;
+    c.batch_size = v;
+    out.push_back(std::move(c));
   }
-  // Plainer variant axes.
+}
+
+// Plainer variant axes: the even shard, no input dtype.
+void plainer_axes(const Scenario& s, const std::string& shard, std::vector<Scenario>& out) {
   if (shard != "even") {
     Scenario c = s;
     c.shards = {"even"};
@@ -154,7 +162,10 @@ std::vector<Scenario> shrink_candidates(const Scenario& s, std::int64_t most_bat
     c.dtypes.clear();
     out.push_back(std::move(c));
   }
-  // Fewer classes (on both sides), then each data and metric parameter back to its default.
+}
+
+// Fewer classes (on both sides; class weights cut to match).
+void fewer_classes(const Scenario& s, std::vector<Scenario>& out) {
   for (const char* key : {"num_classes", "num_labels"}) {
     if (!s.data.params.contains(key) || !s.data.params[key].is_number_integer()) continue;
     const auto classes = s.data.params[key].get<std::int64_t>();
@@ -172,6 +183,10 @@ std::vector<Scenario> shrink_candidates(const Scenario& s, std::int64_t most_bat
       out.push_back(std::move(c));
     }
   }
+}
+
+// Each data and metric parameter back to its default; float32 data; data seed 0.
+void plainer_parameters(const Scenario& s, std::vector<Scenario>& out) {
   if (const auto* generator = find_generator(s.data.generator)) {
     for (const auto& p : generator->params) {
       if (p.required() || !s.data.params.contains(p.name) || s.data.params[p.name] == p.default_value) continue;
@@ -198,6 +213,23 @@ std::vector<Scenario> shrink_candidates(const Scenario& s, std::int64_t most_bat
     c.data.seed = 0;
     out.push_back(std::move(c));
   }
+}
+
+}  // namespace
+
+std::vector<Scenario> shrink_candidates(const Scenario& s, std::int64_t most_batches) {
+  std::vector<Scenario> out;
+  const int w = s.world_sizes.empty() ? 1 : s.world_sizes.front();
+  const std::string shard = s.shards.empty() ? "even" : s.shards.front();
+  const auto* policy = find_shard_policy(shard);
+  fewer_ranks(s, w, policy ? policy->min_world_size : 1, out);
+  fewer_samples(s, out);
+  fewer_steps(s, w, out);
+  plainer_updates(s, out);
+  fewer_batches(s, w, out);
+  plainer_axes(s, shard, out);
+  fewer_classes(s, out);
+  plainer_parameters(s, out);
   for (auto& c : out) {
     keep_spread_resolvable(c);  // a parameter back to its default may narrow it
     c.batch_invariant_sizes = batch_invariant_sizes_within(c.data.num_samples, c.batch_size, most_batches);

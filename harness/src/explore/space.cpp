@@ -249,10 +249,11 @@ std::int64_t Rng::between(std::int64_t low, std::int64_t high) {
 bool Rng::chance(double p) { return unit() < p; }
 double Rng::unit() { return static_cast<double>(next() >> 11) * (1.0 / 9007199254740992.0); }
 
-Case generate_case(const Scenario& base, const Space& space, std::uint64_t seed, std::uint64_t index) {
-  Rng r(mix(seed, index));
-  Case c;
-  Scenario& s = c.scenario;
+namespace {
+
+// The base without what a drawn case must not inherit: its expectations, its properties, its
+// batch sizes for batch_invariant; the space's deadline.
+void reset_from_base(Scenario& s, const Scenario& base, const Space& space) {
   s = base;
   s.golden.reset();
   s.reference.reset();
@@ -260,6 +261,10 @@ Case generate_case(const Scenario& base, const Space& space, std::uint64_t seed,
   s.properties.clear();
   s.batch_invariant_sizes.clear();
   s.deadline_seconds = space.deadline_seconds;
+}
+
+// The world size, backend, placement, shard policy and input dtype; returns the world size.
+int draw_axes(Rng& r, Scenario& s, const Space& space) {
   const int w = space.world_sizes.empty() ? 1 : r.pick(space.world_sizes);
   s.world_sizes = {w};
   s.backends = {space.backend};
@@ -278,62 +283,77 @@ Case generate_case(const Scenario& base, const Space& space, std::uint64_t seed,
   s.shards = {r.pick(shards)};
   s.dtypes.clear();
   if (r.chance(0.2) && space.input_dtypes) s.dtypes = {r.pick(input_dtype_names())};
+  return w;
+}
 
-  if (s.data.file.empty()) {
-    s.data.seed = static_cast<std::uint64_t>(r.between(0, 999999));
-    s.data.num_samples = draw_samples(r, space.max_samples);
-    if (r.chance(0.3)) s.data.dtype = r.chance(0.5) ? "float32" : "float64";
-    if (const auto* generator = find_generator(s.data.generator)) {
-      for (const auto& p : generator->params) {
-        if (p.name == generator->class_count || !r.chance(0.3)) continue;
-        const json current = s.data.params.value(p.name, p.default_value);
-        json value = draw_param(r, p, current);
-        if (!value.is_null()) s.data.params[p.name] = value;
-      }
-      if (s.data.params.contains("low") && s.data.params.contains("high") && s.data.params["low"].is_number() &&
-          s.data.params["high"].is_number() && s.data.params["high"].get<double>() <= s.data.params["low"].get<double>())
-        s.data.params["high"] = s.data.params["low"].get<double>() + 1.0;
-      keep_spread_resolvable(s);
+// Generated data: its seed, size, dtype, the generator's parameters, the classes and weights.
+void draw_generated_data(Rng& r, Scenario& s, const Space& space) {
+  s.data.seed = static_cast<std::uint64_t>(r.between(0, 999999));
+  s.data.num_samples = draw_samples(r, space.max_samples);
+  if (r.chance(0.3)) s.data.dtype = r.chance(0.5) ? "float32" : "float64";
+  if (const auto* generator = find_generator(s.data.generator)) {
+    for (const auto& p : generator->params) {
+      if (p.name == generator->class_count || !r.chance(0.3)) continue;
+      const json current = s.data.params.value(p.name, p.default_value);
+      json value = draw_param(r, p, current);
+      if (!value.is_null()) s.data.params[p.name] = value;
     }
-    // Classes: a count from 1 (a single class) up, and weights with absent classes.
-    if (const auto classes = class_count(s); classes > 0 && r.chance(0.4)) set_class_count(s, r.between(1, 8));
-    if (const auto classes = class_count(s); classes > 0 && s.data.params.contains("class_weights") && r.chance(0.4)) {
-      json weights = json::array();
-      const auto only = r.chance(0.3) ? r.between(0, classes - 1) : -1;  // a single class present
-      for (std::int64_t k = 0; k < classes; ++k)
-        weights.push_back(only >= 0 ? (k == only ? 1.0 : 0.0) : (r.chance(0.3) ? 0.0 : static_cast<double>(r.between(1, 10))));
-      s.data.params["class_weights"] = weights;
-    }
-  } else {
-    s.data.seed = static_cast<std::uint64_t>(r.between(0, 999999));  // draws the uneven shard sizes
+    if (s.data.params.contains("low") && s.data.params.contains("high") && s.data.params["low"].is_number() &&
+        s.data.params["high"].is_number() && s.data.params["high"].get<double>() <= s.data.params["low"].get<double>())
+      s.data.params["high"] = s.data.params["low"].get<double>() + 1.0;
+    explore::keep_spread_resolvable(s);
   }
+  // Classes: a count from 1 (a single class) up, and weights with absent classes.
+  if (const auto classes = class_count(s); classes > 0 && r.chance(0.4)) set_class_count(s, r.between(1, 8));
+  if (const auto classes = class_count(s); classes > 0 && s.data.params.contains("class_weights") && r.chance(0.4)) {
+    json weights = json::array();
+    const auto only = r.chance(0.3) ? r.between(0, classes - 1) : -1;  // a single class present
+    for (std::int64_t k = 0; k < classes; ++k)
+      weights.push_back(only >= 0 ? (k == only ? 1.0 : 0.0) : (r.chance(0.3) ? 0.0 : static_cast<double>(r.between(1, 10))));
+    s.data.params["class_weights"] = weights;
+  }
+}
+
+// The metric's parameters, and the generator they call for.
+void draw_metric_params(Rng& r, Scenario& s, const Space& space, std::uint64_t seed, std::uint64_t index) {
+  if (const auto* params = metric_params_of(s.metric)) {
+    for (const auto& p : *params) {
+      // An accumulator's dtype stays the scenario's: a float32 sum is a precision choice whose
+      // dependence on the batches the harness itself names "float32 rounding".
+      const bool precision = p.name.size() > 6 && p.name.compare(p.name.size() - 6, 6, "_dtype") == 0;
+      if (is_class_count(p.name) || precision || !r.chance(0.3)) continue;
+      const json current = s.metric_params.value(p.name, p.default_value);
+      json value = draw_param(r, p, current);
+      if (!value.is_null()) s.metric_params[p.name] = value;
+    }
+  }
+  // Parameters that change what data the metric takes (a task, binary against multiclass) call
+  // for another generator: the one the space's chooser says the metric accepts. Its parameters
+  // are drawn from a stream of their own, so that a case the base's generator fits is drawn as
+  // it always was.
+  if (space.generator_for && s.data.file.empty()) {
+    const std::string fitting = space.generator_for(s.metric_params);
+    if (!fitting.empty() && fitting != s.data.generator) {
+      Rng data_rng(mix(seed, index) ^ 0xD1B54A32D192ED03ull);
+      use_generator(s, fitting, data_rng);
+    }
+  }
+}
+
+}  // namespace
+
+Case generate_case(const Scenario& base, const Space& space, std::uint64_t seed, std::uint64_t index) {
+  Rng r(mix(seed, index));
+  Case c;
+  Scenario& s = c.scenario;
+  reset_from_base(s, base, space);
+  const int w = draw_axes(r, s, space);
+  if (s.data.file.empty()) draw_generated_data(r, s, space);
+  else s.data.seed = static_cast<std::uint64_t>(r.between(0, 999999));  // draws the uneven shard sizes
   const std::int64_t samples = std::max<std::int64_t>(s.data.num_samples, 1);
   s.batch_size = draw_batch_size(r, samples, w, space);
   s.script = draw_script(r, w);
-  if (space.vary_metric_params) {
-    if (const auto* params = metric_params_of(s.metric)) {
-      for (const auto& p : *params) {
-        // An accumulator's dtype stays the scenario's: a float32 sum is a precision choice whose
-        // dependence on the batches the harness itself names "float32 rounding".
-        const bool precision = p.name.size() > 6 && p.name.compare(p.name.size() - 6, 6, "_dtype") == 0;
-        if (is_class_count(p.name) || precision || !r.chance(0.3)) continue;
-        const json current = s.metric_params.value(p.name, p.default_value);
-        json value = draw_param(r, p, current);
-        if (!value.is_null()) s.metric_params[p.name] = value;
-      }
-    }
-    // Parameters that change what data the metric takes (a task, binary against multiclass)
-    // call for another generator: the one the space's chooser says the metric accepts. Its
-    // parameters are drawn from a stream of their own, so that a case the base's generator fits
-    // is drawn as it always was.
-    if (space.generator_for && s.data.file.empty()) {
-      const std::string fitting = space.generator_for(s.metric_params);
-      if (!fitting.empty() && fitting != s.data.generator) {
-        Rng data_rng(mix(seed, index) ^ 0xD1B54A32D192ED03ull);
-        use_generator(s, fitting, data_rng);
-      }
-    }
-  }
+  if (space.vary_metric_params) draw_metric_params(r, s, space, seed, index);
   s.batch_invariant_sizes = batch_invariant_sizes_within(s.data.num_samples, s.batch_size, space.max_batches_single);
   s.description = "explore case " + std::to_string(index) + " of seed " + std::to_string(seed) + " around " +
                   (base.name.empty() ? base.metric : base.name);

@@ -26,6 +26,22 @@ Comparison compare_results(const ComputeResult& expected, const ComputeResult& a
   return compare_values(*expected.value, *actual.value, tolerance);
 }
 
+std::vector<RankComparison> compare_at_compute(const std::vector<RankObservation>& ranks, int k,
+                                               const ExpectedFor& expected_for, const Tolerance& tolerance,
+                                               const ActualOf& actual_of) {
+  std::vector<RankComparison> lines(ranks.size());
+  for (std::size_t r = 0; r < ranks.size(); ++r) {
+    RankComparison& line = lines[r];
+    line.rank = static_cast<int>(r);
+    line.expected = expected_for(line.rank, k);
+    line.record = ranks[r].compute(k);
+    if (!line.record) continue;
+    line.actual = actual_of ? actual_of(*line.record) : &line.record->result;
+    if (line.compared()) line.comparison = compare_results(*line.expected, *line.actual, tolerance);
+  }
+  return lines;
+}
+
 std::vector<PropertyResult> check_properties(const CheckContext& ctx) {
   std::vector<PropertyResult> results;
   for (const auto& property : property_table()) {

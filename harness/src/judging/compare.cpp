@@ -1,4 +1,5 @@
 #include "distmetrics/harness/compare.h"
+#include "distmetrics/harness/number_text.h"
 
 #include <algorithm>
 #include <cmath>
@@ -35,13 +36,8 @@ bool integral_dtype(const json& tensor) {
   return d == "int64" || d == "int32" || d == "bool";
 }
 
-std::string number_text(double v) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  std::ostringstream out;
-  out << std::setprecision(10) << v;
-  return out.str();
-}
+// Ten significant digits, so that a difference in the seventh digit still shows.
+constexpr int kValueDigits = 10;
 
 // One pair of numbers: updates `result`; `where` names the position for the detail.
 void compare_numbers(double expected, double actual, bool exact, const Tolerance& tol, const std::string& where,
@@ -61,7 +57,7 @@ void compare_numbers(double expected, double actual, bool exact, const Tolerance
   result.difference = std::max(result.difference, diff);
   if (!equal && result.equal) {
     result.equal = false;
-    result.detail = (where.empty() ? "" : where + ": ") + number_text(actual) + " vs expected " + number_text(expected) +
+    result.detail = (where.empty() ? "" : where + ": ") + number_text(actual, kValueDigits) + " vs expected " + number_text(expected, kValueDigits) +
                     (exact ? " (compared exactly)" : "");
   }
 }
@@ -154,14 +150,14 @@ Comparison compare_values(const json& expected, const json& actual, const Tolera
 }
 
 std::string value_text(const json& value) {
-  if (is_number_like(value)) return number_text(number(value));
+  if (is_number_like(value)) return number_text(number(value), kValueDigits);
   if (is_tensor(value)) {
     std::ostringstream out;
     out << "tensor " << value.at("dtype").get<std::string>() << " " << value.at("shape").dump() << " [";
     const auto& v = value.at("values");
     const std::size_t shown = std::min<std::size_t>(v.size(), 8);
     for (std::size_t i = 0; i < shown; ++i)
-      out << (i ? ", " : "") << (is_number_like(v[i]) ? number_text(number(v[i])) : v[i].dump());
+      out << (i ? ", " : "") << (is_number_like(v[i]) ? number_text(number(v[i]), kValueDigits) : v[i].dump());
     if (v.size() > shown) out << ", ... (" << v.size() << " values)";
     out << "]";
     return out.str();

@@ -10,6 +10,8 @@
 #include <sstream>
 
 #include "distmetrics/harness/property.h"
+#include "distmetrics/harness/number_text.h"
+#include "distmetrics/runtime/text.h"
 
 namespace distmetrics::harness {
 namespace {
@@ -74,11 +76,7 @@ const std::vector<const RootCauseRule*>& rules_by_priority() {
 
 }  // namespace
 
-std::string cause_number(double v) {
-  std::ostringstream out;
-  out << std::setprecision(3) << v;
-  return out.str();
-}
+std::string cause_number(double v) { return number_text(v, 3); }
 
 const PropertyResult* Evidence::result(const std::string& property) const {
   for (const auto& p : results)
@@ -125,7 +123,7 @@ std::optional<RootCause> find_root_cause(const CheckContext& ctx, const std::vec
     cause.emplace();
     cause->property = first != all_failed.end() ? *first : all_failed.front();
     const auto* p = evidence.result(cause->property);
-    cause->headline = p->message.substr(0, p->message.find('\n'));
+    cause->headline = runtime::first_line(p->message);
     cause->evidence = cause->property + " failed";
   }
   // The cause's own property may have held (e.g. an in-place sync caught only later): it is

@@ -1,4 +1,5 @@
 #include "distmetrics/harness/verdict.h"
+#include "distmetrics/runtime/text.h"
 
 #include <cmath>
 
@@ -24,9 +25,9 @@ std::string indented(const std::string& text) {
 
 }  // namespace
 
-std::string RankLine::first_line() const { return text.substr(0, text.find('\n')); }
+std::string RankLine::first_line() const { return runtime::first_line(text); }
 
-std::string PropertyResult::headline() const { return message.substr(0, message.find('\n')); }
+std::string PropertyResult::headline() const { return runtime::first_line(message); }
 
 std::string PropertyResult::full_message() const {
   std::string text = message + variant_lines;
@@ -61,7 +62,7 @@ std::string Verdict::details() const {
   }
   out = reason + "\n";
   std::string rest = diagnosis;
-  const std::string opening = diagnosis.substr(0, diagnosis.find('\n'));
+  const std::string opening = runtime::first_line(diagnosis);
   if (!opening.empty() && reason.find(opening) != std::string::npos)
     rest = diagnosis.find('\n') == std::string::npos ? "" : diagnosis.substr(diagnosis.find('\n') + 1);
   if (!rest.empty()) out += rest + "\n";

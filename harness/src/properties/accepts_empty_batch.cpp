@@ -7,6 +7,7 @@
 
 #include "checking.h"
 #include "distmetrics/harness/property.h"
+#include "distmetrics/runtime/text.h"
 
 namespace distmetrics::harness::properties {
 namespace {
@@ -31,7 +32,7 @@ PropertyResult check(const CheckContext& ctx, const std::string& hint) {
     RankLine line;
     line.rank = obs.rank;
     line.text = "script step " + std::to_string(e.step + 1) + " ('" + ctx.scenario.script.at(e.step).text + "') raised " +
-                e.type + ": " + e.message.substr(0, e.message.find('\n'));
+                e.type + ": " + runtime::first_line(e.message);
     line.error = e;
     lines << "  rank " << line.rank << ": " << line.text << "\n";
     result.lines.push_back(std::move(line));
@@ -42,7 +43,7 @@ PropertyResult check(const CheckContext& ctx, const std::string& hint) {
     for (const auto& obs : ctx.ranks) {
       if (obs.empty_not_fed.empty()) continue;
       result.outcome = Outcome::Skip;
-      result.message = "accepts_empty_batch: not applicable: " + obs.empty_not_fed.substr(0, obs.empty_not_fed.find('\n'));
+      result.message = "accepts_empty_batch: not applicable: " + runtime::first_line(obs.empty_not_fed);
       return result;
     }
     result.message = "accepts_empty_batch held: every rank that called update() with an empty batch went on";
@@ -50,7 +51,7 @@ PropertyResult check(const CheckContext& ctx, const std::string& hint) {
   }
   result.outcome = Outcome::Fail;
   result.message = "accepts_empty_batch failed: rank " + std::to_string(first_rank) + " rejects an empty batch (" +
-                   first->type + ": " + first->message.substr(0, first->message.find('\n')) + "); " + hint + "\n" +
+                   first->type + ": " + runtime::first_line(first->message) + "); " + hint + "\n" +
                    lines.str();
   result.variant_lines = variant_lines(ctx);
   return result;
@@ -70,7 +71,7 @@ std::optional<RootCause> rejects_an_empty_batch(const Evidence& e) {
   RootCause cause;
   cause.property = kName;
   cause.headline = first ? "the metric rejects an empty batch: " + first->empty_rejected->type + ": " +
-                               first->empty_rejected->message.substr(0, first->empty_rejected->message.find('\n'))
+                               runtime::first_line(first->empty_rejected->message)
                          : "the metric rejects an empty batch";
   cause.evidence = "update() of a batch with no rows raised on rank(s) " + ranks +
                    "; the rest of the script ran without the empty update and every other property held";

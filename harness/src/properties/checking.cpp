@@ -16,13 +16,6 @@ std::optional<ComputeResult> optional_result(const ComputeResult* r) {
   return r ? std::optional<ComputeResult>(*r) : std::nullopt;
 }
 
-std::string number_text(double v) {
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  std::ostringstream out;
-  out << std::setprecision(6) << v;
-  return out.str();
-}
-
 std::string tolerance_text(const Tolerance& tol) {
   std::ostringstream out;
   out << "rtol " << tol.rtol << ", atol " << tol.atol << "; integer tensors";
@@ -65,90 +58,88 @@ PropertyResult skipped(const std::string& name, const std::string& why) {
 
 namespace {
 
-// A rank's result at a compute against what it must equal.
-struct Compared {
-  const ComputeResult* actual = nullptr;
-  const ComputeResult* expected = nullptr;
-  Comparison cmp;
-  std::string missing;
-};
+// Why a rank has no result to judge at a compute.
+std::string missing_of(const CheckContext& ctx, const RankComparison& line) {
+  return line.record ? "no result at this compute" : missing_text(ctx.ranks[line.rank]);
+}
+
+// Whether compute k failed on some rank: a rank without a result, or one that differs.
+bool any_failed(const std::vector<RankComparison>& lines) {
+  for (const auto& line : lines)
+    if (!line.actual || (line.compared() && !line.comparison.equal)) return true;
+  return false;
+}
+
+// One rank's line of a failure message; adds its difference to `worst` and clears `numeric`
+// where it has none.
+RankLine rank_line(const CheckContext& ctx, const RankComparison& line, const std::string& expected_label,
+                   double& worst, bool& numeric) {
+  RankLine shown;
+  shown.rank = line.rank;
+  if (!line.actual) {
+    shown.text = missing_of(ctx, line);
+    numeric = false;
+    return shown;
+  }
+  shown.text = line.actual->text();
+  if (!line.expected) return shown;
+  if (expected_label != "single process") shown.text += "   (" + expected_label + ": " + line.expected->text() + ")";
+  if (line.actual->raised() || line.expected->raised()) {
+    numeric = false;
+  } else {
+    shown.text += "   difference " + number_text(line.comparison.difference);
+    shown.difference = line.comparison.difference;
+    worst = std::max(worst, line.comparison.difference);
+  }
+  if (!line.comparison.equal) {
+    shown.text += "   <- differs" + (line.comparison.detail.empty() ? "" : ": " + line.comparison.detail);
+    shown.differs = true;
+  }
+  return shown;
+}
+
+// The result of a property that failed at compute k: every rank's line, the tolerance.
+void fail_at(const CheckContext& ctx, PropertyResult& result, int k, const std::vector<RankComparison>& lines,
+             const Tolerance& tol, const std::string& expected_label, const std::string& what_it_means) {
+  const ComputeResult* single = single_at(ctx, k);
+  result.outcome = Outcome::Fail;
+  std::ostringstream msg;
+  msg << result.name << " failed at " << compute_phrase(ctx, k) << ": " << what_it_means << "\n";
+  msg << "  single process: " << (single ? single->text() : "none") << "\n";
+  double worst = 0;
+  bool numeric = true;
+  for (const auto& line : lines) {
+    RankLine shown = rank_line(ctx, line, expected_label, worst, numeric);
+    msg << "  rank " << line.rank << ": " << shown.text << "\n";
+    result.lines.push_back(std::move(shown));
+  }
+  result.tolerance = tolerance_text(tol);
+  msg << "  tolerance: " << result.tolerance << "\n";
+  result.message = msg.str();
+  result.variant_lines = variant_lines(ctx);
+  if (numeric || worst > 0) result.difference = worst;
+}
 
 }  // namespace
 
 PropertyResult judge(const CheckContext& ctx, const std::string& name, const std::vector<int>& ks,
                      const ExpectedFor& expected_for, const Tolerance& tol, const std::string& expected_label,
-                     const std::string& what_it_means,
-                     const std::function<const ComputeResult*(const ComputeRecord&)>& actual_of) {
+                     const std::string& what_it_means, const ActualOf& actual_of) {
   PropertyResult result;
   result.name = name;
   double largest = 0;
   for (int k : ks) {
-    std::vector<Compared> lines(ctx.ranks.size());
-    bool failed = false;
-    for (std::size_t r = 0; r < ctx.ranks.size(); ++r) {
-      auto& line = lines[r];
-      const auto* record = ctx.ranks[r].compute(k);
-      line.expected = expected_for(static_cast<int>(r), k);
-      if (!record) {
-        line.missing = missing_text(ctx.ranks[r]);
-        failed = true;
-        continue;
-      }
-      line.actual = actual_of ? actual_of(*record) : &record->result;
-      if (!line.actual) {
-        line.missing = "no result at this compute";
-        failed = true;
-        continue;
-      }
-      if (!line.expected) continue;
-      line.cmp = compare_results(*line.expected, *line.actual, tol);
-      if (!line.cmp.equal) failed = true;
-      if (std::isfinite(line.cmp.difference)) largest = std::max(largest, line.cmp.difference);
-      else largest = line.cmp.difference;
+    const auto lines = compare_at_compute(ctx.ranks, k, expected_for, tol, actual_of);
+    for (const auto& line : lines) {
+      if (!line.compared()) continue;
+      if (std::isfinite(line.comparison.difference)) largest = std::max(largest, line.comparison.difference);
+      else largest = line.comparison.difference;
     }
-    const ComputeResult* single = k < static_cast<int>(ctx.single.at_compute.size()) ? &ctx.single.at_compute[k] : nullptr;
-    result.single = optional_result(single);
+    result.single = optional_result(single_at(ctx, k));
     result.values.clear();
     for (const auto& line : lines) result.values.push_back(optional_result(line.actual));
-    if (!failed) continue;
-    result.outcome = Outcome::Fail;
-    std::ostringstream msg;
-    msg << name << " failed at " << compute_phrase(ctx, k) << ": " << what_it_means << "\n";
-    msg << "  single process: " << (single ? single->text() : "none") << "\n";
-    double worst = 0;
-    bool numeric = true;
-    for (std::size_t r = 0; r < lines.size(); ++r) {
-      const auto& line = lines[r];
-      harness::RankLine shown;
-      shown.rank = static_cast<int>(r);
-      if (!line.actual) {
-        shown.text = line.missing;
-        numeric = false;
-      } else {
-        shown.text = line.actual->text();
-        if (line.expected) {
-          if (expected_label != "single process") shown.text += "   (" + expected_label + ": " + line.expected->text() + ")";
-          if (line.actual->raised() || line.expected->raised()) {
-            numeric = false;
-          } else {
-            shown.text += "   difference " + number_text(line.cmp.difference);
-            shown.difference = line.cmp.difference;
-            worst = std::max(worst, line.cmp.difference);
-          }
-          if (!line.cmp.equal) {
-            shown.text += "   <- differs" + (line.cmp.detail.empty() ? "" : ": " + line.cmp.detail);
-            shown.differs = true;
-          }
-        }
-      }
-      msg << "  rank " << r << ": " << shown.text << "\n";
-      result.lines.push_back(std::move(shown));
-    }
-    result.tolerance = tolerance_text(tol);
-    msg << "  tolerance: " << result.tolerance << "\n";
-    result.message = msg.str();
-    result.variant_lines = variant_lines(ctx);
-    if (numeric || worst > 0) result.difference = worst;
+    if (!any_failed(lines)) continue;
+    fail_at(ctx, result, k, lines, tol, expected_label, what_it_means);
     return result;
   }
   std::ostringstream msg;
@@ -224,15 +215,14 @@ PropertyResult check_full_data(const CheckContext& ctx, const std::string& name,
   std::vector<int> full;
   for (const auto& point : ctx.plan.computes)
     if (point.all_data) full.push_back(point.index);
+  const auto always_expected = [&expected](int, int) { return &expected; };
   for (int k : full) {
-    for (const auto& obs : ctx.ranks) {
-      const auto* record = obs.compute(k);
-      if (!record) continue;  // the rank stopped earlier: reported by the other properties
-      const auto cmp = compare_results(expected, record->result, tol);
-      largest = std::max(largest, cmp.difference);
-      if (!cmp.equal)
-        problems << "  rank " << obs.rank << ", compute " << k + 1 << ": " << record->result.text()
-                 << "   <- differs: " << cmp.detail << "\n";
+    for (const auto& line : compare_at_compute(ctx.ranks, k, always_expected, tol)) {
+      if (!line.record) continue;  // the rank stopped earlier: reported by the other properties
+      largest = std::max(largest, line.comparison.difference);
+      if (!line.comparison.equal)
+        problems << "  rank " << ctx.ranks[line.rank].rank << ", compute " << k + 1 << ": " << line.actual->text()
+                 << "   <- differs: " << line.comparison.detail << "\n";
     }
   }
   if (!full.empty())

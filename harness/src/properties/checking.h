@@ -10,12 +10,12 @@
 #include <vector>
 
 #include "distmetrics/harness/check.h"
+#include "distmetrics/harness/number_text.h"
 
 namespace distmetrics::harness::checking {
 
 // A copy of the result shown, or none.
 std::optional<ComputeResult> optional_result(const ComputeResult* r);
-std::string number_text(double v);
 std::string tolerance_text(const Tolerance& tol);
 // "  variant: ...\n  reproduce: ..." (no newline at the end): a result's variant_lines.
 std::string variant_lines(const CheckContext& ctx);
@@ -25,15 +25,12 @@ std::string compute_phrase(const CheckContext& ctx, int k);
 std::string missing_text(const RankObservation& obs);
 PropertyResult skipped(const std::string& name, const std::string& why);
 
-// Per rank, what to compare at compute k: the expected result (nullptr when it cannot be had).
-using ExpectedFor = std::function<const ComputeResult*(int rank, int k)>;
 // Judges computes `ks` on every rank (the rank's result, or what `actual_of` takes from its
-// record) against `expected_for`; `expected_label` names the expected value in the message.
-// Returns the result of the first failing compute, or a pass.
+// record) against `expected_for` (harness::compare_at_compute); `expected_label` names the
+// expected value in the message. Returns the result of the first failing compute, or a pass.
 PropertyResult judge(const CheckContext& ctx, const std::string& name, const std::vector<int>& ks,
                      const ExpectedFor& expected_for, const Tolerance& tol, const std::string& expected_label,
-                     const std::string& what_it_means,
-                     const std::function<const ComputeResult*(const ComputeRecord&)>& actual_of = nullptr);
+                     const std::string& what_it_means, const ActualOf& actual_of = nullptr);
 
 // Whether the script's compute roles include `role` (for Property::by_default).
 inline bool script_has(const std::vector<ComputeRole>& roles, ComputeRole role) {

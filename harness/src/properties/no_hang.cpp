@@ -7,6 +7,7 @@
 
 #include "distmetrics/harness/internal/blame.h"
 #include "distmetrics/harness/internal/judging.h"
+#include "distmetrics/harness/number_text.h"
 #include "distmetrics/harness/property.h"
 
 namespace distmetrics::harness {
@@ -33,11 +34,6 @@ Property no_hang() {
 namespace judging {
 namespace {
 
-std::string seconds_text(double s) {
-  std::ostringstream out;
-  out << std::setprecision(s < 10 ? 2 : 3) << s;
-  return out.str();
-}
 
 }  // namespace
 

@@ -5,6 +5,8 @@
 
 #include "distmetrics/harness/property.h"
 #include "distmetrics/harness/report_model.h"
+#include "distmetrics/harness/number_text.h"
+#include "distmetrics/runtime/text.h"
 #include "text.h"
 
 namespace distmetrics::harness {
@@ -74,7 +76,7 @@ void render_console(const ReportModel& model, std::ostream& out, const ConsoleOp
     }
   }
   for (const auto* v : model.not_passed()) {
-    out << "\n" << text::upper(v->outcome) << "  " << v->id << "  (" << text::fixed(v->seconds, 2) << " s)";
+    out << "\n" << text::upper(v->outcome) << "  " << v->id << "  (" << fixed_text(v->seconds, 2) << " s)";
     if (model.row_kind == "metric") out << "  [" << v->row << "]";
     out << "\n" << text::indent(v->details, "    ") << "    reproduce: " << v->reproduce << "\n";
   }

@@ -6,6 +6,8 @@
 #include <sstream>
 
 #include "distmetrics/harness/report_model.h"
+#include "distmetrics/harness/number_text.h"
+#include "distmetrics/runtime/text.h"
 #include "text.h"
 
 namespace distmetrics::harness {
@@ -120,7 +122,7 @@ void chips(std::ostringstream& h, const ReportCounts& c) {
     h << "<span class=\"chip o-" << kind.name << (n ? "" : " zero") << "\" data-kind=\"" << kind.name << "\">" << n << " "
       << kind.counted << "</span>";
   }
-  h << " in " << text::fixed(c.seconds, 1) << " s</p>\n";
+  h << " in " << fixed_text(c.seconds, 1) << " s</p>\n";
 }
 
 void matrix(std::ostringstream& h, const ReportModel& m) {
@@ -178,7 +180,7 @@ void cell_panels(std::ostringstream& h, const ReportModel& m) {
         h << "<tr class=\"" << outcome_class(outcome) << "\" data-variant=\"" << html_escape(v.id) << "\"><td>"
           << html_escape(v.backend) << "</td><td>" << v.world_size << "</td><td>" << html_escape(v.shard) << "</td><td>"
           << html_escape(v.placement) << "</td><td>" << badge(outcome) << "</td><td>"
-          << (v.outcome == "skip" ? "" : text::fixed(v.seconds, 2)) << "</td><td>";
+          << (v.outcome == "skip" ? "" : fixed_text(v.seconds, 2)) << "</td><td>";
         if (!v.passed()) h << "<a class=\"to-failure\" href=\"#" << v.anchor << "\">what happened</a>";
         else if (v.outcome == "skip") h << html_escape(v.reason);
         h << "</td></tr>\n";
@@ -214,7 +216,7 @@ void finding(std::ostringstream& h, const Finding& f) {
   for (const auto& r : f.ranks) {
     h << "<tr class=\"rank" << (r.differs ? " differs" : "") << "\" data-rank=\"" << r.rank << "\"><th>rank " << r.rank
       << "</th><td class=\"mono\">" << html_escape(r.value) << "</td><td class=\"mono\">"
-      << (r.difference ? text::number(*r.difference) : "") << "</td><td>" << optional_number(r.samples) << "</td><td>"
+      << (r.difference ? number_text(*r.difference) : "") << "</td><td>" << optional_number(r.samples) << "</td><td>"
       << optional_number(r.batches) << "</td></tr>\n";
   }
   h << "</tbody></table>\n";
@@ -307,7 +309,7 @@ void failures(std::ostringstream& h, const ReportModel& m) {
       << v->outcome << "\">\n<h3>" << badge(v->outcome) << " <code>" << html_escape(v->id) << "</code></h3>\n"
       << "<p class=\"facts\">" << html_escape(m.row_kind) << " <code>" << html_escape(v->row) << "</code> · backend "
       << html_escape(v->backend) << " · world size " << v->world_size << " · shard " << html_escape(v->shard)
-      << " · placement " << html_escape(v->placement) << " · " << text::fixed(v->seconds, 2) << " s · <code>"
+      << " · placement " << html_escape(v->placement) << " · " << fixed_text(v->seconds, 2) << " s · <code>"
       << html_escape(v->file) << "</code></p>\n";
     // The reason, unless the first failed property's headline says the same just below.
     if (v->findings.empty() || v->findings.front().headline != v->reason)

@@ -4,16 +4,11 @@
 #include <map>
 #include <sstream>
 
+#include "distmetrics/harness/number_text.h"
 #include "distmetrics/harness/report_model.h"
 
 namespace distmetrics::harness {
 namespace {
-
-std::string seconds_text(double s) {
-  std::ostringstream out;
-  out << std::fixed << std::setprecision(3) << s;
-  return out.str();
-}
 
 std::string xml_escape(const std::string& s) {
   std::string out;
@@ -71,7 +66,7 @@ std::string render_junit(const ReportModel& model) {
   out << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   out << "<testsuites name=\"distmetrics\" tests=\"" << total.total << "\" failures=\"" << junit_count(total, "failure")
       << "\" errors=\"" << junit_count(total, "error") << "\" skipped=\"" << junit_count(total, "skipped") << "\" time=\""
-      << seconds_text(model.counts.seconds) << "\">\n";
+      << fixed_text(model.counts.seconds, 3) << "\">\n";
   for (const auto& name : order) {
     const auto& cases = suites[name];
     OutcomeCounts s;
@@ -82,10 +77,10 @@ std::string render_junit(const ReportModel& model) {
     }
     out << "  <testsuite name=\"" << xml_escape(name) << "\" tests=\"" << s.total << "\" failures=\""
         << junit_count(s, "failure") << "\" errors=\"" << junit_count(s, "error") << "\" skipped=\"" << junit_count(s, "skipped")
-        << "\" time=\"" << seconds_text(seconds) << "\">\n";
+        << "\" time=\"" << fixed_text(seconds, 3) << "\">\n";
     for (const auto* v : cases) {
       out << "    <testcase classname=\"" << xml_escape(name) << "\" name=\"" << xml_escape(v->variant.short_id())
-          << "\" time=\"" << seconds_text(v->seconds) << "\"";
+          << "\" time=\"" << fixed_text(v->seconds, 3) << "\"";
       const std::string body = details(*v) + "reproduce: " + v->variant.reproduce();
       const std::string element = kind_of(v->outcome).junit;
       if (element.empty()) {

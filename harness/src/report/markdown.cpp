@@ -4,6 +4,8 @@
 #include <sstream>
 
 #include "distmetrics/harness/report_model.h"
+#include "distmetrics/harness/number_text.h"
+#include "distmetrics/runtime/text.h"
 #include "text.h"
 
 namespace distmetrics::harness {
@@ -36,9 +38,9 @@ namespace {
 std::string search_markdown(const SearchSummary& s) {
   std::ostringstream md;
   md << "## distmetrics explore: " << s.metric << "\n\n" << s.cases << " case(s), seed " << s.seed << ", "
-     << text::fixed(s.seconds, 1) << " s, " << s.findings.size() << " distinct failure(s)\n\n";
+     << fixed_text(s.seconds, 1) << " s, " << s.findings.size() << " distinct failure(s)\n\n";
   for (const auto& f : s.findings)
-    md << "- **" << f.signature << "** (case " << f.index << "): " << text::first_line(f.verdict.reason) << "; shrunk to "
+    md << "- **" << f.signature << "** (case " << f.index << "): " << runtime::first_line(f.verdict.reason) << "; shrunk to "
        << f.shrunk_size << "\n\n```toml\n" << f.toml << "```\n";
   return md.str();
 }
@@ -86,7 +88,7 @@ std::string render_markdown(const ReportModel& model) {
   for (const auto* v : bad) {
     md << "\n<details><summary>" << mark(v->outcome) << " <b>" << text::upper(v->outcome) << "</b> <code>"
        << text::html_escape(v->id) << "</code>" << (model.row_kind == "metric" ? " (" + text::html_escape(v->row) + ")" : "")
-       << ": " << text::html_escape(text::first_line(v->reason)) << "</summary>\n\n";
+       << ": " << text::html_escape(runtime::first_line(v->reason)) << "</summary>\n\n";
     md << fenced(v->details, "text") << "\nReproduce:\n\n" << fenced(v->reproduce, "sh") << "\n</details>\n";
   }
   return md.str();

@@ -9,6 +9,7 @@
 
 #include "distmetrics/build_config.h"
 #include "distmetrics/harness/compare.h"
+#include "distmetrics/harness/number_text.h"
 #include "distmetrics/harness/property.h"
 #include "distmetrics/harness/report_model.h"
 #include "distmetrics/runtime/desync.h"
@@ -66,17 +67,16 @@ Finding finding_of(const PropertyResult& p, const std::vector<RankReport>& ranks
   return f;
 }
 
-// The collectives of every rank side by side; the first sequence number at which they differ
-// (a rank issued another collective, or none; runtime::same_collective: the shapes of a gather
-// may differ) is the divergence. With a deviation (a desync judged per script step), the blamed
-// ranks' cells of the step where they broke the pattern are marked.
-std::optional<Timeline> timeline_of(const std::vector<RankReport>& ranks, const std::optional<Deviation>& deviation) {
-  if (ranks.empty()) return std::nullopt;
-  Timeline t;
-  std::uint64_t longest = 0;
-  std::vector<std::map<std::uint64_t, TimelineCell>> by_rank;
-  std::vector<std::map<std::uint64_t, runtime::CollectiveRecord>> records;  // per rank, by seq
+// Each rank's collectives as timeline cells and as records, by sequence number.
+struct RankTraces {
+  std::vector<std::map<std::uint64_t, TimelineCell>> cells;
+  std::vector<std::map<std::uint64_t, runtime::CollectiveRecord>> records;
+  std::uint64_t longest = 0;  // one past the largest sequence number
   bool any = false;
+};
+
+RankTraces traces_of(const std::vector<RankReport>& ranks, Timeline& t) {
+  RankTraces traces;
   for (const auto& r : ranks) {
     t.ranks.push_back(r.rank);
     t.states.push_back(r.state);
@@ -99,51 +99,61 @@ std::optional<Timeline> timeline_of(const std::vector<RankReport>& ranks, const 
       record.dtype = c.dtype;
       record.shape = c.shape;
       issued[c.seq] = record;
-      longest = std::max(longest, c.seq + 1);
-      any = true;
+      traces.longest = std::max(traces.longest, c.seq + 1);
+      traces.any = true;
     }
-    by_rank.push_back(std::move(cells));
-    records.push_back(std::move(issued));
+    traces.cells.push_back(std::move(cells));
+    traces.records.push_back(std::move(issued));
   }
-  if (!any) return std::nullopt;
-  if (deviation) {
-    const Deviation& d = *deviation;
-    auto has = [](const std::vector<int>& ranks, int r) { return std::find(ranks.begin(), ranks.end(), r) != ranks.end(); };
-    for (std::size_t i = 0; i < t.ranks.size(); ++i) {
-      const int rank = t.ranks[i];
-      // The blamed side's cells are marked; on an even split, both sides' (as parted).
-      const bool blamed = has(d.blamed, rank), even = d.blamed.empty();
-      if (!blamed && !even) continue;
-      if (has(d.more, rank)) {
-        // What it issued in that step from the parting collective on.
-        for (auto& [seq, cell] : by_rank[i])
-          if (seq >= d.seq && cell.script_step == d.script_step) (blamed ? cell.deviates : cell.parted) = true;
-      } else if (has(d.fewer, rank)) {
-        // The place of the collective it passed the step without: what it issued there instead, or none.
-        auto& cell = by_rank[i][d.seq];
-        (blamed ? cell.deviates : cell.parted) = true;
-      }
+  return traces;
+}
+
+// The blamed ranks' cells of the step where they broke the pattern; on an even split, both
+// sides' (as parted).
+void mark_deviation(const Deviation& d, const Timeline& t, RankTraces& traces) {
+  auto has = [](const std::vector<int>& ranks, int r) { return std::find(ranks.begin(), ranks.end(), r) != ranks.end(); };
+  for (std::size_t i = 0; i < t.ranks.size(); ++i) {
+    const int rank = t.ranks[i];
+    const bool blamed = has(d.blamed, rank), even = d.blamed.empty();
+    if (!blamed && !even) continue;
+    if (has(d.more, rank)) {
+      // What it issued in that step from the parting collective on.
+      for (auto& [seq, cell] : traces.cells[i])
+        if (seq >= d.seq && cell.script_step == d.script_step) (blamed ? cell.deviates : cell.parted) = true;
+    } else if (has(d.fewer, rank)) {
+      // The place of the collective it passed the step without: what it issued there instead, or none.
+      auto& cell = traces.cells[i][d.seq];
+      (blamed ? cell.deviates : cell.parted) = true;
     }
-    t.deviation = d;
   }
-  // The first seq where a rank issued another collective than rank 0's first (or none where
-  // another issued one).
-  for (std::uint64_t seq = 0; seq < longest && !t.divergence; ++seq) {
+}
+
+// The first seq where a rank issued another collective than rank 0's first (or none where
+// another issued one).
+std::optional<std::uint64_t> divergence_of(const RankTraces& traces) {
+  for (std::uint64_t seq = 0; seq < traces.longest; ++seq) {
     const runtime::CollectiveRecord* first = nullptr;
     bool first_seen = false;
-    for (const auto& issued : records) {
+    bool differs = false;
+    for (const auto& issued : traces.records) {
       const auto it = issued.find(seq);
       const runtime::CollectiveRecord* mine = it == issued.end() ? nullptr : &it->second;
       if (!first_seen) {
         first = mine;
         first_seen = true;
       } else if ((first == nullptr) != (mine == nullptr) || (first && !runtime::same_collective(*first, *mine))) {
-        t.divergence = seq;
+        differs = true;
       }
     }
+    if (differs) return seq;
   }
-  // Long traces: a few rows before the divergence and after it (or the last ones), not thousands.
+  return std::nullopt;
+}
+
+// Long traces: a few rows before the divergence and after it (or the last ones), not thousands.
+void window_rows(const RankTraces& traces, Timeline& t) {
   constexpr std::uint64_t kBefore = 8, kAfter = 3;
+  const std::uint64_t longest = traces.longest;
   const std::uint64_t focus = t.divergence.value_or(longest - 1);
   const std::uint64_t first = t.deviation ? std::min(focus, t.deviation->seq) : focus;
   const std::uint64_t last = t.deviation ? std::max(focus, t.deviation->seq) : focus;
@@ -154,13 +164,155 @@ std::optional<Timeline> timeline_of(const std::vector<RankReport>& ranks, const 
   for (std::uint64_t seq = from; seq < to; ++seq) {
     t.seqs.push_back(seq);
     std::vector<TimelineCell> row;
-    for (const auto& cells : by_rank) {
+    for (const auto& cells : traces.cells) {
       const auto it = cells.find(seq);
       row.push_back(it == cells.end() ? TimelineCell{} : it->second);
     }
     t.rows.push_back(std::move(row));
   }
+}
+
+// The collectives of every rank side by side; the first sequence number at which they differ
+// (a rank issued another collective, or none; runtime::same_collective: the shapes of a gather
+// may differ) is the divergence. With a deviation (a desync judged per script step), the blamed
+// ranks' cells of the step where they broke the pattern are marked.
+std::optional<Timeline> timeline_of(const std::vector<RankReport>& ranks, const std::optional<Deviation>& deviation) {
+  if (ranks.empty()) return std::nullopt;
+  Timeline t;
+  RankTraces traces = traces_of(ranks, t);
+  if (!traces.any) return std::nullopt;
+  if (deviation) {
+    mark_deviation(*deviation, t, traces);
+    t.deviation = *deviation;
+  }
+  t.divergence = divergence_of(traces);
+  window_rows(traces, t);
   return t;
+}
+
+// The report's line of one verdict; the properties it names join `seen` in order.
+ReportVariant report_variant(const Verdict& v, std::size_t i, const ReportLayout& layout, std::vector<std::string>& seen) {
+  ReportVariant rv;
+  rv.verdict = v;
+  rv.index = i;
+  rv.id = v.variant.id;
+  rv.outcome = to_string(v.outcome);
+  rv.scenario = v.variant.scenario;
+  rv.row = layout.by_metric ? layout.metrics[i] : rv.scenario;
+  if (!layout.sources.empty()) rv.source = layout.sources[i];
+  rv.file = v.variant.file;
+  rv.backend = v.variant.backend;
+  rv.world_size = v.variant.world_size;
+  rv.shard = v.variant.shard;
+  rv.placement = v.variant.placement;
+  rv.reason = v.reason;
+  rv.reproduce = v.variant.reproduce();
+  rv.diagnosis = v.diagnosis;
+  rv.seconds = v.seconds;
+  rv.anchor = anchor_of("v-", rv.id);
+  for (const auto& p : v.properties) {
+    if (std::find(seen.begin(), seen.end(), p.name) == seen.end()) seen.push_back(p.name);
+    if (p.outcome == Outcome::Fail) rv.findings.push_back(finding_of(p, v.ranks));
+  }
+  for (const auto& r : v.ranks) {
+    RankValue counts;
+    counts.rank = r.rank;
+    counts.samples = r.samples;
+    counts.batches = r.batches;
+    rv.rank_counts.push_back(counts);
+  }
+  if (!rv.passed() && rv.outcome != "fail") rv.timeline = timeline_of(v.ranks, v.deviation);  // hang, crash, memory, error
+  rv.details = rv.passed() ? "" : v.details();
+  return rv;
+}
+
+// Each variant's outcome per column. A variant that hung, crashed, raised or was skipped has
+// that outcome in every column its row checks (in conform's matrix, in every column): none of
+// its properties could be judged.
+void variant_cells(ReportModel& model, const std::vector<std::size_t>& members, const std::vector<Verdict>& verdicts,
+                   const ReportLayout& layout) {
+  std::vector<bool> row_checks(model.columns.size(), false);
+  for (std::size_t c = 0; c < model.columns.size(); ++c)
+    for (std::size_t i : members)
+      if (verdicts[i].property(model.columns[c])) row_checks[c] = true;
+  for (std::size_t i : members) {
+    auto& rv = model.variants[i];
+    const Verdict& v = verdicts[i];
+    for (std::size_t c = 0; c < model.columns.size(); ++c) {
+      const std::string& column = model.columns[c];
+      std::string cell;
+      if (layout.by_metric) {
+        cell = matrix_cell(v, column);
+      } else if (v.outcome == Outcome::Pass || v.outcome == Outcome::Fail) {
+        for (const auto& p : v.properties)
+          if (p.name == column) cell = to_string(p.outcome);
+      } else if (row_checks[c] || c == 0) {
+        cell = rv.outcome;
+      }
+      rv.cells.emplace_back(column, cell);
+    }
+  }
+}
+
+// A row's cell per column (its variants' outcomes there counted), and the row's own counts.
+void count_row(const ReportModel& model, const std::vector<std::size_t>& members, ReportRow& row) {
+  for (std::size_t c = 0; c < model.columns.size(); ++c) {
+    ReportCell cell;
+    cell.anchor = anchor_of("cell-", row.name + "-" + model.columns[c]);
+    for (std::size_t i : members) {
+      const std::string& outcome = model.variants[i].cells[c].second;
+      if (outcome.empty()) continue;
+      cell.variants.push_back(i);
+      if (outcome == "skip") {
+        ++cell.skipped;
+        continue;
+      }
+      ++cell.ran;
+      if (outcome != "pass") ++cell.bad;
+      if (cell.worst.empty() || outcome_severity(outcome) > outcome_severity(cell.worst)) cell.worst = outcome;
+    }
+    if (cell.worst.empty() && cell.skipped) cell.worst = "skip";
+    row.cells.push_back(std::move(cell));
+  }
+  for (std::size_t i : members) {
+    const auto& rv = model.variants[i];
+    ++row.variants;
+    if (rv.outcome == "skip") {
+      ++row.skipped;
+      continue;
+    }
+    ++row.ran;
+    if (rv.outcome != "pass") ++row.bad;
+    if (row.worst.empty() || outcome_severity(rv.outcome) > outcome_severity(row.worst)) row.worst = rv.outcome;
+  }
+  if (row.worst.empty()) row.worst = "skip";
+}
+
+// The worst outcome of the variants that ran; the skips grouped by their gist, the largest
+// group first.
+void worst_and_skips(ReportModel& model) {
+  for (const auto& v : model.variants) {
+    if (v.outcome != "skip" && (model.worst.empty() || outcome_severity(v.outcome) > outcome_severity(model.worst)))
+      model.worst = v.outcome;
+    if (v.outcome != "skip") continue;
+    const std::string gist = v.verdict.skip_gist();
+    auto group = std::find_if(model.skips.begin(), model.skips.end(), [&](const auto& g) { return g.reason == gist; });
+    if (group == model.skips.end()) group = model.skips.insert(model.skips.end(), SkipGroup{gist, 0, {}});
+    ++group->count;
+    auto full = std::find_if(group->reasons.begin(), group->reasons.end(), [&](const auto& r) { return r.first == v.reason; });
+    if (full == group->reasons.end()) group->reasons.emplace_back(v.reason, 1);
+    else ++full->second;
+  }
+  std::stable_sort(model.skips.begin(), model.skips.end(), [](const auto& a, const auto& b) { return a.count > b.count; });
+}
+
+void check_layout(const ReportLayout& layout, std::size_t verdicts) {
+  if (layout.by_metric && layout.metrics.size() != verdicts)
+    throw std::invalid_argument("report_model: " + std::to_string(layout.metrics.size()) + " metrics for " +
+                                std::to_string(verdicts) + " verdicts");
+  if (!layout.sources.empty() && layout.sources.size() != verdicts)
+    throw std::invalid_argument("report_model: " + std::to_string(layout.sources.size()) + " sources for " +
+                                std::to_string(verdicts) + " verdicts");
 }
 
 }  // namespace
@@ -172,9 +324,7 @@ std::string ReportCell::counts() const {
 }
 
 std::string ReportCounts::line() const {
-  std::ostringstream out;
-  out << OutcomeCounts::line() << " in " << std::fixed << std::setprecision(1) << seconds << " s";
-  return out.str();
+  return OutcomeCounts::line() + " in " + fixed_text(seconds, 1) + " s";
 }
 
 std::vector<const ReportVariant*> ReportModel::not_passed() const {
@@ -209,12 +359,7 @@ std::string matrix_cell(const Verdict& verdict, const std::string& property) {
 
 ReportModel report_model(const std::vector<Verdict>& verdicts, const std::string& started, double seconds,
                          const ReportLayout& layout) {
-  if (layout.by_metric && layout.metrics.size() != verdicts.size())
-    throw std::invalid_argument("report_model: " + std::to_string(layout.metrics.size()) + " metrics for " +
-                                std::to_string(verdicts.size()) + " verdicts");
-  if (!layout.sources.empty() && layout.sources.size() != verdicts.size())
-    throw std::invalid_argument("report_model: " + std::to_string(layout.sources.size()) + " sources for " +
-                                std::to_string(verdicts.size()) + " verdicts");
+  check_layout(layout, verdicts.size());
   ReportModel model;
   model.started = started;
   model.distmetrics_version = DISTMETRICS_VERSION;
@@ -228,116 +373,18 @@ ReportModel report_model(const std::vector<Verdict>& verdicts, const std::string
   std::vector<std::string> seen;
   std::map<std::string, std::vector<std::size_t>> row_variants;
   for (std::size_t i = 0; i < verdicts.size(); ++i) {
-    const Verdict& v = verdicts[i];
-    ReportVariant rv;
-    rv.verdict = v;
-    rv.index = i;
-    rv.id = v.variant.id;
-    rv.outcome = to_string(v.outcome);
-    rv.scenario = v.variant.scenario;
-    rv.row = layout.by_metric ? layout.metrics[i] : rv.scenario;
-    if (!layout.sources.empty()) rv.source = layout.sources[i];
-    rv.file = v.variant.file;
-    rv.backend = v.variant.backend;
-    rv.world_size = v.variant.world_size;
-    rv.shard = v.variant.shard;
-    rv.placement = v.variant.placement;
-    rv.reason = v.reason;
-    rv.reproduce = v.variant.reproduce();
-    rv.diagnosis = v.diagnosis;
-    rv.seconds = v.seconds;
-    rv.anchor = anchor_of("v-", rv.id);
-    for (const auto& p : v.properties) {
-      if (std::find(seen.begin(), seen.end(), p.name) == seen.end()) seen.push_back(p.name);
-      if (p.outcome == Outcome::Fail) rv.findings.push_back(finding_of(p, v.ranks));
-    }
-    for (const auto& r : v.ranks) {
-      RankValue counts;
-      counts.rank = r.rank;
-      counts.samples = r.samples;
-      counts.batches = r.batches;
-      rv.rank_counts.push_back(counts);
-    }
-    if (!rv.passed() && rv.outcome != "fail") rv.timeline = timeline_of(v.ranks, v.deviation);  // hang, crash, memory, error
-    rv.details = rv.passed() ? "" : v.details();
+    ReportVariant rv = report_variant(verdicts[i], i, layout, seen);
     if (!row_variants.count(rv.row)) model.rows.push_back(ReportRow{rv.row, {}, 0, 0, 0, 0, ""});
     row_variants[rv.row].push_back(i);
     model.variants.push_back(std::move(rv));
   }
   model.columns = layout.columns.empty() ? in_column_order(seen) : layout.columns;
   if (model.columns.empty() && !model.variants.empty()) model.columns.push_back(properties_by_column().front()->name);
-
-  // Each variant's outcome per column. A variant that hung, crashed, raised or was skipped has
-  // that outcome in every column its row checks (in conform's matrix, in every column): none of
-  // its properties could be judged.
   for (auto& row : model.rows) {
-    const auto& members = row_variants[row.name];
-    std::vector<bool> row_checks(model.columns.size(), false);
-    for (std::size_t c = 0; c < model.columns.size(); ++c)
-      for (std::size_t i : members)
-        if (verdicts[i].property(model.columns[c])) row_checks[c] = true;
-    for (std::size_t i : members) {
-      auto& rv = model.variants[i];
-      const Verdict& v = verdicts[i];
-      for (std::size_t c = 0; c < model.columns.size(); ++c) {
-        const std::string& column = model.columns[c];
-        std::string cell;
-        if (layout.by_metric) {
-          cell = matrix_cell(v, column);
-        } else if (v.outcome == Outcome::Pass || v.outcome == Outcome::Fail) {
-          for (const auto& p : v.properties)
-            if (p.name == column) cell = to_string(p.outcome);
-        } else if (row_checks[c] || c == 0) {
-          cell = rv.outcome;
-        }
-        rv.cells.emplace_back(column, cell);
-      }
-    }
-    for (std::size_t c = 0; c < model.columns.size(); ++c) {
-      ReportCell cell;
-      cell.anchor = anchor_of("cell-", row.name + "-" + model.columns[c]);
-      for (std::size_t i : members) {
-        const std::string& outcome = model.variants[i].cells[c].second;
-        if (outcome.empty()) continue;
-        cell.variants.push_back(i);
-        if (outcome == "skip") {
-          ++cell.skipped;
-          continue;
-        }
-        ++cell.ran;
-        if (outcome != "pass") ++cell.bad;
-        if (cell.worst.empty() || outcome_severity(outcome) > outcome_severity(cell.worst)) cell.worst = outcome;
-      }
-      if (cell.worst.empty() && cell.skipped) cell.worst = "skip";
-      row.cells.push_back(std::move(cell));
-    }
-    for (std::size_t i : members) {
-      const auto& rv = model.variants[i];
-      ++row.variants;
-      if (rv.outcome == "skip") {
-        ++row.skipped;
-        continue;
-      }
-      ++row.ran;
-      if (rv.outcome != "pass") ++row.bad;
-      if (row.worst.empty() || outcome_severity(rv.outcome) > outcome_severity(row.worst)) row.worst = rv.outcome;
-    }
-    if (row.worst.empty()) row.worst = "skip";
+    variant_cells(model, row_variants[row.name], verdicts, layout);
+    count_row(model, row_variants[row.name], row);
   }
-
-  for (const auto& v : model.variants) {
-    if (v.outcome != "skip" && (model.worst.empty() || outcome_severity(v.outcome) > outcome_severity(model.worst)))
-      model.worst = v.outcome;
-    if (v.outcome != "skip") continue;
-    const std::string gist = v.verdict.skip_gist();
-    auto group = std::find_if(model.skips.begin(), model.skips.end(), [&](const auto& g) { return g.reason == gist; });
-    if (group == model.skips.end()) group = model.skips.insert(model.skips.end(), SkipGroup{gist, 0, {}});
-    ++group->count;
-    auto full = std::find_if(group->reasons.begin(), group->reasons.end(), [&](const auto& r) { return r.first == v.reason; });
-    if (full == group->reasons.end()) group->reasons.emplace_back(v.reason, 1);
-    else ++full->second;
-  }
-  std::stable_sort(model.skips.begin(), model.skips.end(), [](const auto& a, const auto& b) { return a.count > b.count; });
+  worst_and_skips(model);
   return model;
 }
 

@@ -8,19 +8,11 @@
 #include <iomanip>
 #include <sstream>
 
+#include "distmetrics/harness/number_text.h"
+#include "text.h"
+
 namespace distmetrics::harness {
 namespace {
-
-std::string seconds_text(double s, int precision = 2) {
-  std::ostringstream out;
-  out << std::fixed << std::setprecision(precision) << s;
-  return out.str();
-}
-
-std::string upper(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return s;
-}
 
 constexpr int kSymbolsPerLine = 50;
 
@@ -48,9 +40,9 @@ void ConsoleReport::progress(const Verdict& v) {
   }
   const int width = static_cast<int>(std::to_string(std::max(total_, 1)).size());
   out_ << "[" << std::setw(width) << done_ << "/" << total_ << "] " << std::left << std::setw(5)
-       << upper(to_string(v.outcome)) << std::right << " " << v.variant.id << "  ";
+       << text::upper(to_string(v.outcome)) << std::right << " " << v.variant.id << "  ";
   if (v.outcome == Outcome::Skip) out_ << "(" << v.reason << ")\n";
-  else out_ << "(" << seconds_text(v.seconds) << " s)" << (v.outcome == Outcome::Pass ? "" : ": " + v.reason) << "\n";
+  else out_ << "(" << fixed_text(v.seconds, 2) << " s)" << (v.outcome == Outcome::Pass ? "" : ": " + v.reason) << "\n";
   out_.flush();
 }
 

@@ -3,6 +3,7 @@
 list(APPEND DISTMETRICS_HARNESS_SOURCES
   src/report/report.cpp
   src/report/text.cpp
+  src/report/number_text.cpp
   src/report/model.cpp
   src/report/outcome.cpp
   src/report/console.cpp
@@ -11,5 +12,3 @@ list(APPEND DISTMETRICS_HARNESS_SOURCES
   src/report/json.cpp
   src/report/junit.cpp
   src/report/tables.cpp)
-# Not in a unity batch (cmake/DistmetricsHelpers.cmake): each defines a file-local seconds_text().
-set_source_files_properties(src/report/report.cpp src/report/junit.cpp PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)

@@ -1,13 +1,9 @@
 #include "text.h"
 
 #include <cctype>
-#include <cmath>
-#include <iomanip>
 #include <sstream>
 
 namespace distmetrics::harness::text {
-
-std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
 
 std::string indent(const std::string& text, const std::string& prefix) {
   std::istringstream in(text);
@@ -19,19 +15,6 @@ std::string indent(const std::string& text, const std::string& prefix) {
 std::string upper(std::string s) {
   for (auto& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   return s;
-}
-
-std::string fixed(double value, int precision) {
-  std::ostringstream out;
-  out << std::fixed << std::setprecision(precision) << value;
-  return out.str();
-}
-
-std::string number(double value) {
-  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
-  std::ostringstream out;
-  out << std::setprecision(6) << value;
-  return out.str();
 }
 
 std::string html_escape(const std::string& s) {

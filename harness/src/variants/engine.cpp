@@ -13,6 +13,7 @@
 #include "distmetrics/harness/input_dtype.h"
 #include "distmetrics/harness/internal/blame.h"
 #include "distmetrics/harness/internal/judging.h"
+#include "distmetrics/harness/number_text.h"
 #include "distmetrics/harness/placement.h"
 #include "distmetrics/harness/scenario_python.h"
 #include "distmetrics/runtime/child_call.h"
@@ -58,11 +59,6 @@ class TimedPhase {
   Clock::time_point start_ = Clock::now();
 };
 
-std::string seconds_text(double s) {
-  std::ostringstream out;
-  out << std::setprecision(s < 10 ? 2 : 3) << s;
-  return out.str();
-}
 
 }  // namespace
 

@@ -8,6 +8,7 @@
 #include <cctype>
 #include <initializer_list>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "distmetrics/runtime/errors.h"
@@ -249,119 +250,169 @@ std::vector<at::Tensor> Communicator::all_gather(const at::Tensor& tensor) {
   return all_gather(std::vector<at::Tensor>{tensor})[0];
 }
 
-std::vector<std::vector<at::Tensor>> Communicator::all_gather(const std::vector<at::Tensor>& tensors) {
+namespace {
+
+// all_gather's shape exchange, as every rank sent it: [k, then per tensor dtype, ndim, dims...].
+class GatheredShapes {
+ public:
+  explicit GatheredShapes(at::Tensor all_meta) : table_(std::move(all_meta)), at_(table_.accessor<std::int64_t, 2>()) {}
+
+  std::int64_t count(int r) const { return at_[r][0]; }
+  std::int64_t field(int r, int i, int field) const { return at_[r][1 + i * kMetaPerTensor + field]; }
+  at::ScalarType dtype(int r, int i) const { return static_cast<at::ScalarType>(field(r, i, 0)); }
+  std::int64_t dims(int r, int i) const { return field(r, i, 1); }
+  std::int64_t dim(int r, int i, int d) const { return field(r, i, 2 + d); }
+
+  std::vector<std::int64_t> shape(int r, int i) const {
+    std::vector<std::int64_t> s;
+    for (int d = 0; d < dims(r, i); ++d) s.push_back(dim(r, i, d));
+    return s;
+  }
+  std::int64_t bytes(int r, int i) const {
+    std::int64_t n = static_cast<std::int64_t>(c10::elementSize(dtype(r, i)));
+    for (int d = 0; d < dims(r, i); ++d) n *= dim(r, i, d);
+    return n;
+  }
+  // "float32 [3, 2]"
+  std::string describe(int r, int i) const {
+    std::ostringstream o;
+    o << dtype_name(dtype(r, i)) << " [";
+    for (int d = 0; d < dims(r, i); ++d) o << (d ? ", " : "") << dim(r, i, d);
+    return o.str() + "]";
+  }
+
+ private:
+  at::Tensor table_;
+  at::TensorAccessor<std::int64_t, 2> at_;
+};
+
+// This rank's part of the shape exchange.
+at::Tensor shape_message(const std::vector<at::Tensor>& tensors, int rank) {
   const int k = static_cast<int>(tensors.size());
-  const int ws = world_size_;
-  // 1. Shape exchange: [k, then per tensor dtype, ndim, dims...]. Every rank learns every
-  //    rank's shapes, so all ranks agree on the layout and on any mismatch.
   at::Tensor meta = at::zeros({1 + k * kMetaPerTensor}, at::kLong);
   auto m = meta.accessor<std::int64_t, 1>();
   m[0] = k;
   for (int i = 0; i < k; ++i) {
     const at::Tensor& t = tensors[i];
     if (!t.defined() || t.dim() < 1 || t.dim() > kMaxDims) {
-      throw ConfigError("all_gather: tensor " + std::to_string(i) + " on rank " + std::to_string(rank_) +
+      throw ConfigError("all_gather: tensor " + std::to_string(i) + " on rank " + std::to_string(rank) +
                         " must have 1 to " + std::to_string(kMaxDims) + " dimensions");
     }
     m[1 + i * kMetaPerTensor] = static_cast<std::int64_t>(t.scalar_type());
     m[2 + i * kMetaPerTensor] = t.dim();
     for (int d = 0; d < t.dim(); ++d) m[3 + i * kMetaPerTensor + d] = t.size(d);
   }
+  return meta;
+}
+
+// Where the ranks' shapes disagree first (the number of tensors, then each tensor's dtype, rank
+// and dims past the first), or nullopt.
+std::optional<std::string> shapes_disagree(const GatheredShapes& shapes, int k, int ws, int rank) {
+  for (int r = 0; r < ws; ++r) {
+    if (shapes.count(r) != k)
+      return "rank " + std::to_string(r) + " gathers " + std::to_string(shapes.count(r)) + " tensors, rank " +
+             std::to_string(rank) + " gathers " + std::to_string(k);
+  }
+  for (int i = 0; i < k; ++i) {
+    for (int r = 0; r < ws; ++r) {
+      bool same = shapes.field(r, i, 0) == shapes.field(0, i, 0) && shapes.dims(r, i) == shapes.dims(0, i);
+      for (int d = 1; same && d < shapes.dims(0, i); ++d) same = shapes.dim(r, i, d) == shapes.dim(0, i, d);
+      if (!same)
+        return "tensor " + std::to_string(i) + ": rank 0 has " + shapes.describe(0, i) + ", rank " + std::to_string(r) +
+               " has " + shapes.describe(r, i) + " (only dim 0 may differ between ranks)";
+    }
+  }
+  return std::nullopt;
+}
+
+// The gather's layout: each rank's tensors one after the other, every part starting at a
+// multiple of the widest element size (so that its view keeps its dtype's alignment; no padding
+// at all when the tensors share one dtype), padded to the longest rank.
+struct GatherLayout {
+  std::int64_t align = 1;
+  std::int64_t longest = 0;
+  std::int64_t aligned(std::int64_t n) const { return (n + align - 1) / align * align; }
+};
+
+GatherLayout gather_layout(const std::vector<at::Tensor>& tensors, const GatheredShapes& shapes, int ws) {
+  GatherLayout layout;
+  for (const at::Tensor& t : tensors)
+    layout.align = std::max<std::int64_t>(layout.align, static_cast<std::int64_t>(t.element_size()));
+  for (int r = 0; r < ws; ++r) {
+    std::int64_t total = 0;
+    for (int i = 0; i < static_cast<int>(tensors.size()); ++i) total += layout.aligned(shapes.bytes(r, i));
+    layout.longest = std::max(layout.longest, total);
+  }
+  return layout;
+}
+
+// This rank's bytes as the layout places them (zeros between and after the parts: no stray
+// bytes on the wire); its one tensor as it is when it already is the send buffer.
+at::Tensor send_buffer(const std::vector<at::Tensor>& tensors, const GatheredShapes& shapes, const GatherLayout& layout,
+                       int rank, const at::Device& device) {
+  const int k = static_cast<int>(tensors.size());
+  const at::Tensor& only = tensors[0];
+  if (k == 1 && only.device() == device && only.is_contiguous() && only.numel() * only.element_size() == layout.longest)
+    return only.view({-1}).view(at::kByte);
+  at::Tensor send = at::empty({layout.longest}, at::TensorOptions().dtype(at::kByte).device(device));
+  std::int64_t offset = 0;
+  for (int i = 0; i < k; ++i) {
+    const std::int64_t n = shapes.bytes(rank, i);
+    if (n > 0) send.narrow(0, offset, n).copy_(tensors[i].to(device).contiguous().view({-1}).view(at::kByte));
+    if (layout.aligned(n) > n) send.narrow(0, offset + n, layout.aligned(n) - n).zero_();
+    offset += layout.aligned(n);
+  }
+  if (offset < layout.longest) send.narrow(0, offset, layout.longest - offset).zero_();
+  return send;
+}
+
+// What the trace records of the gather: the dtype when all tensors share one (counted in its
+// elements), else bytes.
+at::Tensor traced_gather(const std::vector<at::Tensor>& tensors, std::int64_t longest) {
+  bool one_dtype = true;
+  for (std::size_t i = 1; i < tensors.size(); ++i) one_dtype = one_dtype && tensors[i].scalar_type() == tensors[0].scalar_type();
+  return one_dtype ? at::empty({longest / static_cast<std::int64_t>(tensors[0].element_size())},
+                               at::TensorOptions().dtype(tensors[0].scalar_type()).device(at::kMeta))
+                   : at::empty({longest}, at::TensorOptions().dtype(at::kByte).device(at::kMeta));
+}
+
+}  // namespace
+
+std::vector<std::vector<at::Tensor>> Communicator::all_gather(const std::vector<at::Tensor>& tensors) {
+  const int k = static_cast<int>(tensors.size());
+  const int ws = world_size_;
+  // 1. Shape exchange: every rank learns every rank's shapes, so all ranks agree on the layout
+  //    and on any mismatch.
+  const at::Tensor meta = shape_message(tensors, rank_);
   at::Tensor meta_dev = meta.to(device_);
   at::Tensor all_meta_dev = at::empty({ws * meta.numel()}, meta_dev.options());
   CollectiveScope meta_scope(*this, "all_gather(shapes)", &meta_dev);
   meta_scope.run([&](const Deadline& deadline) { all_gather_flat(meta_dev, all_meta_dev, deadline); });
-  at::Tensor all_meta = all_meta_dev.to(at::kCPU).view({ws, meta.numel()});
-  auto am = all_meta.accessor<std::int64_t, 2>();
+  const GatheredShapes shapes(all_meta_dev.to(at::kCPU).view({ws, meta.numel()}));
+  if (const auto disagreement = shapes_disagree(shapes, k, ws, rank_)) meta_scope.mismatch(*disagreement);
 
-  auto entry = [&](int r, int i, int field) { return am[r][1 + i * kMetaPerTensor + field]; };
-  for (int r = 0; r < ws; ++r) {
-    if (am[r][0] != k) {
-      meta_scope.mismatch("rank " + std::to_string(r) + " gathers " + std::to_string(am[r][0]) +
-                          " tensors, rank " + std::to_string(rank_) + " gathers " + std::to_string(k));
-    }
-  }
-  for (int i = 0; i < k; ++i) {
-    for (int r = 0; r < ws; ++r) {
-      bool same = entry(r, i, 0) == entry(0, i, 0) && entry(r, i, 1) == entry(0, i, 1);
-      for (int d = 1; same && d < entry(0, i, 1); ++d) same = entry(r, i, 2 + d) == entry(0, i, 2 + d);
-      if (!same) {
-        auto describe = [&](int rr) {
-          std::ostringstream o;
-          o << dtype_name(static_cast<at::ScalarType>(entry(rr, i, 0))) << " [";
-          for (int d = 0; d < entry(rr, i, 1); ++d) o << (d ? ", " : "") << entry(rr, i, 2 + d);
-          return o.str() + "]";
-        };
-        meta_scope.mismatch("tensor " + std::to_string(i) + ": rank 0 has " + describe(0) + ", rank " +
-                            std::to_string(r) + " has " + describe(r) +
-                            " (only dim 0 may differ between ranks)");
-      }
-    }
-  }
-
-  // 2. One gather of every tensor's bytes, whatever its dtype (every backend moves bytes): each
-  //    rank's tensors one after the other (each aligned for its dtype), padded to the longest
-  //    rank. Skipped when no rank holds any element. The parts come back as views of the receive
-  //    buffer (no copy per part: a caller that concatenates them makes the one copy it needs).
-  auto shape_of = [&](int r, int i) {
-    std::vector<std::int64_t> s;
-    for (int d = 0; d < entry(r, i, 1); ++d) s.push_back(entry(r, i, 2 + d));
-    return s;
-  };
-  auto bytes_of = [&](int r, int i) {
-    std::int64_t n = static_cast<std::int64_t>(c10::elementSize(static_cast<at::ScalarType>(entry(r, i, 0))));
-    for (int d = 0; d < entry(r, i, 1); ++d) n *= entry(r, i, 2 + d);
-    return n;
-  };
-  // Every part starts at a multiple of the widest element size, so that its view keeps its
-  // dtype's alignment (no padding at all when the tensors share one dtype).
-  std::int64_t align = 1;
-  for (const at::Tensor& t : tensors) align = std::max<std::int64_t>(align, static_cast<std::int64_t>(t.element_size()));
-  auto aligned = [align](std::int64_t n) { return (n + align - 1) / align * align; };
-  std::int64_t longest = 0;
-  for (int r = 0; r < ws; ++r) {
-    std::int64_t total = 0;
-    for (int i = 0; i < k; ++i) total += aligned(bytes_of(r, i));
-    longest = std::max(longest, total);
-  }
+  // 2. One gather of every tensor's bytes, whatever its dtype (every backend moves bytes), in
+  //    the layout above. Skipped when no rank holds any element. The parts come back as views of
+  //    the receive buffer (no copy per part: a caller that concatenates them makes the one copy
+  //    it needs).
+  const GatherLayout layout = gather_layout(tensors, shapes, ws);
   std::vector<std::vector<at::Tensor>> result(k, std::vector<at::Tensor>(ws));
-  if (longest == 0) {  // every rank holds nothing: no collective needed, all agree
+  if (layout.longest == 0) {  // every rank holds nothing: no collective needed, all agree
     for (int i = 0; i < k; ++i)
-      for (int r = 0; r < ws; ++r) result[i][r] = at::empty(shape_of(r, i), tensors[i].options());
+      for (int r = 0; r < ws; ++r) result[i][r] = at::empty(shapes.shape(r, i), tensors[i].options());
     return result;
   }
-  const auto bytes_options = at::TensorOptions().dtype(at::kByte).device(device_);
-  at::Tensor send;
-  const at::Tensor& only = tensors[0];
-  if (k == 1 && only.device() == device_ && only.is_contiguous() && only.numel() * only.element_size() == longest) {
-    send = only.view({-1}).view(at::kByte);  // this rank's tensor is the send buffer as it is
-  } else {
-    send = at::empty({longest}, bytes_options);
-    std::int64_t offset = 0;
-    for (int i = 0; i < k; ++i) {
-      const std::int64_t n = bytes_of(rank_, i);
-      if (n > 0) send.narrow(0, offset, n).copy_(tensors[i].to(device_).contiguous().view({-1}).view(at::kByte));
-      if (aligned(n) > n) send.narrow(0, offset + n, aligned(n) - n).zero_();
-      offset += aligned(n);
-    }
-    if (offset < longest) send.narrow(0, offset, longest - offset).zero_();  // no stray bytes on the wire
-  }
-  // The trace names the dtype when all tensors share one (counted in its elements), else bytes.
-  bool one_dtype = true;
-  for (int i = 1; i < k; ++i) one_dtype = one_dtype && tensors[i].scalar_type() == tensors[0].scalar_type();
-  const at::Tensor described =
-      one_dtype ? at::empty({longest / static_cast<std::int64_t>(tensors[0].element_size())},
-                            at::TensorOptions().dtype(tensors[0].scalar_type()).device(at::kMeta))
-                : at::empty({longest}, at::TensorOptions().dtype(at::kByte).device(at::kMeta));
-  at::Tensor recv = at::empty({ws * longest}, bytes_options);
+  at::Tensor send = send_buffer(tensors, shapes, layout, rank_, device_);
+  const at::Tensor described = traced_gather(tensors, layout.longest);
+  at::Tensor recv = at::empty({ws * layout.longest}, at::TensorOptions().dtype(at::kByte).device(device_));
   CollectiveScope scope(*this, "all_gather", &described);
   scope.run([&](const Deadline& deadline) { all_gather_flat(send, recv, deadline); });
   for (int r = 0; r < ws; ++r) {
-    std::int64_t off = r * longest;
+    std::int64_t off = r * layout.longest;
     for (int i = 0; i < k; ++i) {
-      const std::int64_t n = bytes_of(r, i);
-      result[i][r] = recv.narrow(0, off, n).view(tensors[i].scalar_type()).view(shape_of(r, i)).to(tensors[i].device());
-      off += aligned(n);
+      const std::int64_t n = shapes.bytes(r, i);
+      result[i][r] = recv.narrow(0, off, n).view(tensors[i].scalar_type()).view(shapes.shape(r, i)).to(tensors[i].device());
+      off += layout.aligned(n);
     }
   }
   return result;

@@ -48,29 +48,14 @@ class GlooCollectives : public Communicator {
 
  protected:
   void all_reduce_flat(at::Tensor& buffer, ReduceOp op, const Deadline& deadline) override {
-    // Gloo reduces float16/32/64, int8/32/64 and uint8. Bool goes as uint8 (sum and max are
-    // "or", prod and min are "and", as for torch bools); int16 and bfloat16 through a wider type.
-    at::Tensor work_buffer = buffer;
-    ReduceOp work_op = op;
-    switch (buffer.scalar_type()) {
-      case at::kBool:
-        work_buffer = buffer.to(at::kByte);
-        work_op = (op == ReduceOp::Sum || op == ReduceOp::Max) ? ReduceOp::Max : ReduceOp::Min;
-        break;
-      case at::kShort: work_buffer = buffer.to(at::kInt); break;
-      case at::kBFloat16: work_buffer = buffer.to(at::kFloat); break;
-      case at::kFloat: case at::kDouble: case at::kHalf: case at::kChar: case at::kByte: case at::kInt:
-      case at::kLong:
-        break;
-      default:
-        throw std::runtime_error(std::string("gloo cannot all_reduce ") + c10::toString(buffer.scalar_type()));
-    }
-    std::vector<at::Tensor> tensors{work_buffer};
+    // Gloo has no bool, int16 or bfloat16 reduction: those go through another dtype.
+    const WidenedReduction work = widened_for_reduction(buffer, op, "gloo", /*reduces_bfloat16=*/false);
+    std::vector<at::Tensor> tensors{work.buffer};
     c10d::AllreduceOptions options;
-    options.reduceOp = to_c10d(work_op);
+    options.reduceOp = to_c10d(work.op);
     options.timeout = deadline.remaining() + kGlooTimeoutMargin;
     wait_for_gloo(group_->allreduce(tensors, options), deadline);
-    if (!work_buffer.is_same(buffer)) buffer.copy_(work_buffer.to(buffer.scalar_type()));
+    narrow_back(buffer, work);
   }
 
   void all_gather_flat(const at::Tensor& input, at::Tensor& output, const Deadline& deadline) override {

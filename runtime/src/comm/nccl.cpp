@@ -66,27 +66,13 @@ class NcclCommunicator final : public Communicator {
 
  protected:
   void all_reduce_flat(at::Tensor& buffer, ReduceOp op, const Deadline& deadline) override {
-    // NCCL reduces float16/32/64, bfloat16, int8, uint8, int32 and int64. Bool goes as uint8
-    // ("or" for sum and max, "and" for prod and min, as for torch bools); int16 as int32.
-    at::Tensor work_buffer = buffer;
-    ReduceOp work_op = op;
-    switch (buffer.scalar_type()) {
-      case at::kBool:
-        work_buffer = buffer.to(at::kByte);
-        work_op = (op == ReduceOp::Sum || op == ReduceOp::Max) ? ReduceOp::Max : ReduceOp::Min;
-        break;
-      case at::kShort: work_buffer = buffer.to(at::kInt); break;
-      case at::kFloat: case at::kDouble: case at::kHalf: case at::kBFloat16: case at::kChar: case at::kByte:
-      case at::kInt: case at::kLong:
-        break;
-      default:
-        throw std::runtime_error(std::string("nccl cannot all_reduce ") + c10::toString(buffer.scalar_type()));
-    }
-    std::vector<at::Tensor> tensors{work_buffer};
+    // NCCL has no bool or int16 reduction: those go through another dtype.
+    const WidenedReduction work = widened_for_reduction(buffer, op, "nccl", /*reduces_bfloat16=*/true);
+    std::vector<at::Tensor> tensors{work.buffer};
     c10d::AllreduceOptions options;
-    options.reduceOp = to_c10d(work_op);
+    options.reduceOp = to_c10d(work.op);
     wait_for(group_->allreduce(tensors, options), deadline);
-    if (!work_buffer.is_same(buffer)) buffer.copy_(work_buffer.to(buffer.scalar_type()));
+    narrow_back(buffer, work);
   }
 
   void all_gather_flat(const at::Tensor& input, at::Tensor& output, const Deadline& deadline) override {

@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -74,5 +75,27 @@ std::vector<PropertyResult> check_properties(const CheckContext& ctx);
 
 // Whether a result equals another (errors: same type; values: within the tolerance).
 Comparison compare_results(const ComputeResult& expected, const ComputeResult& actual, const Tolerance& tolerance);
+
+// One rank's result at one compute against what it must equal (compare_at_compute).
+struct RankComparison {
+  int rank = 0;                              // the rank's place in CheckContext::ranks
+  const ComputeRecord* record = nullptr;     // nullptr: the rank has no record of the compute
+  const ComputeResult* actual = nullptr;     // nullptr: no record, or actual_of gave no result
+  const ComputeResult* expected = nullptr;   // nullptr: nothing to compare it with
+  Comparison comparison;                     // when actual and expected are both there
+  bool compared() const { return actual != nullptr && expected != nullptr; }
+};
+
+// Per rank, what its result at compute k must equal (nullptr: nothing to compare it with).
+using ExpectedFor = std::function<const ComputeResult*(int rank, int k)>;
+// What of a rank's record is judged (a probe's result, say); nullptr: its own result.
+using ActualOf = std::function<const ComputeResult*(const ComputeRecord&)>;
+
+// The one comparison loop of the properties and of conform's agrees_with_reference: compute k
+// on every rank (in rank order) against expected_for(rank, k), asked of every rank, within
+// `tolerance`.
+std::vector<RankComparison> compare_at_compute(const std::vector<RankObservation>& ranks, int k,
+                                               const ExpectedFor& expected_for, const Tolerance& tolerance,
+                                               const ActualOf& actual_of = nullptr);
 
 }  // namespace distmetrics::harness
