@@ -28,10 +28,6 @@ EXEMPTIONS = {
         "issue 46: owned by the blame/launch work",
     ("runtime/src/launch/peer_runner.cpp", "PeerRunner::gather"):
         "issue 46: owned by the blame/launch work",
-    ("harness/src/scenario/scenario_validation.cpp", "validate_data"):
-        "issue 46: owned by the scenario-field work",
-    ("harness/src/scenario/script.cpp", "simulate_script"):
-        "issue 46: owned by the scenario-field work",
 }
 
 SOURCE_SUFFIXES = (".h", ".hpp", ".cpp", ".cc")
