@@ -118,7 +118,9 @@ def html_seconds(text):
 DROP = {"seconds", "started", "timings", "pid", "elapsed_seconds", "duration_seconds",
         # explore's summary: its throughput and when things happened
         "variants_per_second", "helper_ready_seconds", "first_case_seconds", "found_after_seconds",
-        "seconds_since_start"}
+        "seconds_since_start",
+        # where a variant's time went (runtime/phases.h): timings only, one object per variant
+        "phases"}
 
 
 def scrub_json(value, tmp):
