@@ -166,8 +166,8 @@ TEST(ExploreSignature, ReadsOutcomeFirstHandPropertiesAndRankStates) {
   // Fewer ranks, the same pattern: the same failure.
   auto smaller = hang;
   smaller.ranks.pop_back();
-  smaller.ranks[0].state = "raised";
-  smaller.ranks[1].state = "stuck";
+  smaller.ranks[0].state = distmetrics::runtime::RankState::Raised;
+  smaller.ranks[1].state = distmetrics::runtime::RankState::Stuck;
   EXPECT_TRUE(*ex::failure_signature(smaller) == *sig);
 }
 
