@@ -131,6 +131,16 @@ TEST(ExploreShrink, CandidatesAreSmallerDeterministicAndStartWithFewerRanks) {
 
 namespace {
 
+// The rank state a report names ("stuck"), as the runtime spells it.
+distmetrics::runtime::RankState state_named(const std::string& name) {
+  using distmetrics::runtime::RankState;
+  for (auto state : {RankState::Finished, RankState::Raised, RankState::TimedOut, RankState::Stuck, RankState::Crashed,
+                     RankState::Ended})
+    if (name == distmetrics::runtime::to_string(state)) return state;
+  ADD_FAILURE() << "no rank state is named " << name;
+  return RankState::Finished;
+}
+
 // A verdict with these properties (name, outcome, consequence_of) and rank end states.
 distmetrics::harness::Verdict verdict(distmetrics::harness::Outcome outcome,
                                       const std::vector<std::tuple<std::string, distmetrics::harness::Outcome, std::string>>& properties,
@@ -147,7 +157,7 @@ distmetrics::harness::Verdict verdict(distmetrics::harness::Outcome outcome,
   for (std::size_t r = 0; r < states.size(); ++r) {
     distmetrics::harness::RankReport rank;
     rank.rank = static_cast<int>(r);
-    rank.state = states[r];
+    rank.state = state_named(states[r]);
     v.ranks.push_back(rank);
   }
   return v;
@@ -166,8 +176,8 @@ TEST(ExploreSignature, ReadsOutcomeFirstHandPropertiesAndRankStates) {
   // Fewer ranks, the same pattern: the same failure.
   auto smaller = hang;
   smaller.ranks.pop_back();
-  smaller.ranks[0].state = "raised";
-  smaller.ranks[1].state = "stuck";
+  smaller.ranks[0].state = distmetrics::runtime::RankState::Raised;
+  smaller.ranks[1].state = distmetrics::runtime::RankState::Stuck;
   EXPECT_TRUE(*ex::failure_signature(smaller) == *sig);
 }
 

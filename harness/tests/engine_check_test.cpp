@@ -491,7 +491,7 @@ TEST(Reports, TheTimelineMarksTheStepWhereTheBlamedRanksBrokeThePattern) {
   for (int r = 0; r < 4; ++r) {
     dh::RankReport rank;
     rank.rank = r;
-    rank.state = "timed_out";
+    rank.state = distmetrics::runtime::RankState::TimedOut;
     rank.trace = r < 3 ? trace({{"all_reduce(sum)", 2}, {"all_reduce(sum)", 4}, {"all_reduce(sum)", 6}})
                        : trace({{"all_reduce(sum)", 2}, {"all_reduce(sum)", 4}, {"barrier", 4}});
     rank.blocked_in = 2;
@@ -504,7 +504,7 @@ TEST(Reports, TheTimelineMarksTheStepWhereTheBlamedRanksBrokeThePattern) {
   for (int r = 0; r < 3; ++r) {
     dh::RankReport rank;
     rank.rank = r;
-    rank.state = r == 1 ? "timed_out" : "finished";
+    rank.state = r == 1 ? distmetrics::runtime::RankState::TimedOut : distmetrics::runtime::RankState::Finished;
     rank.trace = r == 1 ? trace({{"all_reduce(sum)", 2}, {"all_reduce(sum)", 4}, {"all_reduce(sum)", 6}})
                         : trace({{"all_reduce(sum)", 2}, {"all_reduce(sum)", 6}});
     if (r == 1) rank.blocked_in = 2;
@@ -562,7 +562,7 @@ TEST(Reports, TheTimelineDoesNotMarkAnUnevenGatherAsTheDivergence) {
   for (int r = 0; r < 2; ++r) {
     dh::RankReport rank;
     rank.rank = r;
-    rank.state = r == 0 ? "timed_out" : "finished";
+    rank.state = r == 0 ? distmetrics::runtime::RankState::TimedOut : distmetrics::runtime::RankState::Finished;
     rank.trace.push_back({0, "all_reduce(sum)", "float64", {2}, 2, "compute"});
     rank.trace.push_back({1, "all_gather", "float64", {r == 0 ? 7 : 3}, 2, "compute"});  // 7 rows against 3
     if (r == 0) {
@@ -614,7 +614,7 @@ TEST(Reports, TheJsonViewWritesEachVerdictAsItIs) {
   dh::Verdict hang = verdict(dh::Outcome::Hang, "core/b", "uneven");
   dh::RankReport rank;
   rank.rank = 1;
-  rank.state = "timed_out";
+  rank.state = distmetrics::runtime::RankState::TimedOut;
   rank.trace = {{0, "all_reduce(sum)", "int64", {3}, 2, "compute"}};
   rank.blocked_in = 0;
   hang.ranks = {rank};

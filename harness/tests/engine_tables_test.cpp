@@ -27,6 +27,7 @@
 #include "distmetrics/harness/tables.h"
 #include "distmetrics/metrics/registry.h"
 #include "distmetrics/runtime/backends.h"
+#include "distmetrics/runtime/blame.h"
 #include "distmetrics/runtime/phases.h"
 
 namespace distmetrics::harness {
@@ -159,6 +160,20 @@ TEST(TablesTest, DocsAndTheSchemaListExactlyThePhases) {
   };
   EXPECT_EQ(listed(schema.at("$defs").at("phases")), per_variant);
   EXPECT_EQ(listed(schema.at("properties").at("phases")), per_run);
+}
+
+// The blame rules (runtime/blame.h) and their docs: runtime.md's table lists every rule, in the
+// order they are tried, with what the table says of when it applies and whom it blames.
+TEST(TablesTest, DocsListTheBlameRulesInTheirOrder) {
+  const auto rows = doc_table_rows("runtime.md", "rule");
+  const auto& rules = runtime::blame_rules();
+  ASSERT_EQ(rows.size(), rules.size());
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    ASSERT_EQ(rows[i].size(), 3u);
+    EXPECT_EQ(rows[i][0], rules[i].name);
+    EXPECT_EQ(rows[i][1], rules[i].when) << rules[i].name;
+    EXPECT_EQ(rows[i][2], rules[i].blamed) << rules[i].name;
+  }
 }
 
 TEST(TablesTest, OutcomeNamesAreUniqueAndFindable) {

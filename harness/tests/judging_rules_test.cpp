@@ -146,11 +146,13 @@ std::vector<rt::CollectiveRecord> metric_sequence(const Case& c, int compute, in
   return out;
 }
 
-// The runtime's paragraph for an even split, as far as the harness reads it.
-std::string even_split_diagnosis(const rt::JobResult& run) {
+// The runtime's paragraph for an even split, as far as the harness reads it, in both its
+// readings: as the runtime's rules left it, and once a baseline tells the sides apart.
+void set_even_split_diagnosis(rt::JobResult& run) {
   const auto split = rt::find_step_deviation(run.ranks);
   EXPECT_TRUE(split && split->blamed.empty());
-  return split ? "ranks split evenly over compute 1: ... " + rt::even_split_unblamed_text(*split) + " Now ..." : "";
+  run.diagnosis = split ? "ranks split evenly over compute 1: ... " + rt::even_split_unblamed_text(*split) + " Now ..." : "";
+  run.diagnosis_once_told = "ranks split evenly over compute 1: ... Now ...";
 }
 
 std::string rank_text(int rank) { return "rank " + std::to_string(rank); }
@@ -253,6 +255,7 @@ TEST(JudgingRules, AnEvenSplitIsBlamedOnTheSideTheScenariosOtherVariantsDoNotSho
   ASSERT_TRUE(split);
   two.run.diagnosis = "ranks split evenly over compute 1 (script step 2): ... " + rt::even_split_unblamed_text(*split) +
                       " Now rank 0 waits in barrier #1.";
+  two.run.diagnosis_once_told = "ranks split evenly over compute 1 (script step 2): ... Now rank 0 waits in barrier #1.";
   const auto v = two.judge(judging::run_hung_or_crashed);
   ASSERT_TRUE(v.deviation);
   EXPECT_EQ(v.deviation->blamed, (std::vector<int>{0}));
@@ -361,7 +364,7 @@ TEST(JudgingRules, AnExtraCollectiveOnEitherRankIsBlamedByTheSingleProcessRun) {
     c.run.ranks[other].state = rt::RankState::TimedOut;
     c.run.ranks[other].trace = compute1;
     c.run.ranks[other].blocked_in = metric_sequence(c, 1, 3, n).front();
-    c.run.diagnosis = even_split_diagnosis(c.run);
+    set_even_split_diagnosis(c.run);
     const auto v = c.judge(judging::run_hung_or_crashed);
     ASSERT_TRUE(v.deviation);
     EXPECT_EQ(v.deviation->blamed, (std::vector<int>{deviant}));
@@ -391,7 +394,7 @@ TEST(JudgingRules, ASkippedCollectiveOnEitherRankIsBlamedByTheSingleProcessRun) 
     c.run.ranks[other].state = rt::RankState::TimedOut;
     c.run.ranks[other].trace.clear();
     c.run.ranks[other].blocked_in = sync.front();
-    c.run.diagnosis = even_split_diagnosis(c.run);
+    set_even_split_diagnosis(c.run);
     const auto v = c.judge(judging::run_hung_or_crashed);
     ASSERT_TRUE(v.deviation);
     EXPECT_EQ(v.deviation->blamed, (std::vector<int>{deviant}));
@@ -432,6 +435,7 @@ TEST(JudgingRules, AMismatchedCollectiveOnEitherRankIsBlamedByTheSingleProcessRu
     EXPECT_EQ(mismatch->blamed(), 1);  // by the ranks' order alone
     c.run.blamed_rank = 1;
     c.run.diagnosis = "ranks disagree at #0: ... " + rt::mismatch_blame_text(*mismatch) + " Every rank must issue ...";
+    c.run.diagnosis_once_told = "ranks disagree at #0: ... Every rank must issue ...";
     const auto v = c.judge(judging::run_hung_or_crashed);
     EXPECT_FALSE(v.deviation);  // no step parted: a mismatch has no deviation record
     EXPECT_EQ(v.reason.rfind(rank_text(deviant) + " to blame: " + rank_text(deviant) +
@@ -500,7 +504,7 @@ TEST(JudgingRules, ABlameTheRuntimeDecidedOrNoBaselineTellsIsLeftAsItWas) {
   }
   unrecorded.run.ranks[1].blocked_in = collective(n, "barrier", 1, 0);
   unrecorded.run.ranks[0].blocked_in = metric_sequence(unrecorded, 1, 3, n).front();
-  unrecorded.run.diagnosis = even_split_diagnosis(unrecorded.run);
+  set_even_split_diagnosis(unrecorded.run);
   v = unrecorded.judge(judging::run_hung_or_crashed);
   ASSERT_TRUE(v.deviation);
   EXPECT_TRUE(v.deviation->blamed.empty());
@@ -521,7 +525,7 @@ TEST(JudgingRules, ABlameTheRuntimeDecidedOrNoBaselineTellsIsLeftAsItWas) {
   per_element.run.ranks[0].blocked_in = collective(4, "barrier", 3, 1);
   per_element.run.ranks[1].state = rt::RankState::Finished;
   per_element.run.ranks[1].trace = rank1;
-  per_element.run.diagnosis = even_split_diagnosis(per_element.run);
+  set_even_split_diagnosis(per_element.run);
   v = per_element.judge(judging::run_hung_or_crashed);
   ASSERT_TRUE(v.deviation);
   EXPECT_EQ(v.deviation->more, (std::vector<int>{0}));
@@ -551,7 +555,7 @@ world_sizes = [2]
   repeat.run.ranks[1].state = rt::RankState::TimedOut;
   repeat.run.ranks[1].trace = first;
   repeat.run.ranks[1].blocked_in = second.front();
-  repeat.run.diagnosis = even_split_diagnosis(repeat.run);
+  set_even_split_diagnosis(repeat.run);
   v = repeat.judge(judging::run_hung_or_crashed);
   ASSERT_TRUE(v.deviation);
   EXPECT_EQ(v.deviation->compute, 2);

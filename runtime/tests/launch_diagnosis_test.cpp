@@ -2,10 +2,16 @@
 // tagged output per rank.
 #include <gtest/gtest.h>
 
-#include <algorithm>
+#include <signal.h>
 
-#include "../src/launch/diagnosis.h"
+#include <algorithm>
+#include <set>
+#include <stdexcept>
+
+#include "../src/blame/diagnosis.h"
 #include "../src/launch/process.h"
+#include "../src/launch/protocol.h"
+#include "distmetrics/runtime/blame.h"
 #include "distmetrics/runtime/desync.h"
 #include "distmetrics/runtime/errors.h"
 
@@ -389,6 +395,7 @@ TEST(Diagnosis, ACrashNamesTheRankHowItDiedAndWhereThePeersWaited) {
 TEST(Diagnosis, ARankKilledBySigpipeAfterAPeerVanishedIsNotBlamedForIt) {
   auto pipe = rank(1, RankState::Crashed, reduces(22), true);
   pipe.how_died = "killed by signal 13 (SIGPIPE)";
+  pipe.died_of_signal = SIGPIPE;
   auto gone = rank(2, RankState::Crashed, reduces(22), true);
   gone.how_died = "its process is gone: its connection to the rendezvous store closed (host h3)";
   const auto run = diagnosed({rank(0, RankState::Stuck, reduces(22), true), pipe, gone});
@@ -401,6 +408,7 @@ TEST(Diagnosis, ARankKilledBySigpipeAfterAPeerVanishedIsNotBlamedForIt) {
   // Alone, a SIGPIPE is still that rank's crash.
   auto only = rank(1, RankState::Crashed, reduces(1));
   only.how_died = "killed by signal 13 (SIGPIPE)";
+  only.died_of_signal = SIGPIPE;
   EXPECT_EQ(diagnosed({rank(0, RankState::Ended, reduces(2), true), only}).blamed_rank, 1);
 }
 
@@ -437,6 +445,148 @@ TEST(Diagnosis, ARankWhosePeerLeftWithoutTheCollectiveIsAHangBlamingThePeer) {
 TEST(Diagnosis, RanksListsReadNaturally) {
   EXPECT_EQ(detail::describe_ranks({2}), "rank 2");
   EXPECT_EQ(detail::describe_ranks({0, 1, 3}), "ranks 0, 1, 3");
+}
+
+// --- The blame module's rules (blame.h) ---------------------------------------------------------
+
+TEST(BlameRules, TheTableNamesEveryRuleOnceAndItsNamesReadBack) {
+  std::set<BlameRule> seen;
+  std::set<std::string> names;
+  for (const auto& info : blame_rules()) {
+    EXPECT_TRUE(seen.insert(info.rule).second) << info.name;
+    EXPECT_TRUE(names.insert(info.name).second) << info.name;
+    EXPECT_EQ(std::string(to_string(info.rule)), info.name);
+    EXPECT_EQ(blame_rule_from_string(info.name), info.rule);
+    EXPECT_NE(std::string(info.when), "");
+    EXPECT_NE(std::string(info.blamed), "");
+  }
+  EXPECT_EQ(seen.size(), static_cast<size_t>(BlameRule::AbandonedWait));  // every rule but None
+  EXPECT_EQ(seen.count(BlameRule::None), 0u);
+  EXPECT_EQ(std::string(to_string(BlameRule::None)), "none");
+  EXPECT_THROW(blame_rule_from_string("the loudest rank"), std::invalid_argument);
+}
+
+TEST(BlameRules, EachDiagnosisSaysWhichRuleBlamed) {
+  auto raiser = rank(1, RankState::Raised, reduces(1));
+  raiser.error_type = "ValueError";
+  raiser.error = "bad input";
+  auto other = raiser;
+  other.rank = 0;
+  const auto first_raiser = diagnosed({rank(0, RankState::Finished, reduces(1)), raiser});
+  EXPECT_EQ(first_raiser.status, RunStatus::Error);
+  EXPECT_EQ(first_raiser.blame_rule, BlameRule::FirstRaiser);
+  EXPECT_EQ(first_raiser.blamed_rank, 1);
+  const auto every_rank = diagnosed({other, raiser});
+  EXPECT_EQ(every_rank.blame_rule, BlameRule::EveryRankRaised);
+  EXPECT_EQ(every_rank.blamed_rank, -1);
+  const auto never_entered = diagnosed({rank(0, RankState::TimedOut, reduces(4), true), rank(1, RankState::Finished, reduces(3)),
+                                        rank(2, RankState::Stuck, reduces(4), true)});
+  EXPECT_EQ(never_entered.blame_rule, BlameRule::NeverEntered);
+  EXPECT_EQ(never_entered.blamed_rank, 1);
+  auto crashed = rank(2, RankState::Crashed, reduces(1));
+  crashed.how_died = "killed by signal 6 (SIGABRT)";
+  const auto crash = diagnosed({rank(0, RankState::Ended, reduces(2), true), rank(1, RankState::Ended, reduces(2), true), crashed});
+  EXPECT_EQ(crash.blame_rule, BlameRule::CrashFirst);
+  EXPECT_EQ(crash.blamed_rank, 2);
+  const auto stall = diagnosed({rank(0, RankState::TimedOut, reduces(2), true), rank(1, RankState::TimedOut, reduces(2), true)});
+  EXPECT_EQ(stall.blame_rule, BlameRule::BackendStalled);
+  EXPECT_EQ(stall.blamed_rank, -1);
+  const auto completed = diagnosed({rank(0, RankState::Finished, reduces(2)), rank(1, RankState::Finished, reduces(2))});
+  EXPECT_EQ(completed.blame_rule, BlameRule::None);
+  EXPECT_EQ(completed.diagnosis_once_told, "");
+  // The rule travels with the report a peer runner's rank 0 sends.
+  const auto read_back = detail::job_result_from_json(never_entered.to_json());
+  EXPECT_EQ(read_back.blame_rule, BlameRule::NeverEntered);
+  EXPECT_EQ(read_back.blamed_rank, 1);
+}
+
+// An open blame (an even split) keeps a second reading of the diagnosis: the same paragraph
+// without the sentence that says why no side is blamed, and nothing else changed.
+TEST(BlameRules, AnEvenSplitsDiagnosisOnceToldLeavesOutOnlyWhyNoSideIsBlamed) {
+  std::vector<RankOutcome> ranks = {rank(0, RankState::TimedOut, script({{0, {"ar", "ar"}}}), true),
+                                    rank(1, RankState::Finished, script({{0, {"ar"}}}))};
+  const auto even = diagnosed(ranks);
+  EXPECT_EQ(even.blame_rule, BlameRule::StepEvenSplit);
+  const auto split = find_step_deviation(even.ranks);
+  ASSERT_TRUE(split);
+  std::string expected = even.diagnosis;
+  const std::string sentence = " " + even_split_unblamed_text(*split);
+  const auto at = expected.find(sentence);
+  ASSERT_NE(at, std::string::npos) << even.diagnosis;
+  expected.erase(at, sentence.size());
+  EXPECT_EQ(even.diagnosis_once_told, expected);
+  EXPECT_EQ(detail::job_result_from_json(even.to_json()).diagnosis_once_told, expected);
+  // A crash after the split (a third rank died before any collective): the same, the crash named.
+  ranks.push_back(rank(2, RankState::Crashed, {}));
+  ranks.back().how_died = "killed by signal 9 (SIGKILL)";
+  const auto crash = diagnosed(ranks);
+  EXPECT_EQ(crash.blame_rule, BlameRule::CrashFirst);
+  EXPECT_EQ(crash.blamed_rank, 2);
+  std::string crash_expected = crash.diagnosis;
+  ASSERT_NE(crash_expected.find(sentence), std::string::npos) << crash.diagnosis;
+  crash_expected.erase(crash_expected.find(sentence), sentence.size());
+  EXPECT_EQ(crash.diagnosis_once_told, crash_expected);
+  // A runner's notes go in both readings.
+  JobResult noted = even;
+  detail::prefix_diagnosis(noted, "before: ");
+  detail::add_diagnosis_line(noted, "after.");
+  EXPECT_EQ(noted.diagnosis, "before: " + even.diagnosis + "\nafter.");
+  EXPECT_EQ(noted.diagnosis_once_told, "before: " + expected + "\nafter.");
+  // A blame the rules decided has no second reading.
+  EXPECT_EQ(diagnosed({rank(0, RankState::TimedOut, reduces(4), true), rank(1, RankState::Finished, reduces(3)),
+                       rank(2, RankState::Stuck, reduces(4), true)})
+                .diagnosis_once_told,
+            "");
+}
+
+TEST(BlameRules, ABaselineTellsAnEvenSplitApartOnlyWhenItShowsOneSide) {
+  const std::vector<RankOutcome> ranks = {rank(0, RankState::TimedOut, script({{0, {"ar", "ar"}}}), true),
+                                          rank(1, RankState::Finished, script({{0, {"ar"}}}))};
+  const auto split = find_step_deviation(ranks);
+  ASSERT_TRUE(split && split->blamed.empty());
+  const auto one_reduce = script({{0, {"ar"}}});
+  const auto told = tell_even_split(ranks, *split, one_reduce);
+  ASSERT_TRUE(told);
+  EXPECT_TRUE(told->fewer_is_right);
+  EXPECT_EQ(told->blamed, std::vector<int>{0});
+  EXPECT_EQ(told->spared, std::vector<int>{1});
+  const auto two = tell_even_split(ranks, *split, script({{0, {"ar", "ar"}}}));
+  ASSERT_TRUE(two);
+  EXPECT_FALSE(two->fewer_is_right);
+  EXPECT_EQ(two->blamed, std::vector<int>{1});
+  // A baseline that is neither side's sequence (a gather) tells nothing.
+  auto gather = one_reduce;
+  gather[0].op = "all_gather";
+  EXPECT_FALSE(tell_even_split(ranks, *split, gather));
+}
+
+TEST(BlameRules, TheHarnessEvidenceOfARaiseAndOfAnAbandonedWaitIsJudgedHere) {
+  const std::vector<RankOutcome> ranks = {rank(0, RankState::Finished, reduces(1)), rank(1, RankState::Stuck, reduces(2), true)};
+  const auto alone = find_raised_alone(ranks, {true, false});
+  ASSERT_TRUE(alone);
+  EXPECT_EQ(alone->blamed(), 0);
+  EXPECT_EQ(alone->waiters, std::vector<int>{1});
+  EXPECT_FALSE(find_raised_alone(ranks, {false, false}));
+  using How = ScriptEnd::How;
+  // The raise before the first timeout is the cause; the later one is not.
+  const auto waited = find_abandoned_wait_blame({{0, How::WaitTimedOut, 10.0}, {1, How::Raised, 4.0}, {2, How::Raised, 12.0}});
+  ASSERT_TRUE(waited);
+  EXPECT_EQ(waited->blamed, 1);
+  EXPECT_TRUE(waited->blamed_raised);
+  EXPECT_EQ(waited->waiting, std::vector<int>{0});
+  EXPECT_DOUBLE_EQ(waited->first_timeout, 10.0);
+  const auto left = find_abandoned_wait_blame({{0, How::WaitTimedOut, 10.0}, {1, How::Finished, 0.0}});
+  ASSERT_TRUE(left);
+  EXPECT_EQ(left->blamed, 1);
+  EXPECT_FALSE(left->blamed_raised);
+  EXPECT_FALSE(find_abandoned_wait_blame({{0, How::WaitTimedOut, 10.0}, {1, How::WaitTimedOut, 11.0}}));
+  auto past = rank(2, RankState::Raised, {});
+  past.error_type = kRankMemoryExceeded;
+  auto also = past;
+  also.rank = 3;
+  EXPECT_EQ(ranks_past_their_memory({rank(0, RankState::Stuck, {}), rank(1, RankState::Raised, {}), past, also}),
+            (std::vector<int>{2, 3}));
+  EXPECT_TRUE(ranks_past_their_memory(ranks).empty());
 }
 
 TEST(MpirunOutput, ChunksOfSeveralRanksOnOneLineAreSplitPerRank) {

@@ -18,7 +18,7 @@
 #include "distmetrics/build_config.h"
 #include "distmetrics/runtime/backends.h"
 #include "distmetrics/runtime/rank_pool.h"
-#include "../src/launch/diagnosis.h"
+#include "../src/blame/diagnosis.h"
 #include "local_pool_kinds.h"
 #include "launch_faults.h"
 

@@ -8,7 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../src/launch/diagnosis.h"
+#include "../src/blame/diagnosis.h"
 #include "../src/launch/peer_gather.h"
 #include "../src/launch/peer_teardown.h"
 

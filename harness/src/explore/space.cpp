@@ -458,7 +458,7 @@ std::optional<Signature> failure_signature(const Verdict& verdict) {
   }
   std::set<std::string> states;
   for (const auto& r : verdict.ranks)
-    if (r.state != "finished") states.insert(r.state);
+    if (r.state != runtime::RankState::Finished) states.insert(runtime::to_string(r.state));
   sig.blame.assign(states.begin(), states.end());
   std::sort(sig.properties.begin(), sig.properties.end());
   sig.properties.erase(std::unique(sig.properties.begin(), sig.properties.end()), sig.properties.end());
@@ -471,7 +471,9 @@ bool maybe_slow(const Verdict& verdict) {
            verdict.reason.find("did not finish within the deadline") != std::string::npos;
   if (verdict.outcome != Outcome::Hang || verdict.deviation) return false;
   for (const auto& r : verdict.ranks)
-    if (r.state == "raised" || r.state == "crashed" || r.state == "timed_out") return false;
+    if (r.state == runtime::RankState::Raised || r.state == runtime::RankState::Crashed ||
+        r.state == runtime::RankState::TimedOut)
+      return false;
   return true;
 }
 

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "distmetrics/harness/root_cause.h"
+#include "distmetrics/runtime/blame.h"
 #include "distmetrics/runtime/desync.h"
 #include "distmetrics/runtime/text.h"
 
@@ -24,30 +25,31 @@ std::string seconds_text(double s) {
 }
 
 // A rank that left its script on an error while others waited in a collective: the classic
-// "raises alone" desync (PyTorch-Ignite #1242). The paragraph that says so, and the rank, or
-// empty.
+// "raises alone" desync (PyTorch-Ignite #1242; rule raised_alone of runtime/blame.h, fed which
+// ranks left their script on an error). The paragraph that says so, and the rank, or empty.
 std::string raised_alone(const Judging& j, int& blamed) {
-  std::vector<int> raisers, waiters;
+  std::vector<runtime::RankOutcome> outcomes;
+  std::vector<bool> left_on_error;
+  for (const auto& r : j.ranks) {
+    outcomes.push_back(*r.outcome);
+    left_on_error.push_back(r.observation && r.observation->error);
+  }
+  const auto alone = runtime::find_raised_alone(outcomes, left_on_error);
+  if (!alone) return {};
+  blamed = alone->blamed();
+  // What the first raiser raised: its script's error where it finished, else its task's.
   std::string raised_what;
   for (const auto& r : j.ranks) {
-    const auto& outcome = *r.outcome;
-    if (outcome.state == RankState::Finished && r.observation && r.observation->error) {
+    if (r.rank != alone->blamed()) continue;
+    if (r.outcome->state == RankState::Finished) {
       const auto& e = *r.observation->error;
-      if (raisers.empty())
-        raised_what = e.type + " at " + e.op + " (script step " + std::to_string(e.step + 1) + "): " + e.message;
-      raisers.push_back(r.rank);
-    } else if (outcome.state == RankState::Raised && outcome.error_type != "CollectiveError") {
-      if (raisers.empty()) raised_what = outcome.error_type + ": " + outcome.error;
-      raisers.push_back(r.rank);
-    } else if (outcome.state == RankState::TimedOut || outcome.state == RankState::Stuck ||
-               outcome.state == RankState::Ended) {
-      waiters.push_back(r.rank);
+      raised_what = e.type + " at " + e.op + " (script step " + std::to_string(e.step + 1) + "): " + e.message;
+    } else {
+      raised_what = r.outcome->error_type + ": " + r.outcome->error;
     }
   }
-  if (raisers.empty() || waiters.empty()) return {};
-  blamed = raisers.front();
   std::ostringstream out;
-  out << rank_list(raisers) << " raised " << raised_what << "\nand left the script, while " << rank_list(waiters)
+  out << rank_list(alone->raisers) << " raised " << raised_what << "\nand left the script, while " << rank_list(alone->waiters)
       << " waited";
   for (const auto& r : j.run.ranks) {
     if (r.blocked_in) {
@@ -89,7 +91,7 @@ std::optional<BaselineSeen> from_other_variants(Judging& j, int step, int comput
   if (!j.baselines) return std::nullopt;
   const Baselines::Seen* seen = j.baselines->find(j.scenario, step, compute, j.variant.world_size);
   if (!seen) return std::nullopt;
-  return BaselineSeen{seen->keys, seen->described,
+  return BaselineSeen{seen->records, seen->described,
                       "in " + seen->variant + " (world size " + std::to_string(seen->world_size) +
                           "), a variant of this scenario whose ranks agreed, " + step_name(step, compute) + " issued",
                       "that variant"};
@@ -113,7 +115,7 @@ std::optional<BaselineSeen> from_single_process_run(Judging& j, int step, int co
     record.op = entry.op;
     record.dtype = entry.dtype;
     record.shape = entry.shape;
-    seen.keys.push_back(collective_key(record));
+    seen.records.push_back(record);
     seen.described.push_back(described(record));
   }
   seen.issued_in = "in the single-process run (the same metric in one process, on all the data), " +
@@ -122,114 +124,53 @@ std::optional<BaselineSeen> from_single_process_run(Judging& j, int step, int co
   return seen;
 }
 
-// One rank's collectives of (step, compute) up to and including sequence number `last`: its
-// trace, and the collective it is blocked in.
-std::vector<std::string> keys_in_step(const runtime::RankOutcome& rank, int step, int compute, std::uint64_t last) {
-  std::vector<runtime::CollectiveRecord> records = rank.trace;
-  if (rank.blocked_in && (records.empty() || records.back().seq < rank.blocked_in->seq)) records.push_back(*rank.blocked_in);
-  std::vector<std::string> keys;
-  for (const auto& record : records)
-    if (record.step == step && record.compute == compute && record.seq <= last) keys.push_back(collective_key(record));
-  return keys;
-}
-
-const runtime::RankOutcome* outcome_of(const Judging& j, int rank) {
-  for (const auto& r : j.run.ranks)
-    if (r.rank == rank) return &r;
-  return nullptr;
-}
-
-// Whether a rank is past (step, compute), as runtime::find_step_deviation reads it: it finished,
-// or the collective it is blocked in (else its last) was issued in a later step.
-bool past_step(const runtime::RankOutcome& rank, int step, int compute) {
-  if (rank.state == runtime::RankState::Finished) return true;
-  const runtime::CollectiveRecord* last = rank.blocked_in ? &*rank.blocked_in : rank.trace.empty() ? nullptr : &rank.trace.back();
-  return last && std::make_pair(step, compute) < std::make_pair(last->step, last->compute);
-}
-
-// Whether the baseline's sequence `keys` is what every rank of the `more` side issued in the step:
-// all of it, for a rank past the step; a beginning of it, for a rank still in it (which may
-// issue more there). A sequence the baseline only begins with is not the metric's: a metric whose
-// number of collectives follows its data issues more on all the data than on either side.
-bool more_side_matches(const Judging& j, const runtime::StepDeviation& d, const std::vector<std::string>& keys) {
-  for (int rank : d.more) {
-    const runtime::RankOutcome* outcome = outcome_of(j, rank);
-    if (!outcome) return false;
-    const auto issued = keys_in_step(*outcome, d.step, d.compute, UINT64_MAX);
-    const bool complete = past_step(*outcome, d.step, d.compute);
-    if (complete ? issued != keys : issued.size() > keys.size() || !std::equal(issued.begin(), issued.end(), keys.begin()))
-      return false;
-  }
-  return true;
-}
-
-// An even split the baseline `seen` tells apart: the side whose sequence it shows is the
-// metric's (`fewer_is_right`, or the other); the other side is blamed. The paragraph that says so.
-std::string even_split_told(const runtime::StepDeviation& d, const BaselineSeen& seen, bool fewer_is_right,
+// An even split the baseline `seen` tells apart (runtime::tell_even_split): the side whose
+// sequence it shows is the metric's; the other side is blamed. The paragraph that says so.
+std::string even_split_told(const runtime::StepDeviation& d, const BaselineSeen& seen, const runtime::SideTold& told,
                             Deviation& deviation) {
-  deviation.blamed = fewer_is_right ? d.more : d.fewer;
-  const std::vector<int>& spared = fewer_is_right ? d.fewer : d.more;
+  deviation.blamed = told.blamed;
   const std::string where = step_name(d.step, d.compute);
   std::ostringstream out;
-  out << rank_list(deviation.blamed) << " deviated from the metric's sequence in " << where << ": " << seen.issued_in << " "
-      << ops_text(seen.described) << ", as " << rank_list(spared) << " did here; " << rank_list(deviation.blamed) << " "
-      << (fewer_is_right ? "issued " + d.parted.describe() + " there, which " + rank_list(spared) + " never issued"
-                         : "passed it without " + d.parted.describe() + ", which " + rank_list(spared) + " issued")
+  out << rank_list(told.blamed) << " deviated from the metric's sequence in " << where << ": " << seen.issued_in << " "
+      << ops_text(seen.described) << ", as " << rank_list(told.spared) << " did here; " << rank_list(told.blamed) << " "
+      << (told.fewer_is_right ? "issued " + d.parted.describe() + " there, which " + rank_list(told.spared) + " never issued"
+                              : "passed it without " + d.parted.describe() + ", which " + rank_list(told.spared) + " issued")
       << " (the ranks split evenly: " << seen.name << " is the baseline).";
   return out.str();
 }
 
 // An even split (as many ranks on each side, no other step of the variant tells them apart)
 // resolved by what the same metric issues in that step elsewhere (baselines_of_even_splits(),
-// the first that tells): the side whose sequence the baseline shows is the metric's; the other
-// deviated. Sets the blamed side and returns the paragraph that says which baseline told it, or
-// empty.
+// the first that tells): sets the blamed side and returns the paragraph that says which
+// baseline told it, or empty.
 std::string resolve_even_split(Judging& j, const runtime::StepDeviation& d, Deviation& deviation) {
   if (!d.blamed.empty()) return {};
-  std::vector<std::string> issued;  // the longer side's sequence in that step
-  for (const auto& record : d.issued) issued.push_back(collective_key(record));
   for (const auto& baseline : baselines_of_even_splits()) {
     const auto seen = baseline.find(j, d.step, d.compute);
     if (!seen) continue;
-    const bool fewer_is_right = seen->keys.size() == d.fewer_issued &&
-                                std::equal(issued.begin(), issued.begin() + d.fewer_issued, seen->keys.begin());
-    const bool more_is_right = seen->keys.size() > d.fewer_issued && more_side_matches(j, d, seen->keys);
-    if (fewer_is_right != more_is_right) return even_split_told(d, *seen, fewer_is_right, deviation);
+    if (const auto told = runtime::tell_even_split(j.run.ranks, d, seen->records))
+      return even_split_told(d, *seen, *told, deviation);
   }
   return {};
 }
 
-// A mismatch (ranks issued different collectives at one sequence number) whose blame only the
-// order of the ranks chose, as many ranks being in each group: told apart by a baseline as an
-// even split is, when every group's collective there was issued in the same step and exactly
-// one group's sequence in that step, through it, is the baseline's. Sets `blamed` (the other
-// groups' ranks) and returns the paragraph that says which baseline told it, or empty.
+// A mismatch whose blame only the order of the ranks chose (runtime::tell_mismatch_tie), told
+// apart by a baseline as an even split is. Sets `blamed` (the other groups' ranks) and returns
+// the paragraph that says which baseline told it, or empty.
 std::string resolve_mismatch_tie(Judging& j, const runtime::CollectiveMismatch& m, std::vector<int>& blamed) {
-  if (!m.tie()) return {};
+  if (!runtime::mismatch_tie_in_one_step(m)) return {};
   const runtime::CollectiveRecord& at = m.groups.front().first;
-  for (const auto& [record, ranks] : m.groups)
-    if (record.step < 0 || record.step != at.step || record.compute != at.compute) return {};
-  std::vector<std::vector<std::string>> sequences;  // each group's, through the mismatched collective
-  for (const auto& [record, ranks] : m.groups)
-    if (const auto* outcome = outcome_of(j, ranks.front())) sequences.push_back(keys_in_step(*outcome, at.step, at.compute, m.seq));
-  if (sequences.size() != m.groups.size()) return {};
   for (const auto& baseline : baselines_of_even_splits()) {
     const auto seen = baseline.find(j, at.step, at.compute);
     if (!seen) continue;
-    std::vector<std::size_t> right;
-    for (std::size_t g = 0; g < sequences.size(); ++g)
-      if (sequences[g].size() <= seen->keys.size() && std::equal(sequences[g].begin(), sequences[g].end(), seen->keys.begin()))
-        right.push_back(g);
-    if (right.size() != 1) continue;
-    const auto& spared = m.groups[right.front()];
+    const auto told = runtime::tell_mismatch_tie(j.run.ranks, m, seen->records);
+    if (!told) continue;
+    const auto& spared = m.groups[told->spared_group];
     std::string instead;
-    blamed.clear();
-    for (std::size_t g = 0; g < m.groups.size(); ++g) {
-      if (g == right.front()) continue;
-      blamed.insert(blamed.end(), m.groups[g].second.begin(), m.groups[g].second.end());
-      instead += (instead.empty() ? "" : ", ") + rank_list(m.groups[g].second) + " issued " + m.groups[g].first.describe();
-    }
-    std::sort(blamed.begin(), blamed.end());
+    for (std::size_t g = 0; g < m.groups.size(); ++g)
+      if (g != told->spared_group)
+        instead += (instead.empty() ? "" : ", ") + rank_list(m.groups[g].second) + " issued " + m.groups[g].first.describe();
+    blamed = told->blamed;
     const std::string where = step_name(at.step, at.compute);
     return rank_list(blamed) + " deviated from the metric's sequence in " + where + ": " + seen->issued_in + " " +
            ops_text(seen->described) + ", as " + rank_list(spared.second) + " did here; " + instead + " where " +
@@ -239,12 +180,6 @@ std::string resolve_mismatch_tie(Judging& j, const runtime::CollectiveMismatch& 
   return {};
 }
 
-// The runtime's diagnosis without `sentence` (and the space before it): what a baseline overruled.
-void drop_sentence(std::string& diagnosis, const std::string& sentence) {
-  const std::string spaced = " " + sentence;
-  if (const auto at = diagnosis.find(spaced); at != std::string::npos) diagnosis.erase(at, spaced.size());
-}
-
 // What makes two variants' steps comparable: the same scenario (its metric, parameters, script,
 // data and batches); explore's cases, all named alike, differ in these.
 std::string scenario_key(const Scenario& s) {
@@ -252,6 +187,12 @@ std::string scenario_key(const Scenario& s) {
   for (const auto& step : s.script) script += step.text + ";";
   return s.file + "|" + s.name + "|" + s.metric + "|" + s.metric_params.dump() + "|" + script + "|" +
          s.data.to_json().dump() + "|" + std::to_string(s.batch_size);
+}
+
+const RankObservation& ranks_by_rank(const std::vector<RankObservation>& ranks, int rank) {
+  for (const auto& obs : ranks)
+    if (obs.rank == rank) return obs;
+  return ranks.front();  // find_abandoned_wait_blame names only ranks it was given
 }
 
 }  // namespace
@@ -292,6 +233,7 @@ void Baselines::record(const Judging& j) {
       if (record.step < 0) continue;
       auto& seen = mine[{record.step, record.compute}];
       seen.keys.push_back(collective_key(record));
+      seen.records.push_back(record);
       seen.described.push_back(described(record));
     }
     for (auto& [key, seen] : mine) {
@@ -347,55 +289,45 @@ StoppedRun blame_stopped_run(Judging& j) {
     out.deviation = Deviation{d->step + 1, d->compute >= 0 ? std::optional<int>(d->compute + 1) : std::nullopt,
                               d->parted.seq, d->parted.describe(), d->more, d->fewer, d->blamed};
     baseline = resolve_even_split(j, *d, *out.deviation);
-    if (!baseline.empty()) {
-      out.blamed = out.deviation->blamed.front();
-      // The runtime said why it could not tell the sides apart; the baseline just did.
-      drop_sentence(out.runtime_diagnosis, runtime::even_split_unblamed_text(*d));
-    }
+    if (!baseline.empty()) out.blamed = out.deviation->blamed.front();
   } else if (const auto m = runtime::find_collective_mismatch(j.run.ranks)) {
     std::vector<int> blamed;
     baseline = resolve_mismatch_tie(j, *m, blamed);
-    if (!baseline.empty()) {
-      out.blamed = blamed.front();
-      // The runtime blamed a rank by the ranks' order alone; the baseline just told the groups apart.
-      drop_sentence(out.runtime_diagnosis, runtime::mismatch_blame_text(*m));
-    }
+    if (!baseline.empty()) out.blamed = blamed.front();
   }
+  // The runtime said why it could not tell the sides apart (or blamed a group for its place in
+  // the order); the baseline just did: its diagnosis as it reads once told.
+  if (!baseline.empty() && !j.run.diagnosis_once_told.empty()) out.runtime_diagnosis = j.run.diagnosis_once_told;
   const std::string alone = j.run.status == runtime::RunStatus::Hang ? raised_alone(j, out.blamed) : std::string();
   out.opening = alone.empty() ? baseline : baseline.empty() ? alone : alone + "\n" + baseline;
   return out;
 }
 
 std::optional<AbandonedWait> find_abandoned_wait(const std::vector<RankObservation>& ranks) {
-  std::vector<const RankObservation*> timeouts, raisers, leavers;
+  std::vector<runtime::ScriptEnd> ends;
   for (const auto& obs : ranks) {
-    if (!obs.error) leavers.push_back(&obs);
-    else if (is_wait_timeout(obs.error->type, obs.error->message)) timeouts.push_back(&obs);
-    else raisers.push_back(&obs);
+    using How = runtime::ScriptEnd::How;
+    const How how = !obs.error ? How::Finished : is_wait_timeout(obs.error->type, obs.error->message) ? How::WaitTimedOut : How::Raised;
+    ends.push_back({obs.rank, how, obs.error ? obs.error->at : 0.0});
   }
-  if (timeouts.empty() || timeouts.size() == ranks.size()) return std::nullopt;
-  double first_timeout = timeouts.front()->error->at;
-  for (const auto* t : timeouts) first_timeout = std::min(first_timeout, t->error->at);
-  // A raise that precedes the first timeout is the cause; one after it may be its consequence.
-  const RankObservation* culprit = nullptr;
-  for (const auto* r : raisers)
-    if (r->error->at <= first_timeout && (!culprit || r->error->at < culprit->error->at)) culprit = r;
+  const auto decided = runtime::find_abandoned_wait_blame(ends);
+  if (!decided) return std::nullopt;
+  std::vector<const RankObservation*> leavers;
+  for (const auto& obs : ranks)
+    if (!obs.error) leavers.push_back(&obs);
   AbandonedWait blame;
-  for (const auto* t : timeouts) blame.waiting.push_back(t->rank);
+  blame.blamed = decided->blamed;
+  blame.waiting = decided->waiting;
   const std::string waiters = rank_list(blame.waiting);
   std::ostringstream head;
-  if (culprit) {
-    const auto& e = *culprit->error;
-    blame.blamed = culprit->rank;
-    head << "rank " << culprit->rank << " raised " << e.type << " at " << e.op << " (script step " << e.step + 1
+  if (decided->blamed_raised) {
+    const auto& e = *ranks_by_rank(ranks, blame.blamed).error;
+    head << "rank " << blame.blamed << " raised " << e.type << " at " << e.op << " (script step " << e.step + 1
          << ") and left the script; " << waiters << " waited for it until " << (blame.waiting.size() == 1 ? "its" : "their")
-         << " wait timed out " << cause_number(first_timeout - e.at) << " s later";
-  } else if (!leavers.empty()) {
-    blame.blamed = leavers.front()->rank;
+         << " wait timed out " << cause_number(decided->first_timeout - e.at) << " s later";
+  } else {
     head << "rank " << blame.blamed << " finished its script without entering the collective that " << waiters
          << " waited in until " << (blame.waiting.size() == 1 ? "its" : "their") << " wait timed out";
-  } else {
-    return std::nullopt;
   }
   blame.headline = head.str();
   // Every error, in the order it happened.

@@ -39,7 +39,7 @@ std::vector<RankReport> rank_reports(const Scenario& scenario, const std::vector
     const auto& r = *run.outcome;
     RankReport report;
     report.rank = r.rank;
-    report.state = to_string(r.state);
+    report.state = r.state;
     if (run.observation) {
       report.samples = run.observation->samples;
       report.batches = run.observation->batches;

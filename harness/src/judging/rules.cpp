@@ -11,6 +11,7 @@
 #include "distmetrics/harness/internal/judging.h"
 #include "distmetrics/harness/metric_id.h"
 #include "distmetrics/harness/root_cause.h"
+#include "distmetrics/runtime/blame.h"
 #include "distmetrics/runtime/errors.h"
 #include "distmetrics/runtime/text.h"
 
@@ -139,15 +140,18 @@ std::string Judging::with_shards(std::string text) const {
 // A rank past its memory limit: its own outcome, whatever its peers did after it left them
 // waiting (they time out, or raise when its connection closes).
 bool rank_past_its_memory(Judging& j) {
-  std::vector<const runtime::RankOutcome*> past;
-  for (const auto& r : j.run.ranks)
-    if (r.error_type == runtime::kRankMemoryExceeded) past.push_back(&r);
+  const std::vector<int> past = runtime::ranks_past_their_memory(j.run.ranks);  // rule memory_exceeded
   if (past.empty()) return false;
+  auto error_of = [&](int rank) -> const std::string& {
+    for (const auto& r : j.run.ranks)
+      if (r.rank == rank) return r.error;
+    return j.run.ranks.front().error;  // ranks_past_their_memory names only ranks of the run
+  };
   Verdict& v = j.verdict;
   v.outcome = Outcome::MemoryExceeded;
-  v.reason = "rank " + std::to_string(past.front()->rank) + " to blame: " + first_line(past.front()->error);
+  v.reason = "rank " + std::to_string(past.front()) + " to blame: " + first_line(error_of(past.front()));
   std::string errors;
-  for (const auto* r : past) errors += r->error + "\n";
+  for (int rank : past) errors += error_of(rank) + "\n";
   v.diagnosis = diagnosis_of(j, errors +
                                     "The limit is per rank (--rank-memory GIB, 0 for none): raise it if the metric needs "
                                     "that much, or give the scenario less data or fewer classes.\n");

@@ -98,7 +98,7 @@ nlohmann::json RankReport::to_json(bool with_trace) const {
   }
   auto optional = [](const auto& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
   return {{"rank", rank},
-          {"state", state},
+          {"state", runtime::to_string(state)},
           {"samples", optional(samples)},
           {"batches", optional(batches)},
           {"trace", collectives},

@@ -79,7 +79,7 @@ RankTraces traces_of(const std::vector<RankReport>& ranks, Timeline& t) {
   RankTraces traces;
   for (const auto& r : ranks) {
     t.ranks.push_back(r.rank);
-    t.states.push_back(r.state);
+    t.states.push_back(runtime::to_string(r.state));
     t.errors.push_back(r.error);
     std::map<std::uint64_t, TimelineCell> cells;
     std::map<std::uint64_t, runtime::CollectiveRecord> issued;

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <string>
 
-#include "diagnosis.h"
+#include "../blame/diagnosis.h"
 
 namespace distmetrics::runtime::detail {
 
@@ -64,7 +64,7 @@ std::string ms(std::chrono::milliseconds value) { return std::to_string(value.co
 void blame_the_silent(JobResult& run, const GatherDecision& decision, const std::vector<RankHearing>& hearing,
                       std::chrono::milliseconds report_grace) {
   const std::vector<int> silent = ranks_heard_as(decision, Heard::Silent);
-  if (run.status != RunStatus::Hang || silent.empty() || silent.size() >= decision.ranks.size()) return;
+  if (!blame_silent_ranks(run, silent, decision.ranks.size())) return;
   std::string heard;
   for (size_t i = 0; i < silent.size(); ++i) {
     const auto& since = hearing[silent[i]].silent_for;
@@ -72,12 +72,11 @@ void blame_the_silent(JobResult& run, const GatherDecision& decision, const std:
              (since ? "not heard for " + ms(*since) : std::string("never heard"));
   }
   const bool one = silent.size() == 1;
-  run.blamed_rank = one ? silent.front() : -1;
-  run.diagnosis = describe_ranks(silent) + " sent nothing by the deadline plus " + ms(report_grace) +
-                  " while the other ranks reported (" + heard + "; a rank not heard for " +
-                  ms(gather_margins(report_grace).silence) + " is taken as cut off): " + (one ? "it is" : "they are") +
-                  " cut off (a network partition, its host down) or stopped. What the others saw follows from it:\n" +
-                  run.diagnosis;
+  prefix_diagnosis(run, describe_ranks(silent) + " sent nothing by the deadline plus " + ms(report_grace) +
+                            " while the other ranks reported (" + heard + "; a rank not heard for " +
+                            ms(gather_margins(report_grace).silence) + " is taken as cut off): " +
+                            (one ? "it is" : "they are") +
+                            " cut off (a network partition, its host down) or stopped. What the others saw follows from it:\n");
 }
 
 void say_who_was_late(JobResult& run, const GatherDecision& decision, const std::vector<RankHearing>& hearing,
@@ -91,7 +90,7 @@ void say_who_was_late(JobResult& run, const GatherDecision& decision, const std:
   }
   text += ") but sent no outcome by the deadline plus " + ms(report_grace) + " and " + ms(gather_margins(report_grace).late) +
           " more: a loaded machine, or a runner stuck outside its task.";
-  run.diagnosis += (run.diagnosis.empty() ? "" : "\n") + text;
+  add_diagnosis_line(run, text);
 }
 
 }  // namespace distmetrics::runtime::detail

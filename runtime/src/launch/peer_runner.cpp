@@ -21,7 +21,7 @@
 #include <thread>
 
 #include "../comm/backend_factory.h"
-#include "diagnosis.h"
+#include "../blame/diagnosis.h"
 #include "distmetrics/runtime/backends.h"
 #include "distmetrics/runtime/errors.h"
 #include "mpi_agent.h"
@@ -293,17 +293,11 @@ class PeerRunner::Impl {
 
   const std::vector<std::string>& hosts() const { return rendezvous_->hosts(); }
 
-  // Rank 0: every rank's outcome, or, for a rank that sent none, what its progress says (stuck;
-  // gone if its connection to the store closed, or its process is no longer there on this host).
-  // When to stop waiting is decide_gather's (peer_gather.h): at once when a rank is gone without
-  // its outcome, at the deadline unless a rank that has not reported is still heard (it is late,
-  // not cut off), at the deadline plus the late margin whatever is missing.
-  JobResult gather(c10d::Store& store, const Job& job, const RankOutcome& own, const Deadline& deadline) {
+  // Rank 0 polls for the ranks' outcomes until decide_gather says to stop: `hearing` holds what it
+  // heard of each rank.
+  detail::GatherDecision await_outcomes(c10d::Store& store, const std::vector<std::string>& keys,
+                                        std::vector<detail::RankHearing>& hearing, const Deadline& deadline) {
     const detail::GatherMargins margins = detail::gather_margins(options_.report_grace);
-    std::vector<std::string> keys;
-    for (int r = 0; r < world_size_; ++r) keys.push_back("outcome/" + std::to_string(r));
-    std::vector<detail::RankHearing> hearing(world_size_);
-    detail::GatherDecision decision;
     std::optional<std::chrono::steady_clock::time_point> teardown_seen;  // the launcher's SIGTERM
     for (auto pause = 1ms;; pause = std::min<std::chrono::milliseconds>(pause * 2, 20ms)) {
       detail::Teardown teardown;
@@ -322,10 +316,22 @@ class PeerRunner::Impl {
         h.silent_for = heard == silence.end() ? std::nullopt : std::optional<std::chrono::milliseconds>(heard->second);
       }
       const auto past = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - deadline.at());
-      decision = detail::decide_gather(hearing, past, margins, teardown);
-      if (decision.done) break;
+      const detail::GatherDecision decision = detail::decide_gather(hearing, past, margins, teardown);
+      if (decision.done) return decision;
       std::this_thread::sleep_for(pause);
     }
+  }
+
+  // Rank 0: every rank's outcome, or, for a rank that sent none, what its progress says (stuck;
+  // gone if its connection to the store closed, or its process is no longer there on this host).
+  // When to stop waiting is decide_gather's (peer_gather.h): at once when a rank is gone without
+  // its outcome, at the deadline unless a rank that has not reported is still heard (it is late,
+  // not cut off), at the deadline plus the late margin whatever is missing.
+  JobResult gather(c10d::Store& store, const Job& job, const RankOutcome& own, const Deadline& deadline) {
+    std::vector<std::string> keys;
+    for (int r = 0; r < world_size_; ++r) keys.push_back("outcome/" + std::to_string(r));
+    std::vector<detail::RankHearing> hearing(world_size_);
+    const detail::GatherDecision decision = await_outcomes(store, keys, hearing, deadline);
     JobResult run;
     std::vector<std::string> phases(world_size_);
     for (int r = 0; r < world_size_; ++r) {
@@ -373,11 +379,11 @@ class PeerRunner::Impl {
       for (int r = 0; r < world_size_; ++r) {
         if (decision.ranks[r] == detail::Heard::Late || decision.ranks[r] == detail::Heard::Silent) missing.push_back(r);
       }
-      run.diagnosis = "the launcher sent " + std::string(sig == SIGTERM ? "SIGTERM" : "a signal") +
-                      " (it is ending the job) " +
-                      (missing.empty() ? std::string("as the ranks reported")
-                                       : "before " + detail::describe_ranks(missing) + " reported") +
-                      "; what rank 0 knew then:\n" + run.diagnosis;
+      detail::prefix_diagnosis(run, "the launcher sent " + std::string(sig == SIGTERM ? "SIGTERM" : "a signal") +
+                                        " (it is ending the job) " +
+                                        (missing.empty() ? std::string("as the ranks reported")
+                                                         : "before " + detail::describe_ranks(missing) + " reported") +
+                                        "; what rank 0 knew then:\n");
     }
     name_hosts(run);
     detail::set_quietly(store, "report", run.to_json());
@@ -407,7 +413,7 @@ class PeerRunner::Impl {
       text += std::string(h ? ";" : "") + " " + order[h] + " rank" + (ranks_of[order[h]].size() > 1 ? "s " : " ");
       for (size_t i = 0; i < ranks_of[order[h]].size(); ++i) text += (i ? ", " : "") + std::to_string(ranks_of[order[h]][i]);
     }
-    run.diagnosis += (run.diagnosis.empty() ? "" : "\n") + text + ".";
+    detail::add_diagnosis_line(run, text + ".");
   }
 
   // Ranks other than 0: rank 0's report, or (rank 0 silent) this rank's own view as a hang.
@@ -427,7 +433,7 @@ class PeerRunner::Impl {
       run.ranks.push_back(r == rank_ ? own : outcome);
     }
     run.status = RunStatus::Hang;
-    run.blamed_rank = 0;
+    detail::blame_silent_rank0(run);
     run.diagnosis = "rank " + std::to_string(rank_) + " heard no report from rank 0 within " +
                     std::to_string((job.deadline + wait).count()) + " ms";
     return run;

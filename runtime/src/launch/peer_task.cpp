@@ -76,6 +76,7 @@ RankOutcome outcome_of(const TaskEnd& end, int rank, long pid, c10d::Store& stor
   if (end.wait_status) {
     outcome.state = RankState::Crashed;
     outcome.how_died = describe_wait_status(*end.wait_status);
+    if (WIFSIGNALED(*end.wait_status)) outcome.died_of_signal = WTERMSIG(*end.wait_status);
     if (WIFEXITED(*end.wait_status)) outcome.how_died += " (the task's process exited inside the task)";
   } else {
     outcome.state = RankState::Stuck;

@@ -24,6 +24,10 @@
 
 namespace distmetrics::runtime::detail {
 
+// An answer is a few hundred bytes: a client whose socket cannot take it within this budget is
+// not reading (stopped, or not one of ours) and is dropped.
+inline constexpr std::chrono::milliseconds kAnswerBudget{50};
+
 // Supervisor side: the keys and the waiting requests; one connection per worker.
 class PoolStoreServer {
  public:
@@ -49,7 +53,7 @@ class PoolStoreServer {
   // earlier one the client gave up on does not count: a client sends one request at a time).
   std::set<int> blocked() const;
   // Answers the blocked requests of these clients with an error (`why`), as their own timeout
-  // would end them, but at once: for waits that nothing can ever answer (rank_pool.cpp).
+  // would end them, but at once: for waits that nothing can ever answer (pool_supervision.cpp).
   void fail_blocked(const std::set<int>& ids, const std::string& why);
 
  private:

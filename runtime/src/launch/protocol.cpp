@@ -1,5 +1,7 @@
 #include "protocol.h"
 
+#include "../blame/diagnosis.h"
+
 #include "distmetrics/runtime/errors.h"
 
 namespace distmetrics::runtime {
@@ -31,6 +33,8 @@ nlohmann::json JobResult::to_json() const {
   for (const auto& outcome : ranks) ranks_json.push_back(detail::to_json(outcome));
   nlohmann::json json = {{"status", to_string(status)}, {"blamed_rank", blamed_rank}, {"diagnosis", diagnosis},
                          {"seconds", seconds}, {"start_seconds", start_seconds}, {"ranks", ranks_json}};
+  if (blame_rule != BlameRule::None) json["blame_rule"] = to_string(blame_rule);
+  if (!diagnosis_once_told.empty()) json["diagnosis_once_told"] = diagnosis_once_told;
   if (!phases.empty()) json["phases"] = phases;
   return json;
 }
@@ -93,6 +97,7 @@ nlohmann::json to_json(const RankOutcome& outcome) {
   if (outcome.blocked_in) json["blocked_in"] = to_json(*outcome.blocked_in);
   if (!outcome.phases.empty()) json["phases"] = outcome.phases;
   if (outcome.blocked_on_store) json["blocked_on_store"] = true;
+  if (outcome.died_of_signal != 0) json["died_of_signal"] = outcome.died_of_signal;
   if (!outcome.records.empty()) json["records"] = outcome.records;
   return json;
 }
@@ -123,6 +128,7 @@ RankOutcome outcome_from_json(const nlohmann::json& json) {
   for (const auto& record : json.value("trace", nlohmann::json::array())) outcome.trace.push_back(record_from_json(record));
   if (json.contains("blocked_in") && !json["blocked_in"].is_null()) outcome.blocked_in = record_from_json(json["blocked_in"]);
   outcome.how_died = json.value("how_died", "");
+  outcome.died_of_signal = json.value("died_of_signal", 0);
   outcome.log_tail = json.value("log_tail", "");
   outcome.phases = json.value("phases", PhaseSeconds{});
   outcome.blocked_on_store = json.value("blocked_on_store", false);
@@ -133,8 +139,10 @@ RankOutcome outcome_from_json(const nlohmann::json& json) {
 JobResult job_result_from_json(const nlohmann::json& json) {
   JobResult run;
   run.status = run_status_from_string(json.at("status").get<std::string>());
-  run.blamed_rank = json.value("blamed_rank", -1);
+  // Rank 0's blame module decided; the other ranks read its decision as it was.
+  assign_blame(run, blame_rule_from_string(json.value("blame_rule", "none")), json.value("blamed_rank", -1));
   run.diagnosis = json.value("diagnosis", "");
+  run.diagnosis_once_told = json.value("diagnosis_once_told", "");
   run.seconds = json.value("seconds", 0.0);
   run.start_seconds = json.value("start_seconds", 0.0);
   run.phases = json.value("phases", PhaseSeconds{});

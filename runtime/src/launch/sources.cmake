@@ -3,16 +3,19 @@ list(APPEND DISTMETRICS_RUNTIME_SOURCES
   src/launch/task_registry.cpp
   src/launch/protocol.cpp
   src/launch/process.cpp
+  src/launch/process_ending.cpp
   src/launch/wire.cpp
   src/launch/pool_store.cpp
+  src/launch/pool_store_host.cpp
   src/launch/worker_args.cpp
   src/launch/phases.cpp
   src/launch/task_runner.cpp
   src/launch/worker.cpp
+  src/launch/dying_report.cpp
   src/launch/thread_pools.cpp
   src/launch/zygote.cpp
-  src/launch/diagnosis.cpp
   src/launch/rank_pool.cpp
+  src/launch/pool_supervision.cpp
   src/launch/peer_env.cpp
   src/launch/peer_store.cpp
   src/launch/peer_gather.cpp

@@ -35,6 +35,7 @@
 #include "distmetrics/runtime/task.h"
 #include "pool_store.h"
 #include "distmetrics/runtime/text.h"
+#include "dying_report.h"
 #include "process.h"
 #include "progress_flusher.h"
 #include "protocol.h"
@@ -52,117 +53,9 @@ constexpr auto kConnectBudget = 60s;
 constexpr auto kSendBudget = 30s;
 constexpr auto kProgressGrace = 2ms;  // how long a collective's progress messages may wait to go in a batch
 
-// --- Telling the supervisor how this process died ---------------------------------------------
-// A fatal signal or an exit() inside a task: the supervisor learns it from us, even when it is
-// not our parent (mpirun started us). The signal path is async-signal-safe: no allocation.
-std::atomic<int> dying_report_fd{-1};
-
 // The worker's progress reporter (below), whose queued lines a dying rank writes first.
 class ProgressReporter;
 std::atomic<ProgressReporter*> live_reporter{nullptr};
-void write_queued_progress(int fd);
-
-size_t append(char* out, size_t at, size_t cap, const char* text) {
-  while (*text && at + 1 < cap) out[at++] = *text++;
-  return at;
-}
-
-size_t append_int(char* out, size_t at, size_t cap, int value) {
-  char digits[16];
-  int n = 0;
-  unsigned v = value < 0 ? static_cast<unsigned>(-value) : static_cast<unsigned>(value);
-  do {
-    digits[n++] = static_cast<char>('0' + v % 10);
-    v /= 10;
-  } while (v && n < 15);
-  if (value < 0 && at + 1 < cap) out[at++] = '-';
-  while (n > 0 && at + 1 < cap) out[at++] = digits[--n];
-  return at;
-}
-
-// What the task is doing now (set_task_context): written by the task's thread, read by a signal
-// handler, so a fixed buffer of JSON-safe characters and a length published last.
-char task_context[160];
-std::atomic<size_t> task_context_length{0};
-std::atomic<int> worker_rank{-1};
-
-void report_dying(const char* how, int number, const char* name) {
-  const int fd = dying_report_fd.exchange(-1);
-  if (fd < 0) return;
-  write_queued_progress(fd);  // the collectives it entered and left before it died, in order
-  char line[360];
-  size_t n = 0;
-  n = append(line, n, sizeof(line), "{\"type\":\"dying\",\"how\":\"");
-  n = append(line, n, sizeof(line), how);
-  n = append_int(line, n, sizeof(line), number);
-  if (name) {
-    n = append(line, n, sizeof(line), " (");
-    n = append(line, n, sizeof(line), name);
-    n = append(line, n, sizeof(line), ")");
-  }
-  const size_t context = task_context_length.load();
-  if (context > 0) {
-    n = append(line, n, sizeof(line), " in ");
-    for (size_t i = 0; i < context && n + 1 < sizeof(line); ++i) line[n++] = task_context[i];
-  }
-  n = append(line, n, sizeof(line), "\"}\n");
-  ssize_t ignored = ::send(fd, line, n, MSG_NOSIGNAL);
-  (void)ignored;
-}
-
-// On the rank's stderr (its log tail): what it was doing and where it died, as frames with
-// their (mangled) symbols; the supervisor demangles them for the report.
-void write_crash_banner(int sig) {
-  char line[360];
-  size_t n = 0;
-  n = append(line, n, sizeof(line), "distmetrics: rank ");
-  n = append_int(line, n, sizeof(line), worker_rank.load());
-  n = append(line, n, sizeof(line), " killed by signal ");
-  n = append_int(line, n, sizeof(line), sig);
-  if (const char* name = signal_name(sig)) {
-    n = append(line, n, sizeof(line), " (");
-    n = append(line, n, sizeof(line), name);
-    n = append(line, n, sizeof(line), ")");
-  }
-  const size_t context = task_context_length.load();
-  if (context > 0) {
-    n = append(line, n, sizeof(line), " in ");
-    for (size_t i = 0; i < context && n + 1 < sizeof(line); ++i) line[n++] = task_context[i];
-  }
-  n = append(line, n, sizeof(line), "; backtrace:\n");
-  ssize_t ignored = ::write(2, line, n);
-  void* frames[24];
-  const int depth = ::backtrace(frames, 24);
-  // Frame 0 is this function, 1 the handler, 2 the signal trampoline.
-  if (depth > 2) ::backtrace_symbols_fd(frames + 2, depth - 2, 2);
-  (void)ignored;
-}
-
-void on_fatal_signal(int sig) {
-  write_crash_banner(sig);  // first: the supervisor reads the log tail once it hears we are dying
-  report_dying("killed by signal ", sig, signal_name(sig));
-  ::signal(sig, SIG_DFL);
-  ::raise(sig);
-}
-
-void on_process_exit(int status, void*) { report_dying("exit status ", status, nullptr); }
-
-void arm_dying_report(int fd) {
-  static const bool registered = [] {
-    on_exit(&on_process_exit, nullptr);
-    return true;
-  }();
-  (void)registered;
-  dying_report_fd = fd;
-  void* warm[1];
-  ::backtrace(warm, 1);  // loads the unwinder now: the first call may allocate, a handler must not
-  struct sigaction action {};
-  action.sa_handler = &on_fatal_signal;
-  sigemptyset(&action.sa_mask);
-  for (int sig : {SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL}) sigaction(sig, &action, nullptr);
-}
-
-void disarm_dying_report() { dying_report_fd = -1; }
 
 // --- The worker ----------------------------------------------------------------------------------
 
@@ -352,9 +245,13 @@ class ProgressReporter final : public CollectiveObserver {
   std::size_t flusher_stack_bytes() const { return stack_bytes_; }
 };
 
+}  // namespace
+
 void write_queued_progress(int fd) {
   if (ProgressReporter* reporter = live_reporter.load()) reporter->write_queued_for_dying(fd);
 }
+
+namespace {
 
 // This process's address space (VmSize), the quantity RLIMIT_AS bounds; 0 if unknown.
 std::uint64_t mapped_bytes() {
@@ -403,7 +300,7 @@ class Worker {
       watchdog = std::thread([this] { watch_supervisor(); });
       reporter_ = std::make_shared<ProgressReporter>(*channel_);  // one flusher thread for the worker's life
       // A rank's collectives reach the supervisor before its store requests: seen blocked on the
-      // store, a rank has told where it is (a deadlock is judged from both; rank_pool.cpp).
+      // store, a rank has told where it is (a deadlock is judged from both; pool_supervision.cpp).
       store_->set_before_request([reporter = reporter_.get()] { reporter->flush(); });
     } catch (const std::exception& e) {
       // Under a tight memory limit the first thread cannot get its stack: say which limit, and

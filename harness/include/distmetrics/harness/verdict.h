@@ -12,6 +12,7 @@
 #include "distmetrics/harness/observation.h"
 #include "distmetrics/harness/outcome.h"
 #include "distmetrics/harness/variant.h"
+#include "distmetrics/runtime/job.h"
 
 namespace distmetrics::harness {
 
@@ -70,7 +71,7 @@ struct TraceEntry {
 // What the report shows of one rank: how it ended, its share of the data, its collectives.
 struct RankReport {
   int rank = 0;
-  std::string state;                     // "finished", "raised", "timed_out", "stuck", "crashed", "ended"
+  runtime::RankState state = runtime::RankState::Finished;  // as the runtime reported it (JSON: its to_string)
   std::optional<std::int64_t> samples;   // in its shard, when the rank reported them
   std::optional<std::int64_t> batches;
   std::vector<TraceEntry> trace;         // every collective it completed or entered, in order

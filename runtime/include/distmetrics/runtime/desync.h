@@ -3,7 +3,7 @@
 // collectives of one step can be compared with its peers'. The first step where one side of the
 // ranks passed the step without a collective the other side issued in it is where they parted;
 // the side to blame is the one whose sequence for that step breaks the pattern the ranks keep in
-// their other steps of that kind (docs/runtime.md, "Diagnosis and blame").
+// their other steps of that kind (docs/runtime.md, "Diagnosis and blame"; the rules: blame.h).
 #pragma once
 
 #include <cstddef>
@@ -58,14 +58,12 @@ struct CollectiveMismatch {
 std::optional<CollectiveMismatch> find_collective_mismatch(const std::vector<RankOutcome>& ranks);
 
 // The sentence the diagnosis gives a mismatch for the rank it blames ("Rank 1 is blamed.", or
-// "Rank 1 is the odd one out and is blamed."). A judge that tells a tie apart by other evidence
-// (the metric's own sequence) removes exactly this sentence from the diagnosis.
+// "Rank 1 is the odd one out and is blamed."). JobResult::diagnosis_once_told reads without it
+// where the mismatch is a tie (blame.h: tell_mismatch_tie).
 std::string mismatch_blame_text(const CollectiveMismatch& mismatch);
 
 // The sentence the diagnosis gives an even split (`blamed` empty) for why neither side is blamed
-// and where to look. A judge that tells the sides apart by other evidence (a baseline: the
-// scenario's other variants, the single-process run) removes exactly this sentence from the
-// diagnosis, and keeps the rest of it.
+// and where to look. JobResult::diagnosis_once_told reads without it (blame.h: tell_even_split).
 std::string even_split_unblamed_text(const StepDeviation& deviation);
 
 }  // namespace distmetrics::runtime

@@ -1,10 +1,11 @@
-// Who is to blame when a variant's ranks did not finish together: one module for every case,
-// fed by the runtime's diagnosis (runtime/src/launch/diagnosis.cpp: the run's status, the rank
-// it blames, its paragraph, and runtime::find_step_deviation). It adds what only the harness
-// knows: which rank left its script on an error while the others waited (PyTorch-Ignite #1242),
-// a wait that gave up inside a metric's own c10d call after a peer left, and, where the ranks
-// split evenly over a step (or issued different collectives there, as many in each group), the
-// sequence the same metric issues for that step elsewhere, which tells which side deviated: the
+// Who is to blame when a variant's ranks did not finish together, in the harness's words: the
+// decisions are the runtime's blame module's (distmetrics/runtime/blame.h: the run's status, the
+// rank it blames, its paragraph, runtime::find_step_deviation), and this hands it what only the
+// harness knows, as typed evidence: which rank left its script on an error while the others
+// waited (PyTorch-Ignite #1242), how each rank's script ended (a wait that gave up inside a
+// metric's own c10d call after a peer left), and, where the ranks split evenly over a step (or
+// issued different collectives there, as many in each group), the sequence the same metric
+// issues for that step elsewhere, from which the runtime tells which side deviated: the
 // baselines (baselines_of_even_splits()), tried in order like the judging rules.
 #pragma once
 
@@ -30,6 +31,7 @@ class Baselines {
   // op, dtype and shape, a gather's shape aside) and which variant it was.
   struct Seen {
     std::vector<std::string> keys;
+    std::vector<runtime::CollectiveRecord> records;  // the same collectives, as the blame module reads them
     std::vector<std::string> described;  // "all_reduce(sum) (float64 [2])", for the diagnosis
     std::string variant;                 // its id
     int world_size = 0;
@@ -53,7 +55,7 @@ std::string collective_key(const runtime::CollectiveRecord& record);
 
 // What a baseline says the metric issues in one script step, and the words that name it.
 struct BaselineSeen {
-  std::vector<std::string> keys;       // collective_key of each collective, in order
+  std::vector<runtime::CollectiveRecord> records;  // each collective (op, dtype, shape), in order
   std::vector<std::string> described;  // "all_reduce(sum) (float64 [2])", for the diagnosis
   std::string issued_in;  // "in <where it ran>, compute 1 (script step 2) issued": before the collectives
   std::string name;       // "that variant", "the single-process run": "<name> is the baseline"
@@ -77,9 +79,9 @@ struct StoppedRun {
   int blamed = -1;                     // the rank to blame, -1 for none
   std::string opening;                 // the harness's own paragraph before the runtime's, or empty
   std::optional<Deviation> deviation;  // a desync judged per script step
-  // The runtime's diagnosis, with what the opening overrules taken out (an even split that a
-  // baseline told apart is no longer "neither side is blamed"; a tied mismatch no longer blames a
-  // rank for its place in the order).
+  // The runtime's diagnosis; where a baseline told an open blame apart, its reading once told
+  // (runtime::JobResult::diagnosis_once_told: an even split is no longer "neither side is
+  // blamed"; a tied mismatch no longer blames a rank for its place in the order).
   std::string runtime_diagnosis;
 };
 StoppedRun blame_stopped_run(Judging& j);

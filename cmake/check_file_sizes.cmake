@@ -1,0 +1,22 @@
+# Fails when a source file in a folder passes a number of lines (issue 46: a file of the launch
+# layer a newcomer can read holds one concern). Run as a script:
+#   cmake -DDIR=<folder> -DMAX_LINES=<n> -P cmake/check_file_sizes.cmake
+if(NOT DIR OR NOT MAX_LINES)
+  message(FATAL_ERROR "check_file_sizes: pass -DDIR=<folder> -DMAX_LINES=<n>")
+endif()
+file(GLOB_RECURSE _files "${DIR}/*.h" "${DIR}/*.cpp")
+list(SORT _files)
+set(_over "")
+foreach(_file ${_files})
+  file(READ "${_file}" _text)
+  string(REGEX MATCHALL "\n" _newlines "${_text}")
+  list(LENGTH _newlines _count)
+  if(_count GREATER MAX_LINES)
+    file(RELATIVE_PATH _name "${DIR}" "${_file}")
+    string(APPEND _over "\n  ${_name}: ${_count} lines")
+  endif()
+endforeach()
+if(_over)
+  message(FATAL_ERROR "check_file_sizes: files in ${DIR} over ${MAX_LINES} lines (split them by concern):${_over}")
+endif()
+message(STATUS "check_file_sizes: every file in ${DIR} is within ${MAX_LINES} lines")
