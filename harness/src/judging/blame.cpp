@@ -8,6 +8,7 @@
 #include <iomanip>
 #include <sstream>
 
+#include "distmetrics/harness/number_text.h"
 #include "distmetrics/harness/root_cause.h"
 #include "distmetrics/runtime/blame.h"
 #include "distmetrics/runtime/desync.h"
@@ -17,12 +18,6 @@ namespace distmetrics::harness::judging {
 namespace {
 
 using runtime::RankState;
-
-std::string seconds_text(double s) {
-  std::ostringstream out;
-  out << std::setprecision(2) << s;
-  return out.str();
-}
 
 // A rank that left its script on an error while others waited in a collective: the classic
 // "raises alone" desync (PyTorch-Ignite #1242; rule raised_alone of runtime/blame.h, fed which
@@ -57,7 +52,7 @@ std::string raised_alone(const Judging& j, int& blamed) {
       break;
     }
   }
-  out << " (detected after " << seconds_text(j.run.seconds) << " s). A rank must never raise alone: " << kRaiseTogether
+  out << " (detected after " << number_text(j.run.seconds, 2) << " s). A rank must never raise alone: " << kRaiseTogether
       << ".";
   return out.str();
 }
@@ -344,7 +339,7 @@ std::optional<AbandonedWait> find_abandoned_wait(const std::vector<RankObservati
     detail << "  +" << cause_number(e.at - t0) << " s  rank " << obs->rank << " raised " << e.type << " at " << e.op
            << " (script step " << e.step + 1 << ")";
     if (!e.where.empty()) detail << ", raised from " << e.where;
-    detail << ": " << e.message.substr(0, e.message.find('\n')) << "\n";
+    detail << ": " << runtime::first_line(e.message) << "\n";
   }
   for (const auto* obs : leavers) detail << "  rank " << obs->rank << " finished its script\n";
   blame.detail = detail.str();

@@ -11,7 +11,3 @@ list(APPEND DISTMETRICS_HARNESS_SOURCES
   src/judging/rules.cpp
   src/judging/before_death.cpp
   src/judging/blame.cpp)
-# Not in a unity batch (cmake/DistmetricsHelpers.cmake) while blame.cpp keeps its file-local
-# seconds_text() beside the one of distmetrics/harness/number_text.h (issue 46: the blame work
-# moves it there).
-set_source_files_properties(src/judging/blame.cpp PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
