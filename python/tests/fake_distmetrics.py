@@ -49,6 +49,7 @@ TABLES = {
     "shard_policies": [{"name": "even"}, {"name": "uneven"}],
     "placements": [{"name": "cpu"}],
     "generators": [{"name": "binary", "structured": False}, {"name": "text", "structured": True}],
+    "expected_errors": ["NotComputableError", "ValueError"],
     "reference_metrics": [{"name": "Accuracy", "params": []}],
     "metric_sources": {"python": "python:"},
     "conform_nothing_to_check": ["has no metric", "no scenario under"],

@@ -336,7 +336,7 @@ class ScenarioFile(pytest.File):
     def repr_failure(self, excinfo, style=None):
         if isinstance(excinfo.value, RunnerError):
             return f"{self.path}: {excinfo.value}"
-        return super().repr_failure(excinfo, style)
+        return super().repr_failure(excinfo)  # pytest.Collector.repr_failure takes the excinfo alone
 
 
 class VariantProblem(Exception):
