@@ -87,13 +87,17 @@ py::object shared_gloo_group([[maybe_unused]] const runtime::Communicator& comm)
   auto* backend = dynamic_cast<c10d::Backend*>(erased.get());
   if (backend == nullptr) return py::none();
   py::module_::import("torch.distributed");  // registers torch's c10d types with pybind11
+  // torch registers its backends with a holder of a single c10::intrusive_ptr: pybind11 copies
+  // this one into the Python object, which then holds a reference of its own. Should torch's types
+  // not be registered with this pybind11 (no Python object, or an error): a group of Python's own.
   try {
-    // torch registers its backends with a holder of a single c10::intrusive_ptr: pybind11 copies
-    // this one into the Python object, which then holds a reference of its own.
-    return py::cast(c10::intrusive_ptr<c10d::Backend>::reclaim_copy(backend));
+    py::object group = py::cast(c10::intrusive_ptr<c10d::Backend>::reclaim_copy(backend));
+    if (group) return group;
   } catch (const py::cast_error&) {
-    return py::none();  // torch's types not registered with this pybind11: a group of Python's own
+  } catch (py::error_already_set&) {
   }
+  PyErr_Clear();
+  return py::none();
 #else
   auto* gloo = dynamic_cast<c10d::ProcessGroupGloo*>(erased.get());
   if (gloo == nullptr) return py::none();
