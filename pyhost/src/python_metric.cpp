@@ -5,18 +5,29 @@
 
 #include "distmetrics/build_config.h"
 
-// torch 1.13 only: the variant's C++ Gloo group is handed to torch.distributed as torch's own
-// ProcessGroupGloo (a speed-up: no second rendezvous). From 2.0 on the default group must be a
-// c10d::ProcessGroup wrapping a Backend and torch registers its types with the pybind11 3 it
-// ships; the Python side then makes its group through the public init_process_group.
-#if TORCH_VERSION_MAJOR < 2 && DISTMETRICS_HAVE_GLOO
+// The variant's C++ Gloo group is handed to torch.distributed as its default group, so that a
+// Python metric's variant makes one group, not two (a second rendezvous and its teardown were
+// half of every rank's time in the peer run: docs/performance.md). torch 1.13: as torch's own
+// ProcessGroupGloo (its default group is one). From 2.0 on the default group is a
+// c10d::ProcessGroup wrapping a c10d::Backend: the group goes as the Backend it is (Backend.hpp
+// needs no gloo header, so this holds on the pip wheel too) and _host.begin_group wraps it the way
+// init_process_group wraps the one it makes. Either way Python falls back to a group of its own
+// where the handed group is not what it expects.
+#if DISTMETRICS_HAVE_GLOO && TORCH_VERSION_MAJOR < 2
 #define DISTMETRICS_PYHOST_SHARES_GLOO_GROUP 1
+#define DISTMETRICS_PYHOST_SHARES_AS_BACKEND 0
 #ifndef USE_C10D_GLOO
 #define USE_C10D_GLOO  // the c10d Gloo header is empty without it
 #endif
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#elif DISTMETRICS_HAVE_GLOO
+#define DISTMETRICS_PYHOST_SHARES_GLOO_GROUP 1
+#define DISTMETRICS_PYHOST_SHARES_AS_BACKEND 1
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#include <torch/csrc/utils/pybind.h>  // torch's holder declaration: c10::intrusive_ptr
 #else
 #define DISTMETRICS_PYHOST_SHARES_GLOO_GROUP 0
+#define DISTMETRICS_PYHOST_SHARES_AS_BACKEND 0
 #endif
 
 #include "distmetrics/runtime/errors.h"
@@ -34,7 +45,7 @@ struct __attribute__((visibility("hidden"))) PythonMetric::Impl {
   py::object metric;  // distmetrics._host.HostedMetric
 };
 
-#if DISTMETRICS_PYHOST_SHARES_GLOO_GROUP
+#if DISTMETRICS_PYHOST_SHARES_GLOO_GROUP && !DISTMETRICS_PYHOST_SHARES_AS_BACKEND
 namespace {
 
 // A pybind11 holder laid out as the one torch 1.13 registers its process groups with (a single
@@ -58,20 +69,41 @@ class GroupHolder {
 PYBIND11_DECLARE_HOLDER_TYPE(T, distmetrics::pyhost::GroupHolder<T>, true);
 
 namespace distmetrics::pyhost {
-#endif  // DISTMETRICS_PYHOST_SHARES_GLOO_GROUP
+#endif  // DISTMETRICS_PYHOST_SHARES_GLOO_GROUP && !DISTMETRICS_PYHOST_SHARES_AS_BACKEND
 namespace {
 
-// The variant's own Gloo group as a torch.distributed ProcessGroupGloo (None for other backends:
-// they get a group of their own).
+// The variant's own Gloo group as torch.distributed sees it: a ProcessGroupGloo (torch 1.13), or
+// on torch 2.x the c10d::Backend it is, as the most derived type torch registered (pybind11
+// looks the dynamic type up): ProcessGroupGloo where torch's binding made it, Backend for
+// gloo.cpp's subclass. None for other backends, and where it cannot be handed over: Python then
+// makes a group of its own.
 py::object shared_gloo_group([[maybe_unused]] const runtime::Communicator& comm) {
 #if !DISTMETRICS_PYHOST_SHARES_GLOO_GROUP
   return py::none();
 #else
+  if (comm.backend() != "gloo") return py::none();
   auto erased = comm.process_group();
+#if DISTMETRICS_PYHOST_SHARES_AS_BACKEND
+  auto* backend = dynamic_cast<c10d::Backend*>(erased.get());
+  if (backend == nullptr) return py::none();
+  py::module_::import("torch.distributed");  // registers torch's c10d types with pybind11
+  // torch registers its backends with a holder of a single c10::intrusive_ptr: pybind11 copies
+  // this one into the Python object, which then holds a reference of its own. Should torch's types
+  // not be registered with this pybind11 (no Python object, or an error): a group of Python's own.
+  try {
+    py::object group = py::cast(c10::intrusive_ptr<c10d::Backend>::reclaim_copy(backend));
+    if (group) return group;
+  } catch (const py::cast_error&) {
+  } catch (py::error_already_set&) {
+  }
+  PyErr_Clear();
+  return py::none();
+#else
   auto* gloo = dynamic_cast<c10d::ProcessGroupGloo*>(erased.get());
   if (gloo == nullptr) return py::none();
   py::module_::import("torch.distributed");  // registers torch's c10d types with pybind11
   return py::cast(GroupHolder<c10d::ProcessGroupGloo>(c10::intrusive_ptr<c10d::ProcessGroupGloo>::reclaim_copy(gloo)));
+#endif
 #endif
 }
 

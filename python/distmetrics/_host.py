@@ -404,8 +404,10 @@ def describe_raised(etype, value, tb, frames=3):
 
 # --- The per-variant torch.distributed group ------------------------------------------------------
 
-# torch.distributed's private state changed across 2.x minors: it is touched only on the torch
-# this code was written against for it (1.13), and 2.x goes through the public API alone.
+# torch.distributed's private state changed across 2.x minors: the records of a group are written
+# by hand only on 1.13; on 2.x init_process_group writes them, and only the private names it is
+# steered by (Backend._plugins, _world.group_count) are touched, each where it is what it was read
+# as (torch 2.15), else the public route is taken.
 _TORCH_VERSION = tuple(int(part) for part in torch.__version__.split("+")[0].split(".")[:2])
 _TORCH_1_13 = _TORCH_VERSION == (1, 13)
 
@@ -448,22 +450,30 @@ class _VariantStore(dist.Store):
 
 _group_refs = None  # the stores behind the current group (the C++ side holds no Python reference)
 _group_is_shared = False  # the default group is the variant's C++ group (see begin_group)
+_group_route = None  # how the current variant's group came about: "shared" or "own" (group_route)
+
+
+def group_route():
+    """"shared": the variant's default group is its C++ Gloo group, handed over (one group per
+    variant); "own": torch.distributed made a group of its own on the variant's store; None: no
+    group. What the tests read to see which route ran."""
+    return _group_route
 
 
 def begin_group(backend, rank, world_size, timeout_ms, prefix, shared=None):
     """A fresh default process group for this variant. `shared`: the variant's own C++ Gloo group
-    (fresh per variant, already connected), which becomes the default group as it is; otherwise a
-    new group is made under `prefix` on the variant's store. Either way the default group's store
-    (the one new_group() uses) is the variant's, under `prefix`."""
+    (fresh per variant, already connected), which becomes the default group as it is; otherwise,
+    or where this torch cannot take it, a new group is made under `prefix` on the variant's store.
+    Either way the default group's store (the one new_group() uses) is the variant's, under
+    `prefix`."""
     end_group()
-    global _group_refs
+    global _group_refs, _group_is_shared, _group_route
     variant_store = _VariantStore()
     store = dist.PrefixStore(prefix, variant_store)
     _group_refs = (variant_store, store)
     c10d = dist.distributed_c10d
-    if shared is not None:
-        if not _TORCH_1_13:
-            raise RuntimeError(f"a shared C++ group is handed over on torch 1.13 only, not {torch.__version__}")
+    timeout = datetime.timedelta(milliseconds=timeout_ms)
+    if shared is not None and _TORCH_1_13:
         # What init_process_group records for a group it made, without making one (no second
         # rendezvous, no barrier, no teardown of a second group at the variant's end).
         c10d._pg_map[shared] = (dist.Backend.GLOO, store)
@@ -473,21 +483,65 @@ def begin_group(backend, rank, world_size, timeout_ms, prefix, shared=None):
         c10d._backend = dist.Backend.GLOO
         c10d._default_pg_init_method = None
         c10d._update_default_pg(shared)
-        global _group_is_shared
         _group_is_shared = True
+        _group_route = "shared"
         return
     _name_groups_alike()
+    if shared is not None and _adopt_backend(shared, backend, store, rank, world_size, timeout):
+        _group_is_shared = True
+        _group_route = "shared"
+        return
     # torch 1.13 polls every 10 ms after making a group: wait on a key instead. (2.x makes no
     # such barrier unless TORCH_DIST_INIT_BARRIER=1, and its signature differs: left alone.)
     polling = getattr(c10d, "_store_based_barrier", None) if _TORCH_1_13 else None
     if polling is not None:
         c10d._store_based_barrier = _waiting_barrier
     try:
-        dist.init_process_group(backend, store=store, rank=rank, world_size=world_size,
-                                timeout=datetime.timedelta(milliseconds=timeout_ms))
+        dist.init_process_group(backend, store=store, rank=rank, world_size=world_size, timeout=timeout)
     finally:
         if polling is not None:
             c10d._store_based_barrier = polling
+    _group_route = "own"
+
+
+def _adopt_backend(shared, backend, store, rank, world_size, timeout):
+    """torch 2.x: the variant's C++ Gloo group (a c10d Backend, connected) as the default group.
+    init_process_group itself wraps it, so that every record it keeps (pg_map, pg_names,
+    pg_group_ranks, pg_backend_config, tags, the default group) is what it keeps for a group it
+    made: for that one call the gloo backend's creator (Backend._plugins, filled from torch's
+    entry point) returns this group instead of connecting a new one. False, having changed
+    nothing, where this torch's private state is not what it was read as (torch 2.15), or the
+    group is not a Gloo group of these ranks: the caller makes a group of its own."""
+    backend_type = getattr(dist.distributed_c10d, "C10DBackend", None)  # torch._C._distributed_c10d.Backend
+    plugins = getattr(dist.Backend, "_plugins", None)
+    plugin_type = getattr(dist.Backend, "_BackendPlugin", None)
+    ensure_registered = getattr(dist.Backend, "_ensure_backend_registered", None)
+    if backend != "gloo" or backend_type is None or not isinstance(shared, backend_type) \
+            or not isinstance(plugins, dict) or plugin_type is None or not callable(ensure_registered):
+        return False
+    # A Gloo group of these ranks. Its Python type is ProcessGroupGloo where torch made it, the
+    # base Backend where it is the runtime's subclass of it (gloo.cpp), which torch did not register.
+    if shared.name() != "gloo" or shared.rank() != rank or shared.size() != world_size:
+        return False
+    ensure_registered(dist.Backend.GLOO)
+    own = plugins.get("GLOO")
+    if own is None or not getattr(own, "extended_api", False):
+        return False
+    handed = []
+
+    def hand_over(opts, _options):
+        if opts.group_rank != rank or opts.group_size != world_size or handed:
+            raise RuntimeError("the variant's C++ group is handed over once, as the default group of "
+                               f"{world_size} ranks (asked for rank {opts.group_rank} of {opts.group_size})")
+        handed.append(shared)
+        return shared
+
+    plugins["GLOO"] = plugin_type(hand_over, True)
+    try:
+        dist.init_process_group(dist.Backend.GLOO, store=store, rank=rank, world_size=world_size, timeout=timeout)
+    finally:
+        plugins["GLOO"] = own
+    return True
 
 
 def _name_groups_alike():
@@ -517,11 +571,14 @@ def _waiting_barrier(rank, store, timeout):
 
 
 def end_group():
-    global _group_refs, _group_is_shared
+    """Lets go of the default group. A handed-over C++ group is not torn down by it (gloo's
+    shutdown does nothing): the communicator keeps it until the variant's end."""
+    global _group_refs, _group_is_shared, _group_route
     if dist.is_initialized():
         dist.destroy_process_group()
     _group_refs = None
     _group_is_shared = False
+    _group_route = None
 
 
 def end_shared_group():

@@ -262,7 +262,9 @@ def test_a_rank_slow_to_make_its_group_meets_peers_that_made_it_and_went_on(tmp_
     destroyed the first on the fast ranks while rank 0 was still connecting to it: rank 0 raised
     "Gloo connectFullMesh failed ... Connection closed by peer" and its peers, their second group
     never formed, computed with no group at all (0 collectives). The instance joins the variant's
-    group instead: one group per rank and variant, every compute on a group of 3."""
+    group instead: one group per rank and variant, every compute on a group of 3. The source makes
+    the group of Python's own (the fallback route: a handed-over C++ group has no rendezvous to be
+    slow in)."""
     log = tmp_path / "groups.log"
     monkeypatch.setenv("DISTMETRICS_TEST_GROUP_LOG", str(log))
     monkeypatch.setenv("DISTMETRICS_TEST_SLOW_RANK", "0")
@@ -280,11 +282,35 @@ def test_a_rank_slow_to_make_its_group_meets_peers_that_made_it_and_went_on(tmp_
     lines = [line.split() for line in log.read_text().splitlines()]
     # One group per rank and variant, under the variant's first prefix (3 variants of 3 ranks),
     # whichever ranks happen to be listeners in gloo's pairs (what the outcomes above depend on).
-    begun = [(int(rank), prefix) for kind, rank, prefix in lines if kind == "begin"]
-    assert sorted(begun) == [(rank, "python/0/") for rank in range(3) for _ in range(3)], begun
+    begun = [(int(rank), prefix, route) for kind, rank, prefix, route in (line for line in lines if line[0] == "begin")]
+    assert sorted(begun) == [(rank, "python/0/", "own") for rank in range(3) for _ in range(3)], begun
     # Every rank's every compute (the original's and the restored instance's) saw the group of 3.
-    seen = [(int(rank), int(world)) for kind, rank, world in lines if kind == "compute" and int(rank) >= 0]
+    seen = [(int(rank), int(world)) for kind, rank, world in (line for line in lines if line[0] == "compute") if int(rank) >= 0]
     assert seen and all(world == 3 for _, world in seen), seen
+
+
+def test_a_python_metrics_variant_runs_on_the_variants_own_gloo_group(tmp_path, monkeypatch):
+    """One group per variant (docs/performance.md): the variant's C++ Gloo group is handed to
+    torch.distributed as its default group ("shared"), not a second one made beside it ("own").
+    A library's sync on it (all_reduce, all_gather of per-rank sizes and of what they size, an
+    all_gather_object, a barrier) agrees on every rank, in variant after variant of one worker
+    pool, including a rank fed nothing."""
+    log = tmp_path / "groups.log"
+    monkeypatch.setenv("DISTMETRICS_TEST_GROUP_LOG", str(log))
+    scenario = tmp_path / "group_route.toml"
+    scenario.write_text(STATE_SCENARIO.read_text().replace("world_sizes = [2]", "world_sizes = [2, 3]")
+                        .replace('shards = ["uneven"]', 'shards = ["uneven", "empty_rank"]')
+                        .replace('"state_roundtrip", "merge_state"]', '"ranks_agree"]'))
+    run, data = conform(tmp_path, SOURCES / "group_route_mae.py", scenario)
+    ids = {f"group_route:gloo-ws{ws}-{shard}-cpu" for ws in (2, 3) for shard in ("uneven", "empty_rank")}
+    assert outcomes(data) == {i: "pass" for i in ids}, run.stdout
+    assert run.returncode == 0, run.stdout + run.stderr
+    lines = [line.split() for line in log.read_text().splitlines()]
+    assert lines and all(kind == "compute" for kind, *_ in lines), lines
+    for _, rank, world, backend, route, routes in lines:
+        assert backend == "gloo" and route == "shared" and routes == ",".join(["shared"] * int(world)), lines
+    # Every rank of every variant computed (a compute per property run), on a group of its world size.
+    assert {(int(world), int(rank)) for _, rank, world, *_ in lines} == {(ws, r) for ws in (2, 3) for r in range(ws)}
 
 
 def test_a_python_metric_without_load_state_dict_skips_state_roundtrip_with_the_reason(tmp_path):

@@ -180,6 +180,70 @@ def test_the_variant_group_is_fresh_and_its_collectives_are_traced():
     assert not dist.is_initialized()
 
 
+def _default_gloo():
+    """The Gloo group behind torch.distributed's default group."""
+    default = dist.distributed_c10d._get_default_group()
+    return default if _host._TORCH_1_13 else default._get_backend(torch.device("cpu"))
+
+
+def _gloo_group_of_one():
+    """What the C++ host hands over: a connected Gloo group on a store of its own."""
+    return dist.ProcessGroupGloo(dist.HashStore(), 0, 1)
+
+
+def test_a_handed_over_gloo_group_becomes_the_default_group_and_outlives_it():
+    """The variant's C++ Gloo group (here one made in Python, as the pip build's runtime makes it)
+    is torch.distributed's default group as it is: no group of Python's own, the records
+    init_process_group keeps, collectives on it traced; after end_group the group still works
+    (it is the communicator's until the variant ends), and the next variant gets another."""
+    _host.install_tracing()
+    shared = _gloo_group_of_one()
+    _host.begin_group("gloo", 0, 1, 5000, "python/0/", shared)
+    assert _default_gloo() is shared  # no group of Python's own
+    assert _host.group_route() == "shared"
+    assert dist.get_backend() == "gloo" and dist.get_rank() == 0 and dist.get_world_size() == 1
+    _, _, names = _group_count_and_names()
+    assert list(names.values()) == ["0"]
+    t = torch.tensor([2.0, 5.0])
+    dist.all_reduce(t, op=dist.ReduceOp.SUM)
+    out = [None]
+    dist.all_gather_object(out, [1, 2, 3])
+    dist.barrier()
+    assert t.tolist() == [2.0, 5.0] and out == [[1, 2, 3]]
+    assert [op for op, *_ in FAKE.trace] == ["dist.all_reduce(sum)", "dist.all_gather_object", "dist.barrier"]
+    _host.end_shared_group()
+    assert not dist.is_initialized() and _host.group_route() is None
+    after = torch.tensor([3.0])
+    shared.allreduce([after]).wait()  # not torn down with the default group
+    assert after.tolist() == [3.0]
+    _host.begin_group("gloo", 0, 1, 5000, "python/1/", _gloo_group_of_one())
+    assert _host.group_route() == "shared" and dist.is_initialized()
+
+
+def test_without_a_handed_over_group_python_makes_its_own():
+    _host.begin_group("gloo", 0, 1, 5000, "python/0/")
+    assert _host.group_route() == "own" and dist.get_world_size() == 1
+    _host.end_shared_group()  # a group of its own stays until the next variant begins
+    assert dist.is_initialized() and _host.group_route() == "own"
+
+
+def test_a_group_torch_cannot_take_as_its_default_is_refused_with_nothing_changed():
+    """Another backend's group, a group of other ranks, or another backend name: _adopt_backend
+    says no before touching torch's state, and begin_group makes a group of its own."""
+    store = dist.PrefixStore("python/0/", dist.HashStore())
+    timeout = __import__("datetime").timedelta(seconds=5)
+    assert not _host._adopt_backend(object(), "gloo", store, 0, 1, timeout)
+    assert not _host._adopt_backend(_gloo_group_of_one(), "gloo", store, 1, 2, timeout)
+    assert not _host._adopt_backend(_gloo_group_of_one(), "nccl", store, 0, 1, timeout)
+    assert not dist.is_initialized()
+    if "GLOO" in getattr(dist.Backend, "_plugins", {}):
+        assert dist.Backend._plugins["GLOO"].creator_fn.__name__ != "hand_over"
+    if _host._TORCH_1_13:
+        return  # 1.13 takes a ProcessGroupGloo as its default group as it is (begin_group)
+    _host.begin_group("gloo", 0, 1, 5000, "python/0/", object())
+    assert _host.group_route() == "own" and dist.get_world_size() == 1
+
+
 def _group_count_and_names():
     c10d = dist.distributed_c10d
     world = getattr(c10d, "_world", None)

@@ -5,8 +5,13 @@ right after it has published its Gloo address, as a rank that the machine's load
 there would. Its peers are then done with the group first (gloo's connect returns on a rank once
 its own side of each pair is up) and run ahead into their script.
 
-Each group a rank begins ("begin <rank> <prefix>") and each compute() with the world size it saw
-("compute <rank> <world size, 0 without a group>") is appended to DISTMETRICS_TEST_GROUP_LOG."""
+The group is torch.distributed's own, made on the variant's store (the route taken where the
+variant's C++ group cannot be handed over: begin_group is given no `shared` group here), since a
+handed-over group has no rendezvous of Python's to be slow in.
+
+Each group a rank begins ("begin <rank> <prefix> <route>") and each compute() with the world size
+it saw ("compute <rank> <world size, 0 without a group>") is appended to
+DISTMETRICS_TEST_GROUP_LOG."""
 
 import os
 import time
@@ -34,12 +39,12 @@ _begin_group = _host.begin_group
 
 
 def begin_group(backend, rank, world_size, timeout_ms, prefix, shared=None):
-    _log(f"begin {rank} {prefix}")
     _making.update(rank=rank, slept=False)
     try:
-        _begin_group(backend, rank, world_size, timeout_ms, prefix, shared)
+        _begin_group(backend, rank, world_size, timeout_ms, prefix)  # a group of Python's own
     finally:
         _making["slept"] = True
+        _log(f"begin {rank} {prefix} {_host.group_route()}")
 
 
 _host.begin_group = begin_group  # the C++ host looks it up on each call
