@@ -541,14 +541,15 @@ OWN_PLAN_LOGITS = (".logits", (3,), ("uneven",), dict(params=dict(output="logits
 OWN_PLAN_EQUAL_UPDATES = (".equal", (2, 3, 4), ("even",), dict(num_samples=48, batch_size=4), ("update empty ranks=0",))
 # A class whose compute() raises before any update (found by peers/scenarios.py, which asks each
 # class once in a process of its own: ValueError on an empty list state, Ignite's
-# NotComputableError) is checked for what comes after the raise: at 3 ranks, every rank computes
+# NotComputableError) is checked for what comes after the raise: at 2 and 3 ranks (a class counts
+# as checked with each property judged at both), every rank computes
 # before its first update and must raise that error as the single process does, then updates with
 # all its data and computes twice: the value the single process gives, on every rank
 # (recovers_after_error), twice alike (idempotent). The split is OWN_PLAN_EQUAL_UPDATES' (every rank
 # the same number of whole batches), so that what fails there is the raise's consequence, not a
 # mechanism of an uneven split the other files already show. A class whose compute before any
 # update kills its process gets no file (peers/scenarios.py names it; its repro shows it).
-OWN_PLAN_RAISES = (".raises", (3,), ("even",), dict(num_samples=48, batch_size=4))
+OWN_PLAN_RAISES = (".raises", (2, 3), ("even",), dict(num_samples=48, batch_size=4))
 RAISES_SCRIPT = ("compute", "update rest", "compute", "compute")
 # The computes of that script by the role the property table's `needs_compute` names (a fresh
 # compute, one after an update, a repeat): the file lists every default property those can judge

@@ -169,7 +169,7 @@ def test_a_class_checked_against_itself_gets_a_scenario_of_its_own(tmp_path):
     # Every default property the script's computes can judge (no reset in it: not reset_replay).
     assert auprc["properties"] == ["equal_to_single", "ranks_agree", "idempotent", "update_after_compute",
                                    "batch_invariant"]
-    assert (auprc["variants"]["world_sizes"], auprc["variants"]["shards"], auprc["data"]["num_samples"]) == ([3], ["even"], 48)
+    assert (auprc["variants"]["world_sizes"], auprc["variants"]["shards"], auprc["data"]["num_samples"]) == ([2, 3], ["even"], 48)
     # A compute before any update that kills its process (FrechetAudioDistance: torch.linalg.eigvals
     # of a NaN matrix, a SIGSEGV in MKL, undefined behaviour that in a rank worker sometimes raises
     # instead) gets no file: the probe names it and its repro shows it.
