@@ -43,6 +43,21 @@ size_t append_int(char* out, size_t at, size_t cap, int value) {
   return at;
 }
 
+// " (NAME)" where there is a name, then " in <what the rank was doing>" where it said: the tail
+// both the dying message and the crash banner give (async-signal-safe, as append is).
+size_t append_name_and_context(char* out, size_t at, size_t cap, const char* name) {
+  if (name) {
+    at = append(out, at, cap, " (");
+    at = append(out, at, cap, name);
+    at = append(out, at, cap, ")");
+  }
+  const size_t context = task_context_length.load();
+  if (context > 0) {
+    at = append(out, at, cap, " in ");
+    for (size_t i = 0; i < context && at + 1 < cap; ++i) out[at++] = task_context[i];
+  }
+  return at;
+}
 
 // `signal`: the signal it died of, 0 for an exit (sent as its own field, for the diagnosis).
 void report_dying(const char* how, int number, const char* name, int signal) {
@@ -54,16 +69,7 @@ void report_dying(const char* how, int number, const char* name, int signal) {
   n = append(line, n, sizeof(line), "{\"type\":\"dying\",\"how\":\"");
   n = append(line, n, sizeof(line), how);
   n = append_int(line, n, sizeof(line), number);
-  if (name) {
-    n = append(line, n, sizeof(line), " (");
-    n = append(line, n, sizeof(line), name);
-    n = append(line, n, sizeof(line), ")");
-  }
-  const size_t context = task_context_length.load();
-  if (context > 0) {
-    n = append(line, n, sizeof(line), " in ");
-    for (size_t i = 0; i < context && n + 1 < sizeof(line); ++i) line[n++] = task_context[i];
-  }
+  n = append_name_and_context(line, n, sizeof(line), name);
   n = append(line, n, sizeof(line), "\"");
   if (signal != 0) {
     n = append(line, n, sizeof(line), ",\"signal\":");
@@ -83,16 +89,7 @@ void write_crash_banner(int sig) {
   n = append_int(line, n, sizeof(line), worker_rank.load());
   n = append(line, n, sizeof(line), " killed by signal ");
   n = append_int(line, n, sizeof(line), sig);
-  if (const char* name = signal_name(sig)) {
-    n = append(line, n, sizeof(line), " (");
-    n = append(line, n, sizeof(line), name);
-    n = append(line, n, sizeof(line), ")");
-  }
-  const size_t context = task_context_length.load();
-  if (context > 0) {
-    n = append(line, n, sizeof(line), " in ");
-    for (size_t i = 0; i < context && n + 1 < sizeof(line); ++i) line[n++] = task_context[i];
-  }
+  n = append_name_and_context(line, n, sizeof(line), signal_name(sig));
   n = append(line, n, sizeof(line), "; backtrace:\n");
   ssize_t ignored = ::write(2, line, n);
   void* frames[24];
