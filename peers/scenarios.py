@@ -20,6 +20,7 @@ torch's versions and the mapping's and peers.py's text), so a second run asks no
 
 import argparse
 import hashlib
+import importlib
 import importlib.util
 import json
 import os
@@ -123,20 +124,16 @@ def probe_rows(library, after=None):
 
 
 def _probe_key(library):
-    import importlib.metadata
-
+    """The cache key of a library's answers: its version (the module write() loaded has imported
+    it), torch's, and the text of what builds the rows."""
     import torch
 
     digest = hashlib.sha256()
-    for part in (library, importlib.metadata.version(_distribution(library)), torch.__version__):
+    for part in (library, importlib.import_module(library).__version__, torch.__version__):
         digest.update(part.encode() + b"\0")
     for path in (ROOT / "peers" / library / "metrics.py", ROOT / "python" / "distmetrics" / "peers.py", Path(__file__)):
         digest.update(path.read_bytes())
     return digest.hexdigest()[:20]
-
-
-def _distribution(library):
-    return {"ignite": "pytorch-ignite"}.get(library, library)
 
 
 def probe(library):

@@ -42,9 +42,7 @@ PropertyResult check(const CheckContext& ctx, const std::string& hint) {
     // given one, so this property is not applicable to it (shown as such, never as held).
     for (const auto& obs : ctx.ranks) {
       if (obs.empty_not_fed.empty()) continue;
-      result.outcome = Outcome::Skip;
-      result.message = "accepts_empty_batch: not applicable: " + runtime::first_line(obs.empty_not_fed);
-      return result;
+      return not_applicable(kName, runtime::first_line(obs.empty_not_fed));
     }
     result.message = "accepts_empty_batch held: every rank that called update() with an empty batch went on";
     return result;

@@ -56,6 +56,12 @@ PropertyResult skipped(const std::string& name, const std::string& why) {
   return p;
 }
 
+PropertyResult not_applicable(const std::string& name, const std::string& why) {
+  PropertyResult p = skipped(name, why);
+  p.message = name + ": not applicable: " + why;
+  return p;
+}
+
 namespace {
 
 // Why a rank has no result to judge at a compute.

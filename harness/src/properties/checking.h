@@ -24,6 +24,10 @@ std::string compute_phrase(const CheckContext& ctx, int k);
 // Why a rank has no record of a compute: the step that stopped its script.
 std::string missing_text(const RankObservation& obs);
 PropertyResult skipped(const std::string& name, const std::string& why);
+// A property that does not apply to the metric (it cannot save or merge its state, it declares
+// that it takes no batch of no rows): a skip that says "not applicable", never shown as held and
+// not counted against the class (peers/judged.py), unlike skipped()'s "not judged".
+PropertyResult not_applicable(const std::string& name, const std::string& why);
 
 // Judges computes `ks` on every rank (the rank's result, or what `actual_of` takes from its
 // record) against `expected_for` (harness::compare_at_compute); `expected_label` names the

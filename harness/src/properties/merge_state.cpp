@@ -74,11 +74,8 @@ PropertyResult check(const CheckContext& ctx, const std::string& hint) {
   // A class that cannot merge or save its state (torchmetrics' merge_state refuses a
   // full_state_update class): the property does not apply to it, shown as such, never as held.
   for (const auto& obs : ctx.ranks)
-    if (const auto it = obs.probe_skipped.find(kName); it != obs.probe_skipped.end() && !it->second.empty()) {
-      PropertyResult result = skipped(kName, it->second);
-      result.message = std::string(kName) + ": not applicable: " + it->second;
-      return result;
-    }
+    if (const auto it = obs.probe_skipped.find(kName); it != obs.probe_skipped.end() && !it->second.empty())
+      return not_applicable(kName, it->second);
   const auto ks = computes_probed(ctx, kName);
   if (ks.empty()) return skipped(kName, "no compute gave a value to merge against");
   return judge(ctx, kName, ks, [&](int rank, int k) { return own_result(ctx, rank, k); }, ctx.scenario.tolerance,

@@ -72,11 +72,8 @@ PropertyResult check(const CheckContext& ctx, const std::string& hint) {
   }
   // A metric that cannot save its state: the property does not apply to it (never shown as held).
   for (const auto& obs : ctx.ranks)
-    if (const auto it = obs.probe_skipped.find(kName); it != obs.probe_skipped.end() && !it->second.empty()) {
-      PropertyResult result = skipped(kName, it->second);
-      result.message = std::string(kName) + ": not applicable: " + it->second;
-      return result;
-    }
+    if (const auto it = obs.probe_skipped.find(kName); it != obs.probe_skipped.end() && !it->second.empty())
+      return not_applicable(kName, it->second);
   const auto ks = computes_probed(ctx, kName);
   if (ks.empty()) return skipped(kName, "no rank computed after restoring its state (every rank's script stopped before)");
   return judge(ctx, kName, ks, [&](int rank, int k) { return own_result(ctx, rank, k); }, ctx.scenario.tolerance,
