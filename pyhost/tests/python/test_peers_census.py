@@ -197,7 +197,9 @@ def test_the_probe_survives_a_compute_that_kills_its_process(tmp_path, monkeypat
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     scenarios = _load("peers_scenarios", ROOT / "peers" / "scenarios.py")
     answers = scenarios.probe("torcheval")
-    assert answers["torcheval.FrechetAudioDistance"] == {"outcome": "crash", "error": "signal 11"}
+    # MKL on a NaN matrix is undefined behaviour: a SIGSEGV mostly, a SIGABRT at times (measured).
+    assert answers["torcheval.FrechetAudioDistance"]["outcome"] == "crash"
+    assert answers["torcheval.FrechetAudioDistance"]["error"] in ("signal 11", "signal 6")
     assert answers["torcheval.MulticlassAUPRC"] == {"outcome": "raises", "error": "ValueError"}
     assert answers["torcheval.Sum"]["outcome"] == "value"
     module = scenarios.load("torcheval")
