@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <optional>
 #include <sstream>
+#include <stdexcept>
 #include <thread>
 
 #include "distmetrics/runtime/comm.h"
@@ -209,6 +210,45 @@ class StaleCacheAfterRaiseMean : public MeanBase {
  private:
   bool stale_ = false;
   std::optional<Value> cached_;
+};
+
+// Syncs into its own state when distributed (as torchmetrics' sync does) and raises, when no rank
+// has samples, before it unsyncs: every rank stays synced, and its next update() refuses (the
+// single process never syncs, so it recovers). recovers_after_error, not an error outcome.
+class StaysSyncedAfterRaiseMean : public MeanBase {
+ public:
+  StaysSyncedAfterRaiseMean() : MeanBase("StaysSyncedAfterRaiseMean") {}
+  void update(const Batch& batch) override {
+    if (synced_) throw std::logic_error("update() on a synced metric: the last compute() left it synced");
+    MeanBase::update(batch);
+  }
+  Value compute() override {
+    if (!comm_) return mean_of(sum_, count_);
+    std::vector<at::Tensor> state = {sum_, count_};
+    comm_->all_reduce(state, runtime::ReduceOp::Sum);
+    synced_ = true;
+    const Value value = mean_of(sum_, count_);  // raises with the metric still synced
+    synced_ = false;
+    return value;
+  }
+
+ private:
+  bool synced_ = false;
+};
+
+// With no samples on any rank, the distributed compute() indexes the synced (empty) state and
+// raises std::out_of_range, where the single process raises NotComputableError: expected_error
+// fails at the declared compute, and what comes after it is still judged (it recovers).
+class AnotherErrorWhenDistributedMean : public MeanBase {
+ public:
+  AnotherErrorWhenDistributedMean() : MeanBase("AnotherErrorWhenDistributedMean") {}
+  Value compute() override {
+    if (!comm_) return mean_of(sum_, count_);
+    std::vector<at::Tensor> state = {sum_.clone(), count_.clone()};
+    comm_->all_reduce(state, runtime::ReduceOp::Sum);
+    if (state[1].item<std::int64_t>() == 0) throw std::out_of_range("index 0 is out of bounds for a state of no samples");
+    return mean_of(state[0], state[1]);
+  }
 };
 
 // Rank 1 asks for 64 GiB in its second update, far past any --rank-memory a test gives: the
@@ -490,6 +530,8 @@ metrics::MetricRegistry& registry() {
     reg.add(spec<AllocatesTooMuchOnRank1Mean>("AllocatesTooMuchOnRank1Mean", "mean of input; rank 1 asks for 64 GiB in its second update"));
     reg.add(spec<NoSyncThenAbortMean>("NoSyncThenAbortMean", "mean of input; no sync in compute 1, rank 1 aborts in compute 2"));
     reg.add(spec<StaleCacheAfterRaiseMean>("StaleCacheAfterRaiseMean", "mean of input; ranks but 0 return a stale cache after compute raised"));
+    reg.add(spec<StaysSyncedAfterRaiseMean>("StaysSyncedAfterRaiseMean", "mean of input; a raising compute leaves it synced, and update() refuses"));
+    reg.add(spec<AnotherErrorWhenDistributedMean>("AnotherErrorWhenDistributedMean", "mean of input; with no data, raises out_of_range when distributed"));
     reg.add(spec<RankLocalCacheMean>("RankLocalCacheMean", "mean of input; rank 1 caches computes without new samples"));
     reg.add(spec<ExtraBarrierOnRank1Mean>("ExtraBarrierOnRank1Mean", "mean of input; rank 1 adds a barrier in its first compute"));
     reg.add(spec<SkipsSyncOnRank0Mean>("SkipsSyncOnRank0Mean", "mean of input; rank 0 skips its first compute's sync"));

@@ -681,6 +681,47 @@ TEST(EngineRun, AMetricThatRecoversAfterTheExpectedErrorPasses) {
   for (const auto& value : recovered.values) EXPECT_EQ(value->value, recovered.single->value) << explain(v);
 }
 
+// The peer run's raise-and-recover plan: compute 1 raises as declared and leaves every rank
+// synced, so the next update() raises on every rank. That is the metric not recovering, judged
+// by recovers_after_error (led by its root cause, which names the update's error), not an error
+// outcome that would leave recovers_after_error unjudged.
+TEST(EngineRun, AnErrorAfterTheDeclaredRaiseFailsRecoversAfterError) {
+  const auto v = run("stays_synced_after_raise").at(0);
+  ASSERT_EQ(v.outcome, dh::Outcome::Fail) << explain(v);
+  EXPECT_EQ(property_of(v, "expected_error").outcome, dh::Outcome::Pass) << explain(v);
+  const auto& recovered = property_of(v, "recovers_after_error");
+  ASSERT_EQ(recovered.outcome, dh::Outcome::Fail) << explain(v);
+  EXPECT_NE(recovered.message.find("its script stopped at step 2 (update), raising std::logic_error: update() on a synced "
+                                   "metric"),
+            std::string::npos)
+      << recovered.message;
+  ASSERT_TRUE(v.root_cause) << explain(v);
+  EXPECT_EQ(v.root_cause->property, "recovers_after_error");
+  EXPECT_EQ(v.root_cause->headline,
+            "compute() raised NotComputableError as declared, and left the metric broken on rank(s) 0, 1: the next "
+            "update() and compute() do not give the single-process value there (the next update() raised "
+            "std::logic_error on rank(s) 0, 1)");
+}
+
+// compute 1 raises another type on every rank than the single process does: expected_error fails,
+// as the root cause; the script still goes on, and the computes after the update are judged
+// (this metric recovers: recovers_after_error holds).
+TEST(EngineRun, AnotherErrorAtTheDeclaredComputeFailsExpectedErrorAndTheScriptGoesOn) {
+  const auto v = run("another_error_when_distributed").at(0);
+  ASSERT_EQ(v.outcome, dh::Outcome::Fail) << explain(v);
+  const auto& expected = property_of(v, "expected_error");
+  ASSERT_EQ(expected.outcome, dh::Outcome::Fail) << explain(v);
+  EXPECT_NE(expected.message.find("std::out_of_range"), std::string::npos) << expected.message;
+  const auto& recovered = property_of(v, "recovers_after_error");
+  EXPECT_EQ(recovered.outcome, dh::Outcome::Pass) << explain(v);
+  EXPECT_EQ(recovered.message.rfind("recovers_after_error held at compute 2, 3 on all 2 rank(s)", 0), 0u) << recovered.message;
+  ASSERT_TRUE(v.root_cause) << explain(v);
+  EXPECT_EQ(v.root_cause->property, "expected_error");
+  EXPECT_EQ(v.root_cause->headline,
+            "compute() 1 raised std::out_of_range on rank(s) 0, 1 where the single process raises NotComputableError: "
+            "the distributed path reaches compute() with states the single process never has");
+}
+
 // A metric that keeps a stale cache after compute raised on every rank but 0: compute 3 differs
 // on rank 1 only, and the failure names it.
 TEST(EngineRun, AMetricLeftBrokenByARaisingComputeFailsNamingTheRank) {

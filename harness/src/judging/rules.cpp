@@ -300,11 +300,21 @@ bool a_check_ran_past_the_deadline(Judging& j) {
   return false;
 }
 
+// The rank went on past the declared compute (it raised there, and recovers_after_error is
+// checked: scenario_task.cpp) and its error came after it: the metric did not recover, which
+// recovers_after_error judges (its missing computes name the error), not an error outcome.
+bool raised_after_the_declared_error(const StepError& error, const RankObservation& obs, const Scenario& scenario) {
+  if (!scenario.checks("recovers_after_error")) return false;
+  const auto* declared = obs.compute(scenario.expect.compute);
+  return declared && declared->result.raised() && error.step > declared->step;
+}
+
 // A rank raised what the single process did not (nor the scenario expects): an error.
 bool metric_raised(Judging& j) {
   for (const auto& obs : j.observations) {
     if (!obs.error || error_matches_reference(*obs.error, obs, j.single)) continue;
     if (obs.error->type == j.scenario.expect.error) continue;  // judged by expected_error
+    if (raised_after_the_declared_error(*obs.error, obs, j.scenario)) continue;
     Verdict& v = j.verdict;
     v.outcome = Outcome::Error;
     v.reason = "rank " + std::to_string(obs.rank) + " raised " + obs.error->type + " at " + obs.error->op +

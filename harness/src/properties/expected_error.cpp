@@ -1,9 +1,11 @@
 // expected_error: every rank and the single process raise [expect] error at [expect] compute,
 // together. Checked whenever [expect] names an error; a scenario never lists it.
+#include <map>
 #include <sstream>
 
 #include "checking.h"
 #include "distmetrics/harness/property.h"
+#include "distmetrics/harness/root_cause.h"
 
 namespace distmetrics::harness::properties {
 namespace {
@@ -75,9 +77,44 @@ int expected_compute_step(const CheckContext& ctx) {
   return k >= 0 && k < static_cast<int>(ctx.plan.computes.size()) ? ctx.plan.computes[k].step : -1;
 }
 
+// The single process raised the declared error, and some rank raised another type there: the
+// distributed path reaches compute() with something the single process never has (an empty
+// placeholder for a state no rank filled, a gathered list). Ahead of what follows from it
+// (equal_to_single compares the two errors, recovers_after_error what came after).
+std::optional<RootCause> raised_another_error(const Evidence& e) {
+  if (!e.failed("expected_error")) return std::nullopt;
+  const auto& want = e.ctx.scenario.expect.error;
+  const int k = e.ctx.scenario.expect.compute;
+  const auto* single = single_at(e.ctx, k);
+  if (!single || single->error_type != want) return std::nullopt;
+  std::map<std::string, std::vector<int>> by_type;  // another error type -> the ranks that raised it
+  for (const auto& obs : e.ctx.ranks) {
+    const auto* record = obs.compute(k);
+    if (record && record->result.raised() && record->result.error_type != want)
+      by_type[record->result.error_type].push_back(obs.rank);
+  }
+  if (by_type.empty()) return std::nullopt;
+  std::string raised;
+  for (const auto& [type, ranks] : by_type) {
+    std::string list;
+    for (int rank : ranks) list += (list.empty() ? "" : ", ") + std::to_string(rank);
+    raised += (raised.empty() ? "" : "; ") + type + " on rank(s) " + list;
+  }
+  RootCause cause;
+  cause.property = "expected_error";
+  cause.headline = "compute() " + std::to_string(k + 1) + " raised " + raised + " where the single process raises " +
+                   want + ": the distributed path reaches compute() with states the single process never has";
+  cause.evidence = "the single process raised " + want + " at compute " + std::to_string(k + 1) +
+                   "; expected_error failed there";
+  cause.hint = "decide the error from the synced state as the single process does (e.g. check for no data before "
+               "the sync hands compute() a placeholder), so every rank raises " + want + " together";
+  return cause;
+}
+
 }  // namespace
 
-// No root-cause rule: a rank that raises alone is a hang the engine blames on it.
+// A rank that raises alone is a hang the engine blames on it; a rank that raises another type
+// than the single process is the root cause of what follows.
 Property expected_error() {
   Property p;
   p.name = "expected_error";
@@ -89,6 +126,7 @@ Property expected_error() {
   p.check = check;
   p.hint = "together (decided from synced state), as the single process does";
   p.last_evidence_step = expected_compute_step;
+  p.root_causes = {{42, raised_another_error}};
   return p;
 }
 

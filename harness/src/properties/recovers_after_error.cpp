@@ -4,6 +4,7 @@
 // value on the data fed so far (equal_to_single's comparison). Checked whenever [expect] names an
 // error and the script has an update and a compute after that compute; a scenario never lists it.
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "checking.h"
@@ -72,15 +73,27 @@ std::optional<RootCause> left_broken_by_the_raise(const Evidence& e) {
   std::set<int> broken;
   for (const auto& line : e.result(kName)->lines)
     if (line.differs) broken.insert(line.rank);
+  // What a rank that stopped after the raise raised, by step and type (e.g. "update raised
+  // AttributeError on rank(s) 0, 1"): read from its observation.
+  std::map<std::string, std::string> stopped;
   for (const auto& obs : e.ctx.ranks)
     for (int k : computes_after_recovery(e.ctx))
-      if (!obs.compute(k)) broken.insert(obs.rank);
+      if (!obs.compute(k)) {
+        broken.insert(obs.rank);
+        if (!obs.error) break;
+        auto& ranks = stopped[obs.error->op + "() raised " + obs.error->type];
+        ranks += (ranks.empty() ? "" : ", ") + std::to_string(obs.rank);
+        break;
+      }
   std::string ranks;
   for (int rank : broken) ranks += (ranks.empty() ? "" : ", ") + std::to_string(rank);
+  std::string raised;
+  for (const auto& [what, on] : stopped) raised += (raised.empty() ? "" : "; ") + what + " on rank(s) " + on;
   RootCause cause;
   cause.property = kName;
   cause.headline = "compute() raised " + e.ctx.scenario.expect.error + " as declared, and left the metric broken on rank(s) " +
-                   ranks + ": the next update() and compute() do not give the single-process value there";
+                   ranks + ": the next update() and compute() do not give the single-process value there" +
+                   (raised.empty() ? std::string() : " (the next " + raised + ")");
   cause.evidence = "expected_error held at compute " + std::to_string(e.ctx.scenario.expect.compute + 1) +
                    " and equal_to_single before it; recovers_after_error failed after it";
   cause.hint = "a compute() that raises must leave the state as it found it: restore what its sync changed, and set no "
