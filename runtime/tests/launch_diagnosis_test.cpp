@@ -589,6 +589,30 @@ TEST(BlameRules, TheHarnessEvidenceOfARaiseAndOfAnAbandonedWaitIsJudgedHere) {
   EXPECT_TRUE(ranks_past_their_memory(ranks).empty());
 }
 
+// Seen on torch 1.13 (torcheval MeanSquaredError, an empty rank's 0-d float16 state against its
+// peer's int64 size): rank 0's all_gather #0 read rank 1's bytes as a size and its allocation of
+// 541557860210573312 bytes failed, or rank 1 aborted first, whichever came first. The memory
+// failure inside the mismatched collective is the mismatch's: rank 1 (the odd one) is blamed
+// either way, so the outcome no longer moves with the race. A rank past its memory that the
+// mismatch blames, or that failed outside the mismatched collective, is still named.
+TEST(BlameRules, AnAllocationThatFailedInsideAMismatchedCollectiveIsTheMismatchs) {
+  auto past = rank(0, RankState::Raised, {record(0, "all_gather", "int64", {1})});
+  past.error_type = kRankMemoryExceeded;
+  const auto odd = rank(1, RankState::Crashed, {record(0, "all_gather", "float32", {})}, true);
+  const auto mismatch = find_collective_mismatch({past, odd});
+  ASSERT_TRUE(mismatch);
+  EXPECT_EQ(mismatch->blamed(), 1);
+  EXPECT_TRUE(ranks_past_their_memory({past, odd}).empty());
+  // Past its memory after the mismatched collective: its own.
+  auto later = past;
+  later.trace.push_back(record(1, "all_reduce(sum)"));
+  EXPECT_EQ(ranks_past_their_memory({later, odd}), std::vector<int>{0});
+  // Past its memory where every rank issued the same: its own.
+  auto same = odd;
+  same.trace = past.trace;
+  EXPECT_EQ(ranks_past_their_memory({past, same}), std::vector<int>{0});
+}
+
 TEST(MpirunOutput, ChunksOfSeveralRanksOnOneLineAreSplitPerRank) {
   const std::string tagged =
       "[1,0]<stdout>:VARIANT {\"a\"[1,1]<stdout>:RANK 1 SAW hang 1\n"

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "distmetrics/runtime/blame.h"
+#include "distmetrics/runtime/desync.h"
 #include "distmetrics/runtime/errors.h"
 #include "divergence.h"
 
@@ -106,9 +107,18 @@ std::optional<GroupTold> tell_mismatch_tie(const std::vector<RankOutcome>& ranks
 }
 
 std::vector<int> ranks_past_their_memory(const std::vector<RankOutcome>& ranks) {
+  // An allocation that failed inside a collective whose contributions do not match, on a rank the
+  // mismatch does not blame, is the mismatch's doing: the rank read a peer's bytes as a size
+  // (torch 1.13's gloo all_gather of int64 [1] against a peer's float32 []: "you tried to allocate
+  // 541557860210573312 bytes"), or its peer aborted first. Either way the mismatch rule blames.
+  const auto mismatch = find_collective_mismatch(ranks);
   std::vector<int> past;
-  for (const auto& r : ranks)
-    if (r.error_type == kRankMemoryExceeded) past.push_back(r.rank);
+  for (const auto& r : ranks) {
+    if (r.error_type != kRankMemoryExceeded) continue;
+    const bool in_the_mismatch = mismatch && !r.trace.empty() && r.trace.back().seq == mismatch->seq;
+    if (in_the_mismatch && r.rank != mismatch->blamed()) continue;
+    past.push_back(r.rank);
+  }
   return past;
 }
 
