@@ -2,7 +2,7 @@
 distmetrics_test(engine_unit_tests
   SOURCES engine_basics_test.cpp engine_check_test.cpp engine_scenario_test.cpp engine_tables_test.cpp
           scenario_fields_test.cpp
-          engine_data_files_test.cpp engine_data_lazy_test.cpp judging_rules_test.cpp
+          engine_data_files_test.cpp engine_data_lazy_test.cpp judging_rules_test.cpp variant_plan_test.cpp
   LINK distmetrics::harness distmetrics::harness_internal
   LABELS engine)
 target_compile_definitions(engine_unit_tests PRIVATE

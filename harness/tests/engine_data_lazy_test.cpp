@@ -1,6 +1,7 @@
 // Lazy generated data (data.h): every generator's rows made alone are the rows of the whole data
-// set, to the bit; the whole data are what the generators made before they were made row by row
-// (hashes pinned from that code); shard plans made from a count are the plans made from keys.
+// set, to the bit (batch by batch, and a rank's own rows as a data set of their own); the whole
+// data are what the generators made before they were made row by row (hashes pinned from that
+// code); shard plans made from a count are the plans made from keys.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
@@ -141,6 +142,46 @@ TEST(LazyData, RowsMadeAloneAreTheRowsOfTheWholeData) {
         for (const auto& rows : lists) expect_same_batch(cast_lazy.rows(rows), cast_whole.rows(rows), what + " as " + dtype);
       }
     }
+  }
+}
+
+// What a rank of a variant feeds: only its own rows, made alone (generate_rows), are the rows of
+// the whole data, to the bit, as the ranks have them in every input dtype.
+TEST(LazyData, ARanksOwnRowsMadeAloneAreThoseRowsOfTheWholeData) {
+  for (const auto& c : configs()) {
+    const auto s = spec(c.generator, c.params, kRows, c.dtype);
+    ASSERT_TRUE(dh::generated_whole(s));
+    const auto whole = dh::generate_whole_data(s);
+    const std::string what = c.generator + " " + c.params.dump() + " " + c.dtype;
+    for (const std::vector<std::int64_t>& rows :
+         {std::vector<std::int64_t>{}, {0}, {kRows - 1}, {3, 4, 5, 6, 7, 8, 9}, {1, 10, 19, 28, 37, 46}, {0, 2, 52}}) {
+      const auto mine = dh::generate_rows(s, rows);
+      ASSERT_FALSE(mine.is_lazy()) << what;
+      ASSERT_EQ(mine.size(), static_cast<std::int64_t>(rows.size())) << what;
+      std::vector<std::int64_t> local(rows.size());
+      for (std::size_t k = 0; k < rows.size(); ++k) local[k] = static_cast<std::int64_t>(k);
+      expect_same_batch(mine.rows(local), whole.rows(rows), what);
+      EXPECT_EQ(mine.rows({}).size(), 0) << what;
+      for (const std::string dtype : {"float16", "int32"})
+        expect_same_batch(dh::cast_to_input_dtype(mine, dtype).rows(local), dh::cast_to_input_dtype(whole, dtype).rows(rows),
+                          what + " as " + dtype);
+    }
+  }
+}
+
+TEST(LazyData, OnlyAGeneratorsWholeDataAreMadeRowByRowForARank) {
+  const auto small = spec("values", json::object(), 1000);
+  EXPECT_TRUE(dh::generated_whole(small));
+  EXPECT_FALSE(dh::generated_whole(spec("values", json::object(), std::int64_t{1} << 25)));  // lazy
+  auto file = small;
+  file.generator.clear();
+  file.file = "/nonexistent/x.pt";
+  EXPECT_FALSE(dh::generated_whole(file));
+  try {
+    dh::generate_rows(small, {999, 1000});
+    ADD_FAILURE() << "a row past the data was made";
+  } catch (const std::out_of_range& e) {
+    EXPECT_EQ(std::string(e.what()), "row 1000 asked of generator 'values', which has 1000 samples");
   }
 }
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -12,6 +13,7 @@
 #include "distmetrics/fixtures/scenario_test.h"
 #include "distmetrics/runtime/backends.h"
 #include "distmetrics/harness/engine.h"
+#include "distmetrics/harness/observation.h"
 #include "distmetrics/harness/session.h"
 #include "distmetrics/harness/scenario_python.h"
 #include "engine_broken_metrics.h"
@@ -413,6 +415,59 @@ TEST(EngineRun, APassSaysHowLongEveryPhaseTook) {
   // The verdict's seconds are the whole variant, never less than the phases it reports.
   const double reported = std::stod(message.substr(std::string("no_hang held: finished in ").size()));
   EXPECT_GE(v.seconds, reported);
+}
+
+// A rank follows the plan it is sent and plans nothing itself: given a hand-made plan that
+// differs from what plan_variant makes of the scenario (other batches, samples out of order and
+// the script's steps its own), each rank feeds exactly its batches of it.
+TEST(EngineRun, ARankFollowsThePlanItIsSentNotOneOfItsOwn) {
+  auto scenario = load("correct_mean");
+  scenario.script = {dh::parse_step("update rest"), dh::parse_step("compute"), dh::parse_step("update empty"),
+                     dh::parse_step("compute")};
+  dh::Variant variant;
+  for (const auto& v : dh::expand_variants(scenario, dr::visible_gpu_count()))
+    if (v.backend == "gloo" && v.world_size == 2 && v.shard == "even" && !v.skip) variant = v;
+  ASSERT_EQ(variant.world_size, 2);
+  dh::VariantPlan given;
+  given.shards.policy = "even";
+  given.shards.world_size = 2;
+  given.shards.ranks = {{{36, 0}, {7}}, {{3, 2, 1}}};
+  given.script = dh::simulate_script(scenario.script, {2, 1});
+  const dh::Dataset data = dh::generate_data(scenario.data);
+  const dh::VariantPlan own = dh::plan_variant(scenario, data, variant.shard, 2);
+  ASSERT_NE(own.shards.ranks, given.shards.ranks);  // the property is checked, not assumed
+
+  const auto run = pools().runner_for(variant).run(dh::make_variant_job(scenario, variant, &given, 30));
+  ASSERT_EQ(run.status, dr::RunStatus::Completed) << run.diagnosis;
+  ASSERT_EQ(run.ranks.size(), 2u);
+  const auto mean_of = [&](const std::vector<dh::SampleIndices>& batches) {
+    return dh::single_process_result(scenario, data, batches).value.value().get<double>();
+  };
+  const double all = mean_of({{36, 0}, {7}, {3, 2, 1}});
+  for (int r = 0; r < 2; ++r) {
+    const auto obs = dh::RankObservation::from_json(run.ranks[r].result);
+    EXPECT_FALSE(obs.error) << obs.error->message;
+    EXPECT_EQ(obs.samples, 3);
+    EXPECT_EQ(obs.batches, r == 0 ? 2 : 1);
+    ASSERT_EQ(obs.computes.size(), 2u);
+    for (const auto& compute : obs.computes) {
+      ASSERT_TRUE(compute.result.value) << compute.result.error;
+      EXPECT_NEAR(compute.result.value->get<double>(), all, 1e-12) << "rank " << r;
+    }
+  }
+  EXPECT_GT(std::abs(all - mean_of(own.shards.ranks[0])), 0.01);
+
+  // Without a plan (the supervisor could not make one), every rank says so and runs nothing.
+  const auto unplanned =
+      pools().runner_for(variant).run(dh::make_variant_job(scenario, variant, nullptr, 30, "no data: the disk is gone"));
+  ASSERT_EQ(unplanned.ranks.size(), 2u);
+  for (const auto& rank : unplanned.ranks) {
+    const auto obs = dh::RankObservation::from_json(rank.result);
+    ASSERT_TRUE(obs.error);
+    EXPECT_EQ(obs.error->op, "setup");
+    EXPECT_EQ(obs.error->message, "the supervisor could not plan the variant: no data: the disk is gone");
+    EXPECT_TRUE(obs.computes.empty());
+  }
 }
 
 TEST(EngineRun, Float32SumsLosePrecisionBeyondTwoToThe24) {

@@ -150,8 +150,8 @@ harness::EngineOptions ConformChecks::engine_options() {
   harness::EngineOptions options;
   options.deadline_seconds = deadline_seconds_;
   options.single_process = [this](const harness::Scenario& scenario, const harness::Variant& variant,
-                                  const harness::Dataset&, const harness::ShardPlan&, const harness::ScriptPlan&) {
-    return remote_.build(scenario, variant);
+                                  const harness::Dataset&, const harness::VariantPlan& plan) {
+    return remote_.build(scenario, variant, plan);
   };
   options.extra_checks.push_back([this](const harness::CheckContext& ctx, const harness::Dataset&,
                                         const harness::ShardPlan& shards, const runtime::Deadline& until) {
@@ -181,14 +181,14 @@ harness::PropertyResult ConformChecks::agrees_with_reference(const harness::Chec
     p.message = "agrees_with_reference skipped: distmetrics has no reference implementation of " + reference.metric;
     return p;
   }
-  if (without_data.empty()) return check_agrees_with_reference(ctx, reference, remote_, until);
+  if (without_data.empty()) return check_agrees_with_reference(ctx, reference, shards, remote_, until);
   std::vector<harness::RankObservation> judged = ctx.ranks;
   for (auto& obs : judged)
     obs.computes.erase(std::remove_if(obs.computes.begin(), obs.computes.end(),
                                       [&](const harness::ComputeRecord& c) { return without_data.count(c.index) > 0; }),
                        obs.computes.end());
   const harness::CheckContext judged_ctx{ctx.scenario, ctx.variant, ctx.plan, ctx.single, judged};
-  auto result = check_agrees_with_reference(judged_ctx, reference, remote_, until);
+  auto result = check_agrees_with_reference(judged_ctx, reference, shards, remote_, until);
   // After the message's last line (on a failure, its reproduce line).
   (result.variant_lines.empty() ? result.message : result.variant_lines) +=
       " (" + std::to_string(without_data.size()) +

@@ -37,7 +37,7 @@ using runtime::first_line;
 
 // What both helper tasks start from: the job's scenario, the variant's data (for an input dtype's
 // variant, the values the ranks were fed, rounded through that dtype, as the engine's own
-// reference has them) and the variant's plan.
+// reference has them) and the variant's plan as the supervisor made it (the helper never plans).
 // The helper worker serves a scenario's variants one after another: what depends only on the
 // scenario and the input dtype (the data, and the single-process runs over the same batches) is
 // made once and kept until the next scenario (issue 43: paid once, not per variant).
@@ -63,8 +63,7 @@ const HelperInput& helper_input(const runtime::TaskContext& ctx) {
     in.data = harness::rounded_through_input_dtype(harness::generate_data(in.scenario.data), dtype);
     made_from = std::move(data_spec);
   }
-  in.plan = harness::plan_variant(in.scenario, in.data, ctx.params.at("shard").get<std::string>(),
-                                  ctx.params.at("world_size").get<int>());
+  in.plan = harness::VariantPlan::from_json(ctx.params.at("plan"));
   return in;
 }
 
@@ -137,12 +136,9 @@ runtime::Job helper_job(const std::string& backend, std::string id, std::string 
   return job;
 }
 
-// What helper_input() reads back on the worker: the scenario and where the variant sits.
-json helper_params(const harness::Scenario& scenario, const harness::Variant& variant) {
-  return {{"scenario", scenario.to_json()},
-          {"shard", variant.shard},
-          {"world_size", variant.world_size},
-          {"dtype", variant.dtype}};
+// What helper_input() reads back on the worker: the scenario, the variant's input dtype and plan.
+json helper_params(const harness::Scenario& scenario, const harness::Variant& variant, const harness::VariantPlan& plan) {
+  return {{"scenario", scenario.to_json()}, {"dtype", variant.dtype}, {"plan", plan.to_json()}};
 }
 
 }  // namespace
@@ -191,10 +187,11 @@ void RemoteReference::ensure_pool() {
   pool_ = std::make_unique<runtime::RankPool>(options);
 }
 
-SingleProcessReference RemoteReference::build(const harness::Scenario& scenario, const harness::Variant& variant) {
+SingleProcessReference RemoteReference::build(const harness::Scenario& scenario, const harness::Variant& variant,
+                                              const harness::VariantPlan& plan) {
   const double deadline = deadline_seconds_.value_or(scenario.deadline_seconds);
-  const runtime::Job job =
-      helper_job(backend_, variant.id + "/single-process", kPluginReferenceTask, helper_params(scenario, variant), ms(deadline));
+  const runtime::Job job = helper_job(backend_, variant.id + "/single-process", kPluginReferenceTask,
+                                      helper_params(scenario, variant, plan), ms(deadline));
 
   SingleProcessReference reference;
   const std::string what = "the plugin's metric, in its single-process run (no communicator; on a helper process)";
@@ -211,8 +208,9 @@ SingleProcessReference RemoteReference::build(const harness::Scenario& scenario,
 }
 
 RemoteReference::AsFed RemoteReference::build_as_fed(const harness::Scenario& reference, const harness::Variant& variant,
-                                                     std::size_t computes, const runtime::Deadline& until) {
-  json params = helper_params(reference, variant);
+                                                     const harness::VariantPlan& plan, std::size_t computes,
+                                                     const runtime::Deadline& until) {
+  json params = helper_params(reference, variant, plan);
   params["computes"] = computes;
   const runtime::Job job = helper_job(backend_, variant.id + "/reference-as-fed", kReferenceAsFedTask, std::move(params),
                                       std::max(until.remaining(), std::chrono::milliseconds(1)));
@@ -406,9 +404,11 @@ PropertyResult judge_agrees_with_reference(const harness::CheckContext& ctx, con
 // them, so that a sampler's padding (PyTorch #25162) counts the same in both; on the helper worker,
 // where one past the variant's deadline is ended, not waited for.
 PropertyResult check_agrees_with_reference(const harness::CheckContext& ctx, const harness::Scenario& reference_scenario,
-                                           RemoteReference& remote, const runtime::Deadline& until) {
+                                           const harness::ShardPlan& shards, RemoteReference& remote,
+                                           const runtime::Deadline& until) {
   const auto started = std::chrono::steady_clock::now();
-  const auto built = remote.build_as_fed(reference_scenario, ctx.variant, ctx.plan.computes.size(), until);
+  const auto built =
+      remote.build_as_fed(reference_scenario, ctx.variant, {shards, ctx.plan}, ctx.plan.computes.size(), until);
   return judge_agrees_with_reference(ctx, reference_scenario, built, started);
 }
 

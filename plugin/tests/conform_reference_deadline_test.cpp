@@ -50,8 +50,10 @@ TEST(ConformReference, TheHelperKeepsSingleProcessRunsAcrossVariantsOfTheSameMet
   const auto* task = dr::TaskRegistry::instance().find(distmetrics::plugin::kPluginReferenceTask);
   ASSERT_NE(task, nullptr);
   const auto comm = dr::make_single_process_communicator();
+  // The helper is sent the plan the engine made (it never plans).
   auto call = [&](const dh::Scenario& s, const std::string& shard, int world_size) {
-    const nlohmann::json params = {{"scenario", s.to_json()}, {"shard", shard}, {"world_size", world_size}, {"dtype", ""}};
+    const auto plan = dh::plan_variant(s, dh::generate_data(s.data), shard, world_size);
+    const nlohmann::json params = {{"scenario", s.to_json()}, {"dtype", ""}, {"plan", plan.to_json()}};
     dr::TaskContext ctx{0, 1, 0, *comm, params, s.name};
     return (*task)(ctx);
   };
@@ -91,8 +93,8 @@ TEST(ConformReference, AReferenceImplementationPastTheDeadlineIsAHangNamingIt) {
   options.deadline_seconds = kDeadline;
   distmetrics::plugin::RemoteReference remote(kDeadline);
   options.extra_checks.push_back([&reference, &remote](const dh::CheckContext& ctx, const dh::Dataset&,
-                                                       const dh::ShardPlan&, const dr::Deadline& until) {
-    return distmetrics::plugin::check_agrees_with_reference(ctx, reference, remote, until);
+                                                       const dh::ShardPlan& shards, const dr::Deadline& until) {
+    return distmetrics::plugin::check_agrees_with_reference(ctx, reference, shards, remote, until);
   });
   dh::Engine engine(options);
   dh::LocalPools pools({}, 1);

@@ -126,6 +126,20 @@ Dataset generate_whole_data(const DataSpec& spec) {
   return out;
 }
 
+bool generated_whole(const DataSpec& spec) {
+  return !spec.generator.empty() && spec.file.empty() && spec.python.empty() && !spec.structured && !generated_lazily(spec);
+}
+
+Dataset generate_rows(const DataSpec& spec, const Rows& rows) {
+  for (const auto i : rows)
+    if (i < 0 || i >= spec.num_samples)
+      throw std::out_of_range("row " + std::to_string(i) + " asked of " + spec.source_text() + ", which has " +
+                              std::to_string(spec.num_samples) + " samples");
+  Dataset out = generated_rows(spec, rows);
+  out.sort_key = label_sort_keys(out, static_cast<std::int64_t>(rows.size()));
+  return out;
+}
+
 Dataset generate_lazy_data(const DataSpec& spec) {
   generator_of(spec);  // an unknown generator fails here, as it does for whole data
   Dataset out;

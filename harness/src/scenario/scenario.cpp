@@ -279,6 +279,7 @@ LoadResult load_scenario(const std::string& path, const std::string& name) {
   return load_scenario_text(text.str(), path, name);
 }
 
-// The JSON form sent to the ranks (Scenario::to_json, from_json) walks the field table: scenario_fields.cpp.
+// The JSON form (Scenario::to_json, from_json: what conform's helper worker is sent) walks the
+// field table: scenario_fields.cpp.
 
 }  // namespace distmetrics::harness

@@ -1,7 +1,8 @@
 #include "distmetrics/harness/engine.h"
 
-// The engine (engine.h): plans a variant, runs it on the ranks with its single-process reference
-// beside them, and hands the result to the judging rules (harness/src/judging/).
+// The engine (engine.h): plans a variant, runs it on the ranks (who follow that plan) with its
+// single-process reference beside them, and hands the result to the judging rules
+// (harness/src/judging/).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -18,6 +19,7 @@
 #include "distmetrics/harness/scenario_python.h"
 #include "distmetrics/runtime/child_call.h"
 #include "distmetrics/runtime/text.h"
+#include "rank_variant.h"
 
 namespace distmetrics::harness {
 namespace {
@@ -62,12 +64,19 @@ class TimedPhase {
 
 }  // namespace
 
-runtime::Job make_variant_job(const Scenario& scenario, const Variant& variant, double deadline_seconds) {
+runtime::Job make_variant_job(const Scenario& scenario, const Variant& variant, const VariantPlan* plan,
+                              double deadline_seconds, const std::string& plan_error) {
+  RankVariant sent;
+  sent.scenario = rank_scenario_of(scenario);
+  sent.placement = variant.placement;
+  sent.dtype = variant.dtype;
+  sent.backend = variant.backend;
+  if (plan) sent.plan = plan->to_json();
+  sent.plan_error = plan ? "" : plan_error;
   runtime::Job job;
   job.id = variant.id;
   job.task = kScenarioTask;
-  job.params = {{"scenario", scenario.to_json()}, {"shard", variant.shard}, {"placement", variant.placement}, {"dtype", variant.dtype},
-                {"backend", variant.backend}};  // the rank's GPU follows the backend's rule (rank_gpu)
+  job.params = sent.to_json();
   job.backend = variant.backend;
   job.comm_device = comm_device_for(variant.placement, variant.backend);
   job.deadline = ms(deadline_seconds);
@@ -114,7 +123,8 @@ Verdict Engine::run(const Scenario& scenario, const Variant& variant, runtime::J
   const double deadline = options_.deadline_seconds.value_or(scenario.deadline_seconds);
   const auto start = Clock::now();
   runtime::PhaseSeconds phases;
-  // Planned once, here: the reference, the shards the verdict shows and the checks use this plan.
+  // Planned once, here: the ranks follow this plan (it travels in their job), and the reference,
+  // the shards the verdict shows and the checks use it.
   std::optional<Planned> planned;
   std::string plan_error;
   try {
@@ -131,10 +141,11 @@ Verdict Engine::run(const Scenario& scenario, const Variant& variant, runtime::J
     reference = std::make_unique<runtime::ChildCall>(
         [&] { return reference_to_json(build_reference(scenario, data, plan.shards, plan.script)); });
   }
+  const runtime::Job job = make_variant_job(scenario, variant, planned ? &planned->plan : nullptr, deadline, plan_error);
   runtime::add_phase(phases, "plan", seconds_since(start));
   runtime::JobResult run;
   try {
-    run = runner.run(make_variant_job(scenario, variant, deadline));
+    run = runner.run(job);
   } catch (const std::exception& e) {
     Verdict v;
     v.variant = variant;
@@ -158,6 +169,16 @@ Verdict Engine::run(const Scenario& scenario, const Variant& variant, runtime::J
   v.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   v.phases = std::move(phases);
   return v;
+}
+
+runtime::Job Engine::job_for(const Scenario& scenario, const Variant& variant) {
+  const double deadline = options_.deadline_seconds.value_or(scenario.deadline_seconds);
+  try {
+    const Planned planned = plan(scenario, variant);
+    return make_variant_job(scenario, variant, &planned.plan, deadline);
+  } catch (const std::exception& e) {
+    return make_variant_job(scenario, variant, nullptr, deadline, e.what());
+  }
 }
 
 Engine::Planned Engine::plan(const Scenario& scenario, const Variant& variant) {
@@ -215,7 +236,7 @@ judging::ReferenceBuilt Engine::build_reference_for(const Scenario& scenario, co
   SingleProcessReference& single = built.single;
   std::optional<TimedPhase> single_phase(std::in_place, judged_phases_, "single_process");
   if (options_.single_process) {
-    single = options_.single_process(scenario, variant, data, shards, script);
+    single = options_.single_process(scenario, variant, data, planned.plan);
   } else {
     // In a child process, so that a reference past its budget is ended, not waited for.
     const auto until = runtime::Deadline::after(ms(std::max(budget, 0.0)));

@@ -1,12 +1,15 @@
-// The "scenario_variant" task: what every rank does for one variant. It generates the global
-// data from the seed, takes its shard, places it, builds the metric with the variant's fresh
-// communicator, runs the script and returns what it saw (a RankObservation).
+// The "scenario_variant" task: what every rank does for one variant. It reads the variant as the
+// supervisor planned it (rank_variant.h): its own batches and the script, followed as they are
+// (a rank never plans); makes the rows it feeds from the data's spec, places them, builds the
+// metric with the variant's fresh communicator, runs the script and returns what it saw (a
+// RankObservation).
 //
 // A metric error (InputError, NotComputableError, ...) is recorded and ends the script on this
 // rank (but an empty batch's update() that raises is only recorded: the script goes on without it); the task still returns, so the supervisor sees which rank raised where. A collective
 // error (timeout, mismatch) is rethrown: the runtime records where this rank was blocked.
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -22,6 +25,7 @@
 #include "distmetrics/harness/property.h"
 #include "distmetrics/runtime/text.h"
 #include "../properties/rank_probe.h"
+#include "rank_variant.h"
 
 namespace distmetrics::harness {
 namespace {
@@ -69,13 +73,14 @@ namespace {
 // run_scenario_variant_task drives it.
 class RankVariantRun {
  public:
-  RankVariantRun(runtime::TaskContext& ctx, const Scenario& scenario) : ctx_(ctx), scenario_(scenario) {
+  RankVariantRun(runtime::TaskContext& ctx, const RankScenario& scenario) : ctx_(ctx), scenario_(scenario) {
     obs_.rank = ctx.rank;
     obs_.comm_device = ctx.comm.device().str();
   }
 
-  // The data, its shards and the script planned; the rank's devices; the metric and its probes.
-  void set_up(const std::string& shard, const std::string& placement, const std::string& dtype);
+  // The rank's part of the supervisor's plan, the rows it feeds; its devices; the metric and its
+  // probes.
+  void set_up(const RankVariant& variant);
   // The script, step by step, until its end or a compute that raised.
   void run_script();
   // An error of the metric (or of the setup): recorded where the rank was.
@@ -84,7 +89,8 @@ class RankVariantRun {
   nlohmann::json finish(Clock::time_point start);
 
  private:
-  void place(const std::string& placement);
+  void make_rows(const RankVariant& variant);
+  void place(const std::string& placement, const std::string& backend);
   void build_metric();
   void run_update(const StepAction& action);
   void update_empty_batch();
@@ -93,7 +99,7 @@ class RankVariantRun {
   void keep_probe_notes();
 
   runtime::TaskContext& ctx_;
-  const Scenario& scenario_;
+  const RankScenario& scenario_;
   RankObservation obs_;
   int step_ = -1;
   std::string op_ = "setup";
@@ -101,8 +107,10 @@ class RankVariantRun {
   // in a collective this rank will never enter.
   bool stopped_ = false;
   std::string where_;  // what a crash report names: the step and its text
+  // The rows this rank feeds (data_.rows(batches_[b]) is its batch b), and the script.
   Dataset data_;
-  VariantPlan planned_;
+  std::vector<SampleIndices> batches_;
+  ScriptPlan script_;
   RankDevices devices_{c10::Device(c10::kCPU), c10::Device(c10::kCPU)};
   std::function<std::unique_ptr<metrics::Metric>()> make_;
   // The rank-side probes of the properties the scenario checks (state_roundtrip's restored
@@ -115,24 +123,44 @@ class RankVariantRun {
   bool past_expected_error_ = false;
 };
 
-void RankVariantRun::set_up(const std::string& shard, const std::string& placement, const std::string& dtype) {
+void RankVariantRun::set_up(const RankVariant& variant) {
+  if (variant.plan.is_null())
+    throw std::runtime_error("the supervisor could not plan the variant: " + variant.plan_error);
   PhaseScope data_phase("data");
-  data_ = cast_to_input_dtype(generate_data(scenario_.data), dtype);
-  planned_ = plan_variant(scenario_, data_, shard, ctx_.world_size);
+  RankPlan mine = VariantPlan::rank_from_json(variant.plan, ctx_.rank);
+  batches_ = std::move(mine.batches);
+  script_ = std::move(mine.script);
+  make_rows(variant);
   data_phase.end();
-  place(placement);
-  obs_.samples = planned_.shards.samples_of(ctx_.rank);
-  obs_.batches = static_cast<std::int64_t>(planned_.shards.batches_of(ctx_.rank));
+  place(variant.placement, variant.backend);
+  for (const auto& batch : batches_) obs_.samples += static_cast<std::int64_t>(batch.size());
+  obs_.batches = static_cast<std::int64_t>(batches_.size());
   runtime::post_task_record(observation_header_record(obs_));
   build_metric();
   past_expected_error_ = scenario_.checks("recovers_after_error");
 }
 
-void RankVariantRun::place(const std::string& placement) {
+// A generator's data: only the rows this rank feeds, made alone (its batches then index them);
+// data that are read whole (a file, Python's) or made batch by batch (lazy) as they come.
+void RankVariantRun::make_rows(const RankVariant& variant) {
+  if (!generated_whole(scenario_.data)) {
+    data_ = cast_to_input_dtype(generate_data(scenario_.data), variant.dtype);
+    return;
+  }
+  SampleIndices rows;
+  for (const auto& batch : batches_) rows.insert(rows.end(), batch.begin(), batch.end());
+  std::sort(rows.begin(), rows.end());
+  rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+  data_ = cast_to_input_dtype(generate_rows(scenario_.data, rows), variant.dtype);
+  for (auto& batch : batches_)
+    for (auto& index : batch) index = std::lower_bound(rows.begin(), rows.end(), index) - rows.begin();
+}
+
+void RankVariantRun::place(const std::string& placement, const std::string& backend) {
   const Placement* where = find_placement(placement);
   // GPUs are counted only for a GPU placement: counting initialises CUDA.
   const c10::Device gpu = where != nullptr && where->uses_gpu
-                              ? rank_gpu(ctx_.params.value("backend", ""), ctx_.local_rank, runtime::visible_gpu_count())
+                              ? rank_gpu(backend, ctx_.local_rank, runtime::visible_gpu_count())
                               : c10::Device(c10::kCPU);
   devices_ = harness::place(placement, ctx_.rank, gpu);
   // The rank is about to put tensors on a GPU: LibTorch's CUDA side first (runtime/backends.h).
@@ -158,7 +186,7 @@ void RankVariantRun::build_metric() {
 }
 
 void RankVariantRun::run_script() {
-  const ScriptPlan& script = planned_.script;
+  const ScriptPlan& script = script_;
   for (std::size_t s = 0; s < script.steps.size(); ++s) {
     step_ = static_cast<int>(s);
     const std::size_t computes_before = obs_.computes.size();
@@ -235,11 +263,10 @@ void RankVariantRun::update_empty_batch() {
 }
 
 void RankVariantRun::feed(std::size_t b) {
-  const auto& mine = planned_.shards.ranks[ctx_.rank];
   runtime::set_task_context(where_ + "update() of batch " + std::to_string(b + 1) + " (" +
-                            std::to_string(mine[b].size()) + " samples)");
+                            std::to_string(batches_[b].size()) + " samples)");
   PhaseScope slicing("data");
-  const auto batch = on_device(data_.rows(mine[b]), devices_.input);
+  const auto batch = on_device(data_.rows(batches_[b]), devices_.input);
   slicing.end();
   {
     PhaseScope updating("update");
@@ -333,13 +360,10 @@ static const bool scenario_task_registered = [] {
 
 nlohmann::json run_scenario_variant_task(runtime::TaskContext& ctx) {
   const auto start = Clock::now();
-  const Scenario scenario = Scenario::from_json(ctx.params.at("scenario"));
-  const std::string shard = ctx.params.at("shard");
-  const std::string placement = ctx.params.at("placement");
-  const std::string dtype = ctx.params.value("dtype", "");
-  RankVariantRun run(ctx, scenario);
+  const RankVariant variant = RankVariant::from_json(ctx.params);
+  RankVariantRun run(ctx, variant.scenario);
   try {
-    run.set_up(shard, placement, dtype);
+    run.set_up(variant);
     run.run_script();
   } catch (const runtime::CollectiveError&) {
     throw;

@@ -64,8 +64,7 @@ runtime::JobRunner& LocalPools::runner_for(const Variant& variant) {
   return *pools_.back().second;
 }
 
-Session::Session(SessionOptions options)
-    : deadline_seconds_(options.engine.deadline_seconds), engine_(std::move(options.engine)) {
+Session::Session(SessionOptions options) : engine_(std::move(options.engine)) {
   runtime::PoolOptions pool_options;
   pool_options.rank_memory_bytes = rank_memory_bytes(options.rank_memory_gib);
   pool_options.warm_up = options.pool_warm_up;
@@ -73,7 +72,7 @@ Session::Session(SessionOptions options)
 }
 
 Session::Session(SessionOptions options, runtime::PeerRunner& peers)
-    : deadline_seconds_(options.engine.deadline_seconds), engine_(std::move(options.engine)), peers_(&peers) {}
+    : engine_(std::move(options.engine)), peers_(&peers) {}
 
 Session::~Session() { close(); }
 
@@ -109,7 +108,7 @@ Verdict Session::run_item(const SessionItem& item) {
     verdict = engine_.run(scenario, variant, *peers_);
   } else {
     try {
-      peers_->run(make_variant_job(scenario, variant, deadline_seconds_.value_or(scenario.deadline_seconds)));
+      peers_->run(engine_.job_for(scenario, variant));  // planned here, as rank 0 plans it to judge
     } catch (const std::exception&) {
       // Rank 0 reports it.
     }

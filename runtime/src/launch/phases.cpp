@@ -17,13 +17,15 @@ const std::vector<PhaseKind>& phase_table() {
        "a job that did not end on its own: from the ranks' last move to the verdict (settle delays, a backend's own "
        "timeout, the deadline)"},
       {"end_workers", "supervisor", "ending the pool's workers after a hang or a crash (TERM, KILL, reaping)"},
-      {"plan", "engine", "the variant's data and shard plan in the supervisor"},
+      {"plan", "engine", "the variant's data and plan in the supervisor, and the job that carries the plan to the ranks"},
       {"single_process", "engine", "the single-process run of the metric, as far as it was waited for after the ranks"},
       {"reference", "engine", "the reference implementation: agrees_with_reference, a scenario's [reference]"},
       {"judging", "engine", "judging the properties and the verdict, single_process and reference left out"},
       {"interpreter", "rank", "starting the interpreter or importing a source inside a variant"},
       {"group", "rank", "the variant's communicator and the Python metric's torch.distributed group"},
-      {"data", "rank", "generating the data, the rank's shard plan and its batches"},
+      {"data", "rank",
+       "reading the rank's part of the plan it was sent, making its rows (a generator's: only the rows it feeds) and "
+       "its batches"},
       {"build", "rank", "making the metric and the properties' probe instances"},
       {"update", "rank", "update(), its collectives left out"},
       {"compute", "rank", "compute(), its collectives left out"},

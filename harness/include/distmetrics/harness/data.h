@@ -156,6 +156,13 @@ Dataset generate_data(const DataSpec& spec);
 // validation asks for one of them, and the tests compare the two).
 Dataset generate_whole_data(const DataSpec& spec);
 Dataset generate_lazy_data(const DataSpec& spec);
+// Whether generate_data makes a spec's data whole with its generator (not a file's, not
+// Python's, not structured, not lazy): then any rows of them can be made alone (generate_rows).
+bool generated_whole(const DataSpec& spec);
+// The rows `rows` (global sample indices, in that order) of a generator's data, as a data set of
+// their own: its row k is sample rows[k], to the bit as in the whole data. What a rank of a
+// variant feeds, made without the rows of the other ranks.
+Dataset generate_rows(const DataSpec& spec, const std::vector<std::int64_t>& rows);
 
 // The label-skew key of each of the first n samples: the mean of the sample's target row, or
 // of its input row when there is no target.

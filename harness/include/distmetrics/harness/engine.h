@@ -5,8 +5,9 @@
 //   for (const auto& v : expand_variants(scenario, runtime::visible_gpu_count()))
 //     Verdict verdict = engine.run(scenario, v, pools.runner_for(v));
 //
-// Each variant runs the "scenario_variant" task on every rank (a fresh process group per
-// variant, from the runner); beside them, the engine builds the single-process reference in a
+// Each variant is planned once, here (its data, shards and script), and runs the
+// "scenario_variant" task on every rank (a fresh process group per variant, from the runner),
+// which follows that plan; beside them, the engine builds the single-process reference in a
 // child process (or, with EngineOptions::single_process, where conform says: its helper worker),
 // and hands the ranks' results to the judging rules (harness/src/judging/), which check the
 // scenario's properties and turn hangs and crashes into verdicts with a diagnosis and a rank to
@@ -47,17 +48,36 @@ namespace distmetrics::harness {
 // The task every rank runs for a variant; registered with the runtime::TaskRegistry as "scenario_variant".
 constexpr const char* kScenarioTask = "scenario_variant";
 
-// The job the engine has every rank run for a variant.
-runtime::Job make_variant_job(const Scenario& scenario, const Variant& variant, double deadline_seconds);
+// One rank's part of a variant's plan: its own batches (global sample indices) and the script.
+struct RankPlan {
+  std::vector<SampleIndices> batches;
+  ScriptPlan script;
+};
 
-// What every rank of a variant does, planned the same way on the ranks, in the supervisor and
-// on conform's helper worker: the shard plan (step-synchronous for single_process = "per_step")
-// and the script simulated over it.
+// What every rank of a variant does: the shard plan (step-synchronous for single_process =
+// "per_step") and the script simulated over it. The supervisor plans it once (plan_variant);
+// the ranks and conform's helper worker receive it as JSON and follow it as it is.
 struct VariantPlan {
   ShardPlan shards;
   ScriptPlan script;
+
+  // The one wire form of a plan: each rank's batches as runs of index ranges (a few numbers per
+  // rank for a policy that cuts ranges, whatever the number of samples; variant_plan.cpp), the
+  // script's steps and computes.
+  nlohmann::json to_json() const;
+  static VariantPlan from_json(const nlohmann::json& j);
+  // Rank `rank`'s part of to_json's form, the other ranks' batches left unread: a rank holds only
+  // its own index lists.
+  static RankPlan rank_from_json(const nlohmann::json& j, int rank);
 };
 VariantPlan plan_variant(const Scenario& scenario, const Dataset& data, const std::string& shard, int world_size);
+
+// The job the engine has every rank run for a variant (harness/src/variants/rank_variant.h): what
+// a rank reads of the scenario and the supervisor's plan, which every rank follows as it is (a
+// rank never plans). `plan` null: the supervisor could not plan the variant, and every rank
+// records `plan_error` as the error of its setup.
+runtime::Job make_variant_job(const Scenario& scenario, const Variant& variant, const VariantPlan* plan,
+                              double deadline_seconds, const std::string& plan_error = "");
 
 // Which samples the single-process reference of a compute feeds: the union of what the ranks
 // fed, each sample once (what a variant must equal: the answer on the data), or every sample as
@@ -101,8 +121,7 @@ struct EngineOptions {
   // Builds a variant's single-process reference instead of build_reference() in a child process:
   // `distmetrics conform` builds a plugin's on a helper worker, so that a plugin that crashes or
   // hangs without a communicator cannot take the supervisor down.
-  std::function<SingleProcessReference(const Scenario&, const Variant&, const Dataset&, const ShardPlan&,
-                                       const ScriptPlan&)>
+  std::function<SingleProcessReference(const Scenario&, const Variant&, const Dataset&, const VariantPlan&)>
       single_process;
   // Properties judged after the scenario's own on a variant whose ranks all finished (e.g.
   // agrees_with_reference in `distmetrics conform`); a Fail fails the variant. `until` is the
@@ -122,6 +141,9 @@ class Engine {
   // Runs and judges one variant. Never throws for a failing metric or runner: every outcome
   // (skip, pass, fail, hang, crash, error) is a verdict.
   Verdict run(const Scenario& scenario, const Variant& variant, runtime::JobRunner& runner);
+  // The job of a peer rank that does not judge (Session): the variant planned here as run()
+  // plans it, for its task to follow.
+  runtime::Job job_for(const Scenario& scenario, const Variant& variant);
 
  private:
   // A variant's data (rounded through its input dtype) and its plan: made once per variant.

@@ -99,7 +99,8 @@ struct Scenario {
   // its file is read): running it needs --allow-python.
   bool names_python() const { return !data.python.empty() || reference.has_value(); }
 
-  // The form sent to every rank (and read back there).
+  // The form sent to conform's helper worker (and read back there); a rank of a variant is sent
+  // only what it reads, with the supervisor's plan (make_variant_job).
   nlohmann::json to_json() const;
   static Scenario from_json(const nlohmann::json& j);
 };

@@ -57,7 +57,8 @@ struct ScenarioField {
   bool plain = false;
   bool in_file = true;  // false: set by the program only (conform's no_data_value), never in a file
 
-  // The JSON wire (the scenario as a rank receives it): where it sits ("data.seed" nests),
+  // The JSON wire (the scenario as conform's helper worker receives it; a rank is sent only what
+  // it reads, rank_variant.h): where it sits ("data.seed" nests),
   // its value, and back. No get: not on the wire (sections); a null value is left out.
   std::string wire;
   std::function<nlohmann::json(const Scenario&)> get;

@@ -110,7 +110,6 @@ class Session {
 
  private:
   Verdict run_item(const SessionItem& item);
-  std::optional<double> deadline_seconds_;  // --deadline: a peer rank's runs are bounded by it too
   Engine engine_;
   std::unique_ptr<LocalPools> pools_;      // local
   runtime::PeerRunner* peers_ = nullptr;  // peers

@@ -116,17 +116,19 @@ class RemoteReference {
  public:
   explicit RemoteReference(std::optional<double> deadline_seconds);
   ~RemoteReference();
-  harness::SingleProcessReference build(const harness::Scenario& scenario, const harness::Variant& variant);
+  // The plugin's metric in one process on the variant's data, over its plan as the engine made it.
+  harness::SingleProcessReference build(const harness::Scenario& scenario, const harness::Variant& variant,
+                                        const harness::VariantPlan& plan);
   // The reference implementation (`reference`: the scenario as written) on the samples the
-  // variant's ranks fed, its first `computes` computes, on the helper worker (no fork of this
+  // variant's ranks fed (its plan), its first `computes` computes, on the helper worker (no fork of this
   // process per variant: a supervisor that imported torch and a library pays tens of ms for
   // each), ended at `until`. timed_out: it did not finish by then.
   struct AsFed {
     harness::SingleProcessReference reference;
     bool timed_out = false;
   };
-  AsFed build_as_fed(const harness::Scenario& reference, const harness::Variant& variant, std::size_t computes,
-                     const runtime::Deadline& until);
+  AsFed build_as_fed(const harness::Scenario& reference, const harness::Variant& variant,
+                     const harness::VariantPlan& plan, std::size_t computes, const runtime::Deadline& until);
   // Starts the helper worker now (a no-op job), so that its start (loading the plugin, or the
   // interpreter and a Python source) is not charged to the first variant's deadline. A helper
   // that cannot start is left for build() to report.
@@ -176,10 +178,11 @@ class ConformChecks {
 };
 
 // agrees_with_reference on one variant: `reference` is the scenario as written (the reference
-// implementation's metric), run on the variant's data and shards on `remote`'s helper worker
-// (RemoteReference::build_as_fed), ended at `until`, the variant's deadline: then the property's
-// outcome is Hang, naming the reference implementation.
+// implementation's metric), run on the variant's data, `shards` and script (ctx.plan) on
+// `remote`'s helper worker (RemoteReference::build_as_fed), ended at `until`, the variant's
+// deadline: then the property's outcome is Hang, naming the reference implementation.
 harness::PropertyResult check_agrees_with_reference(const harness::CheckContext& ctx, const harness::Scenario& reference,
-                                                    RemoteReference& remote, const runtime::Deadline& until);
+                                                    const harness::ShardPlan& shards, RemoteReference& remote,
+                                                    const runtime::Deadline& until);
 
 }  // namespace distmetrics::plugin
