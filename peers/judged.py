@@ -77,6 +77,12 @@ def size_band(world_size):
     return "ws2" if world_size == 2 else ("ws3+" if world_size >= 3 else "ws1")
 
 
+def unreached_reason(name, message):
+    """Why a property was not judged, as its message ("<name>: not judged: <why>") says it."""
+    head = f"{name}: not judged:"
+    return (message[len(head):] if message.startswith(head) else message).strip()[:160]
+
+
 def not_reached(variant):
     """Why a variant judged nothing past its failure: its outcome and reason, in one line."""
     return f"{variant['outcome']} at {variant['id'].split(':', 1)[-1]}: {(variant.get('reason') or '')[:120]}"
@@ -111,14 +117,15 @@ class ClassRecord:
         t = tables()
         passed, failed = judged_outcomes()
         skipped = t.outcome("skip")
+        not_judged = t.property_skip("not_judged")
         for p in props:
             seen.add(p["name"])
             if p.get("outcome") in (passed, failed):
                 self.judged[p["name"]][band].append((variant.get("shard", ""), p["outcome"]))
             elif p.get("outcome") == skipped:
                 message = (p.get("message") or "skipped").splitlines()[0]
-                if ": not judged:" in message:  # the step it judges was never reached (checking.cpp, skipped())
-                    self.unreached[p["name"]][band].append(message.split(": not judged:", 1)[1].strip()[:160])
+                if p.get("why") == not_judged:  # the step it judges was never reached (checking.cpp, skipped())
+                    self.unreached[p["name"]][band].append(unreached_reason(p["name"], message))
                 else:  # it does not apply to this class (a declared convention, no reference implementation)
                     self.not_applicable.setdefault(p["name"], message[:160])
         if variant["outcome"] == t.outcome("hang"):

@@ -159,12 +159,13 @@ def variant_states(v, finding_state, listed, applies, not_applicable=None):
     otherwise it is not judged when its scenario lists it, and left out when not (its scenario does
     not check it)."""
     out = {}
+    not_judged = expected.tables().property_skip("not_judged")  # a skip's "why" (the report says it)
     for p in v.get("properties", []):
         outcome, message = p.get("outcome"), (p.get("message") or "").splitlines()[0] if p.get("message") else ""
         if outcome == "pass":
             out[p["name"]] = ("pass", message)
         elif outcome == "skip":
-            if ": not judged:" in message or message.startswith("not judged"):
+            if p.get("why") == not_judged:
                 out[p["name"]] = ("notjudged", message)
             else:
                 out[p["name"]] = ("na", message)

@@ -34,6 +34,7 @@
 #include "distmetrics/harness/variant.h"
 #include "distmetrics/plugin/conform.h"
 #include "distmetrics/runtime/backends.h"
+#include "distmetrics/runtime/launchers.h"
 #include "distmetrics/runtime/peer_runner.h"
 #include "distmetrics/runtime/rank_pool.h"
 #include "distmetrics/runtime/text.h"
@@ -475,16 +476,25 @@ static std::vector<std::string> launcher_choices() {
   return choices;
 }
 
+// --launcher's help, from the launcher table: "local (a supervised rank pool), mpi (...) or env
+// (...); default: ...".
+static std::string launcher_help() {
+  const auto choices = launcher_choices();
+  std::string help;
+  for (size_t i = 0; i < choices.size(); ++i) {
+    if (i > 0) help += i + 1 == choices.size() ? " or " : ", ";
+    help += choices[i] + " (" + runtime::find_launcher(choices[i])->help + ")";
+  }
+  return help + "; default: the launcher that started this process, else " + runtime::local_launcher().name;
+}
+
 void add_launch_options(CLI::App& command, std::optional<double>& rank_memory_gib, std::string& launcher) {
   command.add_option("--rank-memory", rank_memory_gib,
                      "GiB of address space each rank of the local pool may use (RLIMIT_AS); past it the rank's "
                      "allocation fails and the variant's outcome is memory_exceeded, naming the rank; 0: no limit; default: a "
                      "third of this machine's memory, at least 4")
       ->check(CLI::Range(0.0, 4096.0));
-  command.add_option("--launcher", launcher,
-                     "local (a supervised rank pool), mpi (started by mpirun) or env (RANK, WORLD_SIZE, ... set); "
-                     "default: the launcher that started this process, else local")
-      ->check(CLI::IsMember(launcher_choices()));
+  command.add_option("--launcher", launcher, launcher_help())->check(CLI::IsMember(launcher_choices()));
 }
 
 const char* const kPluginValue = "the plugin's shared library (lib<name>.so)";

@@ -181,6 +181,30 @@ TEST(ExploreSignature, ReadsOutcomeFirstHandPropertiesAndRankStates) {
   EXPECT_TRUE(*ex::failure_signature(smaller) == *sig);
 }
 
+// A hang that the machine's load may explain is told from the verdict's typed fields: no rank
+// raised, crashed or timed out in a collective and nothing parted; an error, only when the
+// single-process reference ran past the deadline. The reason's words decide nothing.
+TEST(ExploreMaybeSlow, DecidesFromTheVerdictsRankStatesDeviationAndReferenceFlag) {
+  using distmetrics::harness::Outcome;
+  EXPECT_TRUE(ex::maybe_slow(verdict(Outcome::Hang, {}, {"stuck", "finished"})));
+  EXPECT_FALSE(ex::maybe_slow(verdict(Outcome::Hang, {}, {"timed_out", "finished"})));
+  EXPECT_FALSE(ex::maybe_slow(verdict(Outcome::Hang, {}, {"stuck", "raised"})));
+  EXPECT_FALSE(ex::maybe_slow(verdict(Outcome::Hang, {}, {"crashed", "stuck"})));
+  auto parted = verdict(Outcome::Hang, {}, {"stuck", "finished"});
+  parted.deviation = distmetrics::harness::Deviation{};
+  EXPECT_FALSE(ex::maybe_slow(parted));
+
+  auto past = verdict(Outcome::Error, {}, {});
+  past.reason = "the single-process reference failed: the plugin's metric, in its single-process run, raised ValueError";
+  past.single_past_deadline = true;
+  EXPECT_TRUE(ex::maybe_slow(past));
+  auto worded = verdict(Outcome::Error, {}, {});
+  worded.reason = "the single-process reference failed: the plugin's metric, in its single-process run (no communicator; "
+                  "on a helper process), did not finish within the deadline (2 s)";
+  EXPECT_FALSE(ex::maybe_slow(worded));
+  EXPECT_FALSE(ex::maybe_slow(verdict(Outcome::Fail, {}, {})));
+}
+
 // Fewer samples come first with the batch size scaled down alike (every rank keeps its number of
 // batches, so 'update N' and 'update P%' feed the same share), then with the batch size kept.
 TEST(ExploreShrink, FewerSamplesKeepTheNumberOfBatchesFirst) {

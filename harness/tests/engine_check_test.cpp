@@ -5,13 +5,16 @@
 
 #include <regex>
 #include <sstream>
+#include <stdexcept>
 
 #include "distmetrics/harness/internal/blame.h"
 #include "distmetrics/harness/check.h"
 #include "distmetrics/harness/input_dtype.h"
 #include "distmetrics/harness/report.h"
 #include "distmetrics/harness/report_model.h"
+#include "distmetrics/harness/observation.h"
 #include "distmetrics/harness/root_cause.h"
+#include "distmetrics/runtime/errors.h"
 
 namespace dh = distmetrics::harness;
 using nlohmann::json;
@@ -845,11 +848,14 @@ TEST(RootCause, OnlyTheReplayDifferingIsAResetThatForgets) {
 // --- Waits that gave up after a peer raised or left ------------------------------------------
 
 namespace {
+// The error as step_error() records it where it was caught: a wait that gave up says so in
+// wait_timed_out (is_wait_timeout of the exception).
 dh::RankObservation with_error(int rank, const std::string& type, const std::string& message, double at) {
   dh::RankObservation o;
   o.rank = rank;
   o.error = dh::StepError{1, "compute", type, message};
   o.error->at = at;
+  o.error->wait_timed_out = dh::is_wait_timeout(std::runtime_error(message));
   return o;
 }
 }  // namespace
@@ -878,6 +884,58 @@ TEST(AbandonedWait, ARaiseAfterTheTimeoutIsAConsequenceAndARankThatLeftIsBlamed)
                                         with_error(1, "Error", "Operation timed out!", 1000.1)}));
   // No timeout, no abandoned wait.
   EXPECT_FALSE(distmetrics::harness::judging::find_abandoned_wait({with_error(0, "InputError", "bad input", 1000.0), finished}));
+}
+
+// Whether an error is a wait that gave up is decided where it is caught, into a typed field that
+// travels with the observation; the blame reads the field, not the message.
+TEST(AbandonedWait, AWaitThatGaveUpIsATypedFieldSetWhereTheErrorIsCaught) {
+  using distmetrics::runtime::CollectiveError;
+  using distmetrics::runtime::CollectiveFailure;
+  const distmetrics::runtime::CollectiveRecord allreduce{2, "all_reduce(sum)", "float64", {2}};
+  EXPECT_TRUE(dh::step_error(1, "compute", CollectiveError(0, CollectiveFailure::Timeout, allreduce, "no peer")).wait_timed_out);
+  EXPECT_FALSE(dh::step_error(1, "compute", CollectiveError(0, CollectiveFailure::Mismatch, allreduce, "timeout")).wait_timed_out);
+  EXPECT_TRUE(dh::step_error(1, "compute", distmetrics::runtime::BackendTimeout("gloo work still pending")).wait_timed_out);
+  // A metric's own c10d wait raises a plain error: its words are all it has.
+  EXPECT_TRUE(dh::step_error(1, "compute", std::runtime_error("allreduce timed out")).wait_timed_out);
+  EXPECT_FALSE(dh::step_error(1, "compute", std::runtime_error("bad input")).wait_timed_out);
+
+  // The field travels in the observation's JSON.
+  dh::RankObservation waited = with_error(0, "Error", "Operation timed out!", 1001.5);
+  EXPECT_TRUE(dh::RankObservation::from_json(waited.to_json()).error->wait_timed_out);
+
+  // The blame decides from the field: the same words without it are a raise, and a wait that
+  // gave up in other words is still a wait.
+  dh::RankObservation raised = with_error(1, "NotComputableError", "no samples on this rank", 1000.0);
+  dh::RankObservation worded = waited;
+  worded.error->wait_timed_out = false;
+  EXPECT_FALSE(distmetrics::harness::judging::find_abandoned_wait({worded, raised}));
+  dh::RankObservation silent = with_error(0, "DistBackendError", "the work was aborted", 1001.5);
+  silent.error->wait_timed_out = true;
+  const auto blame = distmetrics::harness::judging::find_abandoned_wait({silent, raised});
+  ASSERT_TRUE(blame);
+  EXPECT_EQ(blame->blamed, 1);
+  EXPECT_EQ(blame->waiting, (std::vector<int>{0}));
+}
+
+// A skipped property says why in a typed field the JSON report carries ("why"), set where the
+// skip is made; its message stays what people read.
+TEST(PropertySkip, WhyItWasNotJudgedIsATypedFieldOfTheReport) {
+  dh::PropertyResult unreached;
+  unreached.name = "merge_state";
+  unreached.set_not_judged("no rank reached compute 2");
+  EXPECT_EQ(unreached.outcome, dh::Outcome::Skip);
+  EXPECT_EQ(unreached.message, "merge_state: not judged: no rank reached compute 2");
+  EXPECT_EQ(unreached.to_json().at("why"), "not_judged");
+
+  dh::PropertyResult other;  // a skip made without saying more does not apply to the metric
+  other.name = "agrees_with_reference";
+  other.outcome = dh::Outcome::Skip;
+  other.message = "agrees_with_reference skipped: no rank reached a compute";
+  EXPECT_EQ(other.to_json().at("why"), "not_applicable");
+
+  dh::PropertyResult held;
+  held.name = "idempotent";
+  EXPECT_FALSE(held.to_json().contains("why"));
 }
 
 // --- Empty batches, NaN after them, float32 cancellation, float32 golden values ---------------

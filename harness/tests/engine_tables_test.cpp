@@ -25,9 +25,11 @@
 #include "distmetrics/harness/scenario_fields.h"
 #include "distmetrics/harness/shard.h"
 #include "distmetrics/harness/tables.h"
+#include "distmetrics/harness/verdict.h"
 #include "distmetrics/metrics/registry.h"
 #include "distmetrics/runtime/backends.h"
 #include "distmetrics/runtime/blame.h"
+#include "distmetrics/runtime/launchers.h"
 #include "distmetrics/runtime/phases.h"
 
 namespace distmetrics::harness {
@@ -432,6 +434,13 @@ TEST(TablesTest, TheTablesJsonHoldsExactlyTheTables) {
   EXPECT_EQ(names(t.at("backends")), runtime::backend_names());
   for (const auto& b : t.at("backends"))
     EXPECT_EQ(b.at("default").get<bool>(), runtime::find_backend(b.at("name").get<std::string>())->default_variant);
+  EXPECT_EQ(names(t.at("launchers")), runtime::launcher_names());
+  for (const auto& l : t.at("launchers")) {
+    const auto* launcher = runtime::find_launcher(l.at("name").get<std::string>());
+    EXPECT_EQ(l.at("peers").get<bool>(), launcher->peers) << launcher->name;
+    EXPECT_EQ(l.at("pool_launch"), launcher->pool ? nlohmann::json(launcher->pool->name) : nlohmann::json(nullptr));
+  }
+  EXPECT_EQ(names(t.at("property_skips")), (std::vector<std::string>{to_string(SkipWhy::NotApplicable), to_string(SkipWhy::NotJudged)}));
   EXPECT_EQ(names(t.at("shard_policies")), shard_policy_names());
   EXPECT_EQ(names(t.at("placements")), placement_names());
   EXPECT_EQ(names(t.at("generators")), generator_names());

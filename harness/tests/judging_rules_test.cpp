@@ -586,6 +586,7 @@ TEST(JudgingRules, AWaitThatGaveUpAfterAPeerRaisedIsAHangBlamedOnThatPeer) {
   auto waited = c.observation(1);
   waited.error = dh::StepError(3, "compute", "Error", "Operation timed out!");
   waited.error->at = 1001.0;
+  waited.error->wait_timed_out = true;  // as step_error() records a wait that gave up
   c.observe(0, raised);
   c.observe(1, waited);
   judging::Judging j(c.scenario, c.variant, c.run, 10.0);

@@ -201,6 +201,7 @@ SingleProcessReference RemoteReference::build(const harness::Scenario& scenario,
     if (run.status == runtime::RunStatus::Completed && !run.ranks.empty())
       return harness::reference_from_json(run.ranks.front().result);
     reference.failure = what + ", " + rank_problem(run, deadline);
+    reference.failure_past_deadline = run.status == runtime::RunStatus::Hang;
   } catch (const std::exception& e) {
     reference.failure = what + ": the helper process could not run it: " + std::string(e.what());
   }

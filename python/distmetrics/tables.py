@@ -46,6 +46,11 @@ class Tables:
         self.default_properties: List[str] = list(raw["default_properties"])
         self.default_script: List[str] = list(raw["default_script"])  # what a scenario without one runs
         self.backends: Dict[str, Dict[str, Any]] = {b["name"]: b for b in raw["backends"]}
+        # The launcher table (runtime/launchers.h): {"name", "peers", "through_mpi", "pool_launch",
+        # "pool_through_mpirun", ...}; a variant's "launch" is one's pool_launch. Absent from an
+        # older build's tables, as is property_skips: a skipped property result's "why".
+        self.launchers: Dict[str, Dict[str, Any]] = {launcher["name"]: launcher for launcher in raw.get("launchers", [])}
+        self.property_skips: Dict[str, Dict[str, Any]] = {s["name"]: s for s in raw.get("property_skips", [])}
         self.shard_policies: Dict[str, Dict[str, Any]] = {s["name"]: s for s in raw["shard_policies"]}
         self.placements: Dict[str, Dict[str, Any]] = {p["name"]: p for p in raw["placements"]}
         # Data generators: {"name", "structured"} (structured samples have no label to order by).
@@ -99,6 +104,25 @@ class Tables:
         if name not in self.exit_codes:
             raise TablesError(f"{self.origin} has no exit code {name!r} (its exit codes: {', '.join(self.exit_codes)})")
         return self.exit_codes[name]
+
+    # --- launchers, property skips -------------------------------------------------------------
+    def launcher_of_pool_launch(self, launch: str) -> Dict[str, Any]:
+        """The launcher whose way of starting a local pool's workers is `launch` (a variant's
+        "launch" in `distmetrics list --json`): its "name" is what --launcher says to a process it
+        started, its "pool_through_mpirun" whether mpirun starts them."""
+        for launcher in self.launchers.values():
+            if launcher.get("pool_launch") == launch:
+                return launcher
+        known = [launcher["pool_launch"] for launcher in self.launchers.values() if launcher.get("pool_launch")]
+        raise TablesError(f"{self.origin} has no launcher whose pool launch is {launch!r} (its pool launches: "
+                          f"{', '.join(known)})")
+
+    def property_skip(self, name: str) -> str:
+        """`name`, checked to be a "why" of a skipped property result (not_judged, not_applicable)."""
+        if name not in self.property_skips:
+            raise TablesError(f"{self.origin} has no property skip {name!r} (its property skips: "
+                              f"{', '.join(self.property_skips)})")
+        return name
 
     # --- properties, backends, shard policies ---------------------------------------------------
     def property_name(self, name: str) -> str:

@@ -46,6 +46,11 @@ TABLES = {
         {"name": "mpi", "description": "Open MPI directly (a duplicate of MPI_COMM_WORLD): CPU collectives; "
                                        "ranks started by mpirun"},
         {"name": "nccl", "description": "c10d ProcessGroupNCCL: collectives on cuda:local_rank, one GPU per rank"}],
+    "launchers": [
+        {"name": "local", "peers": False, "through_mpi": False, "pool_launch": "direct", "pool_through_mpirun": False},
+        {"name": "mpi", "peers": True, "through_mpi": True, "pool_launch": "mpirun", "pool_through_mpirun": True},
+        {"name": "env", "peers": True, "through_mpi": False, "pool_launch": None, "pool_through_mpirun": False}],
+    "property_skips": [{"name": "not_applicable"}, {"name": "not_judged"}],
     "shard_policies": [{"name": "even"}, {"name": "uneven"}],
     "placements": [{"name": "cpu"}],
     "generators": [{"name": "binary", "structured": False}, {"name": "text", "structured": True}],

@@ -326,6 +326,7 @@ def test_items_are_made_from_the_listing_alone(project):
     `list --json` says; an entry without its launch breaks the contract."""
     from conftest import FAKE_RUNNER
     from distmetrics.pytest_plugin.runner import RunnerError, Selection, _variant_from_json, list_variants
+    from distmetrics.tables import tables
     project.scenario("core/mae", backends=["gloo", "mpi"], world_sizes=[2], metric="MeanAbsoluteError",
                      deadline=45)
     listed = list_variants([sys.executable, str(FAKE_RUNNER)], ["scenarios"], Selection(), project.path)
@@ -335,7 +336,10 @@ def test_items_are_made_from_the_listing_alone(project):
     entry = {"id": "core/mae:gloo-ws2-even-cpu", "scenario": "core/mae", "file": "scenarios/core/mae.toml",
              "backend": "gloo", "world_size": 2, "shard": "even", "placement": "cpu"}
     with pytest.raises(RunnerError, match="without a valid 'launch'"):
-        _variant_from_json(entry, project.path)
+        _variant_from_json(entry, project.path, tables([sys.executable, str(FAKE_RUNNER)]))
+    # A launch the launcher table does not know breaks it too.
+    with pytest.raises(RunnerError, match="whose launch the runner's tables do not know"):
+        _variant_from_json({**entry, "launch": "ssh"}, project.path, tables([sys.executable, str(FAKE_RUNNER)]))
 
 
 def test_mpirun_starts_the_variants_the_listing_says_mpirun_starts(project, tmp_path):

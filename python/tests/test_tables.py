@@ -74,6 +74,8 @@ def copies(source: str, table: Tables):
     categories = {"outcome": (set(table.outcomes), 1, False), "backend": (set(table.backends), 1, False),
                   "property": (set(table.properties), 1, False),
                   "shard policy": (set(table.shard_policies), 1, False),
+                  "launcher": (set(table.launchers) | {l["pool_launch"] for l in table.launchers.values() if l["pool_launch"]},
+                               1, False),
                   "reference parameter": (table.reference_param_names(), 2, True)}
     tree = ast.parse(source)
     docstrings = _docstrings(tree)
@@ -136,6 +138,7 @@ def test_no_python_file_copies_a_table(table):
     'DEFAULTS = ["equal_to_single", "ranks_agree"]',
     'REFERENCE_DEFAULTS = {"threshold": 0.5, "top_k": 1, "average": "macro"}',
     'SHARDS = ["even", "uneven"]',
+    'LAUNCHERS = ("local", "mpi")',
     'ok = source == f"python:{library}/metrics.py"',
     'path = source[len("python:"):]',
     'if done.returncode == 2: pass',
@@ -169,6 +172,16 @@ def test_the_tables_are_the_runners(table):
     assert table.source_path("/abs/libx.so") == "/abs/libx.so"
     with pytest.raises(TablesError, match="no outcome 'passed'"):
         table.outcome("passed")
+    # A variant's launch names the launcher whose pool launch it is (runtime/launchers.h).
+    mpirun = table.launcher_of_pool_launch("mpirun")
+    assert mpirun["name"] == "mpi" and mpirun["pool_through_mpirun"] and mpirun["peers"]
+    assert table.launcher_of_pool_launch("direct")["name"] == "local"
+    assert not table.launcher_of_pool_launch("direct")["pool_through_mpirun"]
+    with pytest.raises(TablesError, match="no launcher whose pool launch is 'ssh'"):
+        table.launcher_of_pool_launch("ssh")
+    assert table.property_skip("not_judged") == "not_judged"
+    with pytest.raises(TablesError, match="no property skip 'skipped'"):
+        table.property_skip("skipped")
 
 
 def test_the_reference_defaults_are_the_metrics_commands(table):
@@ -207,6 +220,9 @@ def test_the_fake_runner_agrees_with_the_runner(table):
     for key in ("properties", "shard_policies", "placements", "generators", "reference_metrics"):
         assert {e["name"] for e in fake[key]} <= {e["name"] for e in table.raw[key]}, key
     assert set(fake["default_properties"]) <= set(table.default_properties)
+    assert fake["launchers"] == [{k: launcher[k] for k in ("name", "peers", "through_mpi", "pool_launch", "pool_through_mpirun")}
+                                 for launcher in table.raw["launchers"]]
+    assert [s["name"] for s in fake["property_skips"]] == list(table.property_skips)
 
 
 def test_the_peer_plan_names_shard_policies_of_the_table(table):
@@ -239,3 +255,24 @@ def test_inside_the_runner_the_tables_come_from_the_embedded_module(tmp_path, ta
     got = json.loads(seen.read_text())
     assert got["origin"] == "the embedded distmetrics runner"
     assert got["raw"] == table.raw
+
+
+def test_the_peer_census_classes_a_skip_by_its_why_not_its_message(table):
+    """peers/judged.py tells a property never reached from one that does not apply by the report's
+    "why" (harness SkipWhy), whatever the message says; the reason it lists is the message's."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("peers_judged", REPO / "peers" / "judged.py")
+    judged = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(judged)
+    record = judged.ClassRecord()
+    record.add({"id": "s:gloo-ws2-even-cpu", "world_size": 2, "shard": "even", "outcome": table.outcome("skip"),
+                "properties": [
+                    {"name": "merge_state", "outcome": table.outcome("skip"), "why": table.property_skip("not_judged"),
+                     "message": "merge_state: not judged: no rank reached compute 2\n  variant: ..."},
+                    {"name": "state_roundtrip", "outcome": table.outcome("skip"),
+                     "why": table.property_skip("not_applicable"),
+                     "message": "state_roundtrip: not applicable: x: not judged: words that decide nothing"}]})
+    assert dict(record.unreached["merge_state"]) == {"ws2": ["no rank reached compute 2"]}
+    assert record.not_applicable == {"state_roundtrip": "state_roundtrip: not applicable: x: not judged: words that "
+                                                        "decide nothing"}
+    assert "state_roundtrip" not in record.unreached

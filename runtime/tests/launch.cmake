@@ -25,13 +25,15 @@ distmetrics_test(launch_peer_tests
 target_compile_definitions(launch_peer_tests PRIVATE DISTMETRICS_PEER_PROBE="$<TARGET_FILE:launch_peer_probe>")
 add_dependencies(launch_peer_tests launch_peer_probe)
 
-# The launcher tables; the peer launcher's parts: its environment, its store and check-in, the MPI agent's rank side,
+# The launcher table; the peer launcher's parts: its environment, its store and check-in, the MPI agent's rank side,
 # the gloo task's kept child, when rank 0 stops waiting (fixed inputs) and the held SIGTERM.
 distmetrics_test(launch_peer_parts_tests
   SOURCES launch_peer_env_test.cpp launch_peer_store_test.cpp launch_peer_task_test.cpp launch_mpi_agent_test.cpp
           launch_peer_gather_test.cpp launch_launchers_test.cpp
   LINK distmetrics::runtime
   LABELS runtime)
+# The launcher test reads docs/runtime.md and scans the sources for a launcher's name.
+target_compile_definitions(launch_peer_parts_tests PRIVATE DISTMETRICS_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
 
 # Strangers, private rendezvous, process hygiene (issue 12).
 distmetrics_test(launch_security_tests

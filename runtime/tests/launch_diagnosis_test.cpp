@@ -430,6 +430,7 @@ TEST(Diagnosis, ARankWhosePeerLeftWithoutTheCollectiveIsAHangBlamingThePeer) {
   auto waiter = rank(0, RankState::Raised, reduces(4), true);
   waiter.error_type = "CollectiveError";
   waiter.error = lost.what();
+  waiter.peer_left = lost.peer_left();  // as the task runner sets it
   const auto run = diagnosed({waiter, rank(1, RankState::Finished, reduces(3))});
   EXPECT_EQ(run.status, RunStatus::Hang);
   EXPECT_EQ(run.blamed_rank, 1);
@@ -440,6 +441,45 @@ TEST(Diagnosis, ARankWhosePeerLeftWithoutTheCollectiveIsAHangBlamingThePeer) {
   // A peer that entered the collective and left it is no such case: the failure is the error.
   const auto entered = diagnosed({waiter, rank(1, RankState::Finished, reduces(4))});
   EXPECT_EQ(entered.status, RunStatus::Error);
+}
+
+// A collective that failed because its peer's connection closed says so in a typed flag, set
+// where the backend's error becomes a CollectiveError, that travels in the rank's report.
+TEST(PeerLeft, TheCommunicatorFlagsAFailureOnALostConnectionAndTheFlagTravelsInTheReport) {
+  const CollectiveError lost(0, CollectiveFailure::Failed, record(3, "all_reduce(sum)"), "Connection reset by peer");
+  EXPECT_TRUE(lost.peer_left());
+  EXPECT_NE(std::string(lost.what()).find(kPeerLeftAdvice), std::string::npos) << lost.what();
+  EXPECT_FALSE(CollectiveError(0, CollectiveFailure::Failed, record(3, "all_reduce(sum)"), "NCCL needs CUDA tensors").peer_left());
+  // A timeout is never a peer that left, whatever its words.
+  EXPECT_FALSE(CollectiveError(0, CollectiveFailure::Timeout, record(3, "all_reduce(sum)"), "peer never came").peer_left());
+
+  RankOutcome waiter = rank(0, RankState::Raised, reduces(4), true);
+  waiter.peer_left = true;
+  EXPECT_TRUE(detail::outcome_from_json(detail::to_json(waiter)).peer_left);
+  EXPECT_FALSE(detail::outcome_from_json(detail::to_json(rank(1, RankState::Finished, reduces(3)))).peer_left);
+}
+
+// The diagnosis decides from the flag, not from the error's words: a rank flagged as failing on
+// a lost connection in a collective its peer never entered is the skipped collective's hang; the
+// same words without the flag are an ordinary error.
+TEST(PeerLeft, TheDiagnosisOfAWaiterWhosePeerLeftReadsTheFlag) {
+  RankOutcome waiter = rank(0, RankState::Raised, reduces(4), true);
+  waiter.error_type = "CollectiveError";
+  waiter.error = "rank 0: all_reduce(sum) #4 failed: the backend gave up";
+  waiter.peer_left = true;
+  const auto hang = diagnosed({waiter, rank(1, RankState::Finished, reduces(3))});
+  EXPECT_EQ(hang.status, RunStatus::Hang);
+  EXPECT_EQ(hang.blamed_rank, 1);
+  EXPECT_NE(hang.diagnosis.find("(then rank 0's all_reduce(sum) #3 (float64 [4]) failed: the peer's connection closed as it "
+                                "left: rank 0: all_reduce(sum) #4 failed: the backend gave up)"),
+            std::string::npos)
+      << hang.diagnosis;
+
+  waiter.peer_left = false;
+  waiter.error = std::string("rank 0: all_reduce(sum) #4 failed: connection reset. ") + kPeerLeftAdvice;
+  const auto error = diagnosed({waiter, rank(1, RankState::Finished, reduces(3))});
+  EXPECT_EQ(error.status, RunStatus::Error);
+  EXPECT_EQ(error.blamed_rank, 0);
 }
 
 TEST(Diagnosis, RanksListsReadNaturally) {

@@ -466,9 +466,7 @@ std::optional<Signature> failure_signature(const Verdict& verdict) {
 }
 
 bool maybe_slow(const Verdict& verdict) {
-  if (verdict.outcome == Outcome::Error)
-    return verdict.reason.rfind("the single-process reference failed: ", 0) == 0 &&
-           verdict.reason.find("did not finish within the deadline") != std::string::npos;
+  if (verdict.outcome == Outcome::Error) return verdict.single_past_deadline;
   if (verdict.outcome != Outcome::Hang || verdict.deviation) return false;
   for (const auto& r : verdict.ranks)
     if (r.state == runtime::RankState::Raised || r.state == runtime::RankState::Crashed ||

@@ -302,7 +302,7 @@ std::optional<AbandonedWait> find_abandoned_wait(const std::vector<RankObservati
   std::vector<runtime::ScriptEnd> ends;
   for (const auto& obs : ranks) {
     using How = runtime::ScriptEnd::How;
-    const How how = !obs.error ? How::Finished : is_wait_timeout(obs.error->type, obs.error->message) ? How::WaitTimedOut : How::Raised;
+    const How how = !obs.error ? How::Finished : obs.error->wait_timed_out ? How::WaitTimedOut : How::Raised;
     ends.push_back({obs.rank, how, obs.error ? obs.error->at : 0.0});
   }
   const auto decided = runtime::find_abandoned_wait_blame(ends);

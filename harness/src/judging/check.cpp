@@ -98,7 +98,8 @@ nlohmann::json reference_to_json(const SingleProcessReference& reference) {
   nlohmann::json collectives = nlohmann::json::array();
   for (const auto& c : reference.collectives_at_compute) collectives.push_back(collectives_to_json(c));
   return {{"at_compute", at_compute}, {"full", reference.full.to_json()}, {"other_batch_sizes", other},
-          {"failure", reference.failure}, {"collectives_at_compute", collectives}};
+          {"failure", reference.failure}, {"failure_past_deadline", reference.failure_past_deadline},
+          {"collectives_at_compute", collectives}};
 }
 
 SingleProcessReference reference_from_json(const nlohmann::json& j) {
@@ -108,6 +109,7 @@ SingleProcessReference reference_from_json(const nlohmann::json& j) {
   for (const auto& o : j.at("other_batch_sizes"))
     reference.other_batch_sizes.emplace_back(o.at("batch_size").get<std::int64_t>(), ComputeResult::from_json(o.at("result")));
   reference.failure = j.at("failure").get<std::string>();
+  reference.failure_past_deadline = j.value("failure_past_deadline", false);
   if (j.contains("collectives_at_compute"))
     for (const auto& c : j.at("collectives_at_compute")) reference.collectives_at_compute.push_back(collectives_from_json(c));
   return reference;

@@ -13,6 +13,7 @@
 
 #include "distmetrics/harness/compare.h"
 #include "distmetrics/metrics/errors.h"
+#include "distmetrics/runtime/errors.h"
 #include "distmetrics/runtime/text.h"
 
 namespace distmetrics::harness {
@@ -51,7 +52,8 @@ namespace {
 json step_error_json(const std::optional<StepError>& error) {
   if (!error) return nullptr;
   return {{"step", error->step}, {"op", error->op},       {"type", error->type},   {"message", error->message},
-          {"at", error->at},     {"full_type", error->full_type}, {"where", error->where}};
+          {"at", error->at},     {"full_type", error->full_type}, {"where", error->where},
+          {"wait_timed_out", error->wait_timed_out}};
 }
 
 std::optional<StepError> step_error_from_json(const json& e) {
@@ -61,6 +63,7 @@ std::optional<StepError> step_error_from_json(const json& e) {
   error.at = e.value("at", 0.0);
   error.full_type = e.value("full_type", "");
   error.where = e.value("where", "");
+  error.wait_timed_out = e.value("wait_timed_out", false);
   return error;
 }
 
@@ -198,6 +201,7 @@ StepError step_error(int step, const std::string& op, const std::exception& e) {
   error.full_type = exception_full_type_name(e);
   error.at = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   error.message = runtime::error_message(e);
+  error.wait_timed_out = is_wait_timeout(e);
   if (const auto* c10 = dynamic_cast<const c10::Error*>(&e)) {
     // LibTorch's errors carry "Exception raised from <function> at <file>:<line>".
     const std::string full = c10->what();
@@ -212,8 +216,14 @@ StepError step_error(int step, const std::string& op, const std::exception& e) {
   return error;
 }
 
-bool is_wait_timeout(const std::string& type, const std::string& message) {
-  std::string lower = message;
+bool is_wait_timeout(const std::exception& e) {
+  if (const auto* collective = dynamic_cast<const runtime::CollectiveError*>(&e))
+    return collective->kind() == runtime::CollectiveFailure::Timeout;
+  if (dynamic_cast<const runtime::BackendTimeout*>(&e)) return true;
+  // A wait the metric made itself (its own c10d work, a Python library's torch.distributed call)
+  // raises that library's error, which says it gave up only in words: read here, once, into
+  // StepError::wait_timed_out.
+  std::string lower = runtime::error_message(e);
   std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
   return lower.find("timed out") != std::string::npos || lower.find("timeout") != std::string::npos ||
          lower.find("deadline") != std::string::npos;

@@ -118,7 +118,7 @@ std::vector<PropertyResult> checked_properties(Judging& j) {
   const auto unstopped = check_properties(CheckContext{j.scenario, j.variant, j.plan->script, j.single, j.observations});
   for (auto& p : results)
     for (const auto& q : unstopped)
-      if (q.name == p.name && p.outcome == Outcome::Skip && q.outcome != Outcome::Skip) p.message = p.name + ": not judged: " + why;
+      if (q.name == p.name && p.outcome == Outcome::Skip && q.outcome != Outcome::Skip) p.set_not_judged(why);
   return results;
 }
 
@@ -267,6 +267,7 @@ bool reference_did_not_build(Judging& j) {
   if (j.single.failure.empty()) return false;
   v.outcome = Outcome::Error;
   v.reason = "the single-process reference failed: " + first_line(j.single.failure);
+  v.single_past_deadline = j.single.failure_past_deadline;
   v.diagnosis = j.own_reference_builder  // a builder of its own says what failed, in full
                     ? j.single.failure
                     : "the single-process reference (" + j.scenario.metric + " in the supervisor, no communicator) failed: " +

@@ -42,6 +42,29 @@ std::string PropertyResult::shown_message() const {
   return text;
 }
 
+const char* to_string(SkipWhy why) {
+  switch (why) {
+    case SkipWhy::NotApplicable: return "not_applicable";
+    case SkipWhy::NotJudged: return "not_judged";
+  }
+  return "?";
+}
+
+const std::vector<std::pair<SkipWhy, const char*>>& skip_whys() {
+  static const std::vector<std::pair<SkipWhy, const char*>> table = {
+      {SkipWhy::NotApplicable, "it does not apply to this metric (a declared convention, a state it cannot save or merge, "
+                               "nothing to compare with)"},
+      {SkipWhy::NotJudged, "it applies, but the step that judges it was never reached or its evidence is missing"},
+  };
+  return table;
+}
+
+void PropertyResult::set_not_judged(const std::string& reason) {
+  outcome = Outcome::Skip;
+  why = SkipWhy::NotJudged;
+  message = name + ": not judged: " + reason;
+}
+
 nlohmann::json PropertyResult::to_json() const {
   nlohmann::json shown = nlohmann::json::array();
   for (const auto& v : values) shown.push_back(value_json(v));
@@ -50,6 +73,7 @@ nlohmann::json PropertyResult::to_json() const {
   j["consequence_of"] = consequence_of.empty() ? nlohmann::json(nullptr) : nlohmann::json(consequence_of);
   j["difference"] = difference && std::isfinite(*difference) ? nlohmann::json(*difference) : nlohmann::json(nullptr);
   if (!judged_before_death.empty()) j["judged_before_death"] = judged_before_death;
+  if (outcome == Outcome::Skip) j["why"] = to_string(why);
   return j;
 }
 

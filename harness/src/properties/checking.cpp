@@ -51,13 +51,13 @@ std::string missing_text(const RankObservation& obs) {
 PropertyResult skipped(const std::string& name, const std::string& why) {
   PropertyResult p;
   p.name = name;
-  p.outcome = Outcome::Skip;
-  p.message = name + ": not judged: " + why;
+  p.set_not_judged(why);
   return p;
 }
 
 PropertyResult not_applicable(const std::string& name, const std::string& why) {
   PropertyResult p = skipped(name, why);
+  p.why = SkipWhy::NotApplicable;
   p.message = name + ": not applicable: " + why;
   return p;
 }

@@ -23,6 +23,7 @@ std::string variant_lines(const CheckContext& ctx);
 std::string compute_phrase(const CheckContext& ctx, int k);
 // Why a rank has no record of a compute: the step that stopped its script.
 std::string missing_text(const RankObservation& obs);
+// A property not judged (SkipWhy::NotJudged): "<name>: not judged: <why>".
 PropertyResult skipped(const std::string& name, const std::string& why);
 // A property that does not apply to the metric (it cannot save or merge its state, it declares
 // that it takes no batch of no rows): a skip that says "not applicable", never shown as held and

@@ -13,8 +13,10 @@
 #include "distmetrics/harness/scenario_fields.h"
 #include "distmetrics/harness/script.h"
 #include "distmetrics/harness/shard.h"
+#include "distmetrics/harness/verdict.h"
 #include "distmetrics/metrics/registry.h"
 #include "distmetrics/runtime/backends.h"
+#include "distmetrics/runtime/launchers.h"
 
 namespace distmetrics::harness {
 namespace {
@@ -80,6 +82,28 @@ json backends_json() {
   return out;
 }
 
+// The launcher table (runtime/launchers.h): a launcher's name, whether every process is a rank,
+// and the pool launch a variant's "launch" names (null where a pool cannot start workers that way).
+json launchers_json() {
+  json out = json::array();
+  for (const auto& l : runtime::launchers())
+    out.push_back({{"name", l.name},
+                   {"description", l.description},
+                   {"peers", l.peers},
+                   {"through_mpi", l.through_mpi},
+                   {"detected_by", l.detected_by},
+                   {"pool_launch", l.pool ? json(l.pool->name) : json(nullptr)},
+                   {"pool_through_mpirun", l.pool && l.pool->through_mpirun}});
+  return out;
+}
+
+// Why a property result may be a skip (verdict.h's SkipWhy): its "why" in the JSON report.
+json property_skips_json() {
+  json out = json::array();
+  for (const auto& [why, meaning] : skip_whys()) out.push_back({{"name", to_string(why)}, {"meaning", meaning}});
+  return out;
+}
+
 json shard_policies_json() {
   json out = json::array();
   for (const auto& p : shard_policies())
@@ -135,6 +159,8 @@ json tables_json() {
           // of it (the peers' equal-updates plan) starts from.
           {"default_script", default_script_text(Scenario{}.single_process)},
           {"backends", backends_json()},
+          {"launchers", launchers_json()},
+          {"property_skips", property_skips_json()},
           {"shard_policies", shard_policies_json()},
           {"placements", placements_json()},
           {"generators", generators_json()},

@@ -18,7 +18,7 @@ SOURCE = "python:/x/peers/torchmetrics/metrics.py"
 def variant(cls, ws, shard, outcome, props, reason=""):
     return {"id": f"s/{cls}:gloo-ws{ws}-{shard}-cpu", "class": f"lib.mod:{cls}", "source": SOURCE, "world_size": ws,
             "shard": shard, "outcome": outcome, "reason": reason, "seconds": 0.5, "file": "/nonexistent.toml",
-            "properties": [{"name": n, "outcome": o, "message": m} for n, o, m in props]}
+            "properties": [dict(zip(("name", "outcome", "message", "why"), p)) for p in props]}
 
 
 def records(*variants):
@@ -47,8 +47,11 @@ def test_only_one_world_size_is_partly_checked_with_the_reason():
 
 
 def test_a_skip_is_never_judged_not_applicable_keeps_its_reason():
-    na = ("accepts_empty_batch", "skip", "accepts_empty_batch: not applicable: X declares that it rejects a batch")
-    unreached = ("state_roundtrip", "skip", "state_roundtrip: not judged: no rank computed after restoring its state")
+    # A skip says why in the report ("why"): judged.py reads that, not the message.
+    na = ("accepts_empty_batch", "skip", "accepts_empty_batch: not applicable: X declares that it rejects a batch",
+          "not_applicable")
+    unreached = ("state_roundtrip", "skip", "state_roundtrip: not judged: no rank computed after restoring its state",
+                 "not_judged")
     r = records(variant("A", 2, "even", "pass", [("equal_to_single", "pass", ""), na, unreached]),
                 variant("A", 3, "uneven", "pass", [("equal_to_single", "pass", ""), na, unreached]))["lib.mod:A"]
     assert "accepts_empty_batch" not in r.judged and "state_roundtrip" not in r.judged

@@ -24,11 +24,13 @@ def variant(cls, ws, shard, outcome, props, reason="", module="lib.classificatio
             "metric": f"{cls} (torchmetrics/metrics)", "world_size": ws, "shard": shard, "outcome": outcome,
             "reason": reason, "seconds": 0.5, "file": "/nonexistent.toml", "root_cause": None,
             "reproduce": f"distmetrics conform --filter 's/{cls}:gloo-ws{ws}-{shard}-cpu'",
-            "properties": [{"name": n, "outcome": o, "message": m} for n, o, m in props]}
+            "properties": [dict(zip(("name", "outcome", "message", "why"), p)) for p in props]}
 
 
 ALL_PASS = [(p, "pass", f"{p} held") for p in PROPS]
-NOT_JUDGED = ("state_roundtrip", "skip", "state_roundtrip: not judged: no rank computed after restoring its state")
+# A skip says why in the report ("why": not_judged or not_applicable); the page reads that.
+NOT_JUDGED = ("state_roundtrip", "skip", "state_roundtrip: not judged: no rank computed after restoring its state",
+              "not_judged")
 
 
 def report(*extra):

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
+from ..tables import Tables, TablesError, tables
+
 LIST_TIMEOUT = 120.0  # seconds; listing parses scenario files and starts no ranks
 
 
@@ -62,11 +64,6 @@ class Selection:
         return flags
 
 
-# How the runner's local pool starts a variant's ranks (the listing's "launch", from the CLI's
-# backend table): "mpirun" for a backend whose ranks only mpirun can start.
-LAUNCH_MPIRUN = "mpirun"
-
-
 @dataclass
 class Variant:
     """One entry of `distmetrics list --json` (docs/cli-contract.md): everything the plugin knows
@@ -78,17 +75,16 @@ class Variant:
     world_size: int
     shard: str
     placement: str
-    launch: str = "direct"          # "direct" or "mpirun"
+    launch: str                     # how the runner's local pool starts its ranks: a pool launch of the launcher table
+    # Whether only mpirun can start its ranks (its launch's pool_through_mpirun): --mpirun starts
+    # it, one MPI job per item, each process told the launcher whose pool launch it is.
+    started_by_mpirun: bool = False
+    mpirun_launcher: str = ""       # that launcher's name (--launcher), when started_by_mpirun
     metric: Optional[str] = None    # the scenario's metric, as its file names it
     markers: List[str] = field(default_factory=list)
     skip: Optional[str] = None
     deadline: Optional[float] = None  # seconds per variant, the scenario's
     listed_from: Optional[str] = None  # the path given to `list` that found it
-
-    @property
-    def started_by_mpirun(self) -> bool:
-        """Whether only mpirun can start its ranks: --mpirun starts it, one MPI job per item."""
-        return self.launch == LAUNCH_MPIRUN
 
     @property
     def short_name(self) -> str:
@@ -97,17 +93,25 @@ class Variant:
         return self.id[len(prefix):] if self.id.startswith(prefix) else self.id
 
 
-def _variant_from_json(entry: Dict, cwd: Path) -> Variant:
+def _variant_from_json(entry: Dict, cwd: Path, table: Tables) -> Variant:
     try:
         file = Path(entry["file"])
         deadline = entry.get("deadline")
         metric = entry.get("metric")
+        try:
+            launcher = table.launcher_of_pool_launch(str(entry["launch"]))
+        except TablesError as error:
+            raise RunnerError(f"`distmetrics list --json` gave an entry whose launch the runner's tables do not "
+                              f"know: {error}") from None
+        through_mpirun = bool(launcher.get("pool_through_mpirun"))
         return Variant(
             id=str(entry["id"]), scenario=str(entry["scenario"]),
             file=(file if file.is_absolute() else cwd / file).resolve(),
             backend=str(entry["backend"]), world_size=int(entry["world_size"]),
             shard=str(entry["shard"]), placement=str(entry["placement"]),
             launch=str(entry["launch"]),
+            started_by_mpirun=through_mpirun,
+            mpirun_launcher=str(launcher["name"]) if through_mpirun else "",
             metric=str(metric) if metric is not None else None,
             markers=[str(m) for m in entry.get("markers") or []],
             skip=entry.get("skip") or None,
@@ -139,7 +143,11 @@ def list_variants(runner: Sequence[str], paths: Sequence[str], selection: Select
                           f"{done.stdout[:500]}")
     if not isinstance(entries, list):
         raise RunnerError(f"`{shlex.join(command)}` printed JSON that is not an array")
-    return [_variant_from_json(entry, cwd) for entry in entries]
+    try:
+        table = tables(runner)
+    except TablesError as error:
+        raise RunnerError(str(error)) from None
+    return [_variant_from_json(entry, cwd, table) for entry in entries]
 
 
 def run_command(runner: Sequence[str], variant: Variant, file_arg: str, report: Optional[Path],
@@ -163,7 +171,7 @@ def run_command(runner: Sequence[str], variant: Variant, file_arg: str, report: 
         command += ["--allow-python"]
     if variant.started_by_mpirun and mpirun is not None:
         command = [*mpirun, "-np", str(variant.world_size), "--oversubscribe", *command,
-                   "--launcher", "mpi"]
+                   "--launcher", variant.mpirun_launcher]
     return command
 
 

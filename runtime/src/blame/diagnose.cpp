@@ -133,10 +133,9 @@ void diagnose_error(JobResult& run, const DiagnosisInput& in) {
 // (torch 1.13 gloo): returns that waiter, or null.
 const RankOutcome* waiter_whose_peer_left(const std::vector<RankOutcome>& ranks) {
   for (const auto& r : ranks) {
-    if (r.state != RankState::Raised || !r.blocked_in || r.error.find(kPeerLeftAdvice) == std::string::npos) continue;
+    if (r.state != RankState::Raised || !r.blocked_in || !r.peer_left) continue;
     for (const auto& o : ranks) {
-      const bool left = o.state == RankState::Finished ||
-                        (o.state == RankState::Raised && o.error.find(kPeerLeftAdvice) == std::string::npos);
+      const bool left = o.state == RankState::Finished || (o.state == RankState::Raised && !o.peer_left);
       if (o.rank != r.rank && left && o.trace.size() <= r.blocked_in->seq) return &r;
     }
   }

@@ -1,4 +1,5 @@
 // Which backends exist and can run here, and building a communicator by backend name.
+#include <initializer_list>
 #include <atomic>
 #include <mutex>
 
@@ -15,6 +16,14 @@
 
 namespace distmetrics::runtime {
 namespace {
+
+// The launcher table's names for a backend's entries (launchers.h).
+std::string pool_launch_of(LauncherId id) { return launcher(id).pool->name; }
+std::vector<std::string> names_of(std::initializer_list<LauncherId> ids) {
+  std::vector<std::string> names;
+  for (const LauncherId id : ids) names.push_back(launcher(id).name);
+  return names;
+}
 
 std::optional<std::string> gloo_unavailable(const std::string& comm_device, int) {
   if (!DISTMETRICS_HAVE_GLOO) {
@@ -89,8 +98,8 @@ const std::vector<Backend>& backends() {
     gloo.description = "c10d ProcessGroupGloo: collectives on the CPU, or on CUDA tensors";
     gloo.compiled = DISTMETRICS_HAVE_GLOO != 0;
     gloo.comm_devices = {"cpu", "cuda"};
-    gloo.pool_launch = "direct";
-    gloo.peer_launchers = {"mpi", "env"};
+    gloo.pool_launch = pool_launch_of(LauncherId::Local);
+    gloo.peer_launchers = names_of({LauncherId::Mpi, LauncherId::Env});
     gloo.default_variant = true;
     gloo.peer_isolation = TaskIsolation::ForkedChild;
     gloo.unavailable = gloo_unavailable;
@@ -107,8 +116,8 @@ const std::vector<Backend>& backends() {
     mpi.description = "Open MPI directly (a duplicate of MPI_COMM_WORLD): CPU collectives; ranks started by mpirun";
     mpi.compiled = DISTMETRICS_HAVE_MPI != 0;
     mpi.comm_devices = {"cpu"};
-    mpi.pool_launch = "mpirun";
-    mpi.peer_launchers = {"mpi"};
+    mpi.pool_launch = pool_launch_of(LauncherId::Mpi);
+    mpi.peer_launchers = names_of({LauncherId::Mpi});
     mpi.default_variant = true;
     mpi.peer_isolation = TaskIsolation::MpiAgent;
     mpi.uses_store = false;
@@ -121,8 +130,8 @@ const std::vector<Backend>& backends() {
     nccl.compiled = DISTMETRICS_HAVE_NCCL != 0;
     nccl.comm_devices = {"cuda"};
     nccl.gpu_per_rank = true;
-    nccl.pool_launch = "direct";
-    nccl.peer_launchers = {"mpi", "env"};
+    nccl.pool_launch = pool_launch_of(LauncherId::Local);
+    nccl.peer_launchers = names_of({LauncherId::Mpi, LauncherId::Env});
     nccl.peer_isolation = TaskIsolation::InRank;
     nccl.unavailable = nccl_unavailable;
     nccl.make = detail::make_nccl_communicator;

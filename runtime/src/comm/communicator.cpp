@@ -78,13 +78,19 @@ bool mentions(const std::string& text, std::initializer_list<const char*> words)
   return false;
 }
 
+// Whether the backend raised because a peer's connection closed (a peer that died or left, whose
+// own outcome is the cause): the backend says it only in words, read here once into
+// CollectiveError::peer_left.
+bool backend_says_peer_left(CollectiveFailure kind, const std::string& detail) {
+  return kind == CollectiveFailure::Failed &&
+         mentions(detail, {"connection reset", "connection closed", "broken pipe", "end of file", "socket closed",
+                           "connection refused", "peer"});
+}
+
 // The advice follows from what the backend said: a lost connection is a peer that died or
 // left (its own outcome is the cause), not a tensor the backend cannot take.
 std::string what_to_do(CollectiveFailure kind, const std::string& detail) {
-  if (kind == CollectiveFailure::Failed &&
-      mentions(detail, {"connection reset", "connection closed", "broken pipe", "end of file", "socket closed",
-                        "connection refused", "peer"}))
-    return kPeerLeftAdvice;
+  if (backend_says_peer_left(kind, detail)) return kPeerLeftAdvice;
   if (kind == CollectiveFailure::Failed && !mentions(detail, {"cuda", "nccl", "device"}))
     return "Check that the tensors suit the backend (dtype, device, dense and contiguous).";
   switch (kind) {
@@ -125,7 +131,8 @@ CollectiveError::CollectiveError(int rank, CollectiveFailure kind, CollectiveRec
     : std::runtime_error(collective_message(rank, kind, record, detail)),
       rank_(rank),
       kind_(kind),
-      record_(std::move(record)) {}
+      record_(std::move(record)),
+      peer_left_(backend_says_peer_left(kind, detail)) {}
 
 // Numbers, traces and reports one collective; turns backend exceptions into CollectiveErrors.
 class CollectiveScope {

@@ -16,6 +16,7 @@
 
 #include "../comm/backend_factory.h"
 #include "distmetrics/runtime/errors.h"
+#include "distmetrics/runtime/launchers.h"
 #include "process.h"
 #include "protocol.h"
 
@@ -24,6 +25,9 @@ namespace distmetrics::runtime::detail {
 using namespace std::chrono_literals;
 
 namespace {
+
+// The start of the agent's errors: they are the mpi launcher's.
+std::string mpi_says() { return launcher_error_prefix(LauncherId::Mpi); }
 
 // One JSON message per line; false when the other end is gone, or does not read within `budget`.
 bool send_to(LineChannel& channel, const nlohmann::json& message, std::chrono::milliseconds budget = 1s) {
@@ -66,14 +70,14 @@ AgentTask agent_task_from_json(const nlohmann::json& json) {
 MpiAgent::MpiAgent(const Serve& serve, const Deadline& deadline) {
   int pair[2] = {-1, -1};
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
-    throw ConfigError(std::string("mpi launcher: cannot make a socket pair for the MPI agent: ") + std::strerror(errno));
+    throw ConfigError(mpi_says() + "cannot make a socket pair for the MPI agent: " + std::strerror(errno));
   }
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) {
     ::close(pair[0]);
     ::close(pair[1]);
-    throw ConfigError(std::string("mpi launcher: cannot fork the MPI agent: ") + std::strerror(errno));
+    throw ConfigError(mpi_says() + "cannot fork the MPI agent: " + std::strerror(errno));
   }
   if (pid == 0) {
     ::close(pair[0]);
@@ -91,13 +95,13 @@ MpiAgent::MpiAgent(const Serve& serve, const Deadline& deadline) {
   Reply hello = await(deadline);
   if (!hello.message) {
     end();
-    throw ConfigError("mpi launcher: the MPI agent of this process " +
+    throw ConfigError(mpi_says() + "the MPI agent of this process " +
                       (hello.status ? "ended (" + describe_wait_status(*hello.status) + ")" : std::string("did not answer")) +
                       " before MPI_Init finished (was this process started by mpirun?)");
   }
   if (hello.message->contains("error")) {
     end();
-    throw ConfigError("mpi launcher: " + hello.message->at("error").get<std::string>());
+    throw ConfigError(mpi_says() + hello.message->at("error").get<std::string>());
   }
   hello_ = std::move(*hello.message);
 }
@@ -147,11 +151,11 @@ std::optional<nlohmann::json> MpiAgent::next() {
 std::string MpiAgent::broadcast(const std::string& text, const Deadline& deadline) {
   const std::string rank = hello_.contains("rank") ? std::to_string(hello_["rank"].get<int>()) : "?";
   if (!send({{"op", "broadcast"}, {"text", text}, {"ms", deadline.remaining().count()}})) {
-    throw ConfigError("mpi launcher: rank " + rank + ": the MPI agent is gone");
+    throw ConfigError(mpi_says() + "rank " + rank + ": the MPI agent is gone");
   }
   const Reply reply = await(Deadline::after(deadline.remaining() + 1s));
   if (!reply.message) {
-    throw ConfigError("mpi launcher: rank " + rank + ": the MPI broadcast of the rendezvous " +
+    throw ConfigError(mpi_says() + "rank " + rank + ": the MPI broadcast of the rendezvous " +
                       (reply.status ? "ended the MPI agent (" + describe_wait_status(*reply.status) + ")"
                                     : std::string("did not finish in time (did every rank start?)")));
   }
@@ -243,7 +247,7 @@ void MpiAgent::end() {
         const auto deadline = Deadline::after(std::chrono::milliseconds(request.at("ms").get<long>()));
         send_to(channel, {{"text", mpi_runtime::broadcast_text(request.at("text").get<std::string>(), 0, deadline)}});
       } catch (const std::exception& e) {
-        send_to(channel, {{"error", "mpi launcher: rank " + std::to_string(rank) + ": " + short_what(e)}});
+        send_to(channel, {{"error", mpi_says() + "rank " + std::to_string(rank) + ": " + short_what(e)}});
       }
     } else if (op == "run") {
       held.reset();

@@ -6,6 +6,7 @@
 #include <exception>
 
 #include "distmetrics/runtime/errors.h"
+#include "distmetrics/runtime/launchers.h"
 
 namespace distmetrics::runtime::detail {
 namespace {
@@ -61,18 +62,19 @@ bool is_loopback(const std::string& host) { return host == "localhost" || host =
 
 PeerLaunch read_env_launch(const EnvLookup& env, const std::string& this_host) {
   PeerLaunch launch;
-  launch.launcher = "env";
-  launch.rank = env_int(env, "env", "RANK");
-  launch.world_size = env_int(env, "env", "WORLD_SIZE");
-  launch.local_rank = env_int(env, "env", "LOCAL_RANK", 0);
-  launch.local_world_size = env_int(env, "env", "LOCAL_WORLD_SIZE", launch.world_size);
+  launch.launcher = launcher(LauncherId::Env).name;
+  const std::string says = launcher_error_prefix(LauncherId::Env);
+  launch.rank = env_int(env, launch.launcher, "RANK");
+  launch.world_size = env_int(env, launch.launcher, "WORLD_SIZE");
+  launch.local_rank = env_int(env, launch.launcher, "LOCAL_RANK", 0);
+  launch.local_world_size = env_int(env, launch.launcher, "LOCAL_WORLD_SIZE", launch.world_size);
   launch.master_addr = env("MASTER_ADDR").value_or("");
   if (launch.master_addr.empty()) {
-    throw ConfigError(std::string("env launcher: MASTER_ADDR is not set (a torchrun-style launcher sets ") + kEnvVariables + ")");
+    throw ConfigError(says + "MASTER_ADDR is not set (a torchrun-style launcher sets " + kEnvVariables + ")");
   }
-  launch.master_port = env_int(env, "env", "MASTER_PORT");
+  launch.master_port = env_int(env, launch.launcher, "MASTER_PORT");
   if (launch.master_port == 0 || launch.master_port > 65535) {
-    throw ConfigError("env launcher: MASTER_PORT must be a port in 1..65535");
+    throw ConfigError(says + "MASTER_PORT must be a port in 1..65535");
   }
   check_rank_in_world(launch);
   launch.one_host = is_loopback(launch.master_addr) ||
@@ -80,7 +82,7 @@ PeerLaunch read_env_launch(const EnvLookup& env, const std::string& this_host) {
   read_common(env, launch);
   if (!launch.one_host && launch.run_secret.empty()) {
     throw ConfigError(
-        "env launcher: ranks on several hosts need the run's secret: set DISTMETRICS_RUN_SECRET to the same random "
+        says + "ranks on several hosts need the run's secret: set DISTMETRICS_RUN_SECRET to the same random "
         "value on every rank (e.g. export DISTMETRICS_RUN_SECRET=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \\n')); "
         "rank 0's rendezvous store refuses connections without it");
   }
@@ -89,14 +91,14 @@ PeerLaunch read_env_launch(const EnvLookup& env, const std::string& this_host) {
 
 PeerLaunch read_mpi_launch(const EnvLookup& env, int rank, int world_size, int ranks_on_node) {
   PeerLaunch launch;
-  launch.launcher = "mpi";
+  launch.launcher = launcher(LauncherId::Mpi).name;
   launch.rank = rank;
   launch.world_size = world_size;
-  launch.local_rank = env_int(env, "mpi", "OMPI_COMM_WORLD_LOCAL_RANK", 0);
-  launch.local_world_size = env_int(env, "mpi", "OMPI_COMM_WORLD_LOCAL_SIZE", world_size);
+  launch.local_rank = env_int(env, launch.launcher, "OMPI_COMM_WORLD_LOCAL_RANK", 0);
+  launch.local_world_size = env_int(env, launch.launcher, "OMPI_COMM_WORLD_LOCAL_SIZE", world_size);
   if (env("MASTER_ADDR") && env("MASTER_PORT")) {
     launch.master_addr = *env("MASTER_ADDR");
-    launch.master_port = env_int(env, "mpi", "MASTER_PORT");
+    launch.master_port = env_int(env, launch.launcher, "MASTER_PORT");
   }
   check_rank_in_world(launch);
   launch.one_host = ranks_on_node == world_size;

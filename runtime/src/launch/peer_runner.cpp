@@ -50,7 +50,7 @@ class PeerRunner::Impl {
       throw ConfigError("peer runner: launcher must be one of " + quoted_list(peers) + ", got \"" + options_.launcher + "\"");
     }
     if (launcher->through_mpi) {
-      if (!detail::mpi_runtime::compiled()) throw ConfigError("mpi launcher: this build has no Open MPI");
+      if (!detail::mpi_runtime::compiled()) throw ConfigError(launcher_error_prefix(launcher->id) + "this build has no Open MPI");
       const std::uint64_t memory = options_.rank_memory_bytes;
       agent_ = std::make_unique<detail::MpiAgent>([memory](int fd) { detail::serve_mpi_agent(fd, memory); },
                                                   Deadline::after(options_.connect_deadline));
@@ -90,7 +90,9 @@ class PeerRunner::Impl {
     if (const Backend* backend = find_backend(job.backend);
         backend != nullptr && std::find(backend->peer_launchers.begin(), backend->peer_launchers.end(),
                                         options_.launcher) == backend->peer_launchers.end()) {
-      throw ConfigError("job " + job.id + ": the " + backend->name + " backend needs ranks started by mpirun (launcher mpi)");
+      std::string under;
+      for (const auto& name : backend->peer_launchers) under += (under.empty() ? "" : " or ") + name;
+      throw ConfigError("job " + job.id + ": the " + backend->name + " backend needs ranks started by mpirun (launcher " + under + ")");
     }
     if (auto reason = backend_unavailable_reason(job.backend, job.comm_device, launch_.local_world_size)) {
       throw ConfigError("job " + job.id + ": " + *reason);

@@ -143,7 +143,7 @@ std::string announce(const PeerLaunch& launch, const Broadcast& broadcast, const
   }
   announced = broadcast(announced, deadline);
   if (!announced.empty() && announced[0] == '!') {
-    throw ConfigError("mpi launcher: rank 0 could not start the " + what + ": " + announced.substr(1));
+    throw ConfigError(launch.launcher + " launcher: rank 0 could not start the " + what + ": " + announced.substr(1));
   }
   return announced;
 }
@@ -227,7 +227,7 @@ void PeerRendezvous::connect_over_network(const Broadcast& broadcast, const Dead
     try {
       host_ = std::make_unique<PoolStoreHost>(host, static_cast<std::uint16_t>(port), secret);
     } catch (const std::exception& e) {
-      throw ConfigError("env launcher: rank 0 could not host the rendezvous store at MASTER_ADDR=" + host +
+      throw ConfigError(launch_.launcher + " launcher: rank 0 could not host the rendezvous store at MASTER_ADDR=" + host +
                         " MASTER_PORT=" + std::to_string(port) + ": " + short_what(e) +
                         " (rank 0 must run on the host MASTER_ADDR names)");
     }

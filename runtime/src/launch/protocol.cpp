@@ -97,6 +97,7 @@ nlohmann::json to_json(const RankOutcome& outcome) {
   if (outcome.blocked_in) json["blocked_in"] = to_json(*outcome.blocked_in);
   if (!outcome.phases.empty()) json["phases"] = outcome.phases;
   if (outcome.blocked_on_store) json["blocked_on_store"] = true;
+  if (outcome.peer_left) json["peer_left"] = true;
   if (outcome.died_of_signal != 0) json["died_of_signal"] = outcome.died_of_signal;
   if (!outcome.records.empty()) json["records"] = outcome.records;
   return json;
@@ -132,6 +133,7 @@ RankOutcome outcome_from_json(const nlohmann::json& json) {
   outcome.log_tail = json.value("log_tail", "");
   outcome.phases = json.value("phases", PhaseSeconds{});
   outcome.blocked_on_store = json.value("blocked_on_store", false);
+  outcome.peer_left = json.value("peer_left", false);
   if (json.contains("records")) outcome.records = json.at("records").get<std::vector<nlohmann::json>>();
   return outcome;
 }

@@ -96,6 +96,7 @@ LocalRun run_task_here(const Job& job, const CommSpec& spec, const c10::intrusiv
     outcome.error_type = "CollectiveError";
     outcome.error = e.what();
     outcome.blocked_in = e.record();  // the collective it was inside when it stopped
+    outcome.peer_left = e.peer_left();
   } catch (const std::exception& e) {
     outcome.state = RankState::Raised;
     outcome.error_type = current_exception_type_name();

@@ -10,13 +10,15 @@
 #include <string>
 #include <vector>
 
+#include "distmetrics/runtime/launchers.h"
+
 namespace distmetrics::runtime::detail {
 
 struct WorkerArgs {
   std::string socket_path;         // the supervisor's Unix socket (control and store)
   int rank = -1;                   // -1: from the launcher's environment (mpirun)
   int world_size = 0;
-  std::string launch = "direct";   // "direct" or "mpirun"
+  std::string launch = direct_pool_launch().name;  // a PoolLaunch name (launchers.h)
   std::uint64_t memory_bytes = 0;  // the rank's RLIMIT_AS; 0: none
 };
 

@@ -45,6 +45,9 @@ struct SingleProcessReference {
   // The scenario's [reference] (a Python callable) on all the data; set by the engine.
   std::optional<ComputeResult> reference;
   std::string failure;  // the reference itself could not run (e.g. update raised); empty if fine
+  // The failure is a run ended at its deadline (one process, no collective: the machine's load
+  // may explain it; explore's maybe_slow), not an error of the metric's.
+  bool failure_past_deadline = false;
   // The collectives the metric issues in each compute of the plan (at_compute's order): the same
   // instance's compute() run once more, on a single-process communicator, after its value was
   // taken without one. The metric's own sequence for that compute: it tells which side of an

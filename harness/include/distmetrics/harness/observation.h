@@ -54,6 +54,9 @@ struct StepError {
   double at = 0;
   std::string full_type;  // with its namespace: "distmetrics::metrics::NotComputableError"
   std::string where;      // where it was raised, when the exception says ("c10::Error": function, file:line)
+  // A wait that gave up (a collective's or a c10d work's timeout): the symptom of a peer that left,
+  // not a cause. Set where the exception is caught (step_error, is_wait_timeout).
+  bool wait_timed_out = false;
 };
 
 // The type name by which a metric (its factory, update() or compute()) says that it cannot take
@@ -70,8 +73,10 @@ constexpr const char* kNotApplicableType = "NotApplicable";
 StepError step_error(int step, const std::string& op, const std::exception& e);
 
 // Whether an error is a wait that gave up (a collective's or a c10d work's timeout): the
-// symptom of a peer that left, not a cause.
-bool is_wait_timeout(const std::string& type, const std::string& message);
+// symptom of a peer that left, not a cause. A CollectiveError of kind Timeout and a
+// BackendTimeout say it by their type; a foreign library's error (a metric's own c10d wait, a
+// Python library's) only in its words. step_error() sets StepError::wait_timed_out from it.
+bool is_wait_timeout(const std::exception& e);
 
 struct RankObservation {
   int rank = 0;

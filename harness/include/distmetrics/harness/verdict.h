@@ -27,6 +27,20 @@ struct RankLine {
   std::string first_line() const;    // of `text` (a raised error's message may span lines)
 };
 
+// Why a property was skipped (its outcome Skip): the JSON report's "why" (peers/judged.py reads it;
+// `distmetrics tables --json` lists them as "property_skips").
+enum class SkipWhy {
+  // It does not apply to this metric: not_applicable() (a declared convention, a state it cannot
+  // save or merge), and a skip made without saying more (no reference to agree with, ...).
+  NotApplicable,
+  // It applies, but the step that judges it was never reached, or its evidence is missing
+  // (checking.cpp's skipped(): its message says "not judged").
+  NotJudged,
+};
+const char* to_string(SkipWhy why);  // "not_applicable", "not_judged"
+// Every SkipWhy, with what it means, in the order above.
+const std::vector<std::pair<SkipWhy, const char*>>& skip_whys();
+
 struct PropertyResult {
   std::string name;
   // Pass, Fail or Skip; Hang for a check that did not finish within the variant's deadline (it
@@ -51,7 +65,10 @@ struct PropertyResult {
   // by every rank before the death ("script steps 1-3 ('update 50%' .. 'compute')"); empty for a
   // variant that ran to its end. A kept Skip is "not judged", never a pass.
   std::string judged_before_death;
+  SkipWhy why = SkipWhy::NotApplicable;  // outcome Skip: why it was not judged
 
+  // Makes it a skip that was not judged (SkipWhy::NotJudged), its message "<name>: not judged: <why>".
+  void set_not_judged(const std::string& why);
   std::string headline() const;      // the message's first line
   std::string full_message() const;  // message, variant lines, shard line: the JSON report's
   std::string shown_message() const;  // message and shard line, each line ended: what the views show
@@ -124,6 +141,9 @@ struct Verdict {
   std::vector<RankReport> ranks;        // per rank, when the variant ran (empty for a skip)
   std::optional<Tolerance> tolerance;   // the scenario's, when the variant was judged
   std::optional<Deviation> deviation;   // a desync judged per script step
+  // An error because the single-process reference ran past the deadline (its failure_past_deadline):
+  // the machine's load may explain it (explore's maybe_slow).
+  bool single_past_deadline = false;
   // Where its seconds went (runtime/phases.h; docs/cli-contract.md's phase table): the
   // supervisor's and the engine's phases, and each rank phase as the mean of the ranks that
   // reported theirs.

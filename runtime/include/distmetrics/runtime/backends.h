@@ -45,8 +45,8 @@ struct Backend {
   bool compiled = false;                     // built into this binary
   std::vector<std::string> comm_devices;     // where its collectives can run: "cpu", "cuda"
   bool gpu_per_rank = false;                 // each rank needs a GPU of its own (NCCL refuses duplicates)
-  std::string pool_launch;                   // how a local rank pool starts ranks for it: "direct" or "mpirun"
-  std::vector<std::string> peer_launchers;   // peer launchers it runs under ("mpi", "env")
+  std::string pool_launch;                   // how a local rank pool starts ranks for it: a PoolLaunch name (launchers.h)
+  std::vector<std::string> peer_launchers;   // the peer launchers it runs under (launchers.h names)
   bool default_variant = false;              // expanded when a scenario names no backends
   TaskIsolation peer_isolation = TaskIsolation::InRank;  // its CPU tasks under a peer launcher
   bool uses_store = true;                    // its communicator is built over the job's store (mpi's is not)
@@ -74,8 +74,9 @@ std::vector<std::string> backend_names();
 // The backends a scenario that names none expands to.
 std::vector<std::string> default_backend_names();
 
-// How a local rank pool starts ranks for `backend` (PoolOptions::launch): "direct", or "mpirun"
-// for a backend whose ranks only mpirun can start; "direct" for an unknown name.
+// How a local rank pool starts ranks for `backend` (PoolOptions::launch): its pool_launch, the
+// mpi launcher's for a backend whose ranks only mpirun can start; direct_pool_launch() for an
+// unknown name.
 std::string pool_launch_for(const std::string& backend);
 
 // How a peer rank runs `backend`'s tasks with collectives on `comm_device`: the backend's

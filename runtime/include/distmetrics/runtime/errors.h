@@ -17,7 +17,8 @@ enum class CollectiveFailure {
 const char* to_string(CollectiveFailure kind);
 
 // The advice of a collective that failed because a peer's connection closed (the backend said
-// "connection reset", "closed by peer", ...); the pool's diagnosis reads it (a peer that left).
+// "connection reset", "closed by peer", ...). The diagnosis decides from CollectiveError::peer_left
+// (RankOutcome::peer_left), never from this text.
 inline constexpr const char* kPeerLeftAdvice =
     "A peer's connection went away: that rank crashed or left the collective; its outcome is the cause.";
 
@@ -27,11 +28,15 @@ class CollectiveError : public std::runtime_error {
   int rank() const { return rank_; }
   CollectiveFailure kind() const { return kind_; }
   const CollectiveRecord& record() const { return record_; }
+  // The backend raised (kind Failed) because a peer's connection closed: that rank crashed or left
+  // the collective, and its outcome is the cause. Decided once, from what the backend said.
+  bool peer_left() const { return peer_left_; }
 
  private:
   int rank_;
   CollectiveFailure kind_;
   CollectiveRecord record_;
+  bool peer_left_ = false;
 };
 
 // Misuse of the runtime or bad configuration (unknown backend, NCCL without CUDA, ...).

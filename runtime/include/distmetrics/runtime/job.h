@@ -44,6 +44,8 @@ struct RankOutcome {
   std::string error_type;                     // e.g. "CollectiveError", "NotComputableError"
   std::vector<CollectiveRecord> trace;        // collectives this rank completed or entered
   std::optional<CollectiveRecord> blocked_in; // the collective it was inside when it stopped
+  // Raised: its collective failed because a peer's connection closed (CollectiveError::peer_left).
+  bool peer_left = false;
   std::string how_died;                       // "killed by signal 6 (SIGABRT)", "exit status 1"
   int died_of_signal = 0;                     // Crashed: the signal that ended it, when one did (0: none known)
   std::string log_tail;                       // last lines of the rank's stderr, if captured

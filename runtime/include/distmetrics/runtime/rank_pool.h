@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "distmetrics/runtime/job.h"
+#include "distmetrics/runtime/launchers.h"
 
 namespace distmetrics::runtime {
 
@@ -41,9 +42,10 @@ int max_local_world_size();
 
 struct PoolOptions {
   int world_size = 1;
-  // How workers start: "direct" (the supervisor spawns them) or "mpirun" (the supervisor
-  // spawns mpirun, which starts them; required for the mpi backend).
-  std::string launch = "direct";
+  // How workers start: a pool launch of the launcher table (launchers.h): direct (the supervisor
+  // spawns them, the default) or mpirun (the supervisor spawns mpirun, which starts them;
+  // required for the mpi backend).
+  std::string launch = direct_pool_launch().name;
   // The worker binary and leading arguments; empty means this executable (/proc/self/exe).
   std::vector<std::string> worker_command;
   std::chrono::milliseconds startup_deadline{std::chrono::seconds(60)};
