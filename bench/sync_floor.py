@@ -7,8 +7,7 @@ compute() (which syncs), of the time inside its torch.distributed collectives (w
 `sync` phase counts), and how many collectives it issues; per raw op, its median.
 
 A round is what a variant's rank does between two computes: reset(), the rank's batches
-(uneven: rank r has 15 + 5r samples in batches of 5, as the peer scenarios' `uneven` shard
-gives 3 ranks 60 samples), then compute(). Nothing aligns the ranks before it but the previous
+(uneven: rank r has 15 + 5r samples in batches of 5, 60 samples at 3 ranks), then compute(). Nothing aligns the ranks before it but the previous
 round's collectives, as in a variant. `--fresh-group` adds, per world size, the first collectives
 on a freshly made gloo group (a variant's group is new each variant), against the same
 collectives on a group already used.
@@ -23,9 +22,12 @@ collectives on a group already used.
 conform` (the peer sources, the peer scenarios, shards where every rank has data), each compute()
 timed inside the rank workers by bench/sync_floor_probe.py; the rounds interleave so that the
 load of a shared machine falls on both sides alike. Printed: each side's median per compute and
-the ratio distmetrics / floor; distmetrics' first compute of a variant apart from its later ones.
+the ratio distmetrics / floor; distmetrics' first compute of a variant apart from its later ones;
+and a raw all_reduce in a loop, in the floor's processes and in the ranks (after each syncing
+compute: `--raw-in-variant` of them traced by distmetrics, each followed by one of torch's own,
+not traced).
 
-    $PY bench/sync_floor.py --world-sizes 3 --distmetrics /work/main/build/bin/distmetrics --repeat 3
+    $PY bench/sync_floor.py --world-sizes 3,2 --distmetrics build/bin/distmetrics --repeat 3
 
 A benchmark: it prints and asserts nothing about time.
 """
