@@ -630,13 +630,50 @@ def _reduce_op_name(op):
     return str(op)
 
 
-def _describe_call(name, signature, args, kwargs):
-    try:
-        bound = signature.bind(*args, **kwargs)
-        bound.apply_defaults()
-        a = bound.arguments
-    except TypeError:
-        a = {}
+class _Binder:
+    """A collective's arguments by name, as signature.bind() and apply_defaults() give them, without
+    their cost on every call (5-7 us, about half of what tracing added to a 2-rank all_reduce:
+    docs/performance.md, "Where a Python variant's sync goes"): the positional names and the
+    defaults are read once; a call they cannot bind plainly (more positionals than names, an
+    unknown keyword, a signature with *args or **kwargs) goes through bind()."""
+
+    _EMPTY = inspect.Parameter.empty
+
+    def __init__(self, signature):
+        self.signature = signature
+        params = list(signature.parameters.values())
+        self.plain = all(p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) for p in params)
+        self.positional = sum(p.kind == p.POSITIONAL_OR_KEYWORD for p in params)
+        self.params = [(p.name, p.default) for p in params]  # in the signature's order, as bind() keeps them
+
+    def arguments(self, args, kwargs):
+        if self.plain and len(args) <= self.positional:
+            bound, keywords = {}, 0
+            for i, (name, default) in enumerate(self.params):
+                if i < len(args):
+                    if name in kwargs:
+                        break  # given twice: bind() says what
+                    bound[name] = args[i]
+                elif name in kwargs:
+                    bound[name] = kwargs[name]
+                    keywords += 1
+                elif default is not self._EMPTY:
+                    bound[name] = default
+                else:
+                    break  # a required argument missing: bind() says what
+            else:
+                if keywords == len(kwargs):  # no keyword the signature lacks
+                    return bound
+        try:
+            bound = self.signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            return bound.arguments
+        except TypeError:
+            return {}
+
+
+def _describe_call(name, binder, args, kwargs):
+    a = binder.arguments(args, kwargs)
     op = "dist." + name
     if "op" in a and a["op"] is not None:
         op += "(" + _reduce_op_name(a["op"]) + ")"
@@ -656,13 +693,13 @@ def _describe_call(name, signature, args, kwargs):
 
 
 def _traced(name, fn):
-    signature = inspect.signature(fn)
+    binder = _Binder(inspect.signature(fn))
 
     @functools.wraps(fn)
     def traced(*args, **kwargs):
         if getattr(_inside, "depth", 0) or not _c.tracing():
             return fn(*args, **kwargs)  # inside another traced call (all_gather_object), or no variant
-        op, dtype, shape = _describe_call(name, signature, args, kwargs)
+        op, dtype, shape = _describe_call(name, binder, args, kwargs)
         _collectives_issued[0] += 1
         seq = _c.enter(op, dtype, shape)
         _inside.depth = 1

@@ -3,6 +3,7 @@ torcheval-style and plain callables), value forms (dict, tensor, float, 0-d tens
 digests (and none), the per-variant group at world size 1 on gloo, collective tracing, and the
 errors a source can have. The multi-rank behaviour runs through the C++ host (ctest pyhost_*)."""
 
+import inspect
 import os
 import sys
 import textwrap
@@ -178,6 +179,36 @@ def test_the_variant_group_is_fresh_and_its_collectives_are_traced():
     assert dist.is_initialized()
     _host.end_group()
     assert not dist.is_initialized()
+
+
+def test_the_trace_names_a_collectives_arguments_as_signature_bind_does():
+    """The tracing's own binding (read once per collective, not bound per call) gives what
+    signature.bind() with apply_defaults() gives, in its order, for every traced collective and
+    every way of passing its arguments; a call bind() refuses is bound to nothing."""
+    t, out = torch.ones(2), [torch.zeros(2)]
+    calls = [((t,), {}), ((t,), {"op": dist.ReduceOp.MAX}), ((), {"tensor": t}), ((out, t), {}),
+             ((out,), {"tensor": t}), ((t, 0), {}), ((t,), {"src": 1}), ((t,), {"dst": 2, "async_op": False}),
+             ((), {}), ((t,), {"tensor": t}), ((t,), {"no_such_argument": 1}), ((t,) * 9, {}),
+             ((out, {"a": 1}), {}), ((), {"group": None})]
+    checked = 0
+    for name in _host._TRACED:
+        fn = getattr(dist.distributed_c10d, name, None) or getattr(dist, name, None)
+        if fn is None:
+            continue
+        fn = getattr(fn, "__wrapped__", fn)  # torch's own, where install_tracing wrapped it
+        signature = inspect.signature(fn)
+        binder = _host._Binder(signature)
+        for args, kwargs in calls:
+            try:
+                bound = signature.bind(*args, **kwargs)
+                bound.apply_defaults()
+                expected = list(bound.arguments.items())
+            except TypeError:
+                expected = []
+            got = list(binder.arguments(args, kwargs).items())
+            assert got == expected, (name, args, kwargs)
+            checked += 1
+    assert checked >= 14 * 15  # every call against at least 15 of the 19 collectives
 
 
 def _default_gloo():
