@@ -60,18 +60,18 @@ PropertyResult check(const CheckContext& ctx, const std::string& hint) {
 std::optional<RootCause> rejects_an_empty_batch(const Evidence& e) {
   if (e.failed_properties() != std::vector<std::string>{kName}) return std::nullopt;
   const RankObservation* first = nullptr;
-  std::string ranks;
+  std::vector<int> rejected;
   for (const auto& obs : e.ctx.ranks) {
     if (!obs.empty_rejected) continue;
     if (!first) first = &obs;
-    ranks += (ranks.empty() ? "" : ", ") + std::to_string(obs.rank);
+    rejected.push_back(obs.rank);
   }
   RootCause cause;
   cause.property = kName;
   cause.headline = first ? "the metric rejects an empty batch: " + first->empty_rejected->type + ": " +
                                runtime::first_line(first->empty_rejected->message)
                          : "the metric rejects an empty batch";
-  cause.evidence = "update() of a batch with no rows raised on rank(s) " + ranks +
+  cause.evidence = "update() of a batch with no rows raised on rank(s) " + rank_numbers(rejected) +
                    "; the rest of the script ran without the empty update and every other property held";
   cause.hint = "accept a batch with no rows and change nothing (a rank's last batch can be empty); a library "
                "that rejects it by design declares that convention";

@@ -41,6 +41,12 @@ std::string compute_phrase(const CheckContext& ctx, int k) {
   return out.str();
 }
 
+std::string rank_numbers(const std::vector<int>& ranks) {
+  std::string out;
+  for (int rank : ranks) out += (out.empty() ? "" : ", ") + std::to_string(rank);
+  return out;
+}
+
 std::string missing_text(const RankObservation& obs) {
   if (obs.error)
     return "did not get there: its script stopped at step " + std::to_string(obs.error->step + 1) + " (" +

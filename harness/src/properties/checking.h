@@ -42,6 +42,9 @@ inline bool script_has(const std::vector<ComputeRole>& roles, ComputeRole role) 
   return std::find(roles.begin(), roles.end(), role) != roles.end();
 }
 
+// "0, 1, 3": the ranks a root cause's headline or evidence names after "rank(s) ".
+std::string rank_numbers(const std::vector<int>& ranks);
+
 // The computes of the script plan with this role.
 std::vector<int> computes_with(const CheckContext& ctx, ComputeRole role);
 // The single process's result at compute k, or nullptr.

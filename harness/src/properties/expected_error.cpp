@@ -95,11 +95,7 @@ std::optional<RootCause> raised_another_error(const Evidence& e) {
   }
   if (by_type.empty()) return std::nullopt;
   std::string raised;
-  for (const auto& [type, ranks] : by_type) {
-    std::string list;
-    for (int rank : ranks) list += (list.empty() ? "" : ", ") + std::to_string(rank);
-    raised += (raised.empty() ? "" : "; ") + type + " on rank(s) " + list;
-  }
+  for (const auto& [type, ranks] : by_type) raised += (raised.empty() ? "" : "; ") + type + " on rank(s) " + rank_numbers(ranks);
   RootCause cause;
   cause.property = "expected_error";
   cause.headline = "compute() " + std::to_string(k + 1) + " raised " + raised + " where the single process raises " +

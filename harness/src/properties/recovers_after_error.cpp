@@ -75,20 +75,17 @@ std::optional<RootCause> left_broken_by_the_raise(const Evidence& e) {
     if (line.differs) broken.insert(line.rank);
   // What a rank that stopped after the raise raised, by step and type (e.g. "update raised
   // AttributeError on rank(s) 0, 1"): read from its observation.
-  std::map<std::string, std::string> stopped;
+  std::map<std::string, std::vector<int>> stopped;
   for (const auto& obs : e.ctx.ranks)
     for (int k : computes_after_recovery(e.ctx))
       if (!obs.compute(k)) {
         broken.insert(obs.rank);
-        if (!obs.error) break;
-        auto& ranks = stopped[obs.error->op + "() raised " + obs.error->type];
-        ranks += (ranks.empty() ? "" : ", ") + std::to_string(obs.rank);
+        if (obs.error) stopped[obs.error->op + "() raised " + obs.error->type].push_back(obs.rank);
         break;
       }
-  std::string ranks;
-  for (int rank : broken) ranks += (ranks.empty() ? "" : ", ") + std::to_string(rank);
+  const std::string ranks = rank_numbers({broken.begin(), broken.end()});
   std::string raised;
-  for (const auto& [what, on] : stopped) raised += (raised.empty() ? "" : "; ") + what + " on rank(s) " + on;
+  for (const auto& [what, on] : stopped) raised += (raised.empty() ? "" : "; ") + what + " on rank(s) " + rank_numbers(on);
   RootCause cause;
   cause.property = kName;
   cause.headline = "compute() raised " + e.ctx.scenario.expect.error + " as declared, and left the metric broken on rank(s) " +
