@@ -141,7 +141,12 @@ std::string build_key(const PluginScenario& ps) { return ps.scenario.metric + " 
 // Any other error: those variants are errors naming the parameters; but a metric that builds with
 // none of them (the factory always raises, update() has the wrong signature for its adapter) is
 // bad input (nullopt). What each metric declares for its parameters is applied to its scenarios.
-using CannotBuild = std::map<std::string, std::pair<Outcome, std::string>>;  // build_key -> outcome, why
+// build_key -> a skip with why, or an error's message
+struct CannotBuildIt {
+  std::optional<runtime::Unavailable> skip;
+  std::string error;
+};
+using CannotBuild = std::map<std::string, CannotBuildIt>;
 
 std::optional<CannotBuild> check_python_builds(Adapted& adapted, std::ostream& err) {
   CannotBuild cannot_build;
@@ -159,12 +164,13 @@ std::optional<CannotBuild> check_python_builds(Adapted& adapted, std::ostream& e
     } catch (const std::exception& e) {
       const std::string params = ps.scenario.metric_params.dump();
       if (runtime::exception_type_name(e) == harness::kUnsupportedType) {
-        cannot_build[key] = {Outcome::Skip, ps.metric + " does not support the parameters " + params + ": " +
-                                                runtime::first_line(e.what())};
+        cannot_build[key] = {runtime::Unavailable(ps.metric + " does not support the parameters " + params + ": " +
+                                                  runtime::first_line(e.what())),
+                             ""};
         continue;
       }
-      cannot_build[key] = {Outcome::Error, ps.metric + "'s factory cannot build it with the parameters " + params + ": " +
-                                               runtime::first_line(e.what())};
+      cannot_build[key] = {std::nullopt, ps.metric + "'s factory cannot build it with the parameters " + params + ": " +
+                                             runtime::first_line(e.what())};
       if (!first_failure.count(ps.scenario.metric))
         first_failure[ps.scenario.metric] = {ps.metric, std::string(e.what()) + "\n  (scenario " + ps.scenario.file +
                                                             ", parameters " + params + ")"};
@@ -205,12 +211,11 @@ std::vector<Item> variant_items(const ConformOptions& o, const Adapted& adapted,
       if (ps.cannot_run && !v.skip) v.skip = *ps.cannot_run;
       std::optional<std::string> build_error;
       if (const auto it = cannot_build.find(build_key(ps)); it != cannot_build.end() && !v.skip) {
-        if (it->second.first == Outcome::Skip) v.skip = it->second.second;
-        else build_error = it->second.second;
+        if (it->second.skip) v.skip = it->second.skip;
+        else build_error = it->second.error;
       }
       if (python && !v.skip) {
-        const std::string why = python_conform_source()->cannot_run(v);
-        if (!why.empty()) v.skip = why;
+        if (auto why = python_conform_source()->cannot_run(v)) v.skip = std::move(why);
       }
       items.push_back({&ps, adapted.source_of[i], std::move(v), std::move(build_error)});
     }

@@ -123,7 +123,7 @@ void register_conform_source() {
   };
   source.prepare_workers = [] { return pyhost::fork_workers_with_python_loaded(); };
   source.cannot_run = [](const distmetrics::harness::Variant& variant) {
-    return pyhost::python_backend_unavailable(variant.backend).value_or("");
+    return pyhost::python_backend_unavailable(variant.backend);
   };
   register_explore_python_loader([load = source.load](const std::string& spec) -> const Plugin& { return load(spec, {}); });
   distmetrics::plugin::register_python_conform_source(std::move(source));

@@ -446,15 +446,21 @@ TEST(Placements, DevicesAndSkips) {
   if (gloo_built) {
     EXPECT_FALSE(dh::skip_reason("cpu", "gloo", 4, 0));
     // gloo's ranks may share a GPU: one is all a GPU placement needs, at any world size.
-    EXPECT_EQ(*cuda, "needs a GPU (placement cuda on gloo: its ranks may share one), 0 visible");
+    EXPECT_EQ(cuda->text, "needs a GPU (placement cuda on gloo: its ranks may share one), 0 visible");
+    EXPECT_EQ(cuda->gist, "needs a GPU");  // what the views group it by: no view cuts the sentence
   } else {
-    EXPECT_EQ(cuda->rfind("gloo: this build has no Gloo", 0), 0u) << *cuda;
+    EXPECT_EQ(cuda->text.rfind("gloo: this build has no Gloo", 0), 0u) << cuda->text;
+    EXPECT_EQ(cuda->text.rfind(cuda->gist, 0), 0u) << cuda->gist;
   }
   const auto nccl = dh::skip_reason("cpu", "nccl", 2, 1);
   ASSERT_TRUE(nccl);  // 1 GPU given, or no NCCL in this build
-  EXPECT_EQ(nccl->rfind("nccl: ", 0), 0u) << *nccl;
-  if (std::find(built.begin(), built.end(), "nccl") != built.end())
-    EXPECT_EQ(*nccl, "nccl: needs 2 GPUs (one per rank), 1 visible");
+  EXPECT_EQ(nccl->text.rfind("nccl: ", 0), 0u) << nccl->text;
+  if (std::find(built.begin(), built.end(), "nccl") != built.end()) {
+    EXPECT_EQ(nccl->text, "nccl: needs 2 GPUs (one per rank), 1 visible");
+    EXPECT_EQ(nccl->gist, "nccl: needs 2 GPUs");
+  } else {
+    EXPECT_EQ(*nccl, dr::Unavailable("nccl: this build has no NCCL", " (it needs a CUDA LibTorch)"));
+  }
   EXPECT_EQ(dh::comm_device_for("cpu", "nccl"), "cuda");
   EXPECT_EQ(dh::comm_device_for("cpu", "mpi"), "cpu");
 }

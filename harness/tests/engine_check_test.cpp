@@ -318,7 +318,7 @@ dh::Verdict verdict(dh::Outcome outcome, const std::string& scenario_name, const
   v.variant.id = dh::variant_id(scenario_name, "gloo", 4, shard, "cpu");
   v.outcome = outcome;
   v.seconds = 0.41;
-  if (outcome == dh::Outcome::Skip) v.reason = "needs 4 GPUs";
+  if (outcome == dh::Outcome::Skip) v.reason = v.skip_gist = "needs 4 GPUs";
   if (outcome == dh::Outcome::Pass || outcome == dh::Outcome::Fail || outcome == dh::Outcome::Hang) {
     dh::PropertyResult no_hang;
     no_hang.name = "no_hang";
@@ -433,10 +433,13 @@ TEST(Reports, ConsoleMatrixFailuresOnceAndTheLastLine) {
 }
 
 TEST(Reports, ModelMatrixCellsSkipsAndVerdict) {
+  // Two skips of one gist (runtime::Unavailable), their sentences different: one group, both
+  // sentences under it, whatever the sentences say.
+  auto round_robin_skip = verdict(dh::Outcome::Skip, "core/b", "round_robin");
+  round_robin_skip.reason = "needs 4 GPUs: only 2 are visible";
   const auto model = dh::report_model(
       {verdict(dh::Outcome::Pass, "core/a", "even"), verdict(dh::Outcome::Fail, "core/a", "uneven"),
-       verdict(dh::Outcome::Skip, "core/b", "even"), verdict(dh::Outcome::Skip, "core/b", "round_robin"),
-       verdict(dh::Outcome::Hang, "core/b", "uneven")},
+       verdict(dh::Outcome::Skip, "core/b", "even"), round_robin_skip, verdict(dh::Outcome::Hang, "core/b", "uneven")},
       "2024-05-01T12:00:00Z", 3.0);
   EXPECT_EQ(model.columns, (std::vector<std::string>{"no_hang", "equal_to_single"}));
   ASSERT_EQ(model.rows.size(), 2u);
@@ -450,6 +453,8 @@ TEST(Reports, ModelMatrixCellsSkipsAndVerdict) {
   ASSERT_EQ(model.skips.size(), 1u);
   EXPECT_EQ(model.skips[0].reason, "needs 4 GPUs");
   EXPECT_EQ(model.skips[0].count, 2);
+  ASSERT_EQ(model.skips[0].reasons.size(), 2u);
+  EXPECT_EQ(model.skips[0].reasons[1].first, "needs 4 GPUs: only 2 are visible");
   EXPECT_EQ(model.verdict(), "FAILED: 2 of 3 variants did not pass (1 fail, 1 hang); 2 skipped");
   ASSERT_EQ(model.not_passed().size(), 2u);
   const auto& failure = *model.not_passed()[0];
@@ -469,7 +474,9 @@ TEST(Reports, ModelMatrixCellsSkipsAndVerdict) {
   const std::string command = "distmetrics run scenarios/core/crafted.toml --filter 'core/a:gloo-ws4-uneven-cpu'";
   EXPECT_NE(md.find(command), std::string::npos);
   EXPECT_EQ(md.find(command), md.rfind(command));
-  EXPECT_NE(md.find("2 × needs 4 GPUs"), std::string::npos) << md;
+  EXPECT_NE(md.find("2 skipped: needs 4 GPUs</summary>\n\n- 1 × needs 4 GPUs\n- 1 × needs 4 GPUs: only 2 are visible"),
+            std::string::npos)
+      << md;
   // HTML: escaped, self-contained.
   const std::string html = dh::render_html(model);
   EXPECT_NE(html.find("equal_to_single failed at compute 1 &lt;&amp;&gt;"), std::string::npos);

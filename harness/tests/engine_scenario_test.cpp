@@ -76,7 +76,7 @@ TEST(Scenario, ExpandsVariantsWithIdsMarkersAndSkips) {
   EXPECT_EQ(variants[0].markers, (std::vector<std::string>{"gloo", "regression", "slow", "multilabel"}));
   EXPECT_FALSE(variants[0].skip);
   ASSERT_TRUE(variants[1].skip);
-  EXPECT_EQ(*variants[1].skip, "needs a GPU (placement cuda on gloo: its ranks may share one), 0 visible");
+  EXPECT_EQ(variants[1].skip->text, "needs a GPU (placement cuda on gloo: its ranks may share one), 0 visible");
   EXPECT_EQ(variants[1].markers, (std::vector<std::string>{"gloo", "gpu", "regression", "slow", "multilabel"}));
   const std::regex allowed("[A-Za-z0-9_./:-]+");
   for (const auto& v : variants) EXPECT_TRUE(std::regex_match(v.id, allowed)) << v.id;

@@ -78,7 +78,7 @@ PluginScenario adapt_scenario(const harness::Scenario& scenario, const Plugin& p
   out.scenario.metric = harness::MetricId{name, harness::MetricSource::parse(plugin.path)}.qualified();
   const auto* spec = plugin.registry.find(name);
   if (!spec) {
-    out.cannot_run = "plugin " + plugin.name + " has no metric " + name;
+    out.cannot_run = runtime::Unavailable("plugin " + plugin.name + " has no metric " + name);
     return out;
   }
   // The scenario's parameters were resolved by the reference metric (defaults filled in). The
@@ -99,15 +99,15 @@ PluginScenario adapt_scenario(const harness::Scenario& scenario, const Plugin& p
       for (const auto& p : reference->params)
         if (p.name == key) ref_param = &p;
     if (ref_param && ref_param->default_value == value) continue;
-    out.cannot_run = "plugin " + plugin.name + "'s " + name + " takes no parameter '" + key +
-                     "', which this scenario sets to " + value.dump();
+    out.cannot_run = runtime::Unavailable("plugin " + plugin.name + "'s " + name + " takes no parameter '" + key + "'",
+                                          ", which this scenario sets to " + value.dump());
     return out;
   }
   try {
     out.scenario.metric_params = plugin.registry.resolve_params(name, params);
   } catch (const std::exception& e) {
-    out.cannot_run = "plugin " + plugin.name + "'s " + name + " does not take this scenario's parameters: " +
-                     std::string(e.what());
+    out.cannot_run = runtime::Unavailable("plugin " + plugin.name + "'s " + name + " does not take this scenario's parameters",
+                                          ": " + std::string(e.what()));
   }
   return out;
 }

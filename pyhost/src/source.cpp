@@ -213,12 +213,13 @@ void install_python_resolver() {
   (void)installed;
 }
 
-std::optional<std::string> python_backend_unavailable(const std::string& backend) {
+std::optional<runtime::Unavailable> python_backend_unavailable(const std::string& backend) {
   detail::ensure_interpreter();
   py::gil_scoped_acquire gil;
   if (detail::host_module().attr("backend_available")(backend).cast<bool>()) return std::nullopt;
-  return "python metrics: torch.distributed in this Python has no " + backend +
-         " process group (Debian's torch has gloo only), so a Python metric's own collectives cannot run on " + backend;
+  return runtime::Unavailable("python metrics: torch.distributed in this Python has no " + backend + " process group",
+                              " (Debian's torch has gloo only), so a Python metric's own collectives cannot run on " +
+                                  backend);
 }
 
 bool fork_workers_with_python_loaded() {

@@ -169,9 +169,11 @@ bool metric_does_not_support_it(Judging& j) {
     if (!r.observation || !r.observation->error || r.observation->error->type != kUnsupportedType) continue;
     const auto& e = *r.observation->error;
     j.verdict.outcome = Outcome::Skip;
-    j.verdict.reason = MetricId::parse(j.scenario.metric).name + " does not support this: " + first_line(e.message) +
-                       " (rank " + std::to_string(r.rank) + ", " + e.op +
-                       (e.step >= 0 ? ", script step " + std::to_string(e.step + 1) : std::string()) + ")";
+    const runtime::Unavailable why(MetricId::parse(j.scenario.metric).name + " does not support this: " + first_line(e.message),
+                                   " (rank " + std::to_string(r.rank) + ", " + e.op +
+                                       (e.step >= 0 ? ", script step " + std::to_string(e.step + 1) : std::string()) + ")");
+    j.verdict.reason = why.text;
+    j.verdict.skip_gist = why.gist;
     return true;
   }
   return false;

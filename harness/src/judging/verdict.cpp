@@ -105,8 +105,6 @@ std::string Verdict::kept_verdicts_text() const {
   return "judged before the variant died (the steps every rank completed):\n" + failed + held + not_judged;
 }
 
-std::string Verdict::skip_gist() const { return reason.substr(0, reason.find(" (")); }
-
 const PropertyResult* Verdict::property(const std::string& name) const {
   for (const auto& p : properties)
     if (p.name == name) return &p;

@@ -295,7 +295,7 @@ void worst_and_skips(ReportModel& model) {
     if (v.outcome != "skip" && (model.worst.empty() || outcome_severity(v.outcome) > outcome_severity(model.worst)))
       model.worst = v.outcome;
     if (v.outcome != "skip") continue;
-    const std::string gist = v.verdict.skip_gist();
+    const std::string& gist = v.verdict.skip_gist.empty() ? v.reason : v.verdict.skip_gist;
     auto group = std::find_if(model.skips.begin(), model.skips.end(), [&](const auto& g) { return g.reason == gist; });
     if (group == model.skips.end()) group = model.skips.insert(model.skips.end(), SkipGroup{gist, 0, {}});
     ++group->count;

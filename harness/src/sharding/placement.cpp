@@ -72,21 +72,22 @@ std::string comm_device_for(const std::string& placement, const std::string& bac
   return "cpu";
 }
 
-std::optional<std::string> skip_reason(const std::string& placement, const std::string& backend, int world_size,
-                                       int gpus_available) {
+std::optional<runtime::Unavailable> skip_reason(const std::string& placement, const std::string& backend,
+                                                int world_size, int gpus_available) {
   const std::string comm_device = comm_device_for(placement, backend);
   const auto* b = runtime::find_backend(backend);
-  if (!b || !b->compiled) return runtime::backend_unavailable_reason(backend, comm_device, world_size);
+  if (!b || !b->compiled) return runtime::backend_unavailable(backend, comm_device, world_size);
   const int needed = gpus_needed(placement, backend, world_size);
   if (needed > gpus_available) {
     if (b->gpu_per_rank) {
-      return b->name + ": needs " + std::to_string(needed) + " GPU" + (needed == 1 ? "" : "s") +
-             " (one per rank), " + std::to_string(gpus_available) + " visible";
+      return runtime::Unavailable(b->name + ": needs " + std::to_string(needed) + " GPU" + (needed == 1 ? "" : "s"),
+                                  " (one per rank), " + std::to_string(gpus_available) + " visible");
     }
-    return "needs a GPU (placement " + placement + " on " + backend + ": its ranks may share one), " +
-           std::to_string(gpus_available) + " visible";
+    return runtime::Unavailable("needs a GPU", " (placement " + placement + " on " + backend +
+                                                   ": its ranks may share one), " + std::to_string(gpus_available) +
+                                                   " visible");
   }
-  return runtime::backend_unavailable_reason(backend, comm_device, world_size);
+  return runtime::backend_unavailable(backend, comm_device, world_size);
 }
 
 }  // namespace distmetrics::harness

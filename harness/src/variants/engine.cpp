@@ -101,7 +101,8 @@ Verdict skip_verdict(const Variant& variant) {
   Verdict v;
   v.variant = variant;
   v.outcome = Outcome::Skip;
-  v.reason = variant.skip.value_or("skipped");
+  v.reason = variant.skip ? variant.skip->text : "skipped";
+  v.skip_gist = variant.skip ? variant.skip->gist : "skipped";
   return v;
 }
 

@@ -38,7 +38,7 @@ nlohmann::json Variant::to_json() const {
                       {"placement", placement},
                       {"deadline", deadline_seconds},
                       {"markers", markers},
-                      {"skip", skip ? nlohmann::json(*skip) : nlohmann::json(nullptr)}};
+                      {"skip", skip ? nlohmann::json(skip->text) : nlohmann::json(nullptr)}};
   if (!dtype.empty()) j["dtype"] = dtype;  // only on variants of a scenario that lists input dtypes
   return j;
 }

@@ -25,27 +25,29 @@ std::vector<std::string> names_of(std::initializer_list<LauncherId> ids) {
   return names;
 }
 
-std::optional<std::string> gloo_unavailable(const std::string& comm_device, int) {
+std::optional<Unavailable> gloo_unavailable(const std::string& comm_device, int) {
   if (!DISTMETRICS_HAVE_GLOO) {
     // LibTorch 2.x: only gloo headers shipped with that LibTorch match its gloo (the pip wheel has none).
     if (DISTMETRICS_TORCH_VERSION[0] != '1')
-      return std::string("gloo: this build has no Gloo: LibTorch " DISTMETRICS_TORCH_VERSION " ships no gloo headers (docs/gpu.md)");
-    return std::string("gloo: this build has no Gloo (install libgloo-dev and reconfigure)");
+      return Unavailable("gloo: this build has no Gloo: LibTorch " DISTMETRICS_TORCH_VERSION " ships no gloo headers",
+                         " (docs/gpu.md)");
+    return Unavailable("gloo: this build has no Gloo", " (install libgloo-dev and reconfigure)");
   }
   // Through torch's Python binding, torch.distributed is imported when a group is made, or when
   // a supervisor or a peer rank loads it for the processes it forks (load_for_forked_workers), not
   // here: asking costs nothing, so that `list` of a gloo scenario loads no Python (the configure
   // checked that this venv's torch.distributed has gloo; a venv broken since fails the pool's start).
   if (comm_device == "cuda") {
-    if (!DISTMETRICS_TORCH_HAS_CUDA) return std::string("gloo on cuda: this LibTorch has no CUDA");
-    if (visible_gpu_count() < 1) return std::string("gloo on cuda: needs a GPU, found 0");
+    if (!DISTMETRICS_TORCH_HAS_CUDA) return Unavailable("gloo on cuda: this LibTorch has no CUDA");
+    if (visible_gpu_count() < 1) return Unavailable("gloo on cuda: needs a GPU, found 0");
   }
   return std::nullopt;
 }
 
-std::optional<std::string> mpi_unavailable(const std::string& comm_device, int) {
-  if (!DISTMETRICS_HAVE_MPI) return std::string("mpi: this build has no Open MPI (install libopenmpi-dev openmpi-bin and reconfigure)");
-  if (comm_device == "cuda") return std::string("mpi: collectives run on the CPU only (comm device cuda)");
+std::optional<Unavailable> mpi_unavailable(const std::string& comm_device, int) {
+  if (!DISTMETRICS_HAVE_MPI)
+    return Unavailable("mpi: this build has no Open MPI", " (install libopenmpi-dev openmpi-bin and reconfigure)");
+  if (comm_device == "cuda") return Unavailable("mpi: collectives run on the CPU only", " (comm device cuda)");
   return std::nullopt;
 }
 
@@ -74,12 +76,11 @@ std::optional<ForkHooks> gloo_load_for_forked_workers() {
 }
 #endif
 
-std::optional<std::string> nccl_unavailable(const std::string&, int world_size) {
-  if (!DISTMETRICS_HAVE_NCCL) return std::string("nccl: this build has no NCCL (it needs a CUDA LibTorch)");
+std::optional<Unavailable> nccl_unavailable(const std::string&, int world_size) {
+  if (!DISTMETRICS_HAVE_NCCL) return Unavailable("nccl: this build has no NCCL", " (it needs a CUDA LibTorch)");
   const int gpus = visible_gpu_count();
-  if (gpus < world_size) {
-    return "nccl: needs " + std::to_string(world_size) + " GPUs (one per rank), found " + std::to_string(gpus);
-  }
+  if (gpus < world_size)
+    return Unavailable("nccl: needs " + std::to_string(world_size) + " GPUs", " (one per rank), found " + std::to_string(gpus));
   return std::nullopt;
 }
 
@@ -177,18 +178,23 @@ std::vector<std::string> compiled_backends() {
   return out;
 }
 
-std::optional<std::string> backend_unavailable_reason(const std::string& backend, const std::string& comm_device,
-                                                      int world_size) {
-  if (comm_device != "cpu" && comm_device != "cuda") {
-    return backend + ": unknown comm device '" + comm_device + "' (expected cpu or cuda)";
-  }
+std::optional<Unavailable> backend_unavailable(const std::string& backend, const std::string& comm_device,
+                                               int world_size) {
+  if (comm_device != "cpu" && comm_device != "cuda")
+    return Unavailable(backend + ": unknown comm device '" + comm_device + "'", " (expected cpu or cuda)");
   const Backend* b = find_backend(backend);
   if (b == nullptr) {
     std::string known;
     for (const auto& name : backend_names()) known += (known.empty() ? "" : ", ") + name;
-    return "unknown backend '" + backend + "' (known: " + known + ")";
+    return Unavailable("unknown backend '" + backend + "'", " (known: " + known + ")");
   }
   return b->unavailable(comm_device, world_size);
+}
+
+std::optional<std::string> backend_unavailable_reason(const std::string& backend, const std::string& comm_device,
+                                                      int world_size) {
+  if (auto why = backend_unavailable(backend, comm_device, world_size)) return std::move(why->text);
+  return std::nullopt;
 }
 
 int rank_gpu_index(const std::string& backend, int local_rank, int visible_gpus) {

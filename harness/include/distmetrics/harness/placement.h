@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "distmetrics/runtime/text.h"
+
 namespace distmetrics::harness {
 
 struct RankDevices {
@@ -47,7 +49,7 @@ std::string comm_device_for(const std::string& placement, const std::string& bac
 
 // Why the variant cannot run here (backend not built or unusable, too few GPUs for the
 // placement), or nullopt. `gpus_available`: runtime::visible_gpu_count() (backends.h) on this machine.
-std::optional<std::string> skip_reason(const std::string& placement, const std::string& backend, int world_size,
+std::optional<runtime::Unavailable> skip_reason(const std::string& placement, const std::string& backend, int world_size,
                                        int gpus_available);
 
 }  // namespace distmetrics::harness

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "distmetrics/harness/scenario.h"
+#include "distmetrics/runtime/text.h"
 
 namespace distmetrics::harness {
 
@@ -27,7 +28,7 @@ struct Variant {
   std::uint64_t seed = 0;
   double deadline_seconds = 0;       // the scenario's deadline for one variant
   std::vector<std::string> markers;  // backend, "gpu", "regression", "slow"
-  std::optional<std::string> skip;   // why it cannot run here
+  std::optional<runtime::Unavailable> skip;  // why it cannot run here
   // The command that reproduces it when not `distmetrics run` (e.g. `distmetrics conform ...`).
   std::string reproduce_command;
 

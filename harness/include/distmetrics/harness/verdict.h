@@ -133,6 +133,7 @@ struct Verdict {
   Variant variant;
   Outcome outcome = Outcome::Pass;
   std::string reason;  // one line: why not pass
+  std::string skip_gist;  // a skip's: what the views group it by ("nccl: needs 2 GPUs"; runtime::Unavailable)
   double seconds = 0;
   std::vector<PropertyResult> properties;
   std::string diagnosis;  // hang/crash diagnosis; empty otherwise
@@ -158,8 +159,6 @@ struct Verdict {
   // failed one with its message, a held one, then those not judged with why), each line ended;
   // empty when none was kept. details() ends with it.
   std::string kept_verdicts_text() const;
-  // A skip's reason up to its first " (": what the views group skips by ("needs 2 GPUs").
-  std::string skip_gist() const;
   nlohmann::json to_json() const;  // the JSON report's per-variant object
 };
 

@@ -54,7 +54,7 @@ struct ConformSource {
   // Returns the conventions it declares for them (a JSON object: "no_data", ...; docs/python.md).
   std::function<nlohmann::json(const Plugin& source, const std::string& metric, const nlohmann::json& params)> check;
   // Why a variant cannot run with this kind of metric (a backend it lacks), or empty.
-  std::function<std::string(const harness::Variant& variant)> cannot_run;
+  std::function<std::optional<runtime::Unavailable>(const harness::Variant& variant)> cannot_run;
   // The job every rank pool of the run (and the helper worker) runs as it starts: imports the
   // sources loaded so far, so that a pool's start, not a variant's deadline, pays for it.
   std::function<runtime::Job()> pool_warm_up;
@@ -86,7 +86,7 @@ struct PluginScenario {
   harness::Scenario scenario;   // metric: qualified; metric_params: the plugin's
   harness::Scenario reference;  // as loaded: the reference implementation's
   std::string metric;           // the unqualified name
-  std::optional<std::string> cannot_run;
+  std::optional<runtime::Unavailable> cannot_run;
 };
 PluginScenario adapt_scenario(const harness::Scenario& scenario, const Plugin& plugin,
                               const std::string& registered = "");

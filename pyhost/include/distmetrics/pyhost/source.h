@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "distmetrics/metrics/registry.h"
+#include "distmetrics/runtime/text.h"
 
 namespace distmetrics::pyhost {
 
@@ -57,7 +58,7 @@ void install_python_resolver();
 
 // Why a variant on `backend` cannot run a Python metric here (torch.distributed has no such
 // backend: Debian's torch has no MPI process group), or nullopt.
-std::optional<std::string> python_backend_unavailable(const std::string& backend);
+std::optional<runtime::Unavailable> python_backend_unavailable(const std::string& backend);
 
 // Makes rank workers forked from now on start with every source loaded so far imported (torch
 // and the library: seconds each): the worker zygote is restarted from this process, with the

@@ -15,6 +15,7 @@
 #include "distmetrics/runtime/comm.h"
 #include "distmetrics/runtime/deadline.h"
 #include "distmetrics/runtime/rank_pool.h"
+#include "distmetrics/runtime/text.h"
 
 namespace c10d {
 class Store;
@@ -63,7 +64,7 @@ struct Backend {
   std::optional<ForkHooks> (*load_for_forked_workers)() = nullptr;
   // Why `world_size` ranks cannot run it on this machine with collectives on `comm_device`
   // (not built, no GPUs, ...), or nullopt.
-  std::optional<std::string> (*unavailable)(const std::string& comm_device, int world_size) = nullptr;
+  std::optional<Unavailable> (*unavailable)(const std::string& comm_device, int world_size) = nullptr;
   CommunicatorFactory make = nullptr;
 };
 
@@ -93,6 +94,9 @@ std::vector<std::string> compiled_backends();
 //   "mpi: this build has no Open MPI", "mpi: collectives run on the CPU only (comm device cuda)".
 std::optional<std::string> backend_unavailable_reason(const std::string& backend,
                                                       const std::string& comm_device, int world_size);
+// The same with its gist (what the views group it by): "nccl: needs 2 GPUs".
+std::optional<Unavailable> backend_unavailable(const std::string& backend, const std::string& comm_device,
+                                               int world_size);
 
 // The number of CUDA devices this process sees (0 in a CPU build). It loads nothing of
 // LibTorch's: until LibTorch's CUDA side is in the process (load_cuda_side) it asks the NVIDIA

@@ -1,15 +1,28 @@
 // Text helpers every layer shares for its messages: close-name suggestions ("unknown shard
 // policy 'evne'; did you mean 'even'?"), quoting for the shell (the "reproduce:" commands), the
-// first line of a text, an exception's message without LibTorch's backtrace, and an exception's
-// type name as reports show it.
+// first line of a text, an exception's message without LibTorch's backtrace, an exception's
+// type name as reports show it, and why something cannot run here (Unavailable).
 #pragma once
 
 #include <exception>
 #include <string>
 #include <typeinfo>
+#include <utility>
 #include <vector>
 
 namespace distmetrics::runtime {
+
+// Why something cannot run here (a backend not built, too few GPUs, a plugin without the
+// metric): `text`, the whole sentence with what was found, and `gist`, its opening that the
+// views group skips by ("nccl: needs 2 GPUs" of "nccl: needs 2 GPUs (one per rank), found 0").
+// Made as the gist and what follows it, so that no view has to cut a sentence to group it.
+struct Unavailable {
+  std::string gist;
+  std::string text;
+  explicit Unavailable(std::string gist_, const std::string& more = "") : gist(std::move(gist_)), text(gist + more) {}
+  bool operator==(const Unavailable& o) const { return gist == o.gist && text == o.text; }
+  bool operator!=(const Unavailable& o) const { return !(*this == o); }
+};
 
 // The known names closest to `name` (case-insensitive edit distance, prefixes count as close),
 // best first, at most `limit` of them; empty when none is reasonably close.
