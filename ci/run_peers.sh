@@ -196,6 +196,31 @@ codes=()
 summaries=()
 [ "$repros_only" = 1 ] && selected=()
 started=$SECONDS
+
+# The reproductions without distmetrics: each exits 0 while its bug shows (peers/repro/common.py).
+# peers/run_repros.py runs them all from one interpreter that imports torch and the libraries once,
+# each script in a fork of it (its ranks forked in turn: each repro its own group and processes),
+# as many at once as there are cores, each under a 180 s deadline. They start once the findings
+# are compared (the reruns of peers/rerun.py are timings: they run alone), in the background while
+# judged.py and page.py read the report; their output is printed when they are done.
+repro_pid=
+repro_summary=$reports/repros.tsv
+repro_log=$reports/repros.log
+start_repros() {
+  [ "$skip_repros" != 1 ] && [ -z "$repro_pid" ] || return 0
+  repro_started=$SECONDS
+  if [ "$DM_DRY_RUN" = 1 ]; then
+    dm_run timeout --kill-after=10 900 "$repro_python" peers/run_repros.py --reports "$reports" \
+      --summary "$repro_summary" --deadline 180 --brief
+    repro_pid=dry-run
+    return 0
+  fi
+  rm -f "$repro_summary"
+  dm_say "$(dm_quote "$repro_python") peers/run_repros.py --reports $(dm_quote "$reports") --summary $(dm_quote "$repro_summary") --deadline 180 --brief (output: $repro_log)"
+  timeout --kill-after=10 900 "$repro_python" peers/run_repros.py --reports "$reports" \
+    --summary "$repro_summary" --deadline 180 --brief >"$repro_log" 2>&1 &
+  repro_pid=$!
+}
 if [ ${#selected[@]} -gt 0 ]; then
   sources=()
   for library in "${selected[@]}"; do sources+=(--python "peers/$library/metrics.py"); done
@@ -251,20 +276,27 @@ PY
         # A variant whose outcome disagrees with expected.toml is rerun once, alone (peers/rerun.py
         # --disagreeing): a finding that comes and goes with the load is a timing, not an assertion;
         # the first comparison and each rerun are printed, the comparison after them decides.
+        # With no disagreement the first comparison is the one that decides: its Markdown (kept
+        # apart until then, since expected.py appends) goes into peers.md and it is not run again.
         disagreeing=$reports/disagreeing-$library.json
+        first_markdown=$reports/expected-$library.md
         check=0
         baseline_args=()
         [ -z "$baseline" ] || baseline_args=(--baseline "$baseline" --pr-markdown "$reports/release-$library.md")
+        rm -f "$first_markdown"
         out=$(/usr/bin/python3 peers/expected.py --library "$library" --report "$reports/peers.json" \
-          --disagreeing "$disagreeing" "${baseline_args[@]}") || check=$?
+          --disagreeing "$disagreeing" --markdown "$first_markdown" "${baseline_args[@]}") || check=$?
         if [ "$check" = 1 ]; then
           echo "$out" | sed 's/^/  first comparison: /'
           "$repro_python" peers/rerun.py --report "$reports/peers.json" --distmetrics "$build_dir/bin/distmetrics" \
             --disagreeing "$disagreeing" || dm_fail "peers/rerun.py (variants that disagreed with expected.toml): see above"
+          check=0
+          out=$(/usr/bin/python3 peers/expected.py --library "$library" --report "$reports/peers.json" \
+            --markdown "$reports/peers.md" "${baseline_args[@]}") || check=$?
+        elif [ -s "$first_markdown" ]; then
+          cat "$first_markdown" >>"$reports/peers.md"
         fi
-        check=0
-        out=$(/usr/bin/python3 peers/expected.py --library "$library" --report "$reports/peers.json" \
-          --markdown "$reports/peers.md" "${baseline_args[@]}") || check=$?
+        rm -f "$first_markdown"
         echo "$out"
         if [ "$check" = 2 ]; then
           summaries+=("$library: not compared (peers/expected.py: bad input, see above)")
@@ -276,6 +308,7 @@ PY
         fi
         codes+=("$check")
       done
+      start_repros
       # What the run judged, class by class (peers/judged.py, from this report, not from the rows):
       # one line per library; the per-class table in judged.md, the same as data in judged.json.
       if [ "$torch" != 1.13 ]; then
@@ -301,22 +334,16 @@ PY
     fi
   fi
 fi
-# The reproductions without distmetrics: each exits 0 while its bug shows (peers/repro/common.py).
-# peers/run_repros.py runs them all from one interpreter that imports torch and the libraries once,
-# each script in a fork of it (its ranks forked in turn: each repro its own group and processes),
-# as many at once as there are cores, each under a 180 s deadline.
 [ "$other_release" = 0 ] || summaries+=("repros: not run (they show the pinned releases' bugs; --release and --from leave them out)")
 if [ "$skip_repros" != 1 ]; then
   shown=0
   gone=()
-  other_release=()
-  repro_started=$SECONDS
-  repro_summary=$reports/repros.tsv
+  about_other_releases=()
   repro_run=0
-  [ "$DM_DRY_RUN" = 1 ] || rm -f "$repro_summary"
-  dm_run timeout --kill-after=10 900 "$repro_python" peers/run_repros.py --reports "$reports" \
-    --summary "$repro_summary" --deadline 180 --brief || repro_run=$?
+  start_repros
   if [ "$DM_DRY_RUN" != 1 ]; then
+    wait "$repro_pid" || repro_run=$?
+    cat "$repro_log"
     if [ ! -s "$repro_summary" ]; then
       gone+=("peers/run_repros.py")
       dm_fail "peers/run_repros.py gave exit code $repro_run and no summary (see above)"
@@ -328,7 +355,7 @@ if [ "$skip_repros" != 1 ]; then
         shown=$((shown + 1))
         dm_say "$(tail -n 1 "$out_file")"
       elif [ "$repro_code" = 77 ]; then  # about other releases (peers/repro/common.py, requires)
-        other_release+=("$name")
+        about_other_releases+=("$name")
       else
         gone+=("$repro")
         dm_fail "$repro: $(tail -n 1 "$out_file")"
@@ -341,8 +368,8 @@ if [ "$skip_repros" != 1 ]; then
     else
       summaries+=("repros: all $shown show their bug in ${repro_seconds} s wall time (outputs: $reports/<repro>.txt)")
     fi
-    [ ${#other_release[@]} -eq 0 ] ||
-      summaries+=("repros: ${#other_release[@]} about other releases, not run: ${other_release[*]}")
+    [ ${#about_other_releases[@]} -eq 0 ] ||
+      summaries+=("repros: ${#about_other_releases[@]} about other releases, not run: ${about_other_releases[*]}")
   fi
 fi
 if [ "$DM_DRY_RUN" = 1 ]; then
