@@ -15,9 +15,12 @@ always). A class is
 - **not runnable here** (declared in its mapping, with what it would need) or **not mapped**.
 
 Run with the libraries importable (the census and the mappings' declarations: the torch 2.x venv's
-python of ci/run_peers.sh), after peers/classes.py named each variant's class:
+python of ci/run_peers.sh), after peers/classes.py named each variant's class, or with
+--name-classes, which names them first in this same interpreter (the libraries imported once, not
+once for each script: ci/run_peers.sh does so) and writes the report back:
 
-    python peers/judged.py --report build/reports/peers/peers.json [--library NAME] [--markdown OUT] [--json OUT]
+    python peers/judged.py --report build/reports/peers/peers.json [--library NAME] [--markdown OUT] [--json OUT] \
+        [--name-classes build/bin/distmetrics]
 
 Prints one summary line per library (the last lines: ci/run_peers.sh repeats them); --markdown
 writes the per-class table, --json the same as data (what the HTML page and docs read).
@@ -44,11 +47,16 @@ def judged_outcomes():
     return (t.outcome("pass"), t.outcome("fail"))
 
 
-def _coverage():
-    spec = importlib.util.spec_from_file_location("peers_coverage", ROOT / "peers" / "coverage.py")
+def _peers_module(name):
+    """peers/NAME.py as a module (peers/ holds folders named after the libraries: never on sys.path)."""
+    spec = importlib.util.spec_from_file_location(f"peers_{name}", ROOT / "peers" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def _coverage():
+    return _peers_module("coverage")
 
 
 def library_of(variant):
@@ -260,12 +268,21 @@ def main(argv=None):
     ap.add_argument("--library", action="append", choices=list(LIBRARIES))
     ap.add_argument("--markdown", help="write the per-class tables to this Markdown file")
     ap.add_argument("--json", help="write the per-class results to this JSON file")
+    ap.add_argument("--name-classes", metavar="DISTMETRICS",
+                    help="first name each variant's class as peers/classes.py does (DISTMETRICS: the command, for "
+                         "the reference's parameter defaults) and write the report back")
     args = ap.parse_args(argv)
     try:
         report = json.loads(Path(args.report).read_text())
     except (OSError, json.JSONDecodeError) as e:
         print(f"peers/judged.py: cannot read the report {args.report}: {e}", file=sys.stderr)
         return 2
+    if args.name_classes:
+        classes = _peers_module("classes")
+        named = classes.annotate(report, args.name_classes)
+        Path(args.report).write_text(json.dumps(report, indent=1))
+        total = sum(1 for v in report.get("variants", []) if classes.library_of(v, args.name_classes))
+        print(f"peers/classes.py: {named} of {total} variants of the mapped libraries name their class", file=sys.stderr)
     libraries = args.library or [lib for lib in LIBRARIES if any(library_of(v) == lib for v in report.get("variants", []))]
     if not libraries:
         print(f"peers/judged.py: {args.report} has no variant of {', '.join(LIBRARIES)}", file=sys.stderr)

@@ -31,56 +31,13 @@
 #include "distmetrics/runtime/blame.h"
 #include "distmetrics/runtime/launchers.h"
 #include "distmetrics/runtime/phases.h"
+#include "doc_tables.h"
 
 namespace distmetrics::harness {
 namespace {
 
-std::string read_doc(const std::string& name) {
-  std::ifstream in(std::string(DISTMETRICS_DOCS_DIR) + "/" + name);
-  EXPECT_TRUE(in) << "cannot read docs/" << name;
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-std::vector<std::string> cells(const std::string& row) {
-  std::vector<std::string> out;
-  std::stringstream in(row);
-  std::string cell;
-  std::getline(in, cell, '|');  // before the first '|'
-  while (std::getline(in, cell, '|')) {
-    const auto begin = cell.find_first_not_of(' ');
-    const auto end = cell.find_last_not_of(' ');
-    out.push_back(begin == std::string::npos ? "" : cell.substr(begin, end - begin + 1));
-  }
-  if (!out.empty() && out.back().empty()) out.pop_back();
-  return out;
-}
-
-// The first column of the Markdown table whose header's first cell is `header`, without the
-// backticks: the names the docs list.
-std::set<std::string> doc_table_names(const std::string& doc, const std::string& header) {
-  std::istringstream in(read_doc(doc));
-  std::set<std::string> names;
-  bool inside = false;
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("|", 0) != 0) {
-      if (inside) break;
-      continue;
-    }
-    const auto row = cells(line);
-    if (!inside) {
-      inside = !row.empty() && row.front() == header;
-      continue;
-    }
-    if (row.empty() || row.front().rfind("---", 0) == 0) continue;
-    std::string name = row.front();
-    name.erase(std::remove(name.begin(), name.end(), '`'), name.end());
-    names.insert(name);
-  }
-  EXPECT_TRUE(inside) << "docs/" << doc << " has no table headed '" << header << "'";
-  return names;
-}
+using doc_tables::read_doc;
+using doc_tables::table_rows;
 
 template <typename Table>
 std::set<std::string> table_names(const Table& table) {
@@ -89,33 +46,10 @@ std::set<std::string> table_names(const Table& table) {
   return names;
 }
 
-// Each row of the Markdown table headed `header`: its cells, backticks removed.
-std::vector<std::vector<std::string>> doc_table_rows(const std::string& doc, const std::string& header) {
-  std::istringstream in(read_doc(doc));
-  std::vector<std::vector<std::string>> rows;
-  bool inside = false;
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("|", 0) != 0) {
-      if (inside) break;
-      continue;
-    }
-    auto row = cells(line);
-    if (!inside) {
-      inside = !row.empty() && row.front() == header;
-      continue;
-    }
-    if (row.empty() || row.front().rfind("---", 0) == 0) continue;
-    for (auto& cell : row) cell.erase(std::remove(cell.begin(), cell.end(), '`'), cell.end());
-    rows.push_back(row);
-  }
-  EXPECT_TRUE(inside) << "docs/" << doc << " has no table headed '" << header << "'";
-  return rows;
-}
-
 // The outcome table (outcome.h) and its docs: the contract's table (name, symbol, exit code), and
 // the JSON schema's outcome names and summary counts, in the table's order.
 TEST(TablesTest, DocsAndTheSchemaListExactlyTheOutcomes) {
-  const auto rows = doc_table_rows("cli-contract.md", "outcome");
+  const auto rows = table_rows("cli-contract.md", "outcome");
   ASSERT_EQ(rows.size(), outcome_kinds().size());
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const auto& kind = outcome_kinds()[i];
@@ -127,7 +61,7 @@ TEST(TablesTest, DocsAndTheSchemaListExactlyTheOutcomes) {
   const auto schema = nlohmann::json::parse(read_doc("report.schema.json"));
   std::vector<std::string> names, summary;
   for (const auto& kind : outcome_kinds()) names.push_back(kind.name);
-  EXPECT_EQ(doc_table_names("properties.md", "outcome"), std::set<std::string>(names.begin(), names.end()));
+  EXPECT_EQ(doc_tables::table_names("properties.md", "outcome"), std::set<std::string>(names.begin(), names.end()));
   EXPECT_EQ(schema.at("$defs").at("outcome").at("enum").get<std::vector<std::string>>(), names);
   summary = names;
   summary.push_back("total");
@@ -143,7 +77,7 @@ TEST(TablesTest, DocsAndTheSchemaListExactlyTheOutcomes) {
 // The phase table (runtime/phases.h) and its docs: the contract's table (name, measured by), the
 // schema's per-variant phases (every phase but the run's) and the run's own.
 TEST(TablesTest, DocsAndTheSchemaListExactlyThePhases) {
-  const auto rows = doc_table_rows("cli-contract.md", "phase");
+  const auto rows = table_rows("cli-contract.md", "phase");
   const auto& table = runtime::phase_table();
   ASSERT_EQ(rows.size(), table.size());
   std::set<std::string> per_variant, per_run, names;
@@ -167,7 +101,7 @@ TEST(TablesTest, DocsAndTheSchemaListExactlyThePhases) {
 // The blame rules (runtime/blame.h) and their docs: runtime.md's table lists every rule, in the
 // order they are tried, with what the table says of when it applies and whom it blames.
 TEST(TablesTest, DocsListTheBlameRulesInTheirOrder) {
-  const auto rows = doc_table_rows("runtime.md", "rule");
+  const auto rows = table_rows("runtime.md", "rule");
   const auto& rules = runtime::blame_rules();
   ASSERT_EQ(rows.size(), rules.size());
   for (std::size_t i = 0; i < rows.size(); ++i) {
@@ -190,12 +124,12 @@ TEST(TablesTest, OutcomeNamesAreUniqueAndFindable) {
 }
 
 TEST(TablesTest, DocsListExactlyTheProperties) {
-  EXPECT_EQ(doc_table_names("properties.md", "property"), table_names(property_table()));
-  EXPECT_EQ(doc_table_names("design.md", "property"), table_names(property_table()));
+  EXPECT_EQ(doc_tables::table_names("properties.md", "property"), table_names(property_table()));
+  EXPECT_EQ(doc_tables::table_names("design.md", "property"), table_names(property_table()));
 }
 
 TEST(TablesTest, DocsListExactlyTheInputDtypes) {
-  EXPECT_EQ(doc_table_names("scenarios.md", "dtype"), table_names(input_dtypes()));
+  EXPECT_EQ(doc_tables::table_names("scenarios.md", "dtype"), table_names(input_dtypes()));
   for (const auto& d : input_dtypes()) {
     SCOPED_TRACE(d.name);
     EXPECT_GE(d.rtol, 0);
@@ -211,29 +145,19 @@ TEST(TablesTest, DocsListExactlyTheInputDtypes) {
 }
 
 TEST(TablesTest, DocsListExactlyTheShardPoliciesPlacementsAndBackends) {
-  EXPECT_EQ(doc_table_names("scenarios.md", "policy"), table_names(shard_policies()));
-  EXPECT_EQ(doc_table_names("scenarios.md", "placement"), table_names(placements()));
-  EXPECT_EQ(doc_table_names("scenarios.md", "backend"), table_names(runtime::backends()));
+  EXPECT_EQ(doc_tables::table_names("scenarios.md", "policy"), table_names(shard_policies()));
+  EXPECT_EQ(doc_tables::table_names("scenarios.md", "placement"), table_names(placements()));
+  EXPECT_EQ(doc_tables::table_names("scenarios.md", "backend"), table_names(runtime::backends()));
 }
 
 // The data generator table: each descriptor complete, and docs/scenarios.md's table row by row
 // what the descriptors say (generator_docs_row), in table order.
 TEST(TablesTest, DocsShowEveryDataGeneratorAsItsDescriptorSaysIt) {
   EXPECT_EQ(generator_table_problems(data_generators()), std::vector<std::string>{});
-  std::vector<std::string> rows, expected;
-  std::istringstream in(read_doc("scenarios.md"));
-  bool inside = false;
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("| generator |", 0) == 0) inside = true;
-    else if (inside && line.rfind("| `", 0) == 0) rows.push_back(line);
-    else if (inside && line.rfind("|", 0) != 0) break;
-  }
+  const auto rows = doc_tables::table_lines("scenarios.md", "generator");
+  std::vector<std::string> expected;
   for (const auto& g : data_generators()) expected.push_back(generator_docs_row(g));
-  EXPECT_EQ(rows, expected) << "docs/scenarios.md's generator table should read:\n" << [&] {
-    std::string all;
-    for (const auto& row : expected) all += row + "\n";
-    return all;
-  }();
+  EXPECT_EQ(rows, expected) << "docs/scenarios.md's generator table should read:\n" << doc_tables::lines_text(expected);
 }
 
 // A descriptor that lacks what validation, explore or the docs need is named.

@@ -12,19 +12,12 @@
 
 #include "distmetrics/harness/scenario.h"
 #include "distmetrics/harness/scenario_fields.h"
+#include "doc_tables.h"
 
 namespace distmetrics::harness {
 namespace {
 
 using nlohmann::json;
-
-std::string read_doc(const std::string& name) {
-  std::ifstream in(std::string(DISTMETRICS_DOCS_DIR) + "/" + name);
-  EXPECT_TRUE(in) << "cannot read docs/" << name;
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 TEST(ScenarioFields, EveryDescriptorIsComplete) {
   EXPECT_EQ(scenario_field_problems(scenario_fields()), std::vector<std::string>{});
@@ -55,21 +48,11 @@ TEST(ScenarioFields, ADescriptorLackingWhatItNeedsIsAProblem) {
 
 // docs/scenarios.md's "Fields" table: one row per file field, as scenario_field_docs_row says it.
 TEST(ScenarioFields, DocsShowEveryFieldAsItsDescriptorSaysIt) {
-  std::vector<std::string> rows, expected;
-  std::istringstream in(read_doc("scenarios.md"));
-  bool inside = false;
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("| field | type | default |", 0) == 0) inside = true;
-    else if (inside && line.rfind("| `", 0) == 0) rows.push_back(line);
-    else if (inside && line.rfind("|", 0) != 0) break;
-  }
+  const auto rows = doc_tables::table_lines("scenarios.md", "field");
+  std::vector<std::string> expected;
   for (const auto& f : scenario_fields())
     if (f.in_file) expected.push_back(scenario_field_docs_row(f));
-  EXPECT_EQ(rows, expected) << "docs/scenarios.md's field table should read:\n" << [&] {
-    std::string all;
-    for (const auto& row : expected) all += row + "\n";
-    return all;
-  }();
+  EXPECT_EQ(rows, expected) << "docs/scenarios.md's field table should read:\n" << doc_tables::lines_text(expected);
 }
 
 // --- a field added in a fixture table ---------------------------------------------------------

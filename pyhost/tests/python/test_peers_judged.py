@@ -90,3 +90,51 @@ def test_collections_are_counted_apart_from_the_public_classes():
     assert line.endswith("; collections: 1 of 2 checked (Coll, Other)")
     md = "\n".join(judged.markdown("torchmetrics", "1.0", table, apart))
     assert "not in the census" not in md and "| `lib.mod:Coll` | checked |" in md
+
+
+def test_name_classes_names_them_in_the_same_interpreter_and_writes_the_report_back(tmp_path, monkeypatch, capsys):
+    """--name-classes (what ci/run_peers.sh passes on torch 2): the classes are named first, by
+    peers/classes.py's annotate in this interpreter, and the report is written back with them; a
+    report without classes and without the option is bad input (exit 2)."""
+    props = [("equal_to_single", "pass", "")]
+    unnamed = [variant("A", 2, "even", "pass", props), variant("A", 3, "uneven", "pass", props)]
+    for v in unnamed:
+        del v["class"]
+    report = tmp_path / "peers.json"
+    report.write_text(json.dumps({"variants": unnamed}))
+    assert judged.main(["--report", str(report), "--library", "torchmetrics"]) == 2
+
+    class Census:
+        version, collections = "1.0", []
+
+    class Classes:  # peers/classes.py's interface
+        @staticmethod
+        def annotate(rep, binary):
+            assert binary == "/bin/distmetrics-stand-in"
+            for v in rep["variants"]:
+                v["class"] = "lib.mod:A"
+            return len(rep["variants"])
+
+        @staticmethod
+        def library_of(v, binary):
+            return "torchmetrics"
+
+    class Coverage:  # peers/coverage.py's interface
+        @staticmethod
+        def load(library):
+            return None
+
+        @staticmethod
+        def status(library, module):
+            return Census(), {"lib.mod:A": ("has a row", "`torchmetrics.A` (itself)")}
+
+    monkeypatch.setattr(judged, "_peers_module", lambda name: {"classes": Classes, "coverage": Coverage}[name])
+    out_json = tmp_path / "judged.json"
+    assert judged.main(["--report", str(report), "--library", "torchmetrics", "--name-classes",
+                        "/bin/distmetrics-stand-in", "--json", str(out_json)]) == 0
+    assert [v["class"] for v in json.loads(report.read_text())["variants"]] == ["lib.mod:A", "lib.mod:A"]
+    classes = json.loads(out_json.read_text())["torchmetrics"]["classes"]
+    assert {q: c["status"] for q, c in classes.items()} == {"lib.mod:A": "checked"}
+    captured = capsys.readouterr()
+    assert "2 of 2 variants of the mapped libraries name their class" in captured.err
+    assert "1 checked (100%" in captured.out
