@@ -315,7 +315,8 @@ TEST(TablesTest, PlacementsAndBackendsDecideDevicesAndGpus) {
   EXPECT_EQ(runtime::pool_launch_for("mpi"), "mpirun");
   EXPECT_EQ(runtime::pool_launch_for("gloo"), "direct");
   EXPECT_EQ(runtime::default_backend_names(), (std::vector<std::string>{"gloo", "mpi"}));
-  EXPECT_EQ(*runtime::backend_unavailable_reason("glo", "cpu", 1), "unknown backend 'glo' (known: gloo, mpi, nccl)");
+  EXPECT_EQ(*runtime::backend_unavailable("glo", "cpu", 1),
+            runtime::Unavailable("unknown backend 'glo'", " (known: gloo, mpi, nccl)"));
   for (const auto& b : runtime::backends()) {
     SCOPED_TRACE(b.name);
     EXPECT_NE(b.make, nullptr);

@@ -40,7 +40,7 @@ DISTMETRICS_TASK(peer_task_test_then) {
 // Why gloo cannot run two ranks here, or nullopt after loading what a peer rank loads as it
 // starts (PeerRunner) for the task children it forks: gloo through Python's torch.distributed.
 std::optional<std::string> gloo_for_task_children() {
-  if (auto reason = backend_unavailable_reason("gloo", "cpu", 2)) return reason;
+  if (auto why = backend_unavailable("gloo", "cpu", 2)) return why->text;
   if (const Backend* gloo = find_backend("gloo"); gloo->load_for_forked_workers != nullptr) gloo->load_for_forked_workers();
   return std::nullopt;
 }

@@ -1,6 +1,6 @@
 // Which backends exist and can run here, and building a communicator by backend name.
-#include <initializer_list>
 #include <atomic>
+#include <initializer_list>
 #include <mutex>
 
 #include "backend_factory.h"
@@ -191,12 +191,6 @@ std::optional<Unavailable> backend_unavailable(const std::string& backend, const
   return b->unavailable(comm_device, world_size);
 }
 
-std::optional<std::string> backend_unavailable_reason(const std::string& backend, const std::string& comm_device,
-                                                      int world_size) {
-  if (auto why = backend_unavailable(backend, comm_device, world_size)) return std::move(why->text);
-  return std::nullopt;
-}
-
 int rank_gpu_index(const std::string& backend, int local_rank, int visible_gpus) {
   const Backend* b = find_backend(backend);
   if ((b != nullptr && b->gpu_per_rank) || visible_gpus <= 0) return local_rank;
@@ -217,8 +211,8 @@ at::Device comm_device_of(const CommSpec& spec) {
 
 std::unique_ptr<Communicator> make_communicator(const CommSpec& spec, const c10::intrusive_ptr<c10d::Store>& store,
                                                 const Deadline& deadline) {
-  if (auto reason = backend_unavailable_reason(spec.backend, spec.comm_device, spec.world_size)) {
-    throw ConfigError(*reason);
+  if (auto why = backend_unavailable(spec.backend, spec.comm_device, spec.world_size)) {
+    throw ConfigError(why->text);
   }
   const Backend* backend = find_backend(spec.backend);
   if (spec.comm_device == "cuda" || backend->gpu_per_rank) {

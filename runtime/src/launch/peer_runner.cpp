@@ -91,11 +91,13 @@ class PeerRunner::Impl {
         backend != nullptr && std::find(backend->peer_launchers.begin(), backend->peer_launchers.end(),
                                         options_.launcher) == backend->peer_launchers.end()) {
       std::string under;
-      for (const auto& name : backend->peer_launchers) under += (under.empty() ? "" : " or ") + name;
-      throw ConfigError("job " + job.id + ": the " + backend->name + " backend needs ranks started by mpirun (launcher " + under + ")");
+      for (const auto& name : backend->peer_launchers)
+        under += (under.empty() ? "launcher " : " or launcher ") + name + " (" + find_launcher(name)->help + ")";
+      throw ConfigError("job " + job.id + ": the " + backend->name + " backend needs its ranks started by " + under +
+                        ", not launcher " + options_.launcher);
     }
-    if (auto reason = backend_unavailable_reason(job.backend, job.comm_device, launch_.local_world_size)) {
-      throw ConfigError("job " + job.id + ": " + *reason);
+    if (auto why = backend_unavailable(job.backend, job.comm_device, launch_.local_world_size)) {
+      throw ConfigError("job " + job.id + ": " + why->text);
     }
     load_for_task_children(job);
     const auto started = std::chrono::steady_clock::now();

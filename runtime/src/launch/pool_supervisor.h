@@ -167,8 +167,8 @@ class RankPool::Impl {
       throw ConfigError("job " + job.id + ": the " + backend->name + " backend needs a pool launched through " +
                         backend->pool_launch + " (PoolOptions::launch = \"" + backend->pool_launch + "\")");
     }
-    if (auto reason = backend_unavailable_reason(job.backend, job.comm_device, options_.world_size)) {
-      throw ConfigError("job " + job.id + ": " + *reason);
+    if (auto why = backend_unavailable(job.backend, job.comm_device, options_.world_size)) {
+      throw ConfigError("job " + job.id + ": " + why->text);
     }
   }
 

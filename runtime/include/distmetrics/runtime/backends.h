@@ -89,12 +89,10 @@ TaskIsolation peer_task_isolation(const std::string& backend, const std::string&
 std::vector<std::string> compiled_backends();
 
 // nullopt when `world_size` ranks on this machine can run `backend` with collectives on
-// `comm_device` ("cpu" or "cuda"); otherwise one line saying why not, e.g.
+// `comm_device` ("cpu" or "cuda"); otherwise why not: its text one line, e.g.
 //   "nccl: this build has no NCCL (LibTorch without CUDA)", "nccl: needs 2 GPUs (one per rank), found 0",
-//   "mpi: this build has no Open MPI", "mpi: collectives run on the CPU only (comm device cuda)".
-std::optional<std::string> backend_unavailable_reason(const std::string& backend,
-                                                      const std::string& comm_device, int world_size);
-// The same with its gist (what the views group it by): "nccl: needs 2 GPUs".
+//   "mpi: this build has no Open MPI", "mpi: collectives run on the CPU only (comm device cuda)",
+// and its gist what the views group it by ("nccl: needs 2 GPUs").
 std::optional<Unavailable> backend_unavailable(const std::string& backend, const std::string& comm_device,
                                                int world_size);
 
