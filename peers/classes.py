@@ -34,15 +34,18 @@ def qualified(obj):
     return f"{obj.__module__}:{obj.__qualname__}"
 
 
-def classes_of(library):
-    """(own: {registered name: "module:Class"}, peers: {registered name: [(when, "module:Class")]})."""
+def classes_of(library, module=None):
+    """(own: {registered name: "module:Class"}, peers: {registered name: [(when, "module:Class")]}).
+    `module`: the library's peers/<library>/metrics.py already loaded (peers/coverage.py's load), else
+    it is loaded here."""
     from distmetrics import registry
     from distmetrics.peers import _resolve
 
-    registry._REGISTRY.clear()
-    spec = importlib.util.spec_from_file_location(f"peers_{library}", ROOT / "peers" / library / "metrics.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    if module is None:
+        registry._REGISTRY.clear()
+        spec = importlib.util.spec_from_file_location(f"peers_{library}", ROOT / "peers" / library / "metrics.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
     own = {name: qualified(_resolve(row)) for name, row in getattr(module, "OWNED", {}).items()}
     peers = {}
     for peer in module.TABLE:
@@ -62,8 +65,9 @@ def library_of(variant, binary=None):
     return next((lib for lib in LIBRARIES if parts == (lib, "metrics.py")), None)
 
 
-def annotate(report, binary):
-    """Adds "class" to each variant of a mapped library; returns how many it named."""
+def annotate(report, binary, modules=None):
+    """Adds "class" to each variant of a mapped library; returns how many it named. `modules`:
+    {library: its mapping module, loaded} where the caller has them (classes_of)."""
     named, params_of, table = 0, {}, {}
     reference_defaults = None
     for v in report.get("variants", []):
@@ -71,7 +75,7 @@ def annotate(report, binary):
         if library is None:
             continue
         if library not in table:
-            table[library] = classes_of(library)
+            table[library] = classes_of(library, (modules or {}).get(library))
         own, peers = table[library]
         name = v.get("metric", "").rsplit(" (", 1)[0]
         if name in own:

@@ -55,10 +55,6 @@ def _peers_module(name):
     return module
 
 
-def _coverage():
-    return _peers_module("coverage")
-
-
 def library_of(variant):
     """The library whose peers/<library>/metrics.py the variant's source is, else None."""
     parts = Path(tables().source_path(variant.get("source"))).parts[-2:]
@@ -277,25 +273,32 @@ def main(argv=None):
     except (OSError, json.JSONDecodeError) as e:
         print(f"peers/judged.py: cannot read the report {args.report}: {e}", file=sys.stderr)
         return 2
-    if args.name_classes:
-        classes = _peers_module("classes")
-        named = classes.annotate(report, args.name_classes)
-        Path(args.report).write_text(json.dumps(report, indent=1))
-        total = sum(1 for v in report.get("variants", []) if classes.library_of(v, args.name_classes))
-        print(f"peers/classes.py: {named} of {total} variants of the mapped libraries name their class", file=sys.stderr)
+    coverage = _peers_module("coverage")
+    mappings = {}  # library -> its peers/<library>/metrics.py, loaded once for the classes and the census
+
+    def mapping(library):
+        if library not in mappings:
+            mappings[library] = coverage.load(library)
+        return mappings[library]
+
     libraries = args.library or [lib for lib in LIBRARIES if any(library_of(v) == lib for v in report.get("variants", []))]
     if not libraries:
         print(f"peers/judged.py: {args.report} has no variant of {', '.join(LIBRARIES)}", file=sys.stderr)
         return 2
+    if args.name_classes:
+        classes = _peers_module("classes")
+        named = classes.annotate(report, args.name_classes, {lib: mapping(lib) for lib in libraries})
+        Path(args.report).write_text(json.dumps(report, indent=1))
+        total = sum(1 for v in report.get("variants", []) if classes.library_of(v, args.name_classes))
+        print(f"peers/classes.py: {named} of {total} variants of the mapped libraries name their class", file=sys.stderr)
     if not any(v.get("class") for v in report.get("variants", [])):
         print(f"peers/judged.py: {args.report}: no variant names its class (run peers/classes.py on it first)",
               file=sys.stderr)
         return 2
-    coverage = _coverage()
     records = judge(report, libraries)
     md, data, summaries = [], {}, []
     for library in libraries:
-        census, statuses = coverage.status(library, coverage.load(library))
+        census, statuses = coverage.status(library, mapping(library))
         collections = [c.qualified for c in census.collections]
         table = rows(library, records[library], statuses, collections)
         apart = collection_rows(records[library], collections)

@@ -109,8 +109,9 @@ def test_name_classes_names_them_in_the_same_interpreter_and_writes_the_report_b
 
     class Classes:  # peers/classes.py's interface
         @staticmethod
-        def annotate(rep, binary):
+        def annotate(rep, binary, modules=None):
             assert binary == "/bin/distmetrics-stand-in"
+            assert modules == {"torchmetrics": "the loaded mapping"}  # loaded once, shared with the census
             for v in rep["variants"]:
                 v["class"] = "lib.mod:A"
             return len(rep["variants"])
@@ -122,12 +123,15 @@ def test_name_classes_names_them_in_the_same_interpreter_and_writes_the_report_b
     class Coverage:  # peers/coverage.py's interface
         @staticmethod
         def load(library):
-            return None
+            loads.append(library)
+            return "the loaded mapping"
 
         @staticmethod
         def status(library, module):
+            assert module == "the loaded mapping"
             return Census(), {"lib.mod:A": ("has a row", "`torchmetrics.A` (itself)")}
 
+    loads = []
     monkeypatch.setattr(judged, "_peers_module", lambda name: {"classes": Classes, "coverage": Coverage}[name])
     out_json = tmp_path / "judged.json"
     assert judged.main(["--report", str(report), "--library", "torchmetrics", "--name-classes",
@@ -138,3 +142,4 @@ def test_name_classes_names_them_in_the_same_interpreter_and_writes_the_report_b
     captured = capsys.readouterr()
     assert "2 of 2 variants of the mapped libraries name their class" in captured.err
     assert "1 checked (100%" in captured.out
+    assert loads == ["torchmetrics"]
