@@ -148,13 +148,17 @@ function(_distmetrics_check_foreign_gloo_headers)
   endif()
   find_library(_torch_cpu torch_cpu PATHS "${TORCH_INSTALL_PREFIX}/lib" NO_DEFAULT_PATH NO_CACHE)
   find_library(_c10 c10 PATHS "${TORCH_INSTALL_PREFIX}/lib" NO_DEFAULT_PATH NO_CACHE)
-  file(SHA256 "${PROJECT_SOURCE_DIR}/cmake/checks/gloo_foreign_headers.cpp" _check_hash)
+  set(_check_hash "")
+  foreach(_file cmake/checks/gloo_foreign_headers.cpp runtime/src/comm/gloo_inline.h runtime/src/comm/gloo_inline.cpp)
+    file(SHA256 "${PROJECT_SOURCE_DIR}/${_file}" _file_hash)
+    string(APPEND _check_hash "${_file_hash}")
+  endforeach()
   set(_key "${Torch_DIR};${Torch_VERSION};${_system_gloo};${_check_hash}")  # a changed check runs again
   if(NOT "${_DISTMETRICS_GLOO_FOREIGN_KEY}" STREQUAL "${_key}")
     separate_arguments(_abi UNIX_COMMAND "${TORCH_CXX_FLAGS}")
     try_run(_run_rc _compiled "${CMAKE_BINARY_DIR}/CMakeFiles/gloo_foreign_headers"
             "${PROJECT_SOURCE_DIR}/cmake/checks/gloo_foreign_headers.cpp"
-            CMAKE_FLAGS "-DINCLUDE_DIRECTORIES=${TORCH_INCLUDE_DIRS}"
+            CMAKE_FLAGS "-DINCLUDE_DIRECTORIES=${TORCH_INCLUDE_DIRS};${PROJECT_SOURCE_DIR}/runtime/src/comm"
                         "-DCMAKE_BUILD_RPATH=${TORCH_INSTALL_PREFIX}/lib"
             COMPILE_DEFINITIONS ${_abi}
             LINK_OPTIONS "-Wl,--no-undefined" -pthread
@@ -162,8 +166,16 @@ function(_distmetrics_check_foreign_gloo_headers)
             CXX_STANDARD 20
             COMPILE_OUTPUT_VARIABLE _compile_out RUN_OUTPUT_VARIABLE _run_out)
     set(_ok OFF)
+    set(_inline OFF)
     if(_compiled AND "${_run_rc}" STREQUAL "0")
       set(_ok ON)
+      if(_run_out MATCHES "inline collectives: works")
+        set(_inline ON)
+      else()
+        string(REGEX MATCH "inline collectives: [^\n]*" _inline_why "${_run_out}")
+        message(STATUS "distmetrics: gloo's collectives in the calling thread with ${_system_gloo}/gloo: "
+                       "${_inline_why}; they stay on ProcessGroupGloo's worker threads")
+      endif()
     elseif(NOT _compiled)
       string(REGEX MATCH "[^\n]*error[^\n]*" _why "${_compile_out}")
       set(_why "did not compile or link: ${_why}")
@@ -172,11 +184,13 @@ function(_distmetrics_check_foreign_gloo_headers)
     endif()
     set(_DISTMETRICS_GLOO_FOREIGN_KEY "${_key}" CACHE INTERNAL "")
     set(_DISTMETRICS_GLOO_FOREIGN_OK ${_ok} CACHE INTERNAL "")
+    set(_DISTMETRICS_GLOO_FOREIGN_INLINE ${_inline} CACHE INTERNAL "")
     set(_DISTMETRICS_GLOO_FOREIGN_WHY "${_why}" CACHE INTERNAL "")
   endif()
   if(_DISTMETRICS_GLOO_FOREIGN_OK)
     set(DISTMETRICS_GLOO_HEADERS "${_system_gloo}" PARENT_SCOPE)
     set(DISTMETRICS_GLOO_FOREIGN_HEADERS ON PARENT_SCOPE)
+    set(DISTMETRICS_GLOO_FOREIGN_INLINE ${_DISTMETRICS_GLOO_FOREIGN_INLINE} PARENT_SCOPE)
   else()
     message(STATUS "distmetrics: ${_system_gloo}/gloo with LibTorch ${Torch_VERSION}: ${_DISTMETRICS_GLOO_FOREIGN_WHY}")
     if(DISTMETRICS_GLOO_ROUTE STREQUAL "HEADERS")
@@ -211,6 +225,13 @@ if(NOT DISTMETRICS_WITH_GLOO STREQUAL "OFF")
   if(DISTMETRICS_GLOO_HEADERS AND DISTMETRICS_C10D_GLOO_HEADER)
     set(DISTMETRICS_HAVE_GLOO ON)
   endif()
+endif()
+# The common CPU collectives in the calling thread (runtime/src/comm/gloo_inline.h): torch 2.x's
+# c10d::Work interface, with gloo headers that match the LibTorch or that passed the check above.
+set(DISTMETRICS_GLOO_INLINE OFF)
+if(DISTMETRICS_HAVE_GLOO AND Torch_VERSION VERSION_GREATER_EQUAL 2
+   AND (NOT DISTMETRICS_GLOO_FOREIGN_HEADERS OR DISTMETRICS_GLOO_FOREIGN_INLINE))
+  set(DISTMETRICS_GLOO_INLINE ON)
 endif()
 # Without the headers, a pip torch still gets gloo through its Python binding: decided after the
 # Python metrics' dependencies below (it needs the same ones).
@@ -403,7 +424,8 @@ if(DISTMETRICS_GLOO_THROUGH_PYTHON)
                  "(LibTorch ${Torch_VERSION} ships no gloo headers; the kept transport is off)")
 elseif(DISTMETRICS_GLOO_FOREIGN_HEADERS AND DISTMETRICS_HAVE_GLOO)
   message(STATUS "distmetrics: gloo backend: ON, LibTorch ${Torch_VERSION}'s ProcessGroupGloo from C++ with "
-                 "the gloo headers in ${DISTMETRICS_GLOO_HEADERS} as declarations (checked; the loop hurry is off)")
+                 "the gloo headers in ${DISTMETRICS_GLOO_HEADERS} as declarations (checked; the loop hurry is off; "
+                 "collectives in the calling thread: ${DISTMETRICS_GLOO_INLINE})")
 elseif(DISTMETRICS_HAVE_GLOO OR DISTMETRICS_WITH_GLOO STREQUAL "OFF")
   message(STATUS "distmetrics: gloo backend: ${DISTMETRICS_HAVE_GLOO}")
 else()

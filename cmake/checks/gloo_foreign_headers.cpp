@@ -5,6 +5,14 @@
 // declarations, never a layout or an inline body this program runs. Linking proves that every
 // symbol it names is exported with that signature; running proves a 2-rank group works end to end
 // (rendezvous, all_reduce, all_gather, barrier, teardown). Exit 0 only if all of it did.
+//
+// The collectives that run in the calling thread (runtime/src/comm/gloo_inline.cpp, compiled into
+// this program) are the exception: they build gloo's option classes (gloo::AllreduceOptions and
+// the rest) from these headers' inline code and hand them to the wheel's gloo::allreduce and the
+// rest. Their layout is the same in Debian's 2022 gloo and gloo's main branch, but that is checked
+// here too, in a child forked before any thread (a layout that differed could crash, not only
+// give wrong results): it prints "inline collectives: works" only if every one of them gave the
+// right values on both ranks and ran in the calling thread. The build runs them only then.
 #ifndef USE_C10D_GLOO
 #define USE_C10D_GLOO
 #endif
@@ -13,10 +21,15 @@
 
 #include <ATen/ATen.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
+
+#include "gloo_inline.cpp"
 
 namespace {
 
@@ -44,9 +57,68 @@ bool rank_main(const c10::intrusive_ptr<c10d::Store>& store, int rank) {
   return sum[0].sum().item<double>() == 9.0 && gathered[0][1].sum().item<double>() == 2.0;
 }
 
+// Every collective gloo_inline.cpp runs in the calling thread, checked against what it must give.
+class InlineGroup final : public distmetrics::runtime::detail::InlineGlooGroup {
+ public:
+  using InlineGlooGroup::InlineGlooGroup;
+  std::vector<std::shared_ptr<::gloo::Context>> contexts() const { return contexts_; }
+};
+
+bool inline_rank_main(const c10::intrusive_ptr<c10d::Store>& store, int rank) {
+  auto options = c10d::ProcessGroupGloo::Options::create(std::chrono::milliseconds(20000));
+  options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+  options->threads = 2;
+  auto group = c10::make_intrusive<InlineGroup>(store, rank, 2, options);
+  c10d::ProcessGroupGloo& ops = *group;  // called as torch calls it: through the base, its default options
+  bool ok = true;
+  std::vector<at::Tensor> sum{at::full({3}, rank + 1.5, at::kFloat)};
+  ops.allreduce(sum)->wait();
+  ok = ok && sum[0].equal(at::full({3}, 4.0, at::kFloat));
+  c10d::AllreduceOptions max_opts;
+  max_opts.reduceOp = c10d::ReduceOp::MAX;
+  std::vector<at::Tensor> most{at::tensor({static_cast<std::int64_t>(rank) * 7, std::int64_t{5}})};
+  ops.allreduce(most, max_opts)->wait();
+  ok = ok && most[0].equal(at::tensor({std::int64_t{7}, std::int64_t{5}}));
+  std::vector<std::vector<at::Tensor>> gathered{{at::empty({}, at::kDouble), at::empty({}, at::kDouble)}};
+  std::vector<at::Tensor> mine{at::full({}, rank + 0.25, at::kDouble)};
+  ops.allgather(gathered, mine)->wait();
+  ok = ok && gathered[0][0].item<double>() == 0.25 && gathered[0][1].item<double>() == 1.25;
+  std::vector<at::Tensor> shared{rank == 1 ? at::arange(6, at::kInt).reshape({2, 3}) : at::zeros({2, 3}, at::kInt)};
+  c10d::BroadcastOptions from_one;
+  from_one.rootRank = 1;
+  ops.broadcast(shared, from_one)->wait();
+  ok = ok && shared[0].equal(at::arange(6, at::kInt).reshape({2, 3}));
+  ops.barrier()->wait();
+  ok = ok && group->counts().inline_ops == 5 && group->counts().queued_ops == 0;
+  auto contexts = group->contexts();
+  group.reset();
+  contexts.clear();
+  return ok;
+}
+
+bool inline_collectives_work() {
+  auto store = c10::make_intrusive<c10d::HashStore>();
+  store->setTimeout(std::chrono::milliseconds(20000));
+  bool ok[2] = {false, false};
+  std::thread peer([&] { ok[1] = inline_rank_main(store, 1); });
+  ok[0] = inline_rank_main(store, 0);
+  peer.join();
+  return ok[0] && ok[1];
+}
+
 }  // namespace
 
 int main() {
+  // The inline collectives in a child of their own, forked before this process has a thread.
+  std::fflush(stdout);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    alarm(50);  // a hang there ends the child, not the check
+    const bool works = inline_collectives_work();
+    std::printf("inline collectives: %s\n", works ? "works" : "wrong results");
+    std::fflush(stdout);
+    std::_Exit(works ? 0 : 1);
+  }
   // The configure waits for this program: a rendezvous or collective that never completes must
   // not hold it. The store's waits and the group's ops are bounded (20 s); the whole, at 60 s.
   std::thread([] {
@@ -60,6 +132,10 @@ int main() {
   std::thread peer([&] { ok[1] = rank_main(store, 1); });
   ok[0] = rank_main(store, 0);
   peer.join();
+  int status = 0;
+  if (child > 0 && ::waitpid(child, &status, 0) == child && !(WIFEXITED(status) && WEXITSTATUS(status) <= 1)) {
+    std::printf("inline collectives: the check ended abnormally (status %d)\n", status);
+  }
   std::printf("gloo group from foreign headers: %s\n", ok[0] && ok[1] ? "works" : "wrong results");
   return ok[0] && ok[1] ? 0 : 1;
 }

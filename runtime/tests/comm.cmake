@@ -2,8 +2,10 @@
 # world sizes 1 to 4 (multi-rank GoogleTest bodies, run on rank pools of this binary).
 distmetrics_test(comm_tests
   SOURCES comm_single_process_test.cpp comm_collectives_test.cpp comm_phases_test.cpp
+          $<$<BOOL:${DISTMETRICS_HAVE_GLOO}>:$<$<NOT:$<BOOL:${DISTMETRICS_GLOO_THROUGH_PYTHON}>>:comm_gloo_test.cpp>>
   LINK distmetrics::runtime
   LABELS runtime)
+target_compile_definitions(comm_tests PRIVATE DISTMETRICS_GLOO_INLINE=$<BOOL:${DISTMETRICS_GLOO_INLINE}>)
 
 # LibTorch's CUDA side loaded on demand, and the nccl module: a program that links the runtime and
 # no more of LibTorch (its CPU side), as the distmetrics command does; not a distmetrics_test(),

@@ -18,9 +18,14 @@
 #include <cerrno>
 #include <cstdlib>
 #include <map>
+#include <set>
 #include <mutex>
 
 #include "gloo_collectives.h"
+#include "gloo_loop_priority.h"
+#if DISTMETRICS_GLOO_INLINE
+#include "gloo_inline.h"
+#endif
 
 namespace distmetrics::runtime::detail {
 namespace {
@@ -137,15 +142,27 @@ GlooTransport& transport_for(const CommSpec& spec) {
   // A process forked after making one (a peer rank's task child) has the object but not its loop
   // thread: a pair closing there would wait for a tick forever. It makes its own (the inherited
   // one is left as it is: its thread is not in this process).
-  if (slot == nullptr || slot->owner() != ::getpid()) slot = new GlooTransport(new_transport_device(spec));
+  if (slot == nullptr || slot->owner() != ::getpid()) {
+    const bool on_this_host = spec.gloo_address == "127.0.0.1" || spec.gloo_address == "localhost";
+    const LoopPriority priority = loop_priority_for(spec.world_size, on_this_host);
+    const std::set<pid_t> before = process_threads();
+    slot = new GlooTransport(new_transport_device(spec));
+    if (priority == LoopPriority::Idle) idle_new_loop_threads(before);  // gloo_loop_priority.h says why
+  }
   return *slot;
 }
 
 // ProcessGroupGloo with its contexts reachable, so that they (the pairs) can be closed after
-// the group's threads have stopped, inside a short LoopHurry window.
-class FreshGlooGroup final : public c10d::ProcessGroupGloo {
+// the group's threads have stopped, inside a short LoopHurry window. On torch 2.x its common CPU
+// collectives run in the calling thread (gloo_inline.h).
+#if DISTMETRICS_GLOO_INLINE
+using GlooGroupBase = InlineGlooGroup;
+#else
+using GlooGroupBase = c10d::ProcessGroupGloo;
+#endif
+class FreshGlooGroup final : public GlooGroupBase {
  public:
-  using ProcessGroupGloo::ProcessGroupGloo;
+  using GlooGroupBase::GlooGroupBase;
   std::vector<std::shared_ptr<::gloo::Context>> contexts() const { return contexts_; }
 };
 

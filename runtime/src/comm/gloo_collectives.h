@@ -20,18 +20,27 @@
 
 namespace distmetrics::runtime::detail {
 
-// Gloo's own timeout sits a little after ours, so that our deadline, not Gloo's, reports a hang
-// (as a timeout, with the collective's record) and Gloo still frees its threads soon after.
+// The default timeout of the group torch.distributed is handed (a Python metric's own
+// collectives, which carry no deadline of ours) sits a little after the variant's op timeout, so
+// that the variant's deadline, not Gloo's, reports a hang.
 constexpr std::chrono::milliseconds kGlooTimeoutMargin{1000};
 
-// Waits for a Gloo work item until the deadline. Past it: BackendTimeout. A failure Gloo
-// reports (a peer that closed its connection, say) is rethrown as it is.
+// Gloo's own timeout for a collective of ours: the deadline itself. A collective that runs in the
+// calling thread (gloo_inline.h) returns only when it is done or Gloo gave up, so a later timeout
+// would hold the rank past its deadline; wait_for_gloo reports either ending at the deadline as
+// the deadline's.
+inline std::chrono::milliseconds gloo_timeout(const Deadline& deadline) {
+  return std::max(deadline.remaining(), std::chrono::milliseconds(1));  // 0 would mean "forever"
+}
+
+// Waits for a Gloo work item until the deadline. Past it: BackendTimeout, also where Gloo itself
+// gave up there (its timeout is the deadline). A failure Gloo reports before it (a peer that
+// closed its connection, say) is rethrown as it is.
 inline void wait_for_gloo(const c10::intrusive_ptr<c10d::Work>& work, const Deadline& deadline) {
-  const auto left = std::max(deadline.remaining(), std::chrono::milliseconds(1));  // 0 would mean "forever"
   try {
-    if (work->wait(left)) return;
+    if (work->wait(gloo_timeout(deadline))) return;
   } catch (const std::exception& e) {
-    if (work->isCompleted()) throw std::runtime_error(short_what(e));
+    if (work->isCompleted() && !deadline.expired()) throw std::runtime_error(short_what(e));
   }
   throw BackendTimeout("gloo work still pending at the deadline");
 }
@@ -53,7 +62,7 @@ class GlooCollectives : public Communicator {
     std::vector<at::Tensor> tensors{work.buffer};
     c10d::AllreduceOptions options;
     options.reduceOp = to_c10d(work.op);
-    options.timeout = deadline.remaining() + kGlooTimeoutMargin;
+    options.timeout = gloo_timeout(deadline);
     wait_for_gloo(group_->allreduce(tensors, options), deadline);
     narrow_back(buffer, work);
   }
@@ -66,7 +75,7 @@ class GlooCollectives : public Communicator {
     for (int r = 0; r < world_size(); ++r) outputs[0].push_back(output_bytes.narrow(0, r * n, n));
     std::vector<at::Tensor> inputs{input.view(at::kByte)};
     c10d::AllgatherOptions options;
-    options.timeout = deadline.remaining() + kGlooTimeoutMargin;
+    options.timeout = gloo_timeout(deadline);
     wait_for_gloo(group_->allgather(outputs, inputs, options), deadline);
   }
 
@@ -74,13 +83,13 @@ class GlooCollectives : public Communicator {
     std::vector<at::Tensor> tensors{buffer.view(at::kByte)};
     c10d::BroadcastOptions options;
     options.rootRank = root;
-    options.timeout = deadline.remaining() + kGlooTimeoutMargin;
+    options.timeout = gloo_timeout(deadline);
     wait_for_gloo(group_->broadcast(tensors, options), deadline);
   }
 
   void barrier_flat(const Deadline& deadline) override {
     c10d::BarrierOptions options;
-    options.timeout = deadline.remaining() + kGlooTimeoutMargin;
+    options.timeout = gloo_timeout(deadline);
     wait_for_gloo(group_->barrier(options), deadline);
   }
 
