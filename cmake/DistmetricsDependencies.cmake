@@ -132,9 +132,12 @@ endif()
 # The pip wheel ships no gloo headers, but its libtorch_cpu exports its gloo and c10d's
 # ProcessGroupGloo. gloo.cpp names gloo's types only behind pointers (every gloo object is made
 # inside libtorch_cpu), so another revision's headers (Debian's libgloo-dev, 2022) serve as
-# declarations: no layout or inline body of theirs runs. What would differ between revisions is
-# checked, not assumed: cmake/checks/gloo_foreign_headers.cpp links against the wheel with
-# --no-undefined (every symbol it names exported with that signature) and runs a 2-rank group.
+# declarations: no layout or inline body of theirs runs, except gloo's option classes that
+# runtime/src/comm/gloo_inline.cpp builds (the same layout in 2022 and on gloo's main branch). What
+# would differ between revisions is checked, not assumed: cmake/checks/gloo_foreign_headers.cpp
+# links against the wheel with --no-undefined (every symbol it names exported with that signature),
+# runs a 2-rank group, and runs gloo_inline.cpp's collectives in a child (DISTMETRICS_GLOO_INLINE
+# only where they gave the right values).
 # The kept transport's loop hurry is off there: it subclasses gloo's tcp::Handler, whose virtual
 # handleEvents changed signature after 2022 (the wheel's: handleEvents(Loop&, int)).
 # DISTMETRICS_GLOO_ROUTE=PYTHON keeps the route through torch's Python binding instead.
@@ -156,15 +159,21 @@ function(_distmetrics_check_foreign_gloo_headers)
   set(_key "${Torch_DIR};${Torch_VERSION};${_system_gloo};${_check_hash}")  # a changed check runs again
   if(NOT "${_DISTMETRICS_GLOO_FOREIGN_KEY}" STREQUAL "${_key}")
     separate_arguments(_abi UNIX_COMMAND "${TORCH_CXX_FLAGS}")
-    try_run(_run_rc _compiled "${CMAKE_BINARY_DIR}/CMakeFiles/gloo_foreign_headers"
-            "${PROJECT_SOURCE_DIR}/cmake/checks/gloo_foreign_headers.cpp"
-            CMAKE_FLAGS "-DINCLUDE_DIRECTORIES=${TORCH_INCLUDE_DIRS};${PROJECT_SOURCE_DIR}/runtime/src/comm"
-                        "-DCMAKE_BUILD_RPATH=${TORCH_INSTALL_PREFIX}/lib"
-            COMPILE_DEFINITIONS ${_abi}
-            LINK_OPTIONS "-Wl,--no-undefined" -pthread
-            LINK_LIBRARIES "${_torch_cpu}" "${_c10}"
-            CXX_STANDARD 20
-            COMPILE_OUTPUT_VARIABLE _compile_out RUN_OUTPUT_VARIABLE _run_out)
+    # With the inline collectives compiled in, and where they do not compile, once more without.
+    foreach(_with_inline 1 0)
+      try_run(_run_rc _compiled "${CMAKE_BINARY_DIR}/CMakeFiles/gloo_foreign_headers"
+              "${PROJECT_SOURCE_DIR}/cmake/checks/gloo_foreign_headers.cpp"
+              CMAKE_FLAGS "-DINCLUDE_DIRECTORIES=${TORCH_INCLUDE_DIRS};${PROJECT_SOURCE_DIR}/runtime/src/comm"
+                          "-DCMAKE_BUILD_RPATH=${TORCH_INSTALL_PREFIX}/lib"
+              COMPILE_DEFINITIONS ${_abi} -DDISTMETRICS_CHECK_INLINE=${_with_inline}
+              LINK_OPTIONS "-Wl,--no-undefined" -pthread
+              LINK_LIBRARIES "${_torch_cpu}" "${_c10}"
+              CXX_STANDARD 20
+              COMPILE_OUTPUT_VARIABLE _compile_out RUN_OUTPUT_VARIABLE _run_out)
+      if(_compiled)
+        break()
+      endif()
+    endforeach()
     set(_ok OFF)
     set(_inline OFF)
     if(_compiled AND "${_run_rc}" STREQUAL "0")

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <sched.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <string>
 
