@@ -3,11 +3,13 @@
 // SCHED_IDLE (gloo_loop_priority.h). Each checked where it could fail: the ops counted as they
 // ran, their results against closed forms, the loop thread's policy read back from the kernel.
 #include <ATen/ATen.h>
+#include <torch/version.h>
 #include <gtest/gtest.h>
 #include <sched.h>
 
 #include <cstdlib>
 #include <fstream>
+#include <set>
 #include <string>
 
 #include "../src/comm/gloo_loop_priority.h"
@@ -33,13 +35,15 @@ DISTMETRICS_RANK_TEST(GlooTransport, TheLoopThreadIdlesWhereTheRanksFillTheCores
   if (ctx.comm.backend() != "gloo") GTEST_SKIP() << "a gloo communicator's transport";
   ctx.comm.barrier();  // the transport exists once a group has met
   const bool idle = detail::loop_priority_for(ctx.world_size, /*ranks_on_this_host=*/true) == detail::LoopPriority::Idle;
-  int loops = 0;
-  for (pid_t tid : detail::process_threads()) {
-    if (name_of(tid) != "gloo_tcp_loop") continue;
-    ++loops;
-    EXPECT_EQ(::sched_getscheduler(tid), idle ? SCHED_IDLE : SCHED_OTHER) << "thread " << tid;
+  const std::set<pid_t> loops = detail::transport_loop_threads();
+  EXPECT_EQ(loops.size(), 1u) << "one kept transport per process";
+  for (pid_t tid : loops) {
+    EXPECT_EQ(::sched_getscheduler(tid), idle ? SCHED_IDLE : SCHED_OTHER) << "thread " << tid << " " << name_of(tid);
   }
-  EXPECT_EQ(loops, 1) << "one kept transport per process";
+  // The gloo inside the torch 2.x wheels names its loop thread; Debian's 2022 gloo (torch 1.13) does not.
+  int named = 0;
+  for (pid_t tid : detail::process_threads()) named += name_of(tid) == "gloo_tcp_loop";
+  EXPECT_EQ(named, TORCH_VERSION_MAJOR >= 2 ? 1 : 0);
 }
 
 TEST(GlooTransport, TheLoopVariableIsReadAndABadValueNamesIt) {

@@ -147,7 +147,7 @@ GlooTransport& transport_for(const CommSpec& spec) {
     const LoopPriority priority = loop_priority_for(spec.world_size, on_this_host);
     const std::set<pid_t> before = process_threads();
     slot = new GlooTransport(new_transport_device(spec));
-    if (priority == LoopPriority::Idle) idle_new_loop_threads(before);  // gloo_loop_priority.h says why
+    adopt_new_loop_threads(before, priority);  // gloo_loop_priority.h says why
   }
   return *slot;
 }

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -59,7 +60,22 @@ std::set<pid_t> process_threads() {
   return tids;
 }
 
-int idle_new_loop_threads(const std::set<pid_t>& before) {
+namespace {
+std::mutex adopted_mutex;
+std::set<pid_t> adopted;  // a forked child inherits its parent's: transport_loop_threads filters
+}  // namespace
+
+std::set<pid_t> transport_loop_threads() {
+  const std::set<pid_t> running = process_threads();
+  std::lock_guard<std::mutex> lock(adopted_mutex);
+  std::set<pid_t> loops;
+  for (pid_t tid : adopted) {
+    if (running.count(tid)) loops.insert(tid);
+  }
+  return loops;
+}
+
+int adopt_new_loop_threads(const std::set<pid_t>& before, LoopPriority priority) {
   std::vector<pid_t> fresh;
   for (pid_t tid : process_threads()) {
     if (!before.count(tid)) fresh.push_back(tid);
@@ -74,13 +90,17 @@ int idle_new_loop_threads(const std::set<pid_t>& before) {
     if (loops.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   if (loops.empty() && fresh.size() == 1) loops = fresh;  // a gloo that does not name it
-  int set = 0;
+  {
+    std::lock_guard<std::mutex> lock(adopted_mutex);
+    adopted.insert(loops.begin(), loops.end());
+  }
   for (pid_t tid : loops) {
+    if (priority != LoopPriority::Idle) continue;
     sched_param param{};
     param.sched_priority = 0;
-    if (::sched_setscheduler(tid, SCHED_IDLE, &param) == 0) ++set;  // lowering needs no privilege
+    (void)::sched_setscheduler(tid, SCHED_IDLE, &param);  // lowering needs no privilege
   }
-  return set;
+  return static_cast<int>(loops.size());
 }
 
 }  // namespace distmetrics::runtime::detail

@@ -28,8 +28,12 @@ LoopPriority loop_priority_for(int world_size, bool ranks_on_this_host);
 // The threads of this process, by id (/proc/self/task).
 std::set<pid_t> process_threads();
 
-// Puts the loop thread a transport made since `before` at SCHED_IDLE: the new thread named
-// "gloo_tcp_loop", or the only new thread where gloo does not name it. Returns how many it set.
-int idle_new_loop_threads(const std::set<pid_t>& before);
+// Finds the loop thread a transport made since `before` (the new thread named "gloo_tcp_loop",
+// or the only new thread where gloo does not name it: Debian's 2022 gloo), remembers it, and
+// puts it at SCHED_IDLE for LoopPriority::Idle. Returns how many threads it found.
+int adopt_new_loop_threads(const std::set<pid_t>& before, LoopPriority priority);
+
+// The loop threads adopt_new_loop_threads found in this process that are still running.
+std::set<pid_t> transport_loop_threads();
 
 }  // namespace distmetrics::runtime::detail
