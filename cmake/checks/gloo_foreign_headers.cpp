@@ -45,20 +45,43 @@ class Group final : public c10d::ProcessGroupGloo {
   std::vector<std::shared_ptr<::gloo::Context>> contexts() const { return contexts_; }
 };
 
-bool rank_main(const c10::intrusive_ptr<c10d::Store>& store, int rank) {
+// A 2-rank group of type G (ops bounded at 20 s), and its end: the group, then its pairs.
+template <class G>
+c10::intrusive_ptr<G> make_group(const c10::intrusive_ptr<c10d::Store>& store, int rank) {
   auto options = c10d::ProcessGroupGloo::Options::create(std::chrono::milliseconds(20000));
   options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
   options->threads = 2;
-  auto group = c10::make_intrusive<Group>(store, rank, 2, options);
+  return c10::make_intrusive<G>(store, rank, 2, options);
+}
+
+template <class G>
+void end_group(c10::intrusive_ptr<G>& group) {
+  auto contexts = group->contexts();
+  group.reset();
+  contexts.clear();
+}
+
+// Runs rank_fn as ranks 0 and 1 (two threads, one store): true if both returned true.
+template <class Fn>
+bool on_two_ranks(Fn rank_fn) {
+  auto store = c10::make_intrusive<c10d::HashStore>();
+  store->setTimeout(std::chrono::milliseconds(20000));
+  bool ok[2] = {false, false};
+  std::thread peer([&] { ok[1] = rank_fn(store, 1); });
+  ok[0] = rank_fn(store, 0);
+  peer.join();
+  return ok[0] && ok[1];
+}
+
+bool rank_main(const c10::intrusive_ptr<c10d::Store>& store, int rank) {
+  auto group = make_group<Group>(store, rank);
   std::vector<at::Tensor> sum{at::full({3}, rank + 1.0)};
   group->allreduce(sum)->wait();
   std::vector<std::vector<at::Tensor>> gathered{{at::empty({2}), at::empty({2})}};
   std::vector<at::Tensor> mine{at::full({2}, static_cast<double>(rank))};
   group->allgather(gathered, mine)->wait();
   group->barrier()->wait();
-  auto contexts = group->contexts();
-  group.reset();
-  contexts.clear();
+  end_group(group);
   return sum[0].sum().item<double>() == 9.0 && gathered[0][1].sum().item<double>() == 2.0;
 }
 
@@ -71,10 +94,7 @@ class InlineGroup final : public distmetrics::runtime::detail::InlineGlooGroup {
 };
 
 bool inline_rank_main(const c10::intrusive_ptr<c10d::Store>& store, int rank) {
-  auto options = c10d::ProcessGroupGloo::Options::create(std::chrono::milliseconds(20000));
-  options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
-  options->threads = 2;
-  auto group = c10::make_intrusive<InlineGroup>(store, rank, 2, options);
+  auto group = make_group<InlineGroup>(store, rank);
   c10d::ProcessGroupGloo& ops = *group;  // called as torch calls it: through the base, its default options
   bool ok = true;
   std::vector<at::Tensor> sum{at::full({3}, rank + 1.5, at::kFloat)};
@@ -96,20 +116,8 @@ bool inline_rank_main(const c10::intrusive_ptr<c10d::Store>& store, int rank) {
   ok = ok && shared[0].equal(at::arange(6, at::kInt).reshape({2, 3}));
   ops.barrier()->wait();
   ok = ok && group->counts().inline_ops == 5 && group->counts().queued_ops == 0;
-  auto contexts = group->contexts();
-  group.reset();
-  contexts.clear();
+  end_group(group);
   return ok;
-}
-
-bool inline_collectives_work() {
-  auto store = c10::make_intrusive<c10d::HashStore>();
-  store->setTimeout(std::chrono::milliseconds(20000));
-  bool ok[2] = {false, false};
-  std::thread peer([&] { ok[1] = inline_rank_main(store, 1); });
-  ok[0] = inline_rank_main(store, 0);
-  peer.join();
-  return ok[0] && ok[1];
 }
 #endif
 
@@ -122,12 +130,12 @@ int main() {
   if (child == 0) {
     alarm(50);  // a hang there ends the child, not the check
 #if DISTMETRICS_CHECK_INLINE
-    const bool works = inline_collectives_work();
-#else
-    std::printf("inline collectives: gloo_inline.cpp did not compile with these headers\n");
-    const bool works = false;
-#endif
+    const bool works = on_two_ranks(inline_rank_main);
     std::printf("inline collectives: %s\n", works ? "works" : "wrong results");
+#else
+    const bool works = false;
+    std::printf("inline collectives: gloo_inline.cpp did not compile with these headers\n");
+#endif
     std::fflush(stdout);
     std::_Exit(works ? 0 : 1);
   }
@@ -138,16 +146,11 @@ int main() {
     std::fprintf(stderr, "gloo group from foreign headers: no answer within 60 s (a hang): not used\n");
     std::_Exit(3);
   }).detach();
-  auto store = c10::make_intrusive<c10d::HashStore>();
-  store->setTimeout(std::chrono::milliseconds(20000));
-  bool ok[2] = {false, false};
-  std::thread peer([&] { ok[1] = rank_main(store, 1); });
-  ok[0] = rank_main(store, 0);
-  peer.join();
+  const bool works = on_two_ranks(rank_main);
   int status = 0;
   if (child > 0 && ::waitpid(child, &status, 0) == child && !(WIFEXITED(status) && WEXITSTATUS(status) <= 1)) {
     std::printf("inline collectives: the check ended abnormally (status %d)\n", status);
   }
-  std::printf("gloo group from foreign headers: %s\n", ok[0] && ok[1] ? "works" : "wrong results");
-  return ok[0] && ok[1] ? 0 : 1;
+  std::printf("gloo group from foreign headers: %s\n", works ? "works" : "wrong results");
+  return works ? 0 : 1;
 }

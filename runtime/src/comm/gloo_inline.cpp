@@ -135,8 +135,10 @@ bool inline_enabled() {
 
 }  // namespace
 
-std::chrono::milliseconds InlineGlooGroup::timeout_of(std::chrono::milliseconds requested) const {
-  return requested == c10d::kUnsetTimeout ? options_->timeout : requested;
+InlineGlooGroup::Slot InlineGlooGroup::take_slot(std::chrono::milliseconds requested) {
+  ++counts_.inline_ops;
+  const uint32_t tag = nextTag();
+  return {tag, getContext(tag), requested == c10d::kUnsetTimeout ? options_->timeout : requested};
 }
 
 bool InlineGlooGroup::work_queued() {
@@ -154,16 +156,13 @@ c10::intrusive_ptr<c10d::Work> InlineGlooGroup::allreduce(std::vector<at::Tensor
     ++counts_.queued_ops;
     return ProcessGroupGloo::allreduce(tensors, opts);
   }
-  ++counts_.inline_ops;
-  const uint32_t tag = nextTag();
-  auto context = getContext(tag);
+  const Slot slot = take_slot(opts.timeout);
   at::Tensor tensor = tensors[0];
-  const auto timeout = timeout_of(opts.timeout);
   return run_now(c10d::OpType::ALLREDUCE, tensors, [&] {
-    ::gloo::AllreduceOptions gloo_opts(context);
+    ::gloo::AllreduceOptions gloo_opts(slot.context);
     gloo_opts.setReduceFunction(fn);
-    gloo_opts.setTag(tag);
-    gloo_opts.setTimeout(timeout);
+    gloo_opts.setTag(slot.tag);
+    gloo_opts.setTimeout(slot.timeout);
     switch (tensor.scalar_type()) {
       case at::kFloat: set_reduced<float>(gloo_opts, tensor); break;
       case at::kDouble: set_reduced<double>(gloo_opts, tensor); break;
@@ -188,21 +187,18 @@ c10::intrusive_ptr<c10d::Work> InlineGlooGroup::allgather(std::vector<std::vecto
     ++counts_.queued_ops;
     return ProcessGroupGloo::allgather(outputs, inputs, opts);
   }
-  ++counts_.inline_ops;
-  const uint32_t tag = nextTag();
-  auto context = getContext(tag);
-  const auto timeout = timeout_of(opts.timeout);
+  const Slot slot = take_slot(opts.timeout);
   std::vector<at::Tensor> result(outputs[0]);
   return run_now(c10d::OpType::ALLGATHER, result, [&] {
     // A data move: bytes, gathered into one buffer in rank order, then into each output.
     at::Tensor input = bytes_of(inputs[0]);
     const std::int64_t n = input.numel();
     at::Tensor flat = at::empty({n * getSize()}, input.options());
-    ::gloo::AllgatherOptions gloo_opts(context);
+    ::gloo::AllgatherOptions gloo_opts(slot.context);
     gloo_opts.setInput(input.data_ptr<std::uint8_t>(), static_cast<size_t>(n));
     gloo_opts.setOutput(flat.data_ptr<std::uint8_t>(), static_cast<size_t>(n * getSize()));
-    gloo_opts.setTag(tag);
-    gloo_opts.setTimeout(timeout);
+    gloo_opts.setTag(slot.tag);
+    gloo_opts.setTimeout(slot.timeout);
     ::gloo::allgather(gloo_opts);
     for (int r = 0; r < getSize(); ++r) bytes_of(outputs[0][r]).copy_(flat.narrow(0, r * n, n));
   });
@@ -216,17 +212,14 @@ c10::intrusive_ptr<c10d::Work> InlineGlooGroup::broadcast(std::vector<at::Tensor
     ++counts_.queued_ops;
     return ProcessGroupGloo::broadcast(tensors, opts);
   }
-  ++counts_.inline_ops;
-  const uint32_t tag = nextTag();
-  auto context = getContext(tag);
-  const auto timeout = timeout_of(opts.timeout);
+  const Slot slot = take_slot(opts.timeout);
   return run_now(c10d::OpType::BROADCAST, tensors, [&] {
     at::Tensor bytes = bytes_of(tensors[0]);
     const auto n = static_cast<size_t>(bytes.numel());
-    ::gloo::BroadcastOptions gloo_opts(context);
+    ::gloo::BroadcastOptions gloo_opts(slot.context);
     gloo_opts.setRoot(static_cast<int>(opts.rootRank));
-    gloo_opts.setTag(tag);
-    gloo_opts.setTimeout(timeout);
+    gloo_opts.setTag(slot.tag);
+    gloo_opts.setTimeout(slot.timeout);
     if (getRank() == opts.rootRank) gloo_opts.setInput(bytes.data_ptr<std::uint8_t>(), n);
     gloo_opts.setOutput(bytes.data_ptr<std::uint8_t>(), n);
     ::gloo::broadcast(gloo_opts);
@@ -240,14 +233,11 @@ c10::intrusive_ptr<c10d::Work> InlineGlooGroup::barrier(const c10d::BarrierOptio
     ++counts_.queued_ops;
     return ProcessGroupGloo::barrier(opts);
   }
-  ++counts_.inline_ops;
-  const uint32_t tag = nextTag();
-  auto context = getContext(tag);
-  const auto timeout = timeout_of(opts.timeout);
+  const Slot slot = take_slot(opts.timeout);
   return run_now(c10d::OpType::BARRIER, {}, [&] {
-    ::gloo::BarrierOptions gloo_opts(context);
-    gloo_opts.setTag(tag);
-    gloo_opts.setTimeout(timeout);
+    ::gloo::BarrierOptions gloo_opts(slot.context);
+    gloo_opts.setTag(slot.tag);
+    gloo_opts.setTimeout(slot.timeout);
     ::gloo::barrier(gloo_opts);
   });
 }

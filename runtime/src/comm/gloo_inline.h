@@ -21,6 +21,9 @@
 
 #include <ATen/ATen.h>
 
+#include <chrono>
+#include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace distmetrics::runtime::detail {
@@ -47,7 +50,14 @@ class InlineGlooGroup : public c10d::ProcessGroupGloo {
   Counts counts() const { return counts_; }
 
  private:
-  std::chrono::milliseconds timeout_of(std::chrono::milliseconds requested) const;
+  // What a collective run here takes from the group, counted: the next tag (as ProcessGroupGloo
+  // would give it), that tag's context, and the timeout (the group's where none was asked).
+  struct Slot {
+    uint32_t tag;
+    std::shared_ptr<::gloo::Context> context;
+    std::chrono::milliseconds timeout;
+  };
+  Slot take_slot(std::chrono::milliseconds requested);
   bool work_queued();
   Counts counts_;
 };
