@@ -28,9 +28,10 @@ constexpr std::chrono::milliseconds kGlooTimeoutMargin{1000};
 // Gloo's own timeout for a collective of ours: the deadline itself. A collective that runs in the
 // calling thread (gloo_inline.h) returns only when it is done or Gloo gave up, so a later timeout
 // would hold the rank past its deadline; wait_for_gloo reports either ending at the deadline as
-// the deadline's.
+// the deadline's. remaining() truncates to whole milliseconds: one more, so that Gloo gives up at
+// or after the deadline, never just before it (which would read as Gloo's own error).
 inline std::chrono::milliseconds gloo_timeout(const Deadline& deadline) {
-  return std::max(deadline.remaining(), std::chrono::milliseconds(1));  // 0 would mean "forever"
+  return std::max(deadline.remaining(), std::chrono::milliseconds(0)) + std::chrono::milliseconds(1);  // 0: "forever"
 }
 
 // Waits for a Gloo work item until the deadline. Past it: BackendTimeout, also where Gloo itself
