@@ -81,15 +81,17 @@ int adopt_new_loop_threads(const std::set<pid_t>& before, LoopPriority priority)
     if (!before.count(tid)) fresh.push_back(tid);
   }
   if (fresh.empty()) return 0;
-  // gloo names its loop thread from the thread itself, just after it starts: give it a moment.
+  // Making a Device starts one thread, its loop: that one, named or not (Debian's 2022 gloo does
+  // not name it). Only where another thread of this process started meanwhile is the name asked,
+  // which the wheel's gloo sets from the thread itself just after it starts: a moment for it.
   std::vector<pid_t> loops;
+  if (fresh.size() == 1) loops = fresh;
   for (int attempt = 0; attempt < 20 && loops.empty(); ++attempt) {
     for (pid_t tid : fresh) {
       if (thread_name(tid) == kLoopThreadName) loops.push_back(tid);
     }
     if (loops.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  if (loops.empty() && fresh.size() == 1) loops = fresh;  // a gloo that does not name it
   {
     std::lock_guard<std::mutex> lock(adopted_mutex);
     adopted.insert(loops.begin(), loops.end());

@@ -28,8 +28,8 @@ LoopPriority loop_priority_for(int world_size, bool ranks_on_this_host);
 // The threads of this process, by id (/proc/self/task).
 std::set<pid_t> process_threads();
 
-// Finds the loop thread a transport made since `before` (the new thread named "gloo_tcp_loop",
-// or the only new thread where gloo does not name it: Debian's 2022 gloo), remembers it, and
+// Finds the loop thread a transport made since `before` (the only new thread, else the new one
+// named "gloo_tcp_loop": Debian's 2022 gloo does not name it), remembers it, and
 // puts it at SCHED_IDLE for LoopPriority::Idle. Returns how many threads it found.
 int adopt_new_loop_threads(const std::set<pid_t>& before, LoopPriority priority);
 
