@@ -85,25 +85,41 @@ bool moved_inline(at::ScalarType type) {
 // gloo's element-wise functions (each has a two-argument overload: the cast picks this one).
 using ReduceFn = void (*)(void*, const void*, const void*, size_t);
 
+// What an inline allreduce needs for one dtype: gloo's element-wise function for the op, and
+// the setter of its output typed as gloo counts elements.
+struct Reduction {
+  ::gloo::AllreduceOptions::Func fn;
+  void (*set_output)(::gloo::AllreduceOptions&, at::Tensor&) = nullptr;
+};
+
 template <class T>
-::gloo::AllreduceOptions::Func reduction(c10d::ReduceOp::RedOpType op) {
+Reduction reduction(c10d::ReduceOp::RedOpType op) {
+  Reduction r;
+  r.set_output = [](::gloo::AllreduceOptions& opts, at::Tensor& t) {
+    opts.setOutput(t.data_ptr<T>(), static_cast<size_t>(t.numel()));
+  };
   switch (op) {
     case c10d::ReduceOp::SUM:
-      return static_cast<ReduceFn>(&::gloo::sum<T>);
+      r.fn = static_cast<ReduceFn>(&::gloo::sum<T>);
+      break;
     case c10d::ReduceOp::PRODUCT:
-      return static_cast<ReduceFn>(&::gloo::product<T>);
+      r.fn = static_cast<ReduceFn>(&::gloo::product<T>);
+      break;
     case c10d::ReduceOp::MIN:
-      return static_cast<ReduceFn>(&::gloo::min<T>);
+      r.fn = static_cast<ReduceFn>(&::gloo::min<T>);
+      break;
     case c10d::ReduceOp::MAX:
-      return static_cast<ReduceFn>(&::gloo::max<T>);
+      r.fn = static_cast<ReduceFn>(&::gloo::max<T>);
+      break;
     default:
-      return nullptr;
+      break;
   }
+  return r;
 }
 
-// gloo's reduction for this dtype and op, as ProcessGroupGloo picks it; empty where the inline
-// path leaves it to ProcessGroupGloo (other dtypes; AVG, PREMUL_SUM and the bitwise ops).
-::gloo::AllreduceOptions::Func reduction_for(at::ScalarType type, c10d::ReduceOp::RedOpType op) {
+// gloo's reduction for this dtype and op, as ProcessGroupGloo picks it; no function where the
+// inline path leaves it to ProcessGroupGloo (other dtypes; AVG, PREMUL_SUM and the bitwise ops).
+Reduction reduction_for(at::ScalarType type, c10d::ReduceOp::RedOpType op) {
   switch (type) {
     case at::kFloat:
       return reduction<float>(op);
@@ -114,13 +130,8 @@ template <class T>
     case at::kLong:
       return reduction<std::int64_t>(op);
     default:
-      return nullptr;
+      return {};
   }
-}
-
-template <class T>
-void set_reduced(::gloo::AllreduceOptions& opts, at::Tensor& t) {
-  opts.setOutput(t.data_ptr<T>(), static_cast<size_t>(t.numel()));
 }
 
 // DISTMETRICS_GLOO_INLINE=0 in the environment keeps every collective on ProcessGroupGloo's
@@ -150,9 +161,9 @@ bool InlineGlooGroup::work_queued() {
 
 c10::intrusive_ptr<c10d::Work> InlineGlooGroup::allreduce(std::vector<at::Tensor>& tensors,
                                                           const c10d::AllreduceOptions& opts) {
-  ::gloo::AllreduceOptions::Func fn;
-  if (inline_enabled() && tensors.size() == 1 && plain_cpu(tensors[0])) fn = reduction_for(tensors[0].scalar_type(), opts.reduceOp.op_);
-  if (!fn) {
+  Reduction reduce;
+  if (inline_enabled() && tensors.size() == 1 && plain_cpu(tensors[0])) reduce = reduction_for(tensors[0].scalar_type(), opts.reduceOp.op_);
+  if (!reduce.fn) {
     ++counts_.queued_ops;
     return ProcessGroupGloo::allreduce(tensors, opts);
   }
@@ -160,15 +171,10 @@ c10::intrusive_ptr<c10d::Work> InlineGlooGroup::allreduce(std::vector<at::Tensor
   at::Tensor tensor = tensors[0];
   return run_now(c10d::OpType::ALLREDUCE, tensors, [&] {
     ::gloo::AllreduceOptions gloo_opts(slot.context);
-    gloo_opts.setReduceFunction(fn);
+    gloo_opts.setReduceFunction(reduce.fn);
     gloo_opts.setTag(slot.tag);
     gloo_opts.setTimeout(slot.timeout);
-    switch (tensor.scalar_type()) {
-      case at::kFloat: set_reduced<float>(gloo_opts, tensor); break;
-      case at::kDouble: set_reduced<double>(gloo_opts, tensor); break;
-      case at::kInt: set_reduced<std::int32_t>(gloo_opts, tensor); break;
-      default: set_reduced<std::int64_t>(gloo_opts, tensor); break;
-    }
+    reduce.set_output(gloo_opts, tensor);
     ::gloo::allreduce(gloo_opts);
   });
 }
