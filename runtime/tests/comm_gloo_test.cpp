@@ -1,18 +1,27 @@
-// The gloo communicator's two ways of being fast on a machine whose cores its ranks fill: the
-// common CPU collectives in the calling thread (gloo_inline.h) and the transport's loop thread at
-// SCHED_IDLE (gloo_loop_priority.h). Each checked where it could fail: the ops counted as they
-// ran, their results against closed forms, the loop thread's policy read back from the kernel.
+// The gloo communicator's ways of being fast on a machine whose cores its ranks fill: the common
+// CPU collectives in the calling thread (gloo_inline.h), the transport's loop thread found, named
+// and scheduled (gloo_loop_priority.h), and its spins slept through (gloo_unspin.h). Each checked
+// where it could fail: the ops counted as they ran, their results against closed forms, the loop
+// thread's name and policy read back from the kernel, a spin made on purpose and counted.
 #include <ATen/ATen.h>
 #include <torch/version.h>
 #include <gtest/gtest.h>
+#include <dlfcn.h>
+#include <pthread.h>
 #include <sched.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <climits>
 #include <cstdlib>
 #include <fstream>
 #include <set>
 #include <string>
+#include <thread>
 
 #include "../src/comm/gloo_loop_priority.h"
+#include "../src/comm/gloo_unspin.h"
 #include "distmetrics/runtime/errors.h"
 #include "distmetrics/fixtures/rank_test.h"
 #if DISTMETRICS_GLOO_INLINE
@@ -31,43 +40,125 @@ std::string name_of(pid_t tid) {
   return name;
 }
 
-DISTMETRICS_RANK_TEST(GlooTransport, TheLoopThreadIdlesWhereTheRanksFillTheCores, DISTMETRICS_WORLD_SIZES(2, 3)) {
+DISTMETRICS_RANK_TEST(GlooTransport, TheLoopThreadIsNamedAndScheduledAsTheVariableSays, DISTMETRICS_WORLD_SIZES(2, 3)) {
   if (ctx.comm.backend() != "gloo") GTEST_SKIP() << "a gloo communicator's transport";
   ctx.comm.barrier();  // the transport exists once a group has met
-  // The rule, from the kernel's own count of this process's cores (the pool's ranks share a host).
-  cpu_set_t cores;
-  CPU_ZERO(&cores);
-  ASSERT_EQ(::sched_getaffinity(0, sizeof(cores), &cores), 0);
   const char* forced = std::getenv("DISTMETRICS_GLOO_LOOP");
-  const bool idle = forced && std::string(forced) != "auto" ? std::string(forced) == "idle"
-                                                            : ctx.world_size >= CPU_COUNT(&cores);
+  const bool idle = forced != nullptr && std::string(forced) == "idle";
   const std::set<pid_t> loops = detail::transport_loop_threads();
   EXPECT_EQ(loops.size(), 1u) << "one kept transport per process";
   for (pid_t tid : loops) {
     EXPECT_EQ(::sched_getscheduler(tid), idle ? SCHED_IDLE : SCHED_OTHER) << "thread " << tid << " " << name_of(tid);
+    // The torch 2.x wheels' gloo names it; Debian's 2022 gloo (torch 1.13) does not, and the
+    // transport does: either way gloo_unspin.cpp finds it by this name.
+    EXPECT_EQ(name_of(tid), detail::kGlooLoopThreadName);
   }
-  // The gloo inside the torch 2.x wheels names its loop thread; Debian's 2022 gloo (torch 1.13) does not.
   int named = 0;
-  for (pid_t tid : detail::process_threads()) named += name_of(tid) == "gloo_tcp_loop";
-  EXPECT_EQ(named, TORCH_VERSION_MAJOR >= 2 ? 1 : 0);
+  for (pid_t tid : detail::process_threads()) named += name_of(tid) == detail::kGlooLoopThreadName;
+  EXPECT_EQ(named, 1);
 }
 
 TEST(GlooTransport, TheLoopVariableIsReadAndABadValueNamesIt) {
+  ::unsetenv("DISTMETRICS_GLOO_LOOP");
+  EXPECT_EQ(detail::loop_priority_from_environment(), detail::LoopPriority::Normal);
   ::setenv("DISTMETRICS_GLOO_LOOP", "idle", 1);
-  EXPECT_EQ(detail::loop_priority_for(2, false), detail::LoopPriority::Idle);
+  EXPECT_EQ(detail::loop_priority_from_environment(), detail::LoopPriority::Idle);
   ::setenv("DISTMETRICS_GLOO_LOOP", "normal", 1);
-  EXPECT_EQ(detail::loop_priority_for(64, true), detail::LoopPriority::Normal);
+  EXPECT_EQ(detail::loop_priority_from_environment(), detail::LoopPriority::Normal);
   ::setenv("DISTMETRICS_GLOO_LOOP", "auto", 1);
-  EXPECT_EQ(detail::loop_priority_for(1, true), detail::LoopPriority::Normal);  // one rank: no pairs
-  EXPECT_EQ(detail::loop_priority_for(4096, false), detail::LoopPriority::Normal);  // ranks on other hosts
-  EXPECT_EQ(detail::loop_priority_for(4096, true), detail::LoopPriority::Idle);
+  EXPECT_EQ(detail::loop_priority_from_environment(), detail::LoopPriority::Normal);
   ::setenv("DISTMETRICS_GLOO_LOOP", "low", 1);
   try {
-    (void)detail::loop_priority_for(2, true);
+    (void)detail::loop_priority_from_environment();
     ADD_FAILURE() << "a bad value was taken";
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("DISTMETRICS_GLOO_LOOP='low'"), std::string::npos) << e.what();
   }
+  ::unsetenv("DISTMETRICS_GLOO_LOOP");
+}
+
+// The epoll_wait that gloo's library calls is this program's (gloo_unspin.cpp), not libc's.
+TEST(GlooUnspin, TheProgramsEpollWaitIsTheOneLibrariesCall) {
+  void* found = ::dlsym(RTLD_DEFAULT, "epoll_wait");
+  ASSERT_NE(found, nullptr);
+  Dl_info where{};
+  ASSERT_NE(::dladdr(found, &where), 0);
+  char self[PATH_MAX];
+  ASSERT_NE(::realpath("/proc/self/exe", self), nullptr);
+  char from[PATH_MAX];
+  ASSERT_NE(::realpath(where.dli_fname, from), nullptr) << where.dli_fname;
+  EXPECT_EQ(std::string(from), std::string(self));
+  EXPECT_NE(::dlsym(RTLD_DEFAULT, "distmetrics_gloo_unspin_counts"), nullptr);
+}
+
+// A socket with a byte nobody reads, as gloo's loop sees one whose pair another thread has locked.
+class ReadableSocket {
+ public:
+  ReadableSocket() {
+    EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, ends_), 0);
+    epoll_ = ::epoll_create1(0);
+    epoll_event watch{};
+    watch.events = EPOLLIN;
+    watch.data.u64 = 42;
+    EXPECT_EQ(::epoll_ctl(epoll_, EPOLL_CTL_ADD, ends_[0], &watch), 0);
+    send_byte();
+  }
+  ~ReadableSocket() {
+    ::close(epoll_);
+    ::close(ends_[0]);
+    ::close(ends_[1]);
+  }
+  void send_byte() { EXPECT_EQ(::write(ends_[1], "x", 1), 1); }
+  void drain() {
+    char byte;
+    EXPECT_EQ(::recv(ends_[0], &byte, 1, 0), 1);
+  }
+  // One tick of a loop: what epoll_wait returned is checked to be libc's answer, unchanged.
+  void tick() {
+    epoll_event ready[4];
+    ASSERT_EQ(::epoll_wait(epoll_, ready, 4, 0), 1);
+    EXPECT_EQ(ready[0].data.u64, 42u);
+    EXPECT_EQ(ready[0].events, static_cast<std::uint32_t>(EPOLLIN));
+  }
+
+ private:
+  int ends_[2] = {-1, -1};
+  int epoll_ = -1;
+};
+
+// `ticks` ticks on a fresh thread of the given name, nothing read between them; the spins and
+// microseconds slept that this process counted meanwhile.
+detail::UnspinCounts ticks_on_thread(const char* name, int ticks, bool drain_between = false) {
+  const auto before = distmetrics_gloo_unspin_counts();
+  std::thread loop([&] {
+    ::pthread_setname_np(::pthread_self(), name);
+    ReadableSocket socket;
+    for (int i = 0; i < ticks; ++i) {
+      socket.tick();
+      if (drain_between) {
+        socket.drain();
+        socket.send_byte();
+      }
+    }
+  });
+  loop.join();
+  const auto after = distmetrics_gloo_unspin_counts();
+  return {after.spins - before.spins, after.slept_us - before.slept_us};
+}
+
+TEST(GlooUnspin, ALoopThreadThatSpinsSleepsLongerWhileItLastsOthersNever) {
+  ::unsetenv("DISTMETRICS_GLOO_LOOP");
+  // 10 ticks: the first is news, the 9 after it are spins; naps 10, 20, 40, 80, 160, then 200 us.
+  const auto spun = ticks_on_thread(detail::kGlooLoopThreadName, 10);
+  EXPECT_EQ(spun.spins, 9u);
+  EXPECT_EQ(spun.slept_us, 10u + 20 + 40 + 80 + 160 + 4 * 200);
+  // A byte read between ticks: each tick is news (the pair got its lock and read).
+  EXPECT_EQ(ticks_on_thread(detail::kGlooLoopThreadName, 5, /*drain_between=*/true).spins, 0u);
+  // Any other thread's epoll_wait is libc's alone.
+  EXPECT_EQ(ticks_on_thread("not_a_gloo_loop", 5).spins, 0u);
+  // gloo as shipped.
+  ::setenv("DISTMETRICS_GLOO_LOOP", "normal", 1);
+  EXPECT_EQ(ticks_on_thread(detail::kGlooLoopThreadName, 5).spins, 0u);
   ::unsetenv("DISTMETRICS_GLOO_LOOP");
 }
 

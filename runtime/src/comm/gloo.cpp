@@ -143,8 +143,7 @@ GlooTransport& transport_for(const CommSpec& spec) {
   // thread: a pair closing there would wait for a tick forever. It makes its own (the inherited
   // one is left as it is: its thread is not in this process).
   if (slot == nullptr || slot->owner() != ::getpid()) {
-    const bool on_this_host = spec.gloo_address == "127.0.0.1" || spec.gloo_address == "localhost";
-    const LoopPriority priority = loop_priority_for(spec.world_size, on_this_host);
+    const LoopPriority priority = loop_priority_from_environment();
     const std::set<pid_t> before = process_threads();
     slot = new GlooTransport(new_transport_device(spec));
     adopt_new_loop_threads(before, priority);  // gloo_loop_priority.h says why

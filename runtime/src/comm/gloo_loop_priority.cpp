@@ -1,4 +1,4 @@
-// gloo_loop_priority.h says why the transport's loop thread runs at SCHED_IDLE.
+// gloo_loop_priority.h says what is done to the transport's loop thread, and why.
 #include "gloo_loop_priority.h"
 
 #include <sched.h>
@@ -14,19 +14,12 @@
 #include <vector>
 
 #include "distmetrics/runtime/errors.h"
+#include "gloo_unspin.h"
 
 namespace distmetrics::runtime::detail {
 namespace {
 
 constexpr const char* kLoopVariable = "DISTMETRICS_GLOO_LOOP";
-constexpr const char* kLoopThreadName = "gloo_tcp_loop";
-
-int cores_available() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (::sched_getaffinity(0, sizeof(set), &set) == 0) return CPU_COUNT(&set);
-  return static_cast<int>(std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN)));
-}
 
 std::string thread_name(pid_t tid) {
   std::ifstream in("/proc/self/task/" + std::to_string(tid) + "/comm");
@@ -37,17 +30,14 @@ std::string thread_name(pid_t tid) {
 
 }  // namespace
 
-LoopPriority loop_priority_for(int world_size, bool ranks_on_this_host) {
+LoopPriority loop_priority_from_environment() {
   const char* value = std::getenv(kLoopVariable);
   const std::string choice = value == nullptr ? "auto" : value;
   if (choice == "idle") return LoopPriority::Idle;
-  if (choice == "normal") return LoopPriority::Normal;
-  if (choice != "auto" && !choice.empty()) {
-    throw ConfigError(std::string(kLoopVariable) + "='" + choice +
-                      "': the gloo transport loop's scheduling is idle, normal or auto (unset: auto)");
-  }
-  return ranks_on_this_host && world_size > 1 && world_size >= cores_available() ? LoopPriority::Idle
-                                                                                  : LoopPriority::Normal;
+  if (choice == "auto" || choice == "normal" || choice.empty()) return LoopPriority::Normal;
+  throw ConfigError(std::string(kLoopVariable) + "='" + choice +
+                    "': the gloo transport loop is auto (sleeps through a spin), normal (gloo as shipped) or idle "
+                    "(auto at SCHED_IDLE); unset: auto");
 }
 
 std::set<pid_t> process_threads() {
@@ -88,7 +78,7 @@ int adopt_new_loop_threads(const std::set<pid_t>& before, LoopPriority priority)
   if (fresh.size() == 1) loops = fresh;
   for (int attempt = 0; attempt < 20 && loops.empty(); ++attempt) {
     for (pid_t tid : fresh) {
-      if (thread_name(tid) == kLoopThreadName) loops.push_back(tid);
+      if (thread_name(tid) == kGlooLoopThreadName) loops.push_back(tid);
     }
     if (loops.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
@@ -97,6 +87,10 @@ int adopt_new_loop_threads(const std::set<pid_t>& before, LoopPriority priority)
     adopted.insert(loops.begin(), loops.end());
   }
   for (pid_t tid : loops) {
+    // gloo_unspin.cpp knows the loop by its name.
+    if (thread_name(tid) != kGlooLoopThreadName) {
+      std::ofstream("/proc/self/task/" + std::to_string(tid) + "/comm") << kGlooLoopThreadName;
+    }
     if (priority != LoopPriority::Idle) continue;
     sched_param param{};
     param.sched_priority = 0;

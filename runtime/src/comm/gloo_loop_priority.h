@@ -1,14 +1,15 @@
-// The scheduling of gloo's transport loop thread (gloo.cpp keeps one per process).
+// The transport's loop thread (gloo.cpp keeps one per process): found, named, and scheduled as
+// DISTMETRICS_GLOO_LOOP says.
 //
-// gloo's tcp loop asks epoll for ready sockets and hands each to its pair; a pair whose lock
-// another thread holds is skipped until the next tick, and the socket, still readable, makes
-// epoll_wait return at once: the loop spins for as long as that lock is held (gloo's own open
-// issue, pytorch/gloo#246). With at least as many ranks as cores the holder is often a thread
-// that is waiting for a core, and the spinning loop is what keeps it waiting: measured on 2
-// cores, every rank worker's loop thread made 100k-470k epoll_wait calls a second for its whole
-// life (docs/performance.md, "The transport's loop at SCHED_IDLE"). At SCHED_IDLE the loop runs
-// only on a core no other thread wants: a spin gives way to the lock's holder at once, and a
-// loop woken by data on an idle core still runs at once.
+// gloo's tcp loop spins while another thread holds a pair's lock (gloo_unspin.h, pytorch/gloo#246).
+// By default (auto) the loop keeps its priority and gloo_unspin.cpp makes it sleep through a spin;
+// it needs the thread's name, which Debian's 2022 gloo (torch 1.13) does not set: it is set here.
+// `idle` puts the loop at SCHED_IDLE as well, where it runs only on a core no other thread wants:
+// on a quiet machine the fastest (docs/performance.md, "7 December"), but another program's load
+// starves the loop, collectives wait on it and a verdict that races a backend's abort comes out
+// otherwise (a crash read as a hang: docs/performance.md, "The loop kept from spinning, not
+// starved"), so it is a choice, never the default.
+// `normal` is gloo as shipped: the priority left alone, no sleeping through a spin.
 #pragma once
 
 #include <sys/types.h>
@@ -20,16 +21,15 @@ namespace distmetrics::runtime::detail {
 
 enum class LoopPriority { Normal, Idle };
 
-// DISTMETRICS_GLOO_LOOP=idle or normal decides; unset or auto: Idle where every rank of the group
-// is on this host (`ranks_on_this_host`) and there are at least as many of them as cores this
-// process may run on. Any other value: ConfigError naming the variable.
-LoopPriority loop_priority_for(int world_size, bool ranks_on_this_host);
+// DISTMETRICS_GLOO_LOOP: unset, auto or normal: Normal; idle: Idle. Any other value: ConfigError
+// naming the variable.
+LoopPriority loop_priority_from_environment();
 
 // The threads of this process, by id (/proc/self/task).
 std::set<pid_t> process_threads();
 
 // Finds the loop thread a transport made since `before` (the only new thread, else the new one
-// named "gloo_tcp_loop": Debian's 2022 gloo does not name it), remembers it, and
+// named "gloo_tcp_loop"), remembers it, names it "gloo_tcp_loop" where its gloo did not, and
 // puts it at SCHED_IDLE for LoopPriority::Idle. Returns how many threads it found.
 int adopt_new_loop_threads(const std::set<pid_t>& before, LoopPriority priority);
 
