@@ -112,8 +112,8 @@ function(distmetrics_test target)
   # The whole LibTorch, its CUDA side included (the libraries link its CPU side only:
   # DISTMETRICS_TORCH_LINK): a test on CUDA tensors finds CUDA loaded, as in any LibTorch program.
   target_link_libraries(${target} PRIVATE distmetrics::test_main GTest::gtest ${ARG_LINK} ${TORCH_LIBRARIES})
-  # Its rank workers' gloo loops sleep through a spin, as the command's do (runtime/src/comm/gloo_unspin.h).
-  target_link_libraries(${target} PRIVATE distmetrics_gloo_unspin)
+  # Its rank workers' gloo loops as the command's: the loop shim (runtime/src/comm/gloo_loop_shim.h).
+  target_link_libraries(${target} PRIVATE distmetrics_gloo_loop_shim)
   distmetrics_target_defaults(${target})
   gtest_discover_tests(${target} DISCOVERY_TIMEOUT 120 DISCOVERY_MODE PRE_TEST
     PROPERTIES TIMEOUT ${ARG_TIMEOUT} LABELS "${ARG_LABELS}")

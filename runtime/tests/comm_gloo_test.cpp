@@ -1,6 +1,6 @@
 // The gloo communicator's ways of being fast on a machine whose cores its ranks fill: the common
 // CPU collectives in the calling thread (gloo_inline.h), the transport's loop thread found, named
-// and scheduled (gloo_loop_priority.h), and its spins slept through (gloo_unspin.h). Each checked
+// and scheduled (gloo_loop_priority.h), and its spins slept through (gloo_loop_shim.h). Each checked
 // where it could fail: the ops counted as they ran, their results against closed forms, the loop
 // thread's name and policy read back from the kernel, a spin made on purpose and counted.
 #include <ATen/ATen.h>
@@ -11,8 +11,11 @@
 #include <sched.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <climits>
 #include <cstdlib>
 #include <fstream>
@@ -21,7 +24,7 @@
 #include <thread>
 
 #include "../src/comm/gloo_loop_priority.h"
-#include "../src/comm/gloo_unspin.h"
+#include "../src/comm/gloo_loop_shim.h"
 #include "distmetrics/runtime/errors.h"
 #include "distmetrics/fixtures/rank_test.h"
 #if DISTMETRICS_GLOO_INLINE
@@ -50,7 +53,7 @@ DISTMETRICS_RANK_TEST(GlooTransport, TheLoopThreadIsNamedAndScheduledAsTheVariab
   for (pid_t tid : loops) {
     EXPECT_EQ(::sched_getscheduler(tid), idle ? SCHED_IDLE : SCHED_OTHER) << "thread " << tid << " " << name_of(tid);
     // The torch 2.x wheels' gloo names it; Debian's 2022 gloo (torch 1.13) does not, and the
-    // transport does: either way gloo_unspin.cpp finds it by this name.
+    // transport does: either way gloo_loop_shim.cpp finds it by this name.
     EXPECT_EQ(name_of(tid), detail::kGlooLoopThreadName);
   }
   int named = 0;
@@ -77,8 +80,8 @@ TEST(GlooTransport, TheLoopVariableIsReadAndABadValueNamesIt) {
   ::unsetenv("DISTMETRICS_GLOO_LOOP");
 }
 
-// The epoll_wait that gloo's library calls is this program's (gloo_unspin.cpp), not libc's.
-TEST(GlooUnspin, TheProgramsEpollWaitIsTheOneLibrariesCall) {
+// The epoll_wait that gloo's library calls is this program's (gloo_loop_shim.cpp), not libc's.
+TEST(GlooLoopShim, TheProgramsEpollWaitIsTheOneLibrariesCall) {
   void* found = ::dlsym(RTLD_DEFAULT, "epoll_wait");
   ASSERT_NE(found, nullptr);
   Dl_info where{};
@@ -88,7 +91,7 @@ TEST(GlooUnspin, TheProgramsEpollWaitIsTheOneLibrariesCall) {
   char from[PATH_MAX];
   ASSERT_NE(::realpath(where.dli_fname, from), nullptr) << where.dli_fname;
   EXPECT_EQ(std::string(from), std::string(self));
-  EXPECT_NE(::dlsym(RTLD_DEFAULT, "distmetrics_gloo_unspin_counts"), nullptr);
+  EXPECT_NE(::dlsym(RTLD_DEFAULT, "distmetrics_gloo_loop_shim_counts"), nullptr);
 }
 
 // A socket with a byte nobody reads, as gloo's loop sees one whose pair another thread has locked.
@@ -128,8 +131,8 @@ class ReadableSocket {
 
 // `ticks` ticks on a fresh thread of the given name, nothing read between them; the spins and
 // microseconds slept that this process counted meanwhile.
-detail::UnspinCounts ticks_on_thread(const char* name, int ticks, bool drain_between = false) {
-  const auto before = distmetrics_gloo_unspin_counts();
+detail::LoopShimCounts ticks_on_thread(const char* name, int ticks, bool drain_between = false) {
+  const auto before = distmetrics_gloo_loop_shim_counts();
   std::thread loop([&] {
     ::pthread_setname_np(::pthread_self(), name);
     ReadableSocket socket;
@@ -142,11 +145,11 @@ detail::UnspinCounts ticks_on_thread(const char* name, int ticks, bool drain_bet
     }
   });
   loop.join();
-  const auto after = distmetrics_gloo_unspin_counts();
-  return {after.spins - before.spins, after.slept_us - before.slept_us};
+  const auto after = distmetrics_gloo_loop_shim_counts();
+  return {after.spins - before.spins, after.slept_us - before.slept_us, 0, 0};
 }
 
-TEST(GlooUnspin, ALoopThreadThatSpinsSleepsLongerWhileItLastsOthersNever) {
+TEST(GlooLoopShim, ALoopThreadThatSpinsSleepsLongerWhileItLastsOthersNever) {
   ::unsetenv("DISTMETRICS_GLOO_LOOP");
   // 10 ticks: the first is news, the 9 after it are spins; naps 10, 20, 40, 80, 160, then 200 us.
   const auto spun = ticks_on_thread(detail::kGlooLoopThreadName, 10);
@@ -160,6 +163,38 @@ TEST(GlooUnspin, ALoopThreadThatSpinsSleepsLongerWhileItLastsOthersNever) {
   ::setenv("DISTMETRICS_GLOO_LOOP", "normal", 1);
   EXPECT_EQ(ticks_on_thread(detail::kGlooLoopThreadName, 5).spins, 0u);
   ::unsetenv("DISTMETRICS_GLOO_LOOP");
+}
+
+// Whether `tid` is inside epoll_wait now (the kernel's own record of the call it sleeps in).
+bool in_epoll_wait(pid_t tid) {
+  std::ifstream in("/proc/self/task/" + std::to_string(tid) + "/syscall");
+  long number = -1;
+  in >> number;
+  return number == SYS_epoll_wait || number == SYS_epoll_pwait;
+}
+
+TEST(GlooLoopShim, AHurryWakesTheLoopsWaitAndShortensTheNextOnes) {
+  const auto before = distmetrics_gloo_loop_shim_counts();
+  std::atomic<pid_t> loop_tid{0};
+  int woken = -1, capped = -1;
+  std::thread loop([&] {
+    ::pthread_setname_np(::pthread_self(), detail::kGlooLoopThreadName);
+    const int epfd = ::epoll_create1(0);  // nothing of its own: only the shim's eventfd is in it
+    epoll_event ready[4];
+    loop_tid = static_cast<pid_t>(::syscall(SYS_gettid));
+    woken = ::epoll_wait(epfd, ready, 4, 600000);   // 10 minutes, unless the hurry wakes it
+    capped = ::epoll_wait(epfd, ready, 4, 600000);  // at most 1 ms: the hurry is still on
+    ::close(epfd);
+  });
+  while (loop_tid == 0 || !in_epoll_wait(loop_tid)) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  distmetrics_gloo_loop_hurry(true);
+  loop.join();
+  distmetrics_gloo_loop_hurry(false);
+  const auto after = distmetrics_gloo_loop_shim_counts();
+  EXPECT_EQ(woken, 0) << "the shim's own event is not the loop's";
+  EXPECT_EQ(capped, 0);
+  EXPECT_EQ(after.wakes - before.wakes, 1u);
+  EXPECT_EQ(after.capped - before.capped, 1u);
 }
 
 #if DISTMETRICS_GLOO_INLINE

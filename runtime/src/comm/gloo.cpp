@@ -11,6 +11,7 @@
 #if DISTMETRICS_GLOO_LOOP_HURRY
 #include <gloo/transport/tcp/device.h>
 #endif
+#include <dlfcn.h>
 #include <sys/epoll.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
@@ -49,8 +50,10 @@ using namespace std::chrono_literals;
 // those windows the timer is off and the loop sleeps as gloo intends.
 //
 // Where gloo's headers are another revision's (a pip torch with Debian's libgloo-dev,
-// DISTMETRICS_GLOO_LOOP_HURRY=0), the hurry is off: it subclasses gloo's tcp::Handler, whose
-// virtual handleEvents changed signature between them. The Device is still kept.
+// DISTMETRICS_GLOO_LOOP_HURRY=0), that handler cannot be built: it subclasses gloo's
+// tcp::Handler, whose virtual handleEvents changed signature between them. There the loop shim
+// (gloo_loop_shim.h) hurries the loop from its epoll_wait, where the program links it. The
+// Device is kept either way.
 #if DISTMETRICS_GLOO_LOOP_HURRY
 constexpr long kHurryTickNs = 200 * 1000;
 
@@ -93,12 +96,18 @@ class GlooTransport final : public ::gloo::transport::tcp::Handler {
   int hurrying_ = 0;
 };
 #else
+// The hurry is the loop shim's (gloo_loop_shim.h), where the program has it: the executables
+// that run ranks do.
 class GlooTransport final {
  public:
   explicit GlooTransport(std::shared_ptr<::gloo::transport::Device> device) : device_(std::move(device)) {}
   const std::shared_ptr<::gloo::transport::Device>& device() const { return device_; }
   pid_t owner() const { return owner_; }
-  void hurry(bool) {}
+  void hurry(bool on) {
+    using Hurry = void (*)(bool);
+    static const auto shim_hurry = reinterpret_cast<Hurry>(::dlsym(RTLD_DEFAULT, "distmetrics_gloo_loop_hurry"));
+    if (shim_hurry != nullptr) shim_hurry(on);
+  }
 
  private:
   std::shared_ptr<::gloo::transport::Device> device_;

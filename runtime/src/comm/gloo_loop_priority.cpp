@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "distmetrics/runtime/errors.h"
-#include "gloo_unspin.h"
+#include "gloo_loop_shim.h"
 
 namespace distmetrics::runtime::detail {
 namespace {
@@ -87,7 +87,7 @@ int adopt_new_loop_threads(const std::set<pid_t>& before, LoopPriority priority)
     adopted.insert(loops.begin(), loops.end());
   }
   for (pid_t tid : loops) {
-    // gloo_unspin.cpp knows the loop by its name.
+    // gloo_loop_shim.cpp knows the loop by its name.
     if (thread_name(tid) != kGlooLoopThreadName) {
       std::ofstream("/proc/self/task/" + std::to_string(tid) + "/comm") << kGlooLoopThreadName;
     }

@@ -1,8 +1,8 @@
 // The transport's loop thread (gloo.cpp keeps one per process): found, named, and scheduled as
 // DISTMETRICS_GLOO_LOOP says.
 //
-// gloo's tcp loop spins while another thread holds a pair's lock (gloo_unspin.h, pytorch/gloo#246).
-// By default (auto) the loop keeps its priority and gloo_unspin.cpp makes it sleep through a spin;
+// gloo's tcp loop spins while another thread holds a pair's lock (gloo_loop_shim.h, pytorch/gloo#246).
+// By default (auto) the loop keeps its priority and gloo_loop_shim.cpp makes it sleep through a spin;
 // it needs the thread's name, which Debian's 2022 gloo (torch 1.13) does not set: it is set here.
 // `idle` puts the loop at SCHED_IDLE as well, where it runs only on a core no other thread wants:
 // on a quiet machine the fastest (docs/performance.md, "7 December"), but another program's load
