@@ -8,6 +8,7 @@
 #include <cmath>
 #include <iomanip>
 #include <memory>
+#include <future>
 #include <optional>
 #include <sstream>
 
@@ -133,14 +134,23 @@ Verdict Engine::run(const Scenario& scenario, const Variant& variant, runtime::J
   } catch (const std::exception& e) {
     plan_error = e.what();  // no data or plan here: judge() says why, after the ranks
   }
-  // The single-process reference needs only the scenario and its data: it computes in a child
-  // process beside the ranks, so it adds no wall time of its own and is ended at the deadline.
-  std::unique_ptr<runtime::ChildCall> reference;
-  if (!options_.single_process && planned) {
+  // The single-process reference needs only the scenario and its data: it computes beside the
+  // ranks (in a child process, or where EngineOptions::single_process says, from a thread of its
+  // own), so it adds no wall time of its own, and is ended at the deadline. The scenario is the
+  // one judge() judges with: an input dtype's tolerance.
+  StartedReference reference;
+  std::optional<Scenario> judged;
+  if (planned) {
     const Dataset& data = planned->data;
     const VariantPlan& plan = planned->plan;
-    reference = std::make_unique<runtime::ChildCall>(
-        [&] { return reference_to_json(build_reference(scenario, data, plan.shards, plan.script)); });
+    if (!options_.single_process) {
+      reference.child = std::make_unique<runtime::ChildCall>(
+          [&] { return reference_to_json(build_reference(scenario, data, plan.shards, plan.script)); });
+    } else {
+      judged = judged_for_input_dtype(scenario, variant.dtype);
+      reference.beside = std::async(std::launch::async,
+                                    [&] { return options_.single_process(*judged, variant, data, plan); });
+    }
   }
   const runtime::Job job = make_variant_job(scenario, variant, planned ? &planned->plan : nullptr, deadline, plan_error);
   runtime::add_phase(phases, "plan", seconds_since(start));
@@ -160,7 +170,7 @@ Verdict Engine::run(const Scenario& scenario, const Variant& variant, runtime::J
   add_run_phases(phases, run);
   const auto judging = Clock::now();
   judged_phases_.clear();
-  Verdict v = judge(scenario, variant, run, planned ? &*planned : nullptr, plan_error, reference.get(), start);
+  Verdict v = judge(scenario, variant, run, planned ? &*planned : nullptr, plan_error, &reference, start);
   double judged_apart = 0;
   for (const auto& [name, seconds] : judged_phases_) {
     runtime::add_phase(phases, name, seconds);
@@ -189,7 +199,7 @@ Engine::Planned Engine::plan(const Scenario& scenario, const Variant& variant) {
 }
 
 Verdict Engine::judge(const Scenario& given, const Variant& variant, const runtime::JobResult& run,
-                      const Planned* planned, const std::string& plan_error, runtime::ChildCall* started_reference,
+                      const Planned* planned, const std::string& plan_error, StartedReference* started_reference,
                       Clock::time_point started) {
   // An input dtype's variant is judged with its tolerance, against its rounded values.
   const Scenario scenario = judged_for_input_dtype(given, variant.dtype);
@@ -223,7 +233,7 @@ Verdict Engine::judge(const Scenario& given, const Variant& variant, const runti
 
 judging::ReferenceBuilt Engine::build_reference_for(const Scenario& scenario, const Variant& variant,
                                                     const runtime::JobResult& run, const Planned& planned,
-                                                    runtime::ChildCall* started_reference, Clock::time_point started,
+                                                    StartedReference* started, Clock::time_point started_at,
                                                     double deadline) {
   judging::ReferenceBuilt built;
   const Dataset& data = planned.data;
@@ -232,23 +242,26 @@ judging::ReferenceBuilt Engine::build_reference_for(const Scenario& scenario, co
   // The reference counts against the variant's deadline as the ranks do. Started beside the
   // ranks, it has the whole deadline from the variant's start; built after them, what they left.
   const double ranks_seconds = std::max(0.0, run.seconds - run.start_seconds);
-  const double budget = started_reference ? deadline - std::chrono::duration<double>(Clock::now() - started).count()
-                                          : deadline - ranks_seconds;
+  runtime::ChildCall* started_child = started ? started->child.get() : nullptr;
+  const double budget = started_child ? deadline - std::chrono::duration<double>(Clock::now() - started_at).count()
+                                      : deadline - ranks_seconds;
   SingleProcessReference& single = built.single;
   std::optional<TimedPhase> single_phase(std::in_place, judged_phases_, "single_process");
   if (options_.single_process) {
-    single = options_.single_process(scenario, variant, data, planned.plan);
+    // Started beside the ranks where run() could: its own deadline ends it (the helper's job).
+    single = started && started->beside.valid() ? started->beside.get()
+                                                : options_.single_process(scenario, variant, data, planned.plan);
   } else {
     // In a child process, so that a reference past its budget is ended, not waited for.
     const auto until = runtime::Deadline::after(ms(std::max(budget, 0.0)));
     const runtime::ChildCallResult child =
-        started_reference
-            ? started_reference->wait(until)
+        started_child
+            ? started_child->wait(until)
             : runtime::call_in_child(
                   [&] { return reference_to_json(build_reference(scenario, data, shards, script)); }, until);
     if (child.ended == runtime::ChildCallResult::Ended::TimedOut) {
       std::ostringstream left;
-      if (started_reference)
+      if (started_child)
         left << "the variant's deadline of " << seconds_text(deadline) << " s (it ran beside the ranks, which took "
              << seconds_text(ranks_seconds) << " s)";
       else

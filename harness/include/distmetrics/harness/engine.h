@@ -18,6 +18,7 @@
 
 #include <chrono>
 #include <functional>
+#include <future>
 #include <map>
 #include <memory>
 #include <optional>
@@ -120,7 +121,8 @@ struct EngineOptions {
   std::optional<double> deadline_seconds;
   // Builds a variant's single-process reference instead of build_reference() in a child process:
   // `distmetrics conform` builds a plugin's on a helper worker, so that a plugin that crashes or
-  // hangs without a communicator cannot take the supervisor down.
+  // hangs without a communicator cannot take the supervisor down. Called on a thread of its own,
+  // beside the ranks (it needs nothing of theirs), once per variant; run() waits for it.
   std::function<SingleProcessReference(const Scenario&, const Variant&, const Dataset&, const VariantPlan&)>
       single_process;
   // Properties judged after the scenario's own on a variant whose ranks all finished (e.g.
@@ -152,16 +154,22 @@ class Engine {
     VariantPlan plan;
   };
   Planned plan(const Scenario& scenario, const Variant& variant);
+  // The single-process reference, computing beside the ranks since run() started it: in a child
+  // process (`child`), or EngineOptions::single_process on a thread of its own (`beside`).
+  struct StartedReference {
+    std::unique_ptr<runtime::ChildCall> child;
+    std::future<SingleProcessReference> beside;
+  };
   // `planned`: run()'s plan (null: it could not be made, and `plan_error` says why).
-  // `reference`: the single-process reference already computing in a child process since
-  // `started` (run() starts it beside the ranks); null: judge builds it after the ranks.
+  // `reference`: the single-process reference started beside the ranks at `started`; null or
+  // empty: judge builds it after the ranks.
   Verdict judge(const Scenario& scenario, const Variant& variant, const runtime::JobResult& run, const Planned* planned,
-                const std::string& plan_error, runtime::ChildCall* reference,
+                const std::string& plan_error, StartedReference* reference,
                 std::chrono::steady_clock::time_point started);
   // The single-process reference of the planned variant, ended at its deadline.
   judging::ReferenceBuilt build_reference_for(const Scenario& scenario, const Variant& variant,
                                               const runtime::JobResult& run, const Planned& planned,
-                                              runtime::ChildCall* reference, std::chrono::steady_clock::time_point started,
+                                              StartedReference* reference, std::chrono::steady_clock::time_point started,
                                               double deadline);
   const Dataset& data_for(const Scenario& scenario);
   EngineOptions options_;
