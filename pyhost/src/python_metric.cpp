@@ -30,6 +30,7 @@
 #define DISTMETRICS_PYHOST_SHARES_AS_BACKEND 0
 #endif
 
+#include "distmetrics/runtime/gloo_loop_hurry.h"
 #include "distmetrics/runtime/errors.h"
 #include "distmetrics/runtime/phases.h"
 #include "distmetrics/metrics/errors.h"
@@ -182,6 +183,7 @@ PythonMetric::~PythonMetric() {
   auto& state = detail::host_state();
   if (comm_ && state.comm == comm_) {
     state.comm = nullptr;  // the communicator goes with the variant
+    runtime::GlooLoopHurry hurry;  // its pairs close here
     try {
       detail::host_module().attr("end_shared_group")();  // torch.distributed lets go of the variant's C++ group now
     } catch (py::error_already_set&) {
@@ -300,6 +302,8 @@ void PythonMetric::set_communicator(runtime::Communicator* comm) {
     state.group_made = false;
   }
   runtime::PhaseScope grouping("group");  // torch.distributed's group for the variant
+  // Groups are made (and a library's own made and destroyed: Ignite's idist.sync()) in here.
+  runtime::GlooLoopHurry hurry;
   try {
     // One group per variant. Another metric of the variant on this communicator (state_roundtrip's
     // restored instance, made before the first compute) joins the group the first one made:

@@ -11,7 +11,6 @@
 #if DISTMETRICS_GLOO_LOOP_HURRY
 #include <gloo/transport/tcp/device.h>
 #endif
-#include <dlfcn.h>
 #include <sys/epoll.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
@@ -19,9 +18,12 @@
 #include <cerrno>
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <set>
 #include <mutex>
+#include <vector>
 
+#include "distmetrics/runtime/gloo_loop_hurry.h"
 #include "gloo_collectives.h"
 #include "gloo_loop_priority.h"
 #if DISTMETRICS_GLOO_INLINE
@@ -103,15 +105,18 @@ class GlooTransport final {
   explicit GlooTransport(std::shared_ptr<::gloo::transport::Device> device) : device_(std::move(device)) {}
   const std::shared_ptr<::gloo::transport::Device>& device() const { return device_; }
   pid_t owner() const { return owner_; }
+  // Nested and concurrent windows count, as the timer's do.
   void hurry(bool on) {
-    using Hurry = void (*)(bool);
-    static const auto shim_hurry = reinterpret_cast<Hurry>(::dlsym(RTLD_DEFAULT, "distmetrics_gloo_loop_hurry"));
-    if (shim_hurry != nullptr) shim_hurry(on);
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (on) hurries_.push_back(std::make_unique<GlooLoopHurry>());
+    else if (!hurries_.empty()) hurries_.pop_back();
   }
 
  private:
   std::shared_ptr<::gloo::transport::Device> device_;
   pid_t owner_ = ::getpid();
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<GlooLoopHurry>> hurries_;
 };
 #endif
 

@@ -33,7 +33,18 @@ constexpr long kLongestNapUs = 200;  // the most one return waits, however long 
 constexpr int kHurriedWaitMs = 1;    // the longest wait of a hurried loop
 // The shim's own eventfd in a loop's epoll set: its key is no address gloo's handlers can have.
 constexpr std::uint64_t kWakeKey = 1;
-constexpr int kMaxLoops = 16;  // loops that can be woken (one per process on the C++ route)
+constexpr int kMaxLoops = 16;  // loops that can be woken at once (one per process on the C++ route)
+
+std::atomic<std::uint64_t> spins{0};
+std::atomic<std::uint64_t> slept_us{0};
+std::atomic<std::uint64_t> wakes{0};
+std::atomic<std::uint64_t> capped{0};
+std::atomic<int> hurrying{0};
+// The eventfds a hurry writes to, one per slot, made by the slot's first loop and never closed:
+// a hurry that read one just before its loop ended writes to that eventfd still, never to
+// whatever file took its number. A slot is taken by one loop at a time; 0: not made yet.
+std::atomic<int> wake_fds[kMaxLoops];
+std::atomic<bool> slot_taken[kMaxLoops];
 
 // What this thread's last epoll_wait returned, and how many recv calls it had made by then.
 struct LoopThread {
@@ -44,18 +55,16 @@ struct LoopThread {
   long nap_us = 0;
   bool named_loop = false;  // a "no" is asked again: the transport names a loop after it starts
   int wake_fd = -1;         // this loop's eventfd, in its epoll set
+  int wake_slot = -1;
+  // A loop thread ends with its Device (torch.distributed makes one per group of its own): its
+  // slot and eventfd go to the next loop (its epoll set goes with the Device).
+  ~LoopThread() {
+    if (wake_slot >= 0) slot_taken[wake_slot].store(false);
+  }
 };
 
 thread_local std::uint64_t recvs_here = 0;
 thread_local LoopThread here;
-
-std::atomic<std::uint64_t> spins{0};
-std::atomic<std::uint64_t> slept_us{0};
-std::atomic<std::uint64_t> wakes{0};
-std::atomic<std::uint64_t> capped{0};
-std::atomic<int> hurrying{0};
-std::atomic<int> wake_fds[kMaxLoops];
-std::atomic<int> loops_known{0};
 
 bool unspin_wanted() {
   const char* choice = std::getenv("DISTMETRICS_GLOO_LOOP");
@@ -70,21 +79,34 @@ bool on_loop_thread() {
   return here.named_loop;
 }
 
-// The loop's first wait: the shim's eventfd joins its epoll set, so that a hurry can wake it.
+// The loop's first wait: an eventfd of the shim's joins its epoll set, so that a hurry can wake it.
 void add_wake_fd(int epfd) {
-  const int slot = loops_known.fetch_add(1);
-  if (slot >= kMaxLoops) return;  // then this loop is hurried from its next wait on, not woken
-  const int fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (fd < 0) return;
-  struct epoll_event watch{};
-  watch.events = EPOLLIN;
-  watch.data.u64 = kWakeKey;
-  if (::epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &watch) != 0) {
-    ::close(fd);
+  here.wake_fd = -2;  // asked once per loop thread, whatever comes of it
+  for (int slot = 0; slot < kMaxLoops; ++slot) {
+    bool taken = false;
+    if (!slot_taken[slot].compare_exchange_strong(taken, true)) continue;
+    int fd = wake_fds[slot].load();
+    if (fd == 0) {
+      fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+      if (fd <= 0) {
+        slot_taken[slot].store(false);
+        return;  // then this loop is hurried from its next wait on, not woken
+      }
+      wake_fds[slot].store(fd);
+    }
+    std::uint64_t stale = 0;
+    (void)!::read(fd, &stale, sizeof(stale));  // hurries that came while the slot was free
+    struct epoll_event watch{};
+    watch.events = EPOLLIN;
+    watch.data.u64 = kWakeKey;
+    if (::epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &watch) != 0) {
+      slot_taken[slot].store(false);
+      return;
+    }
+    here.wake_fd = fd;
+    here.wake_slot = slot;
     return;
   }
-  here.wake_fd = fd;
-  wake_fds[slot].store(fd);
 }
 
 // Takes the shim's own events out of what the loop is given; returns how many are left.
@@ -153,7 +175,7 @@ extern "C" {
 int epoll_wait(int epfd, struct epoll_event* events, int maxevents, int timeout) {
   static const EpollWait libc_epoll_wait = libc_next<EpollWait>("epoll_wait");
   if (!on_loop_thread()) return libc_epoll_wait(epfd, events, maxevents, timeout);
-  if (here.wake_fd < 0) add_wake_fd(epfd);
+  if (here.wake_fd == -1) add_wake_fd(epfd);
   if (hurrying.load(std::memory_order_relaxed) > 0 && (timeout < 0 || timeout > kHurriedWaitMs)) {
     timeout = kHurriedWaitMs;
     capped.fetch_add(1, std::memory_order_relaxed);
@@ -179,10 +201,9 @@ ssize_t recv(int fd, void* buffer, size_t length, int flags) {
 void distmetrics_gloo_loop_hurry(bool on) {
   const int before = hurrying.fetch_add(on ? 1 : -1);
   if (!on || before != 0) return;
-  const int known = std::min(loops_known.load(), kMaxLoops);
   const std::uint64_t one = 1;
-  for (int i = 0; i < known; ++i) {
-    const int fd = wake_fds[i].load();  // 0: a slot taken whose eventfd is not there (yet)
+  for (auto& slot : wake_fds) {
+    const int fd = slot.load();
     if (fd > 0) (void)!::write(fd, &one, sizeof(one));
   }
 }

@@ -5,6 +5,7 @@ list(APPEND DISTMETRICS_RUNTIME_SOURCES
   src/comm/single_process.cpp
   src/comm/backends.cpp
   src/comm/cuda_side.cpp
+  src/comm/gloo_loop_hurry.cpp
   src/comm/modules.cpp)
 # LibTorch's CUDA side, which the runtime loads when a variant needs a GPU (empty: linked whole, or none).
 set_source_files_properties(src/comm/cuda_side.cpp PROPERTIES
