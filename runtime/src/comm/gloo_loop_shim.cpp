@@ -4,6 +4,7 @@
 #include "gloo_loop_shim.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
@@ -148,6 +149,17 @@ void nap(long us) {
   while (::nanosleep(&wait, &wait) == -1 && errno == EINTR) {
   }
 }
+
+// A forked child has none of its parent's threads: no loop of its own yet, no hurry under way, and
+// the parent's eventfds (inherited, shared with the parent) are not its to write to.
+void forget_the_parents_loops() {
+  hurrying.store(0);
+  for (int slot = 0; slot < kMaxLoops; ++slot) {
+    wake_fds[slot].store(0);
+    slot_taken[slot].store(false);
+  }
+}
+const bool forget_in_children = [] { return ::pthread_atfork(nullptr, nullptr, forget_the_parents_loops) == 0; }();
 
 // A loop thread's return: a spin is slept through before the loop goes on.
 void unspin(const struct epoll_event* ready, int count) {
