@@ -6,9 +6,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <future>
 #include <iomanip>
 #include <memory>
-#include <future>
 #include <optional>
 #include <sstream>
 
