@@ -18,10 +18,8 @@
 #include <cerrno>
 #include <cstdlib>
 #include <map>
-#include <memory>
 #include <set>
 #include <mutex>
-#include <vector>
 
 #include "distmetrics/runtime/gloo_loop_hurry.h"
 #include "gloo_collectives.h"
@@ -97,28 +95,6 @@ class GlooTransport final : public ::gloo::transport::tcp::Handler {
   std::mutex mutex_;
   int hurrying_ = 0;
 };
-#else
-// The hurry is the loop shim's (gloo_loop_shim.h), where the program has it: the executables
-// that run ranks do.
-class GlooTransport final {
- public:
-  explicit GlooTransport(std::shared_ptr<::gloo::transport::Device> device) : device_(std::move(device)) {}
-  const std::shared_ptr<::gloo::transport::Device>& device() const { return device_; }
-  pid_t owner() const { return owner_; }
-  // Nested and concurrent windows count, as the timer's do.
-  void hurry(bool on) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (on) hurries_.push_back(std::make_unique<GlooLoopHurry>());
-    else if (!hurries_.empty()) hurries_.pop_back();
-  }
-
- private:
-  std::shared_ptr<::gloo::transport::Device> device_;
-  pid_t owner_ = ::getpid();
-  std::mutex mutex_;
-  std::vector<std::unique_ptr<GlooLoopHurry>> hurries_;
-};
-#endif
 
 // While alive, the transport's loop ticks every kHurryTickNs.
 class LoopHurry {
@@ -131,6 +107,29 @@ class LoopHurry {
  private:
   GlooTransport& transport_;
 };
+
+#else
+class GlooTransport final {
+ public:
+  explicit GlooTransport(std::shared_ptr<::gloo::transport::Device> device) : device_(std::move(device)) {}
+  const std::shared_ptr<::gloo::transport::Device>& device() const { return device_; }
+  pid_t owner() const { return owner_; }
+
+ private:
+  std::shared_ptr<::gloo::transport::Device> device_;
+  pid_t owner_ = ::getpid();
+};
+
+// The hurry is the loop shim's (gloo_loop_shim.h), where the program has it: the executables
+// that run ranks do. It hurries every named loop of the process, this transport's among them.
+class LoopHurry {
+ public:
+  explicit LoopHurry(GlooTransport&) {}
+
+ private:
+  GlooLoopHurry hurry_;
+};
+#endif
 
 std::shared_ptr<::gloo::transport::Device> new_transport_device(const CommSpec& spec) {
   if (!spec.gloo_address.empty()) return c10d::ProcessGroupGloo::createDeviceForHostname(spec.gloo_address);

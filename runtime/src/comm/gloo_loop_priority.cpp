@@ -2,9 +2,7 @@
 #include "gloo_loop_priority.h"
 
 #include <sched.h>
-#include <unistd.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
