@@ -40,6 +40,20 @@ TEST(Names, SuggestsTyposAndPrefixes) {
   EXPECT_EQ(dr::closest_names("ACCURACY", {"Accuracy", "TopKCategoricalAccuracy"}).front(), "Accuracy");
 }
 
+// A catalog with a C++ plugin and Python sources knows a name twice and several hundred names in
+// all: each name is offered once, and the "known" list stops at its limit with the count left.
+TEST(Names, KnownListsAreUniqueAndBounded) {
+  EXPECT_EQ(dr::did_you_mean("AveragePrecison", {"AveragePrecision", "Accuracy", "AveragePrecision"}),
+            "; did you mean 'AveragePrecision'?");
+  EXPECT_EQ(dr::known_list({"a", "b", "a", "c"}, "see the list"), "'a', 'b', 'c'");
+  std::vector<std::string> many;
+  for (int i = 0; i < 300; ++i) many.push_back("m" + std::to_string(i));
+  many.push_back("m0");
+  EXPECT_EQ(dr::known_list(many, "`distmetrics metrics` lists them", 3),
+            "'m0', 'm1', 'm2' and 297 more: `distmetrics metrics` lists them");
+  EXPECT_EQ(dr::known_list(many, "x").size(), dr::known_list(many, "x", 20).size());
+}
+
 // --- data ---------------------------------------------------------------------------------------
 
 namespace {

@@ -55,7 +55,8 @@ std::vector<std::string> closest_names(const std::string& name, const std::vecto
   std::vector<std::string> out;
   for (const auto& entry : scored) {
     if (out.size() == limit) break;
-    out.push_back(entry.second);
+    // A name known twice (a class a C++ plugin and a Python source both register) is offered once.
+    if (std::find(out.begin(), out.end(), entry.second) == out.end()) out.push_back(entry.second);
   }
   return out;
 }
@@ -64,6 +65,16 @@ std::string quoted_list(const std::vector<std::string>& names) {
   std::string out;
   for (std::size_t i = 0; i < names.size(); ++i) out += (i ? ", '" : "'") + names[i] + "'";
   return out;
+}
+
+std::string known_list(const std::vector<std::string>& names, const std::string& where_listed, std::size_t limit) {
+  std::vector<std::string> unique;
+  for (const auto& n : names)
+    if (std::find(unique.begin(), unique.end(), n) == unique.end()) unique.push_back(n);
+  if (unique.size() <= limit) return quoted_list(unique);
+  const std::size_t more = unique.size() - limit;
+  unique.resize(limit);
+  return quoted_list(unique) + " and " + std::to_string(more) + " more: " + where_listed;
 }
 
 std::string did_you_mean(const std::string& name, const std::vector<std::string>& known) {

@@ -49,7 +49,8 @@ void validate_metric(ScenarioReader& reader, const toml::table& root, Scenario& 
   if (!registry) {
     const auto names = MetricCatalog::instance().metric_names();
     reader.error_at(reader.line_of(metric_table, "name"), "metric.name",
-               "unknown metric '" + *name + "'" + runtime::did_you_mean(*name, names) + " (known: " + runtime::quoted_list(names) + ")");
+               "unknown metric '" + *name + "'" + runtime::did_you_mean(*name, names) + " (known: " +
+                        runtime::known_list(names, "`distmetrics metrics` lists the reference and plugin metrics, a --python source its registrations") + ")");
     return;
   }
   json given = params_table ? toml_to_json(*params_table) : json::object();
