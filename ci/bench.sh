@@ -62,6 +62,8 @@ if [ "$quick" = 1 ]; then
 fi
 [ -n "$json" ] && report_flags+=(--json "$json")
 
+# The machine the numbers below were taken on (bench/machine.py): its wake-ups and plain CPU.
+"$python" "$DM_ROOT/bench/machine.py" || { dm_fail "bench/machine.py failed"; exit 1; }
 # Google Benchmark's console output goes to stderr's log; the table is what this prints.
 log=$build_dir/bench/last.log
 if ! "$bench" "${flags[@]}" "${extra[@]}" >"$log" 2>&1; then

@@ -195,6 +195,13 @@ fi
 codes=()
 summaries=()
 [ "$repros_only" = 1 ] && selected=()
+# The machine's speed at what a peer run does most (wake-ups across processes, plain CPU), measured
+# before the run starts, so that its seconds are read against the machine (bench/machine.py).
+if [ "$DM_DRY_RUN" != 1 ]; then
+  machine=$(timeout 60 /usr/bin/python3 bench/machine.py 2>&1 | tail -n 1) || machine="machine: not measured ($machine)"
+  dm_say "$machine"
+  summaries+=("$machine")
+fi
 started=$SECONDS
 
 # The reproductions without distmetrics: each exits 0 while its bug shows (peers/repro/common.py).
