@@ -40,7 +40,7 @@ TEST(Names, SuggestsTyposAndPrefixes) {
   EXPECT_EQ(dr::closest_names("ACCURACY", {"Accuracy", "TopKCategoricalAccuracy"}).front(), "Accuracy");
 }
 
-// A catalog with a C++ plugin and Python sources knows a name twice and several hundred names in
+// A catalog with the reference library and Python sources knows a name twice and several hundred names in
 // all: each name is offered once, and the "known" list stops at its limit with the count left.
 TEST(Names, KnownListsAreUniqueAndBounded) {
   EXPECT_EQ(dr::did_you_mean("AveragePrecison", {"AveragePrecision", "Accuracy", "AveragePrecision"}),

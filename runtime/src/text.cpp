@@ -55,7 +55,7 @@ std::vector<std::string> closest_names(const std::string& name, const std::vecto
   std::vector<std::string> out;
   for (const auto& entry : scored) {
     if (out.size() == limit) break;
-    // A name known twice (a class a C++ plugin and a Python source both register) is offered once.
+    // A name known twice (the reference library and a Python source both register it) is offered once.
     if (std::find(out.begin(), out.end(), entry.second) == out.end()) out.push_back(entry.second);
   }
   return out;

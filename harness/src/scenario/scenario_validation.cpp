@@ -48,9 +48,11 @@ void validate_metric(ScenarioReader& reader, const toml::table& root, Scenario& 
   }
   if (!registry) {
     const auto names = MetricCatalog::instance().metric_names();
+    const std::string where_listed =
+        "`distmetrics metrics` lists the reference and plugin metrics, a --python source its registrations";
     reader.error_at(reader.line_of(metric_table, "name"), "metric.name",
-               "unknown metric '" + *name + "'" + runtime::did_you_mean(*name, names) + " (known: " +
-                        runtime::known_list(names, "`distmetrics metrics` lists the reference and plugin metrics, a --python source its registrations") + ")");
+                    "unknown metric '" + *name + "'" + runtime::did_you_mean(*name, names) + " (known: " +
+                        runtime::known_list(names, where_listed) + ")");
     return;
   }
   json given = params_table ? toml_to_json(*params_table) : json::object();
