@@ -55,8 +55,7 @@ std::vector<std::string> closest_names(const std::string& name, const std::vecto
   std::vector<std::string> out;
   for (const auto& entry : scored) {
     if (out.size() == limit) break;
-    // A name known twice (the reference library and a Python source both register it) is offered once.
-    if (std::find(out.begin(), out.end(), entry.second) == out.end()) out.push_back(entry.second);
+    out.push_back(entry.second);
   }
   return out;
 }
@@ -68,13 +67,9 @@ std::string quoted_list(const std::vector<std::string>& names) {
 }
 
 std::string known_list(const std::vector<std::string>& names, const std::string& where_listed, std::size_t limit) {
-  std::vector<std::string> unique;
-  for (const auto& n : names)
-    if (std::find(unique.begin(), unique.end(), n) == unique.end()) unique.push_back(n);
-  if (unique.size() <= limit) return quoted_list(unique);
-  const std::size_t more = unique.size() - limit;
-  unique.resize(limit);
-  return quoted_list(unique) + " and " + std::to_string(more) + " more: " + where_listed;
+  if (names.size() <= limit) return quoted_list(names);
+  return quoted_list({names.begin(), names.begin() + static_cast<std::ptrdiff_t>(limit)}) + " and " +
+         std::to_string(names.size() - limit) + " more: " + where_listed;
 }
 
 std::string did_you_mean(const std::string& name, const std::vector<std::string>& known) {

@@ -1,5 +1,7 @@
 #include "distmetrics/harness/metric_catalog.h"
 
+#include <algorithm>
+
 namespace distmetrics::harness {
 
 std::string reference_metric_name(const std::string& registered) {
@@ -39,9 +41,12 @@ const metrics::MetricRegistry* MetricCatalog::registry_for(const std::string& me
 void MetricCatalog::add_resolver(Resolver resolver) { resolvers_.push_back(std::move(resolver)); }
 
 std::vector<std::string> MetricCatalog::metric_names() const {
+  // A name a later registry knows too (the reference's Accuracy and a Python source's) resolves to
+  // the first: listed once.
   std::vector<std::string> names;
   for (const auto& entry : registries_)
-    for (const auto& name : entry.second->names()) names.push_back(name);
+    for (const auto& name : entry.second->names())
+      if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
   return names;
 }
 

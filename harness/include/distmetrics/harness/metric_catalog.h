@@ -29,7 +29,7 @@ class MetricCatalog {
 
   // The registry that knows `metric` (added registries first, then the resolvers), or nullptr.
   const metrics::MetricRegistry* registry_for(const std::string& metric) const;
-  // The names the added registries know (not what resolvers could supply).
+  // The names the added registries know, each once (not what resolvers could supply).
   std::vector<std::string> metric_names() const;
 
  private:

@@ -35,9 +35,9 @@ std::string did_you_mean(const std::string& name, const std::vector<std::string>
 // "'a', 'b', 'c'": for "expected one of ..." messages.
 std::string quoted_list(const std::vector<std::string>& names);
 
-// The known names for an error's "(known: ...)": each name once, in order; past `limit` names the
-// first `limit` and how many more, with `where_listed` saying where the whole list is (a catalog
-// of several hundred Python classes would make one error line of 15 KB, repeated per file).
+// The known names for an error's "(known: ...)": all of them, or past `limit` the first `limit`
+// and how many more, with `where_listed` saying where the whole list is (a catalog of several
+// hundred Python classes would make one error line of 15 KB, repeated per file).
 std::string known_list(const std::vector<std::string>& names, const std::string& where_listed,
                        std::size_t limit = 20);
 
