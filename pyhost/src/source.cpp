@@ -9,6 +9,7 @@
 #include "distmetrics/harness/tables.h"
 #include "distmetrics/metrics/errors.h"
 #include "distmetrics/pyhost/python_metric.h"
+#include "distmetrics/runtime/backends.h"
 #include "distmetrics/runtime/embedded_python.h"
 #include "distmetrics/runtime/phases.h"
 #include "distmetrics/runtime/rank_pool.h"
@@ -224,6 +225,16 @@ std::optional<runtime::Unavailable> python_backend_unavailable(const std::string
 
 bool fork_workers_with_python_loaded() {
   if (!Py_IsInitialized()) return false;
+  {
+    // What each freshly forked rank would otherwise do in its first variant (_host.py says what).
+    py::gil_scoped_acquire gil;
+    py::list names;
+    for (const auto& backend : runtime::backends()) names.append(backend.name);
+    try {
+      detail::host_module().attr("prepare_for_forked_ranks")(names);
+    } catch (py::error_already_set&) {  // the ranks do it themselves, as before
+    }
+  }
   return runtime::restart_worker_zygote(runtime::python_fork_hooks());
 }
 

@@ -3,6 +3,7 @@ process: loading a source, building adapted metrics, the per-variant torch.distr
 over the variant's store, and the tracing of torch.distributed collectives into the rank's
 collective trace. Not a public API."""
 
+import copy
 import datetime
 import functools
 import importlib
@@ -587,6 +588,35 @@ def end_shared_group():
     next variant begins, so that a rank that finished early cannot break its peers' collectives."""
     if _group_is_shared:
         end_group()
+
+
+def prepare_for_forked_ranks(backends):
+    """In the supervisor, just before the worker zygote is taken from it (pyhost's
+    fork_workers_with_python_loaded): what every rank did once, in its first variant, each time
+    the pool restarted after a hang or a crash, done here once for all the ranks forked from it.
+    torch.distributed's first group in a process looks the backend up in every installed
+    distribution's entry points (about 150 files: 50-70 ms in a freshly forked rank,
+    docs/performance.md); the first torch.save/torch.load (the state round trip's probes) and
+    copy.deepcopy of a tensor (torchmetrics copies each state's default) set themselves up.
+    `backends`: the runner's backend table's names. Nothing here starts a thread (the zygote is
+    only taken from a process that runs none) or keeps a tensor; what fails is left to the ranks,
+    which then do it themselves as before."""
+    ensure_registered = getattr(dist.Backend, "_ensure_backend_registered", None)
+    if callable(ensure_registered):
+        for backend in backends:  # the runner's backend table's names
+            if backend_available(backend):
+                try:
+                    ensure_registered(backend)
+                except Exception:
+                    pass
+    try:
+        buffer = io.BytesIO()
+        torch.save({"state": torch.zeros(2), "count": torch.tensor(0)}, buffer)
+        buffer.seek(0)
+        torch.load(buffer, weights_only=True)
+        copy.deepcopy(torch.zeros(2))
+    except Exception:
+        pass
 
 
 def backend_available(backend):

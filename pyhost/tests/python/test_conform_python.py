@@ -369,6 +369,33 @@ def test_workers_are_forked_with_the_sources_imported_after_a_tokenizer_encoded_
     assert len(log.read_text().split()) == 1, log.read_text()  # imported once, by the supervisor
 
 
+def test_no_rank_worker_looks_the_backends_up_in_the_entry_points_again(tmp_path):
+    # torch.distributed's first init_process_group in a process reads every installed
+    # distribution's entry points (50-70 ms in a freshly forked rank, each time the pool restarts);
+    # the supervisor does it once before the workers are forked from it.
+    log = tmp_path / "entry_points.log"
+    env = dict(os.environ, DISTMETRICS_TEST_ENTRY_POINTS_LOG=str(log))
+    report = tmp_path / "report.json"
+    cmd = [os.environ["DISTMETRICS_BIN"], "conform", "--python", str(SOURCES / "entry_points_watch.py"), str(MAE),
+           "--world-sizes", "2,4", "--shard", "even", "--json", str(report)]
+    run = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=150, env=env)
+    assert run.returncode == 0, run.stdout + run.stderr
+    data = json.loads(report.read_text())
+    assert data["summary"]["pass"] == data["summary"]["total"] == 2
+    lines = [line.split() for line in log.read_text().splitlines()]
+    (supervisor,) = {pid for kind, pid in lines if kind == "import"}  # imported once, by the supervisor
+    scans = {pid for kind, pid in lines if kind == "scan"}
+    assert scans <= {supervisor}, lines  # a rank worker that scanned adds its own pid
+    if hasattr(torch_distributed_backend(), "_ensure_backend_registered"):
+        assert scans == {supervisor}, lines  # this torch looks them up: the supervisor did, once
+    assert "cannot be forked" not in run.stdout + run.stderr
+
+
+def torch_distributed_backend():
+    import torch.distributed as dist  # the interpreter ctest runs this with is the one distmetrics embeds
+    return dist.Backend
+
+
 def test_a_metric_with_no_reference_counterpart_runs_under_its_own_name(tmp_path):
     """docs/python.md's example: MeanBias is no reference metric; registered under its own name it
     runs the scenario that names it, judged against its own single-process run by every property
