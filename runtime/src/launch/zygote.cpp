@@ -169,19 +169,32 @@ std::string packed(const std::vector<std::string>& args) {
 }
 
 // Forks a process re-parented to the supervisor: through a short-lived middle child, so that once
-// the zygote reaps it the new process is the supervisor's (our subreaper parent). `in_new` runs
-// in it. Returns its pid, or -1.
+// it exits the new process is the supervisor's (our subreaper parent). `in_new` runs in it.
+// Returns its pid, or -1.
+//
+// The middle child is a vfork: it borrows this process's memory (no copy of the page tables)
+// while this thread waits, forks the new process from it, hands its pid over the pipe and exits.
+// A fork of the middle copied the zygote's page tables (hundreds of MB of Python heap and torch)
+// a second time and tore them down again: a spare took a median of 116-141 ms of the zygote
+// beside the running variants on a 2-core machine, 44-60 ms this way (docs/performance.md). What the middle's fork() does to the
+// memory it shares with us (the atfork handlers, glibc's locks taken and released) is what our
+// own fork() would do; it writes nothing else but its locals and the pipe, and never returns
+// from here. Signals stay blocked while it runs on our memory (a handler there would run on it).
 template <typename InNew>
 pid_t fork_for_supervisor(InNew in_new) {
   int pid_pipe[2];
   pid_t born = -1;
   if (::pipe2(pid_pipe, O_CLOEXEC) != 0) return -1;
+  sigset_t all, before;
+  sigfillset(&all);
+  ::sigprocmask(SIG_SETMASK, &all, &before);
   // The hooks bracket the two forks as one: the middle child runs nothing but fork and exit.
   run(fork_hooks.before);
-  const pid_t middle = ::fork();
+  const pid_t middle = ::vfork();
   if (middle == 0) {
     const pid_t child = ::fork();
     if (child == 0) {
+      ::sigprocmask(SIG_SETMASK, &before, nullptr);
       run(fork_hooks.in_child);
       in_new();
     }
@@ -190,6 +203,7 @@ pid_t fork_for_supervisor(InNew in_new) {
     ::_exit(0);
   }
   run(fork_hooks.in_parent);
+  ::sigprocmask(SIG_SETMASK, &before, nullptr);
   ::close(pid_pipe[1]);
   if (middle > 0) {
     if (::read(pid_pipe[0], &born, sizeof(born)) != sizeof(born)) born = -1;
