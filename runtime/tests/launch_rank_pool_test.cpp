@@ -21,6 +21,8 @@
 #include "local_pool_kinds.h"
 #include "distmetrics/runtime/task.h"
 #include "../src/launch/process.h"
+#include "../src/launch/wire.h"
+#include "../src/launch/worker_args.h"
 #if DISTMETRICS_GLOO_THROUGH_PYTHON
 #include "../src/comm/gloo_through_python.h"
 #endif
@@ -615,6 +617,36 @@ TEST(RankPool, AWorkerThatCannotStartIsReportedNotHung) {
   EXPECT_EQ(run.status, RunStatus::Crash);
   EXPECT_NE(run.diagnosis.find("the rank pool could not start: rank"), std::string::npos) << run.diagnosis;
   EXPECT_NE(run.diagnosis.find("exited while starting (exit status 1)"), std::string::npos) << run.diagnosis;
+}
+
+// A worker started for a supervisor that has ended or given up on the start (its socket still
+// there, nothing listening on it, as after a SIGKILL): it leaves at once, saying so, instead of
+// retrying its connection for the minute a slow start is allowed (an orphan, seen once).
+TEST(RankPool, AWorkerWhoseSupervisorNoLongerListensLeavesAtOnce) {
+  char folder_template[] = "/tmp/distmetrics-orphan-XXXXXX";
+  ASSERT_NE(::mkdtemp(folder_template), nullptr);
+  const std::string folder = folder_template;
+  const std::string socket = folder + "/pool.sock";
+  ::close(detail::listen_on_unix_path(socket));  // the file stays; nothing listens on it any more
+  detail::WorkerArgs args;
+  args.socket_path = socket;
+  args.rank = 0;
+  args.world_size = 2;
+  detail::OutputCapture log("orphan-worker");
+  detail::SpawnSpec spec;
+  spec.argv = {detail::current_executable()};
+  for (const auto& flag : detail::worker_flags(args)) spec.argv.push_back(flag);
+  spec.output_fd = log.fd();
+  const pid_t worker = detail::spawn_process(spec);
+  // Far below the connect budget (60 s) the old retry loop waited out.
+  const auto status = detail::reap_child(worker, Deadline::after(20s));
+  if (!status) detail::end_processes({worker}, 1s);
+  ::unlink(socket.c_str());
+  ::rmdir(folder.c_str());
+  ASSERT_TRUE(status.has_value()) << "the worker was still retrying after 20 s: " << log.tail();
+  EXPECT_EQ(detail::describe_wait_status(*status), "exit status " + std::to_string(detail::kWorkerExitBadStart));
+  EXPECT_NE(log.tail().find("nothing listens on " + socket + " any more (Connection refused)"), std::string::npos)
+      << log.tail();
 }
 
 TEST(RankPool, RequestsThatCannotRunAreRefused) {

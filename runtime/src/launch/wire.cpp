@@ -278,7 +278,7 @@ int listen_on_unix_path(const std::string& path) {
   return fd;
 }
 
-int connect_to_unix_path(const std::string& path, const Deadline& deadline) {
+int connect_to_unix_path(const std::string& path, const Deadline& deadline, AbsentListener absent) {
   const sockaddr_un addr = unix_address(path);
   auto pause = std::chrono::milliseconds(5);
   std::string last_error;
@@ -286,8 +286,13 @@ int connect_to_unix_path(const std::string& path, const Deadline& deadline) {
     const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) throw ChannelError(errno_text("socket"));
     if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0) return fd;
-    last_error = std::strerror(errno);
+    const int error = errno;
+    last_error = std::strerror(error);
     ::close(fd);
+    if (absent == AbsentListener::NoLonger && (error == ECONNREFUSED || error == ENOENT)) {
+      throw ChannelError("nothing listens on " + path + " any more (" + last_error +
+                         "): the process that made it has ended or stopped waiting for this connection");
+    }
     if (deadline.expired()) break;
     std::this_thread::sleep_for(std::min<std::chrono::milliseconds>(pause, deadline.remaining()));
     pause = std::min(pause * 2, std::chrono::milliseconds(100));

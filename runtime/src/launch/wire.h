@@ -71,8 +71,14 @@ int connect_to(const std::string& host, std::uint16_t port, const Deadline& dead
 
 // A listening Unix stream socket at `path` (which must not exist yet).
 int listen_on_unix_path(const std::string& path);
-// A connection to the Unix socket at `path`, retried until the deadline.
-int connect_to_unix_path(const std::string& path, const Deadline& deadline);
+// What a connection to a Unix socket that is not there, or that nothing listens on, means: not
+// yet (a peer's store that has yet to start: retried until the deadline), or no longer (a rank
+// pool's worker, whose supervisor listened before starting it: its supervisor ended, or gave up on
+// this start, and waiting the deadline out would only keep an orphan alive).
+enum class AbsentListener { NotYet, NoLonger };
+// A connection to the Unix socket at `path`, retried until the deadline (as `absent` says).
+int connect_to_unix_path(const std::string& path, const Deadline& deadline,
+                         AbsentListener absent = AbsentListener::NotYet);
 
 // Who is at the other end of a Unix socket, as the kernel says (SO_PEERCRED): not what the peer
 // claims. pid 0 when the kernel cannot say.

@@ -287,11 +287,15 @@ class Worker {
     if (args_.rank < 0) throw ConfigError("worker started without a rank");
 
     worker_rank = args_.rank;
+    // The supervisor listens before it starts us: a socket refused or gone means it ended (or
+    // gave up on this start), and this worker leaves instead of retrying until kConnectBudget.
     const Deadline connect_deadline = Deadline::after(kConnectBudget);
-    channel_ = std::make_unique<LineChannel>(connect_to_unix_path(args_.socket_path, connect_deadline));
+    channel_ = std::make_unique<LineChannel>(
+        connect_to_unix_path(args_.socket_path, connect_deadline, AbsentListener::NoLonger));
     arm_dying_report(channel_->fd());
     channel_->send({{"type", "hello"}, {"role", "control"}, {"rank", args_.rank}}, Deadline::after(kSendBudget));
-    auto store_channel = std::make_unique<LineChannel>(connect_to_unix_path(args_.socket_path, connect_deadline));
+    auto store_channel = std::make_unique<LineChannel>(
+        connect_to_unix_path(args_.socket_path, connect_deadline, AbsentListener::NoLonger));
     store_channel->send({{"type", "hello"}, {"role", "store"}, {"rank", args_.rank}}, Deadline::after(kSendBudget));
     store_ = c10::make_intrusive<PoolStoreClient>(std::move(store_channel));
     if (::pipe2(stop_pipe_, O_CLOEXEC) != 0) throw ConfigError("worker: pipe2 failed");
