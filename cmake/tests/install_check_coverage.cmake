@@ -5,7 +5,22 @@
 #   cmake -DBUILD_DIR=<build> -P install_check_coverage.cmake
 set(DISTMETRICS_INSTALL_FILES_ONLY ON)
 include("${BUILD_DIR}/install_check.cmake")
-file(GLOB_RECURSE _scripts "${BUILD_DIR}/cmake_install.cmake")
+# The scripts `cmake --install` runs: the top one and those it includes, subdirectory by
+# subdirectory. Not every cmake_install.cmake under the build folder: other tests configure
+# scratch projects in it (configure-tests/, the package consumer), and reading theirs raced
+# with their creation (a failure seen once in a full parallel ctest).
+set(_scripts "")
+set(_pending "${BUILD_DIR}/cmake_install.cmake")
+while(_pending)
+  list(POP_FRONT _pending _script)
+  list(APPEND _scripts "${_script}")
+  file(READ "${_script}" _text)
+  string(REGEX MATCHALL "include\\(\"[^\"]*/cmake_install\\.cmake\"\\)" _included "${_text}")
+  foreach(_include IN LISTS _included)
+    string(REGEX REPLACE "^include\\(\"(.*)\"\\)$" "\\1" _include "${_include}")
+    list(APPEND _pending "${_include}")
+  endforeach()
+endwhile()
 set(_copied "")
 foreach(_script IN LISTS _scripts)
   file(READ "${_script}" _text)
