@@ -176,10 +176,11 @@ std::string packed(const std::vector<std::string>& args) {
 // while this thread waits, forks the new process from it, hands its pid over the pipe and exits.
 // A fork of the middle copied the zygote's page tables (hundreds of MB of Python heap and torch)
 // a second time and tore them down again: a spare took a median of 116-141 ms of the zygote
-// beside the running variants on a 2-core machine, 44-60 ms this way (docs/performance.md). What the middle's fork() does to the
-// memory it shares with us (the atfork handlers, glibc's locks taken and released) is what our
-// own fork() would do; it writes nothing else but its locals and the pipe, and never returns
-// from here. Signals stay blocked while it runs on our memory (a handler there would run on it).
+// beside the running variants on a 2-core machine, 44-60 ms this way (docs/performance.md).
+// What the middle's fork() does to the memory it shares with us (the atfork handlers, glibc's
+// locks taken and released) is what our own fork() would do; it writes nothing else but its
+// locals and the pipe, and never returns from here. Signals stay blocked while it runs on our
+// memory (a handler there would run on it).
 template <typename InNew>
 pid_t fork_for_supervisor(InNew in_new) {
   int pid_pipe[2];
