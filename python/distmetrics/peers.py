@@ -687,6 +687,29 @@ def installed_version(library):
     return getattr(module, "__version__", "?") if module else "?"
 
 
+_LISTED_RELEASES: Dict[tuple, object] = {}
+
+
+def _listed_releases(expected):
+    """The top-level `releases` of an expected.toml, or None (no file, no key, or a malformed file:
+    peers/expected.py reports those). Read once per version of the file: register_table asks for
+    every row, and parsing the whole file (300 KB of findings) each time cost seconds a run."""
+    try:
+        st = os.stat(expected)
+    except OSError:
+        return None
+    key = (expected, st.st_mtime_ns, st.st_size)
+    if key not in _LISTED_RELEASES:
+        try:
+            import tomllib
+
+            with open(expected, "rb") as f:
+                _LISTED_RELEASES[key] = tomllib.load(f).get("releases")
+        except Exception:  # a malformed file is peers/expected.py's to report
+            _LISTED_RELEASES[key] = None
+    return _LISTED_RELEASES[key]
+
+
 def _triaged(library, since, mapping_file):
     """Whether the installed release is one the rows were triaged on: `since`, or a release the
     mapping's expected.toml lists ("1.9.0 on torch 2.15", beside peers/<library>/metrics.py), on
@@ -698,16 +721,8 @@ def _triaged(library, since, mapping_file):
     torch = sys.modules.get("torch")
     m = re.match(r"(\d+)\.(\d+)", getattr(torch, "__version__", "") or "")
     key = f"{version} on torch {m.group(1)}.{m.group(2)}" if m else None
-    listed = None
     expected = os.path.join(os.path.dirname(os.path.abspath(mapping_file)), "expected.toml")
-    if os.path.isfile(expected):
-        try:
-            import tomllib
-
-            with open(expected, "rb") as f:
-                listed = tomllib.load(f).get("releases")
-        except Exception:  # a malformed file is peers/expected.py's to report
-            listed = None
+    listed = _listed_releases(expected)
     if since and _release(version) == _release(since):
         return True
     if listed:

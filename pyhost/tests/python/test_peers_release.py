@@ -87,6 +87,45 @@ def test_on_the_triaged_release_a_missing_class_stays_bad_input():
     registry._REGISTRY.clear()
 
 
+def test_a_mapping_reads_its_expected_toml_once_per_version_of_the_file(tmp_path, monkeypatch):
+    """register_table asks, row by row, whether the installed release is one the rows were triaged
+    on: the `releases` of the expected.toml beside the mapping. The file (300 KB of findings for
+    torchmetrics) is parsed once, and again only when it changes, not once per row."""
+    pytest.importorskip("torcheval")
+    import runpy
+    import tomllib
+
+    import torcheval
+
+    from distmetrics import registry
+
+    reads = []
+    real_load = tomllib.load
+    monkeypatch.setattr(tomllib, "load", lambda f: reads.append(f.name) or real_load(f))
+    expected = tmp_path / "expected.toml"
+    expected.write_text(f'releases = ["{torcheval.__version__} on torch 9.9"]\n')
+    mapping = tmp_path / "metrics.py"
+    mapping.write_text(textwrap.dedent("""
+        from distmetrics.peers import Peer, register_table
+        register_table([Peer("MeanSquaredError", "torcheval.metrics:MeanSquaredError"),
+                        Peer("MeanAbsoluteError", "torcheval.metrics:Sum"),
+                        Peer("MeanAbsoluteError", "torcheval.metrics:Max")], "torcheval")
+    """))
+    try:
+        registry._REGISTRY.clear()
+        runpy.run_path(str(mapping))
+        assert reads == [str(expected)]
+        registry._REGISTRY.clear()
+        runpy.run_path(str(mapping))
+        assert reads == [str(expected)]
+        expected.write_text(f'releases = ["{torcheval.__version__} on torch 9.9", "0.0.1 on torch 9.9"]\n')
+        registry._REGISTRY.clear()
+        runpy.run_path(str(mapping))
+        assert reads == [str(expected)] * 2
+    finally:
+        registry._REGISTRY.clear()
+
+
 def test_the_census_says_which_classes_a_release_defines(tmp_path, monkeypatch):
     census = _load("peers_census_t", ROOT / "peers" / "census.py")
     package = tmp_path / "torcheval"
