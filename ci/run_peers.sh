@@ -207,13 +207,10 @@ started=$SECONDS
 # The reproductions without distmetrics: each exits 0 while its bug shows (peers/repro/common.py).
 # peers/run_repros.py runs them all from one interpreter that imports torch and the libraries once,
 # each script in a fork of it (its ranks forked in turn: each repro its own group and processes),
-# as many at once as there are cores, each under a 180 s deadline. They start in the background as
-# soon as conform's set-up failures are rerun, while the findings are compared and judged.py and
-# page.py read the report; their output is printed when they are done. A rerun of a variant that
-# disagreed with expected.toml is a timing and runs alone: it waits for them first (wait_repros).
+# as many at once as there are cores, each under a 180 s deadline. They start once the findings
+# are compared (the reruns of peers/rerun.py are timings: they run alone), in the background while
+# judged.py and page.py read the report; their output is printed when they are done.
 repro_pid=
-repro_run=0
-repro_waited=0
 repro_summary=$reports/repros.tsv
 repro_log=$reports/repros.log
 start_repros() {
@@ -227,22 +224,9 @@ start_repros() {
   fi
   rm -f "$repro_summary"
   dm_say "$(dm_quote "$repro_python") peers/run_repros.py --reports $(dm_quote "$reports") --summary $(dm_quote "$repro_summary") --deadline 180 --brief (output: $repro_log)"
-  # The subshell notes when the repros ended (SECONDS counts on in it): the summary's wall time is
-  # theirs, not the time until the comparisons and pages beside them were done too.
-  rm -f "$reports/repros.ended"
-  (
-    code=0
-    timeout --kill-after=10 900 "$repro_python" peers/run_repros.py --reports "$reports" \
-      --summary "$repro_summary" --deadline 180 --brief >"$repro_log" 2>&1 || code=$?
-    echo "$SECONDS" >"$reports/repros.ended"
-    exit "$code"
-  ) &
+  timeout --kill-after=10 900 "$repro_python" peers/run_repros.py --reports "$reports" \
+    --summary "$repro_summary" --deadline 180 --brief >"$repro_log" 2>&1 &
   repro_pid=$!
-}
-wait_repros() {
-  [ -n "$repro_pid" ] && [ "$repro_pid" != dry-run ] && [ "$repro_waited" = 0 ] || return 0
-  wait "$repro_pid" || repro_run=$?
-  repro_waited=1
 }
 if [ ${#selected[@]} -gt 0 ]; then
   sources=()
@@ -291,7 +275,6 @@ PY
       # (a harness limitation seen under heavy load: docs/peers.md): rerun once, alone, printed.
       "$repro_python" peers/rerun.py --report "$reports/peers.json" --distmetrics "$build_dir/bin/distmetrics" ||
         dm_fail "peers/rerun.py (set-up failures): see above"
-      start_repros
       # Each variant names the library class it ran ("class": "module:Class"), from the mappings:
       # on torch 2 peers/judged.py does it below (--name-classes), in the interpreter that imports
       # the libraries for its census anyway; nothing before it reads the classes.
@@ -316,7 +299,6 @@ PY
           --disagreeing "$disagreeing" --markdown "$first_markdown" "${baseline_args[@]}") || check=$?
         if [ "$check" = 1 ]; then
           echo "$out" | sed 's/^/  first comparison: /'
-          wait_repros  # a rerun is a timing: alone on the machine
           "$repro_python" peers/rerun.py --report "$reports/peers.json" --distmetrics "$build_dir/bin/distmetrics" \
             --disagreeing "$disagreeing" || dm_fail "peers/rerun.py (variants that disagreed with expected.toml): see above"
           check=0
@@ -369,9 +351,10 @@ if [ "$skip_repros" != 1 ]; then
   shown=0
   gone=()
   about_other_releases=()
+  repro_run=0
   start_repros
   if [ "$DM_DRY_RUN" != 1 ]; then
-    wait_repros
+    wait "$repro_pid" || repro_run=$?
     cat "$repro_log"
     if [ ! -s "$repro_summary" ]; then
       gone+=("peers/run_repros.py")
@@ -390,9 +373,7 @@ if [ "$skip_repros" != 1 ]; then
         dm_fail "$repro: $(tail -n 1 "$out_file")"
       fi
     done < <([ -s "$repro_summary" ] && cat "$repro_summary")
-    repro_ended=$(cat "$reports/repros.ended" 2>/dev/null) || repro_ended=$SECONDS
-    repro_seconds=$((repro_ended - repro_started))
-    rm -f "$reports/repros.ended"
+    repro_seconds=$((SECONDS - repro_started))
     if [ ${#gone[@]} -gt 0 ]; then
       summaries+=("repros: ${#gone[@]} no longer show their bug (fixed upstream? update docs/peers.md): ${gone[*]} (${repro_seconds} s wall time)")
       codes+=("$DM_EXIT_FAIL")
