@@ -295,6 +295,7 @@ def register_table(table, library, conventions=None, since=None):
     caller_where = f"{caller.f_code.co_filename}:{caller.f_lineno}"
     require(library, caller_where)
     NOT_IN_RELEASE[(library, "table")] = []
+    strict = _triaged(library, since, caller.f_code.co_filename)  # the same for every row
     by_name: Dict[str, list] = {}
     for peer in table:
         if not isinstance(peer, Peer):
@@ -313,7 +314,7 @@ def register_table(table, library, conventions=None, since=None):
         # A class the census of the installed release does not define is "not in this release"
         # (its variants skip with that reason; the row stays for the releases that have it);
         # a missing class of the release the rows were triaged on is bad input now, not a skip later.
-        peer.absent = absent_from_release(peer, library, strict=_triaged(library, since, caller.f_code.co_filename))
+        peer.absent = absent_from_release(peer, library, strict=strict)
         if peer.absent:
             NOT_IN_RELEASE[(library, "table")].append((peer.cls, peer.where, peer.absent))
         by_name.setdefault(name, []).append(peer)
