@@ -48,12 +48,15 @@ struct Fault {
   std::string name;
   RunStatus status;
   std::string how_died;  // expected in the blamed rank's how_died, "" for none
+  // A hang whose stuck ranks all wait inside a collective: where the backend's hangs end in place
+  // (Backend::hangs_end_in_place), the pool keeps its workers. Not a sleep, a loop or a stopped rank.
+  bool stuck_in_collectives = false;
 };
 
 std::vector<Fault> faults() {
   return {
-      {"skip_collective", RunStatus::Hang, ""},
-      {"extra_collective", RunStatus::Hang, ""},
+      {"skip_collective", RunStatus::Hang, "", true},
+      {"extra_collective", RunStatus::Hang, "", true},
       {"segfault", RunStatus::Crash, "killed by signal 11 (SIGSEGV)"},
       {"abort", RunStatus::Crash, "killed by signal 6 (SIGABRT)"},
       {"exit3", RunStatus::Crash, "exit status 3"},
@@ -61,8 +64,13 @@ std::vector<Fault> faults() {
       {"loop", RunStatus::Hang, ""},
       {"sigstop", RunStatus::Hang, ""},
       {"fork_crash", RunStatus::Crash, "killed by signal 11 (SIGSEGV)"},
-      {"throw", RunStatus::Hang, ""},
+      {"throw", RunStatus::Hang, "", true},
   };
+}
+
+bool hangs_end_in_place(const std::string& backend) {
+  const Backend* b = find_backend(backend);
+  return b != nullptr && b->hangs_end_in_place;
 }
 
 using testing_support::PoolKind;
@@ -103,8 +111,10 @@ TEST_P(FaultInjection, EveryFaultIsReportedAndBlamedInTimeAndThePoolRecovers) {
     for (int rank : also_rank0 ? std::vector<int>{1, 0} : std::vector<int>{1}) {
       SCOPED_TRACE(fault.name + " on rank " + std::to_string(rank));
       std::remove(pid_file.c_str());
-      std::vector<long> workers = pool.worker_pids();
+      const std::vector<long> ranks_before = pool.worker_pids();
+      std::vector<long> workers = ranks_before;
       if (pool.launcher_pid() > 0) workers.push_back(pool.launcher_pid());
+      const int in_place_before = pool.hangs_ended_in_place();
       const auto started = std::chrono::steady_clock::now();
       const JobResult run = pool.run(request(fault.name, rank, pid_file));
       const auto took = std::chrono::steady_clock::now() - started;
@@ -114,10 +124,18 @@ TEST_P(FaultInjection, EveryFaultIsReportedAndBlamedInTimeAndThePoolRecovers) {
       ASSERT_EQ(run.ranks.size(), 3u);
       if (!fault.how_died.empty()) { EXPECT_EQ(run.ranks[rank].how_died, fault.how_died) << run.diagnosis; }
       EXPECT_NE(run.diagnosis.find("rank " + std::to_string(rank)), std::string::npos) << run.diagnosis;
-      // The ranks of a job that hung or crashed are signalled at once and reaped while the next
-      // job runs (their teardown is no variant's): gone by the end of it.
+      // A hang whose stuck ranks wait in collectives ends in place where the backend can: the
+      // same workers run the next job. Otherwise the ranks of a job that hung or crashed are
+      // signalled at once and reaped while the next job runs (their teardown is no variant's):
+      // gone by the end of it.
+      const bool in_place = fault.stuck_in_collectives && hangs_end_in_place(GetParam().backend);
+      EXPECT_EQ(pool.hangs_ended_in_place(), in_place_before + (in_place ? 1 : 0));
       expect_completed(pool, fault.name);
-      for (long pid : workers) EXPECT_TRUE(process_is_gone(pid)) << "worker " << pid << " is still there";
+      if (in_place) {
+        EXPECT_EQ(pool.worker_pids(), ranks_before);
+      } else {
+        for (long pid : workers) EXPECT_TRUE(process_is_gone(pid)) << "worker " << pid << " is still there";
+      }
       if (fault.name == "fork_crash") {
         long forked = 0;
         std::ifstream(pid_file) >> forked;
@@ -167,6 +185,7 @@ TEST_P(FaultInjection, MismatchedContributionsAndClosedDescriptorsAreBlamedOnThe
       SCOPED_TRACE(fault.name + " on rank " + std::to_string(rank));
       std::vector<long> workers = pool.worker_pids();
       if (pool.launcher_pid() > 0) workers.push_back(pool.launcher_pid());
+      const int in_place_before = pool.hangs_ended_in_place();
       const auto started = std::chrono::steady_clock::now();
       const JobResult run = pool.run(request(fault.name, rank));
       EXPECT_LT(std::chrono::steady_clock::now() - started, kVerdictBound);
@@ -182,8 +201,16 @@ TEST_P(FaultInjection, MismatchedContributionsAndClosedDescriptorsAreBlamedOnThe
       } else {
         EXPECT_EQ(run.diagnosis.rfind("rank " + std::to_string(rank) + " crashed (", 0), 0u) << run.diagnosis;
       }
-      expect_completed(pool, fault.name);  // the ranks of a hang or crash are reaped while it runs
-      if (run.status == RunStatus::Hang || run.status == RunStatus::Crash) {
+      // A hang ends in place where the backend can (the odd rank waits in its collective);
+      // otherwise the ranks of a hang or crash are reaped while the next job runs.
+      const bool in_place = run.status == RunStatus::Hang && hangs_end_in_place(backend);
+      EXPECT_EQ(pool.hangs_ended_in_place(), in_place_before + (in_place ? 1 : 0));
+      expect_completed(pool, fault.name);
+      if (in_place) {
+        std::vector<long> ran;
+        for (const auto& r : run.ranks) ran.push_back(r.pid);
+        EXPECT_EQ(pool.worker_pids(), ran);  // the processes that hung ran the next job
+      } else if (run.status == RunStatus::Hang || run.status == RunStatus::Crash) {
         for (long pid : workers) EXPECT_TRUE(process_is_gone(pid)) << "worker " << pid << " is still there";
       }
     }

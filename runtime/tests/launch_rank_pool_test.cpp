@@ -82,6 +82,14 @@ DISTMETRICS_TASK(launch_slow_rank) {
   return nlohmann::json::object();
 }
 
+// After all_reduce #0, rank `sleeper` sleeps (outside any collective) while the others enter #1.
+DISTMETRICS_TASK(launch_sleep_outside_collectives) {
+  ctx.comm.all_reduce_copy(ones4(), ReduceOp::Sum);
+  if (ctx.rank == param(ctx, "sleeper")) std::this_thread::sleep_for(std::chrono::milliseconds(param(ctx, "sleep_ms")));
+  ctx.comm.all_reduce_copy(ones4(), ReduceOp::Sum);
+  return nlohmann::json::object();
+}
+
 DISTMETRICS_TASK(launch_abort) {
   ctx.comm.barrier();
   if (ctx.rank == param(ctx, "victim")) {
@@ -220,9 +228,103 @@ TEST_P(RankPoolTest, ASkippedCollectiveIsAHangBlamedOnTheSkipperAndThePoolRecove
     EXPECT_EQ(run.ranks[r].blocked_in->seq, 1u);
     EXPECT_EQ(run.ranks[r].blocked_in->op, "all_reduce(sum)");
   }
-  expect_completed(pool, 3);  // a fresh pool
-  expect_gone(before);  // ended at once, gone by the end of the next job
+  expect_completed(pool, 3);
+  if (find_backend(GetParam().backend)->hangs_end_in_place) {
+    // The stuck ranks' collective ended in place: the same workers ran the next job.
+    EXPECT_EQ(all_pids(pool), before);
+    EXPECT_EQ(pool.spawn_count(), 1);
+    EXPECT_EQ(pool.hangs_ended_in_place(), 1);
+  } else {
+    expect_gone(before);  // a fresh pool: the old one ended at once, gone by the end of the next job
+    EXPECT_EQ(pool.spawn_count(), 2);
+    EXPECT_EQ(pool.hangs_ended_in_place(), 0);
+  }
+}
+
+// Where the backend's hangs end in place (gloo), the pool keeps its workers across every kind of
+// hang whose stuck ranks wait in a collective or on the store, and the verdict is the one the
+// ranks' places gave: a skipped collective, a rank waiting on the store while its peers wait in
+// a collective, every rank stuck. The next job runs on the same processes and gets right sums.
+TEST_P(RankPoolTest, AHangEndsInPlaceAndTheSameWorkersRunTheNextJob) {
+  if (!find_backend(GetParam().backend)->hangs_end_in_place) GTEST_SKIP() << GetParam().backend << "'s hangs end its workers";
+  RankPool pool = make_pool(3);
+  expect_completed(pool, 3);
+  const auto before = all_pids(pool);
+
+  JobResult run = pool.run(request("launch_skip_second_collective", {{"skipper", 0}}));
+  ASSERT_EQ(run.status, RunStatus::Hang) << run.diagnosis;
+  EXPECT_EQ(run.blamed_rank, 0) << run.diagnosis;
+  EXPECT_EQ(run.phases.count("end_workers"), 1u);
+  expect_completed(pool, 3);
+
+  Job store_wait = request("launch_store_wait_alone", {{"waiter", 2}}, 60s);
+  store_wait.op_timeout = 40s;
+  run = pool.run(store_wait);
+  ASSERT_EQ(run.status, RunStatus::Hang) << run.diagnosis;
+  EXPECT_EQ(run.blamed_rank, 2) << run.diagnosis;
+  EXPECT_TRUE(run.ranks[2].blocked_on_store);
+  for (int r : {0, 1}) EXPECT_EQ(run.ranks[r].state, RankState::Stuck) << "rank " << r << ": " << run.diagnosis;
+  EXPECT_LT(run.seconds, 10.0) << "neither the 40 s collective timeout nor the 60 s deadline was waited for";
+  expect_completed(pool, 3);
+
+  EXPECT_EQ(all_pids(pool), before);
+  EXPECT_EQ(pool.spawn_count(), 1);
+  EXPECT_EQ(pool.hangs_ended_in_place(), 2);
+}
+
+// A rank that hangs outside any collective and store wait (a sleep) cannot be reached by ending
+// collectives: the pool ends its workers as after any hang, and the next job gets fresh ones.
+TEST_P(RankPoolTest, AHangOutsideTheCollectivesEndsTheWorkers) {
+  RankPool pool = make_pool(2);
+  expect_completed(pool, 2);
+  const auto before = all_pids(pool);
+  const JobResult run = pool.run(request("launch_sleep_outside_collectives", {{"sleeper", 1}, {"sleep_ms", 60000}}, 2s));
+  ASSERT_EQ(run.status, RunStatus::Hang) << run.diagnosis;
+  EXPECT_EQ(run.blamed_rank, 1) << run.diagnosis;
+  expect_completed(pool, 2);
+  expect_gone(before);
   EXPECT_EQ(pool.spawn_count(), 2);
+  EXPECT_EQ(pool.hangs_ended_in_place(), 0);
+}
+
+// Hangs ended in place leave nothing behind in the workers (the job's connections, threads) or
+// in the supervisor.
+TEST_P(RankPoolTest, TwentyHangsEndedInPlaceDoNotGrowDescriptorsOrThreads) {
+  if (!find_backend(GetParam().backend)->hangs_end_in_place) GTEST_SKIP() << GetParam().backend << "'s hangs end its workers";
+  RankPool pool = make_pool(2);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(pool.run(request("launch_skip_second_collective", {{"skipper", 1}})).status, RunStatus::Hang);
+    expect_completed(pool, 2);
+  }
+  const auto pids = pool.worker_pids();
+  // Read once the workers are at rest: a worker tears the last job's group down (its threads, its
+  // connections) after it is released, while pool.run() has already returned.
+  auto counts = [&](const char* what) {
+    auto read = [&] {
+      std::vector<size_t> n{entries_in(("/proc/self/" + std::string(what)).c_str())};
+      for (long pid : pids) n.push_back(entries_in(("/proc/" + std::to_string(pid) + "/" + what).c_str()));
+      return n;
+    };
+    auto last = read();
+    for (int i = 0; i < 100; ++i) {
+      std::this_thread::sleep_for(20ms);
+      auto now = read();
+      if (now == last) return now;
+      last = now;
+    }
+    return last;
+  };
+  const auto fds = counts("fd");
+  const auto threads = counts("task");
+  for (int i = 0; i < 20; ++i) {
+    const JobResult run = pool.run(request("launch_skip_second_collective", {{"skipper", i % 2}}));
+    ASSERT_EQ(run.status, RunStatus::Hang) << "hang " << i << ": " << run.diagnosis;
+    expect_completed(pool, 2);
+  }
+  EXPECT_EQ(pool.worker_pids(), pids);
+  EXPECT_EQ(pool.hangs_ended_in_place(), 23);
+  EXPECT_EQ(counts("fd"), fds);
+  EXPECT_EQ(counts("task"), threads);
 }
 
 // Where a job's time went (runtime/phases.h): the supervisor's phases in the result, each rank's
@@ -263,8 +365,8 @@ TEST_P(RankPoolTest, TheWarmUpRunsOnEveryStartAndIsNotChargedToTheFirstJob) {
   ASSERT_EQ(run.status, RunStatus::Completed) << run.diagnosis;
   for (const auto& rank : run.ranks) EXPECT_TRUE(rank.result["warmed_up"].get<bool>()) << "rank " << rank.rank;
   EXPECT_GE(run.start_seconds, 1.5);
-  // A hang restarts the pool: the new workers are warmed up again before the next job.
-  EXPECT_EQ(pool.run(request("launch_skip_second_collective", {{"skipper", 1}}, 2s)).status, RunStatus::Hang);
+  // A crash restarts the pool: the new workers are warmed up again before the next job.
+  EXPECT_EQ(pool.run(request("launch_exit", {{"victim", 1}}, 2s)).status, RunStatus::Crash);
   run = pool.run(request("launch_was_warmed_up", {}, 1s));
   ASSERT_EQ(run.status, RunStatus::Completed) << run.diagnosis;
   for (const auto& rank : run.ranks) EXPECT_TRUE(rank.result["warmed_up"].get<bool>()) << "rank " << rank.rank;
@@ -587,15 +689,15 @@ TEST(RankPool, GlooThroughPythonWarmsUpEachStartBeforeTheFirstGlooJob) {
   EXPECT_EQ(second.start_seconds, 0.0);
   for (size_t i = 0; i < 2; ++i) EXPECT_EQ(first.ranks[i].pid, second.ranks[i].pid);
 
-  // A hang restarts the pool: the new workers warm up again.
-  Job hang;
-  hang.id = "test/hang";
-  hang.task = "launch_skip_second_collective";
-  hang.params = {{"skipper", 1}};
-  hang.backend = "gloo";
-  hang.deadline = 20s;
-  hang.op_timeout = 2s;
-  EXPECT_EQ(pool.run(hang).status, RunStatus::Hang);
+  // A crash restarts the pool: the new workers warm up again.
+  Job crash;
+  crash.id = "test/crash";
+  crash.task = "launch_exit";
+  crash.params = {{"victim", 1}};
+  crash.backend = "gloo";
+  crash.deadline = 20s;
+  crash.op_timeout = 2s;
+  EXPECT_EQ(pool.run(crash).status, RunStatus::Crash);
   r.id = "test/after-restart";
   const JobResult after = pool.run(r);
   expect_counts(after, 2, 1);

@@ -103,6 +103,7 @@ const std::vector<Backend>& backends() {
     gloo.peer_launchers = names_of({LauncherId::Mpi, LauncherId::Env});
     gloo.default_variant = true;
     gloo.peer_isolation = TaskIsolation::ForkedChild;
+    gloo.hangs_end_in_place = true;  // its pairs are TCP connections
     gloo.unavailable = gloo_unavailable;
     gloo.make = detail::make_gloo_communicator;
 #if DISTMETRICS_GLOO_THROUGH_PYTHON

@@ -16,7 +16,9 @@ const std::vector<PhaseKind>& phase_table() {
       {"hang_wait", "supervisor",
        "a job that did not end on its own: from the ranks' last move to the verdict (settle delays, a backend's own "
        "timeout, the deadline)"},
-      {"end_workers", "supervisor", "ending the pool's workers after a hang or a crash (TERM, KILL, reaping)"},
+      {"end_workers", "supervisor",
+       "after a hang or a crash: the hang ended in place (the ranks' collectives ended, the workers kept), or the pool's "
+       "workers ended (TERM, KILL, reaping)"},
       {"plan", "engine", "the variant's data and plan in the supervisor, and the job that carries the plan to the ranks"},
       {"single_process", "engine", "the single-process run of the metric, as far as it was waited for after the ranks"},
       {"reference", "engine", "the reference implementation: agrees_with_reference, a scenario's [reference]"},

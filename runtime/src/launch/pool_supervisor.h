@@ -111,6 +111,7 @@ class RankPool::Impl {
 
   int world_size() const { return options_.world_size; }
   int spawn_count() const { return spawn_count_; }
+  int hangs_ended_in_place() const { return hangs_ended_in_place_; }
   long launcher_pid() const { return processes_ ? static_cast<long>(processes_->launcher()) : 0; }
   std::vector<long> worker_pids() const {
     std::vector<long> pids;
@@ -328,7 +329,12 @@ class RankPool::Impl {
     if (run.status == RunStatus::Hang || run.status == RunStatus::Crash) {
       fill_log_tails(run);
       const auto ending = std::chrono::steady_clock::now();
-      end_workers(/*later=*/true);
+      if (run.status == RunStatus::Hang && end_hang_in_place(job)) {
+        ++hangs_ended_in_place_;
+        release();
+      } else {
+        end_workers(/*later=*/true);
+      }
       add_phase(run.phases, "end_workers", seconds_since(ending));
     } else {
       if (run.status != RunStatus::Completed) fill_log_tails(run);
@@ -431,6 +437,46 @@ class RankPool::Impl {
   std::string how_died(detail::WorkerLink& w);
   void fill_log_tails(JobResult& run);
 
+  // After a hang (the verdict taken): tells each rank that has not answered to end the job's
+  // collectives (kWorkerAbortSignal), and waits, at most kAbortBudget, until every rank has
+  // answered and every told rank has said it did. True when the workers can go on to the next
+  // job; false (nothing gained but the wait) where the backend cannot end a hang in place, a
+  // rank waits somewhere a shut connection does not reach (outside any collective and store
+  // wait: a sleep, a loop, a stopped process), or a rank died or did not answer in time.
+  bool end_hang_in_place(const Job& job) {
+    const Backend* backend = find_backend(job.backend);
+    if (backend == nullptr || !backend->hangs_end_in_place || job.comm_device != "cpu" ||
+        find_pool_launch(options_.launch).through_mpirun) {
+      return false;
+    }
+    std::vector<detail::WorkerLink*> told;
+    for (auto& w : workers_) {
+      if (w.lost || w.exit_status) return false;
+      if (w.answered()) continue;
+      if (!w.open && !w.store_blocked) return false;
+      told.push_back(&w);
+    }
+    for (auto* w : told) {
+      if (::kill(w->pid, detail::kWorkerAbortSignal) != 0) return false;
+    }
+    const Deadline budget = Deadline::after(detail::kAbortBudget);
+    while (true) {
+      read_workers();
+      if (any_lost()) return false;
+      const bool all_answered =
+          std::all_of(workers_.begin(), workers_.end(), [](const detail::WorkerLink& w) { return w.answered(); });
+      if (all_answered && std::all_of(told.begin(), told.end(), [](const detail::WorkerLink* w) { return w->aborted; }))
+        return true;
+      if (nobody_left_to_write() && quiet()) fail_store_waits();
+      if (budget.expired()) return false;
+      std::vector<pollfd> fds;
+      for (auto& w : workers_) fds.push_back({w.channel->fd(), POLLIN, 0});
+      for (int fd : rendezvous_->store.fds()) fds.push_back({fd, POLLIN, 0});
+      const long wait_ms = std::min<long>(budget.remaining().count(), detail::kFatesQuiet.count());
+      ::poll(fds.data(), fds.size(), static_cast<int>(std::max(wait_ms, 1L)));
+    }
+  }
+
   void release() {
     for (auto& w : workers_) w.send({{"type", "release"}});
     if (any_lost()) end_workers();
@@ -467,6 +513,7 @@ class RankPool::Impl {
   std::vector<detail::WorkerLink> workers_;
   detail::EndingGroups ending_;  // workers of earlier jobs that hung or crashed, signalled, not yet reaped
   int spawn_count_ = 0;
+  int hangs_ended_in_place_ = 0;
   int rejected_ = 0;
   std::uint64_t variant_count_ = 0;
   std::set<std::string> warmed_backends_;  // whose pool_warm_up_task these workers have run

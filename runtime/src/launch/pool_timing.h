@@ -25,5 +25,10 @@ inline constexpr auto kWorkerSendBudget = 5s;
 // process it forked keeps its connection open).
 inline constexpr auto kWatchInterval = 50ms;
 inline constexpr std::size_t kLogTailBytes = 4096;
+// After a hang on a backend whose hangs end in place (Backend::hangs_end_in_place): how long the
+// told ranks have to end the job's collectives and answer before the pool's workers are ended as
+// after any other hang. A rank answers within tens of milliseconds (docs/performance.md, "A hang
+// ended in place").
+inline constexpr auto kAbortBudget = 1000ms;
 
 }  // namespace distmetrics::runtime::detail

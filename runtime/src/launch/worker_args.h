@@ -5,6 +5,8 @@
 // peer credentials), never on the strength of something the peer says.
 #pragma once
 
+#include <signal.h>
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -30,5 +32,11 @@ std::optional<WorkerArgs> parse_worker_flags(int argc, char** argv);
 constexpr int kWorkerExitOk = 0;
 constexpr int kWorkerExitBadStart = 64;        // bad flags, cannot connect, MPI would not start
 constexpr int kWorkerExitSupervisorGone = 65;  // the control channel closed under it
+
+// The signal a supervisor sends a worker whose job hung (RankPool, pool_supervisor.h): the
+// worker shuts down its TCP connections (the job's process groups' pairs), so that a collective
+// it waits in fails at once and its task ends; the pool then keeps the worker for the next job.
+// Not a worker's argv, but part of the same supervisor-worker contract.
+constexpr int kWorkerAbortSignal = SIGUSR2;
 
 }  // namespace distmetrics::runtime::detail

@@ -51,6 +51,7 @@ struct WorkerLink {
   bool lost = false;  // its channel closed (or its process ended) without an outcome
   std::optional<int> exit_status;
   bool store_blocked = false;  // its latest store request is a get or wait not yet answered
+  bool aborted = false;  // it ended the job's collectives when told to (kWorkerAbortSignal)
   // When it last moved on (entered or left a collective, changed phase, finished): after the
   // last move of every rank, a job that does not end is waiting on a hang (the "hang_wait" phase).
   std::chrono::steady_clock::time_point moved;
@@ -66,6 +67,7 @@ struct WorkerLink {
     lost = false;
     exit_status.reset();
     store_blocked = false;
+    aborted = false;
     moved = std::chrono::steady_clock::now();
   }
 
@@ -114,6 +116,8 @@ struct WorkerLink {
     } else if (type == "dying") {
       dying = message.value("how", "");
       dying_signal = message.value("signal", 0);
+    } else if (type == "aborted") {
+      aborted = true;
     } else if (type == "record") {
       records.push_back(message.at("record"));
     }

@@ -51,6 +51,10 @@ struct Backend {
   bool default_variant = false;              // expanded when a scenario names no backends
   TaskIsolation peer_isolation = TaskIsolation::InRank;  // its CPU tasks under a peer launcher
   bool uses_store = true;                    // its communicator is built over the job's store (mpi's is not)
+  // A hung CPU job's collectives fail at once where a rank's TCP connections are shut down (its
+  // process groups' pairs), so a local pool ends the hang in its workers (kWorkerAbortSignal) and
+  // keeps them for the next job, instead of forking new ones: gloo. MPI's and NCCL's cannot.
+  bool hangs_end_in_place = false;
   // A task (TaskRegistry name) a local rank pool runs on this backend once per (re)start, before
   // its first job on it, under the start's deadline: what the backend loads once per process
   // (gloo through torch's Python binding imports torch.distributed, seconds) is then the start's
