@@ -17,6 +17,7 @@
 
 #include "distmetrics/build_config.h"
 #include "distmetrics/runtime/backends.h"
+#include "distmetrics/runtime/launchers.h"
 #include "distmetrics/runtime/rank_pool.h"
 #include "../src/blame/diagnosis.h"
 #include "local_pool_kinds.h"
@@ -71,6 +72,27 @@ std::vector<Fault> faults() {
 bool hangs_end_in_place(const std::string& backend) {
   const Backend* b = find_backend(backend);
   return b != nullptr && b->hangs_end_in_place;
+}
+
+// After a crash on a direct launch, the ranks that died are ended alone and started again, and
+// the others go on in the same processes (RankPool::ranks_replaced); under mpirun every process
+// of the pool is ended. `before`: the ranks' pids before the crash; `with_launcher`: and mpirun's.
+void expect_crash_ended(const RankPool& pool, const JobResult& run, const std::vector<long>& before,
+                        const std::vector<long>& with_launcher, const std::string& launch) {
+  if (find_pool_launch(launch).through_mpirun) {
+    for (long pid : with_launcher) EXPECT_TRUE(process_is_gone(pid)) << "worker " << pid << " is still there";
+    return;
+  }
+  const std::vector<long> now = pool.worker_pids();
+  ASSERT_EQ(now.size(), before.size());
+  for (size_t r = 0; r < now.size(); ++r) {
+    if (run.ranks[r].state == RankState::Crashed) {
+      EXPECT_TRUE(process_is_gone(before[r])) << "rank " << r << " died; its process " << before[r] << " is still there";
+      EXPECT_NE(now[r], before[r]) << "rank " << r << " died: a new process runs it";
+    } else {
+      EXPECT_EQ(now[r], before[r]) << "rank " << r << " (" << to_string(run.ranks[r].state) << ") survived the crash";
+    }
+  }
 }
 
 using testing_support::PoolKind;
@@ -133,6 +155,8 @@ TEST_P(FaultInjection, EveryFaultIsReportedAndBlamedInTimeAndThePoolRecovers) {
       expect_completed(pool, fault.name);
       if (in_place) {
         EXPECT_EQ(pool.worker_pids(), ranks_before);
+      } else if (run.status == RunStatus::Crash) {
+        expect_crash_ended(pool, run, ranks_before, workers, GetParam().launch);
       } else {
         for (long pid : workers) EXPECT_TRUE(process_is_gone(pid)) << "worker " << pid << " is still there";
       }
@@ -188,6 +212,8 @@ TEST_P(FaultInjection, MismatchedContributionsAndClosedDescriptorsAreBlamedOnThe
       const int in_place_before = pool.hangs_ended_in_place();
       const auto started = std::chrono::steady_clock::now();
       const JobResult run = pool.run(request(fault.name, rank));
+      std::vector<long> ran;  // the processes that ran this job (the pool may have started for it)
+      for (const auto& r : run.ranks) ran.push_back(r.pid);
       EXPECT_LT(std::chrono::steady_clock::now() - started, kVerdictBound);
       const RunStatus expected = fault.status.count(backend) ? fault.status.at(backend) : RunStatus::Hang;
       EXPECT_EQ(to_string(run.status), std::string(to_string(expected))) << run.diagnosis;
@@ -207,10 +233,10 @@ TEST_P(FaultInjection, MismatchedContributionsAndClosedDescriptorsAreBlamedOnThe
       EXPECT_EQ(pool.hangs_ended_in_place(), in_place_before + (in_place ? 1 : 0));
       expect_completed(pool, fault.name);
       if (in_place) {
-        std::vector<long> ran;
-        for (const auto& r : run.ranks) ran.push_back(r.pid);
         EXPECT_EQ(pool.worker_pids(), ran);  // the processes that hung ran the next job
-      } else if (run.status == RunStatus::Hang || run.status == RunStatus::Crash) {
+      } else if (run.status == RunStatus::Crash) {
+        expect_crash_ended(pool, run, ran, workers, GetParam().launch);
+      } else if (run.status == RunStatus::Hang) {
         for (long pid : workers) EXPECT_TRUE(process_is_gone(pid)) << "worker " << pid << " is still there";
       }
     }

@@ -17,6 +17,7 @@
 #include "distmetrics/build_config.h"
 #include "distmetrics/runtime/backends.h"
 #include "distmetrics/runtime/errors.h"
+#include "distmetrics/runtime/launchers.h"
 #include "distmetrics/runtime/rank_pool.h"
 #include "local_pool_kinds.h"
 #include "distmetrics/runtime/task.h"
@@ -203,6 +204,27 @@ class RankPoolTest : public testing::TestWithParam<PoolKind> {
     for (long pid : pids) EXPECT_TRUE(process_is_gone(pid)) << "process " << pid << " is still there";
   }
 
+  // After a crash of `dead`: on a direct launch those ranks were ended alone and started again,
+  // the others kept (the same processes); under mpirun every process was ended.
+  void expect_only_the_dead_replaced(const RankPool& pool, const std::vector<long>& before, const std::vector<int>& dead) {
+    if (pool.launcher_pid() > 0 || find_pool_launch(GetParam().launch).through_mpirun) {
+      expect_gone(before);
+      return;
+    }
+    const std::vector<long> now = pool.worker_pids();
+    ASSERT_EQ(now.size(), before.size());
+    for (size_t r = 0; r < now.size(); ++r) {
+      if (std::find(dead.begin(), dead.end(), static_cast<int>(r)) != dead.end()) {
+        EXPECT_NE(now[r], before[r]) << "rank " << r << " died: a new process runs it";
+        EXPECT_TRUE(process_is_gone(before[r])) << "rank " << r << "'s dead process " << before[r];
+      } else {
+        EXPECT_EQ(now[r], before[r]) << "rank " << r << " survived: the same process goes on";
+      }
+    }
+    EXPECT_EQ(pool.spawn_count(), 1);
+    EXPECT_EQ(pool.ranks_replaced(), static_cast<int>(dead.size()));
+  }
+
   static std::vector<long> all_pids(const RankPool& pool) {
     std::vector<long> pids = pool.worker_pids();
     if (pool.launcher_pid() > 0) pids.push_back(pool.launcher_pid());
@@ -365,8 +387,10 @@ TEST_P(RankPoolTest, TheWarmUpRunsOnEveryStartAndIsNotChargedToTheFirstJob) {
   ASSERT_EQ(run.status, RunStatus::Completed) << run.diagnosis;
   for (const auto& rank : run.ranks) EXPECT_TRUE(rank.result["warmed_up"].get<bool>()) << "rank " << rank.rank;
   EXPECT_GE(run.start_seconds, 1.5);
-  // A crash restarts the pool: the new workers are warmed up again before the next job.
-  EXPECT_EQ(pool.run(request("launch_exit", {{"victim", 1}}, 2s)).status, RunStatus::Crash);
+  // A hang outside the collectives restarts the pool: the new workers are warmed up again
+  // before the next job.
+  EXPECT_EQ(pool.run(request("launch_sleep_outside_collectives", {{"sleeper", 1}, {"sleep_ms", 60000}}, 2s)).status,
+            RunStatus::Hang);
   run = pool.run(request("launch_was_warmed_up", {}, 1s));
   ASSERT_EQ(run.status, RunStatus::Completed) << run.diagnosis;
   for (const auto& rank : run.ranks) EXPECT_TRUE(rank.result["warmed_up"].get<bool>()) << "rank " << rank.rank;
@@ -407,7 +431,7 @@ TEST_P(RankPoolTest, ARankTooSlowForTheCollectiveTimeoutIsBlamed) {
   expect_completed(pool, 3);
 }
 
-TEST_P(RankPoolTest, AnAbortIsACrashWithTheSignalAndTheOthersAreEnded) {
+TEST_P(RankPoolTest, AnAbortIsACrashWithTheSignalAndOnlyTheDeadRankIsReplaced) {
   RankPool pool = make_pool(3);
   expect_completed(pool, 3);
   const auto before = all_pids(pool);
@@ -421,7 +445,7 @@ TEST_P(RankPoolTest, AnAbortIsACrashWithTheSignalAndTheOthersAreEnded) {
       << run.diagnosis;
   for (int r : {0, 2}) EXPECT_NE(run.ranks[r].state, RankState::Crashed);
   expect_completed(pool, 3);
-  expect_gone(before);
+  expect_only_the_dead_replaced(pool, before, {1});
 }
 
 TEST_P(RankPoolTest, AnExitIsACrashWithTheExitStatus) {
@@ -434,7 +458,7 @@ TEST_P(RankPoolTest, AnExitIsACrashWithTheExitStatus) {
   EXPECT_EQ(run.ranks[0].how_died, "exit status 1");
   EXPECT_NE(run.ranks[1].state, RankState::Crashed);
   expect_completed(pool, 2);
-  expect_gone(before);
+  expect_only_the_dead_replaced(pool, before, {0});
 }
 
 TEST_P(RankPoolTest, ARankThatRaisesAloneIsBlamedForTheHang) {
@@ -547,12 +571,18 @@ TEST_P(RankPoolTest, AHundredVariantsDoNotGrowDescriptorsOrThreads) {
   }
   EXPECT_EQ(entries_in("/proc/self/fd"), fds);
   EXPECT_EQ(entries_in("/proc/self/task"), threads);
-  // Respawns after crashes leave nothing behind either.
+  // Respawns after crashes leave nothing behind either: the dead rank's alone on a direct
+  // launch, the pool's under mpirun.
   for (int i = 0; i < 3; ++i) {
     EXPECT_EQ(pool.run(request("launch_exit", {{"victim", 1}})).status, RunStatus::Crash);
     expect_completed(pool, 2);
   }
-  EXPECT_EQ(pool.spawn_count(), 4);
+  if (!find_pool_launch(GetParam().launch).through_mpirun) {
+    EXPECT_EQ(pool.spawn_count(), 1);
+    EXPECT_EQ(pool.ranks_replaced(), 3);
+  } else {
+    EXPECT_EQ(pool.spawn_count(), 4);
+  }
   EXPECT_EQ(entries_in("/proc/self/fd"), fds);
   EXPECT_EQ(entries_in("/proc/self/task"), threads);
 }
@@ -689,15 +719,14 @@ TEST(RankPool, GlooThroughPythonWarmsUpEachStartBeforeTheFirstGlooJob) {
   EXPECT_EQ(second.start_seconds, 0.0);
   for (size_t i = 0; i < 2; ++i) EXPECT_EQ(first.ranks[i].pid, second.ranks[i].pid);
 
-  // A crash restarts the pool: the new workers warm up again.
-  Job crash;
-  crash.id = "test/crash";
-  crash.task = "launch_exit";
-  crash.params = {{"victim", 1}};
-  crash.backend = "gloo";
-  crash.deadline = 20s;
-  crash.op_timeout = 2s;
-  EXPECT_EQ(pool.run(crash).status, RunStatus::Crash);
+  // A hang outside the collectives restarts the pool: the new workers warm up again.
+  Job hang;
+  hang.id = "test/hang";
+  hang.task = "launch_sleep_outside_collectives";
+  hang.params = {{"sleeper", 1}, {"sleep_ms", 60000}};
+  hang.backend = "gloo";
+  hang.deadline = 2s;
+  EXPECT_EQ(pool.run(hang).status, RunStatus::Hang);
   r.id = "test/after-restart";
   const JobResult after = pool.run(r);
   expect_counts(after, 2, 1);

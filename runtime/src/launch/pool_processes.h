@@ -44,20 +44,38 @@ class RankProcesses {
 
   // fork_from_zygote: the command is this executable, so a worker may be forked from the zygote
   // (start_worker_zygote) instead of exec'd; exec'd as before when there is none.
-  void spawn_direct(const std::vector<std::string>& command, detail::WorkerArgs args, bool fork_from_zygote) {
-    for (int r = 0; r < static_cast<int>(ranks_.size()); ++r) {
-      auto& rank = ranks_[r];
-      rank.log = std::make_unique<detail::OutputCapture>("distmetrics-rank-" + std::to_string(r));
-      args.rank = r;
-      detail::SpawnSpec spec;
-      spec.argv = command;
-      for (auto& flag : detail::worker_flags(args)) spec.argv.push_back(flag);
-      spec.output_fd = rank.log->fd();
-      spec.own_process_group = true;
-      std::optional<pid_t> forked;
-      if (fork_from_zygote) forked = detail::spawn_from_zygote(spec.argv, spec.output_fd);
-      rank.spawned = forked ? *forked : detail::spawn_process(spec);
-    }
+  void spawn_direct(const std::vector<std::string>& command, const detail::WorkerArgs& args, bool fork_from_zygote) {
+    for (int r = 0; r < static_cast<int>(ranks_.size()); ++r) spawn_rank(r, command, args, fork_from_zygote);
+  }
+
+  // One rank's worker, directly (a new one, or the replacement of one ended alone).
+  void spawn_rank(int r, const std::vector<std::string>& command, detail::WorkerArgs args, bool fork_from_zygote) {
+    auto& rank = ranks_[r];
+    rank = Rank{};
+    rank.log = std::make_unique<detail::OutputCapture>("distmetrics-rank-" + std::to_string(r));
+    args.rank = r;
+    detail::SpawnSpec spec;
+    spec.argv = command;
+    for (auto& flag : detail::worker_flags(args)) spec.argv.push_back(flag);
+    spec.output_fd = rank.log->fd();
+    spec.own_process_group = true;
+    std::optional<pid_t> forked;
+    if (fork_from_zygote) forked = detail::spawn_from_zygote(spec.argv, spec.output_fd);
+    rank.spawned = forked ? *forked : detail::spawn_process(spec);
+  }
+
+  // Whether rank `r` can be ended without the others: a direct launch, where the rank is the
+  // process we started, leading its process group (what it forked is in that group).
+  bool ends_alone(int r) const {
+    const auto& rank = ranks_[r];
+    return launcher_ <= 0 && rank.spawned > 0 && (rank.verified <= 0 || rank.verified == rank.spawned);
+  }
+
+  // Ends rank `r`'s process group in the background (reaped by `ending`), and forgets the rank:
+  // spawn_rank() starts its replacement. Only where ends_alone(r).
+  void end_rank_later(int r, detail::EndingGroups& ending, std::chrono::milliseconds grace) {
+    ending.add({ranks_[r].spawned}, grace);
+    ranks_[r] = Rank{};
   }
 
   void spawn_mpirun(const std::vector<std::string>& command, const detail::WorkerArgs& args, const std::string& private_dir) {

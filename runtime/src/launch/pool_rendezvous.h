@@ -128,6 +128,11 @@ class Rendezvous {
     return fds;
   }
 
+  // Listens again on the same path, for the replacements of ranks ended alone after a crash.
+  void listen_again() {
+    if (listen_fd_ < 0) listen_fd_ = detail::listen_on_unix_path(socket_path());
+  }
+
   // Once every rank is in: nobody else can connect (the socket file is gone, the port closed).
   void stop_listening() {
     if (listen_fd_ >= 0) {

@@ -62,6 +62,17 @@ void PoolStoreServer::add_client(int rank, std::unique_ptr<LineChannel> channel)
   clients_[rank] = std::move(channel);
 }
 
+void PoolStoreServer::remove_client(int rank) {
+  const auto it = clients_.find(rank);
+  if (it == clients_.end()) return;
+  const LineChannel* client = it->second.get();
+  waiting_.erase(std::remove_if(waiting_.begin(), waiting_.end(), [client](const Waiting& w) { return w.client == client; }),
+                 waiting_.end());
+  latest_.erase(client);
+  heard_.erase(rank);
+  clients_.erase(it);
+}
+
 std::vector<int> PoolStoreServer::fds() const {
   std::vector<int> fds;
   for (const auto& [rank, client] : clients_) fds.push_back(client->fd());

@@ -32,6 +32,8 @@ inline constexpr std::chrono::milliseconds kAnswerBudget{50};
 class PoolStoreServer {
  public:
   void add_client(int rank, std::unique_ptr<LineChannel> channel);
+  // Forgets a client and its requests (a rank ended alone after a crash).
+  void remove_client(int rank);
   // Descriptors to poll for input.
   std::vector<int> fds() const;
   // Reads and answers whatever the clients sent; never blocks longer than a short send budget

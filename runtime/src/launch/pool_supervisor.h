@@ -77,7 +77,9 @@ class RankPool::Impl {
     add_phase(phases, "end_workers", seconds_since(started));
     double start_seconds = 0;
     const bool starting = !alive();
-    if (starting || backend_needs_warm_up(job.backend)) {
+    // Ranks ended alone after a crash (end_dead_ranks_alone): their replacements start now.
+    const bool refilling = !starting && static_cast<int>(workers_.size()) < options_.world_size;
+    if (starting || refilling || backend_needs_warm_up(job.backend)) {
       // Workers forked from the zygote start with what the backend loads per process, where
       // the zygote can still be restarted from this one (the first pools of a program).
       auto mark = std::chrono::steady_clock::now();
@@ -88,10 +90,11 @@ class RankPool::Impl {
       const Deadline startup = Deadline::after(options_.startup_deadline);
       std::optional<JobResult> failure;
       if (starting) failure = start(startup);
+      else if (refilling) failure = start_missing(startup);
       add_phase(phases, "pool_start", seconds_since(mark));
       mark = std::chrono::steady_clock::now();
       if (!failure) failure = warm_up_backend(job, startup);
-      if (!failure && starting && options_.warm_up)
+      if (!failure && (starting || refilling) && options_.warm_up)
         failure = warm_up(*options_.warm_up, job, startup, "run once when the pool starts");
       add_phase(phases, "imports", seconds_since(mark));
       if (failure) {
@@ -112,6 +115,7 @@ class RankPool::Impl {
   int world_size() const { return options_.world_size; }
   int spawn_count() const { return spawn_count_; }
   int hangs_ended_in_place() const { return hangs_ended_in_place_; }
+  int ranks_replaced() const { return ranks_replaced_; }
   long launcher_pid() const { return processes_ ? static_cast<long>(processes_->launcher()) : 0; }
   std::vector<long> worker_pids() const {
     std::vector<long> pids;
@@ -200,15 +204,12 @@ class RankPool::Impl {
     try {
       rendezvous_ = std::make_unique<detail::Rendezvous>();
       processes_ = std::make_unique<detail::RankProcesses>(options_.world_size);
-      detail::WorkerArgs args;
-      args.socket_path = rendezvous_->socket_path();
-      args.world_size = options_.world_size;
-      args.launch = options_.launch;
-      args.memory_bytes = options_.rank_memory_bytes;
       if (!find_pool_launch(options_.launch).through_mpirun)
-        processes_->spawn_direct(worker_command(), args, options_.worker_command.empty());
-      else processes_->spawn_mpirun(worker_command(), args, rendezvous_->dir());
-      await_hellos(deadline, failure, failed_rank);
+        processes_->spawn_direct(worker_command(), worker_args(), options_.worker_command.empty());
+      else processes_->spawn_mpirun(worker_command(), worker_args(), rendezvous_->dir());
+      std::vector<int> ranks(static_cast<size_t>(options_.world_size));
+      for (int r = 0; r < options_.world_size; ++r) ranks[r] = r;
+      await_hellos(deadline, ranks, failure, failed_rank);
     } catch (const std::exception& e) {
       failure = detail::short_what(e);
     }
@@ -217,7 +218,48 @@ class RankPool::Impl {
       rendezvous_->stop_listening();
     }
     if (failure.empty()) return std::nullopt;
+    return failed_start(failure, failed_rank);
+  }
 
+  detail::WorkerArgs worker_args() const {
+    detail::WorkerArgs args;
+    args.socket_path = rendezvous_->socket_path();
+    args.world_size = options_.world_size;
+    args.launch = options_.launch;
+    args.memory_bytes = options_.rank_memory_bytes;
+    return args;
+  }
+
+  // Starts the ranks a crash ended alone (end_dead_ranks_alone), beside the workers kept, on
+  // the pool's socket (listening again until they are in). The backends' warm-ups run again on
+  // every worker (run()). A failure ends the whole pool, as a failed start does.
+  std::optional<JobResult> start_missing(const Deadline& deadline) {
+    warmed_backends_.clear();
+    std::vector<int> missing;
+    for (int r = 0; r < options_.world_size; ++r) {
+      if (std::none_of(workers_.begin(), workers_.end(), [r](const detail::WorkerLink& w) { return w.rank == r; }))
+        missing.push_back(r);
+    }
+    std::string failure;
+    int failed_rank = -1;
+    const int rejected_before = rendezvous_->rejected();
+    try {
+      rendezvous_->listen_again();
+      for (int r : missing) processes_->spawn_rank(r, worker_command(), worker_args(), options_.worker_command.empty());
+      await_hellos(deadline, missing, failure, failed_rank);
+    } catch (const std::exception& e) {
+      failure = detail::short_what(e);
+    }
+    rejected_ += rendezvous_->rejected() - rejected_before;
+    rendezvous_->stop_listening();
+    std::sort(workers_.begin(), workers_.end(),
+              [](const detail::WorkerLink& a, const detail::WorkerLink& b) { return a.rank < b.rank; });
+    if (failure.empty()) return std::nullopt;
+    return failed_start(failure, failed_rank);
+  }
+
+  // A start that failed, as a JobResult (status Crash); the pool is ended.
+  JobResult failed_start(const std::string& failure, int failed_rank) {
     JobResult run;
     run.status = RunStatus::Crash;
     detail::blame_failed_start(run, failed_rank);
@@ -241,11 +283,13 @@ class RankPool::Impl {
     return run;
   }
 
-  void await_hellos(const Deadline& deadline, std::string& failure, int& failed_rank) {
+  // Waits until each of `ranks` has connected twice (control and store) from the process we
+  // started for it; their links join workers_.
+  void await_hellos(const Deadline& deadline, const std::vector<int>& ranks, std::string& failure, int& failed_rank) {
     std::vector<std::optional<detail::WorkerLink>> control(options_.world_size);
     std::vector<bool> store(options_.world_size, false);
     auto complete = [&]() {
-      for (int r = 0; r < options_.world_size; ++r) {
+      for (int r : ranks) {
         if (!control[r] || !store[r]) return false;
       }
       return true;
@@ -256,7 +300,7 @@ class RankPool::Impl {
       }
     };
     while (!complete()) {
-      for (int r = 0; r < options_.world_size; ++r) {
+      for (int r : ranks) {
         if (auto status = processes_->exited(r)) {
           failed_rank = r;
           failure = "rank " + std::to_string(r) + " exited while starting (" + detail::describe_wait_status(*status) + ")";
@@ -271,7 +315,7 @@ class RankPool::Impl {
       }
       if (deadline.expired()) {
         std::vector<int> silent;
-        for (int r = 0; r < options_.world_size; ++r) {
+        for (int r : ranks) {
           if (!control[r] || !store[r]) silent.push_back(r);
         }
         failed_rank = silent.empty() ? -1 : silent.front();
@@ -283,7 +327,9 @@ class RankPool::Impl {
       std::vector<pollfd> fds{{rendezvous_->listen_fd(), POLLIN, 0}};
       for (int fd : rendezvous_->pending_fds()) fds.push_back({fd, POLLIN, 0});
       ::poll(fds.data(), fds.size(), static_cast<int>(std::min<long>(deadline.remaining().count(), 100)));
-      auto trusted = [&](pid_t pid, int rank) { return processes_->may_be(pid, rank); };
+      auto trusted = [&](pid_t pid, int rank) {
+        return std::find(ranks.begin(), ranks.end(), rank) != ranks.end() && processes_->may_be(pid, rank);
+      };
       for (auto& hello : rendezvous_->accept_hellos(trusted)) {
         const int r = hello.rank;
         if (hello.role == "control" && !control[r]) {
@@ -301,7 +347,9 @@ class RankPool::Impl {
         }
       }
     }
-    for (auto& w : control) workers_.push_back(std::move(*w));
+    for (auto& w : control) {
+      if (w) workers_.push_back(std::move(*w));
+    }
   }
 
   // --- Running one job ---------------------------------------------------------------------
@@ -332,6 +380,8 @@ class RankPool::Impl {
       if (run.status == RunStatus::Hang && end_hang_in_place(job)) {
         ++hangs_ended_in_place_;
         release();
+      } else if (run.status == RunStatus::Crash && end_dead_ranks_alone(job)) {
+        release();  // the survivors; the next run() starts the dead ranks' replacements
       } else {
         end_workers(/*later=*/true);
       }
@@ -437,24 +487,37 @@ class RankPool::Impl {
   std::string how_died(detail::WorkerLink& w);
   void fill_log_tails(JobResult& run);
 
-  // After a hang (the verdict taken): tells each rank that has not answered to end the job's
-  // collectives (kWorkerAbortSignal), and waits, at most kAbortBudget, until every rank has
-  // answered and every told rank has said it did. True when the workers can go on to the next
-  // job; false (nothing gained but the wait) where the backend cannot end a hang in place, a
-  // rank waits somewhere a shut connection does not reach (outside any collective and store
-  // wait: a sleep, a loop, a stopped process), or a rank died or did not answer in time.
-  bool end_hang_in_place(const Job& job) {
+  // Whether a hung job's collectives can be ended in its ranks (Backend::hangs_end_in_place):
+  // a direct launch, collectives on the CPU.
+  bool hangs_end_in_place(const Job& job) const {
     const Backend* backend = find_backend(job.backend);
-    if (backend == nullptr || !backend->hangs_end_in_place || job.comm_device != "cpu" ||
-        find_pool_launch(options_.launch).through_mpirun) {
-      return false;
-    }
-    std::vector<detail::WorkerLink*> told;
+    return backend != nullptr && backend->hangs_end_in_place && job.comm_device == "cpu" &&
+           !find_pool_launch(options_.launch).through_mpirun;
+  }
+
+  // After a hang (the verdict taken): every rank alive, and those that have not answered ended
+  // in place (end_in_place). True when the workers can go on to the next job.
+  bool end_hang_in_place(const Job& job) {
+    if (!hangs_end_in_place(job)) return false;
+    std::vector<detail::WorkerLink*> all;
     for (auto& w : workers_) {
       if (w.lost || w.exit_status) return false;
-      if (w.answered()) continue;
-      if (!w.open && !w.store_blocked) return false;
-      told.push_back(&w);
+      all.push_back(&w);
+    }
+    return end_in_place(all);
+  }
+
+  // Tells each of `ranks` that has not answered to end the job's collectives
+  // (kWorkerAbortSignal), and waits, at most kAbortBudget, until each has answered and each told
+  // one has said it did. False (nothing gained but the wait) where one of them waits somewhere a
+  // shut connection does not reach (outside any collective and store wait: a sleep, a loop, a
+  // stopped process), died, or did not answer in time.
+  bool end_in_place(const std::vector<detail::WorkerLink*>& ranks) {
+    std::vector<detail::WorkerLink*> told;
+    for (auto* w : ranks) {
+      if (w->answered()) continue;
+      if (!w->open && !w->store_blocked) return false;
+      told.push_back(w);
     }
     for (auto* w : told) {
       if (::kill(w->pid, detail::kWorkerAbortSignal) != 0) return false;
@@ -462,19 +525,52 @@ class RankPool::Impl {
     const Deadline budget = Deadline::after(detail::kAbortBudget);
     while (true) {
       read_workers();
-      if (any_lost()) return false;
-      const bool all_answered =
-          std::all_of(workers_.begin(), workers_.end(), [](const detail::WorkerLink& w) { return w.answered(); });
-      if (all_answered && std::all_of(told.begin(), told.end(), [](const detail::WorkerLink* w) { return w->aborted; }))
+      if (std::any_of(ranks.begin(), ranks.end(), [](const detail::WorkerLink* w) { return w->lost; })) return false;
+      if (std::all_of(ranks.begin(), ranks.end(), [](const detail::WorkerLink* w) { return w->answered(); }) &&
+          std::all_of(told.begin(), told.end(), [](const detail::WorkerLink* w) { return w->aborted; }))
         return true;
       if (nobody_left_to_write() && quiet()) fail_store_waits();
       if (budget.expired()) return false;
       std::vector<pollfd> fds;
-      for (auto& w : workers_) fds.push_back({w.channel->fd(), POLLIN, 0});
+      for (auto* w : ranks) fds.push_back({w->channel->fd(), POLLIN, 0});
       for (int fd : rendezvous_->store.fds()) fds.push_back({fd, POLLIN, 0});
       const long wait_ms = std::min<long>(budget.remaining().count(), detail::kFatesQuiet.count());
       ::poll(fds.data(), fds.size(), static_cast<int>(std::max(wait_ms, 1L)));
     }
+  }
+
+  // After a crash (the verdict taken): the ranks that died (or were lost) are ended alone, each
+  // with its process group, and the others kept for the next job, which first starts the dead
+  // ranks' replacements (start_missing): the survivors stay warm. Where the launch is direct
+  // and each rank its own process group; the survivors must all have answered, or wait where a
+  // hang ends in place (they are ended there). False: every worker is ended, as before.
+  bool end_dead_ranks_alone(const Job& job) {
+    if (find_pool_launch(options_.launch).through_mpirun) return false;
+    std::vector<detail::WorkerLink*> survivors;
+    std::vector<int> dead;
+    for (auto& w : workers_) {
+      if (w.lost || w.exit_status) {
+        if (!processes_->ends_alone(w.rank)) return false;
+        dead.push_back(w.rank);
+      } else {
+        survivors.push_back(&w);
+      }
+    }
+    if (dead.empty() || survivors.empty()) return false;
+    const bool reachable = hangs_end_in_place(job);
+    for (auto* w : survivors) {
+      if (!w->answered() && !reachable) return false;
+    }
+    if (!end_in_place(survivors)) return false;
+    for (int r : dead) {
+      processes_->end_rank_later(r, ending_, options_.term_grace);
+      rendezvous_->store.remove_client(r);
+    }
+    workers_.erase(std::remove_if(workers_.begin(), workers_.end(),
+                                  [](const detail::WorkerLink& w) { return w.lost || w.exit_status.has_value(); }),
+                   workers_.end());
+    ranks_replaced_ += static_cast<int>(dead.size());
+    return true;
   }
 
   void release() {
@@ -514,6 +610,7 @@ class RankPool::Impl {
   detail::EndingGroups ending_;  // workers of earlier jobs that hung or crashed, signalled, not yet reaped
   int spawn_count_ = 0;
   int hangs_ended_in_place_ = 0;
+  int ranks_replaced_ = 0;
   int rejected_ = 0;
   std::uint64_t variant_count_ = 0;
   std::set<std::string> warmed_backends_;  // whose pool_warm_up_task these workers have run

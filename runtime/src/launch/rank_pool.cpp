@@ -41,6 +41,7 @@ int RankPool::world_size() const { return impl_->world_size(); }
 std::vector<long> RankPool::worker_pids() const { return impl_->worker_pids(); }
 int RankPool::spawn_count() const { return impl_->spawn_count(); }
 int RankPool::hangs_ended_in_place() const { return impl_->hangs_ended_in_place(); }
+int RankPool::ranks_replaced() const { return impl_->ranks_replaced(); }
 long RankPool::launcher_pid() const { return impl_->launcher_pid(); }
 std::string RankPool::private_dir() const { return impl_->private_dir(); }
 int RankPool::rejected_connections() const { return impl_->rejected_connections(); }

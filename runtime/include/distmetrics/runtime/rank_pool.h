@@ -76,6 +76,7 @@ class RankPool : public JobRunner {
   long launcher_pid() const;              // mpirun's pid under launch "mpirun" (0 otherwise, or when down)
   int spawn_count() const;                // how many times the pool has been (re)started
   int hangs_ended_in_place() const;       // hangs after which the pool kept its workers (Backend::hangs_end_in_place)
+  int ranks_replaced() const;             // ranks ended alone after a crash, the others kept, and started again
   std::string private_dir() const;        // the pool's 0700 folder (socket, MPI session files); "" when down
   int rejected_connections() const;       // connections refused: not from a process the pool started
 
