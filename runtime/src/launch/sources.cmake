@@ -11,11 +11,13 @@ list(APPEND DISTMETRICS_RUNTIME_SOURCES
   src/launch/phases.cpp
   src/launch/task_runner.cpp
   src/launch/worker.cpp
+  src/launch/worker_abort.cpp
   src/launch/dying_report.cpp
   src/launch/thread_pools.cpp
   src/launch/zygote.cpp
   src/launch/rank_pool.cpp
   src/launch/pool_supervision.cpp
+  src/launch/pool_recovery.cpp
   src/launch/peer_env.cpp
   src/launch/peer_store.cpp
   src/launch/peer_gather.cpp

@@ -6,7 +6,6 @@
 #include <ATen/Parallel.h>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 
-#include <dirent.h>
 #include <execinfo.h>
 #include <fcntl.h>
 #include <link.h>
@@ -15,7 +14,6 @@
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -44,6 +42,7 @@
 #include "protocol.h"
 #include "task_runner.h"
 #include "wire.h"
+#include "worker_abort.h"
 #include "worker_args.h"
 
 namespace distmetrics::runtime {
@@ -265,60 +264,6 @@ std::uint64_t mapped_bytes() {
   return 0;
 }
 
-// --- Ending a hung job's collectives ------------------------------------------------------------
-
-// The write end of the worker's abort pipe: the abort signal's handler writes a byte to it (all a
-// handler may safely do here), the watchdog thread reads it and does the work.
-int abort_pipe_write = -1;
-
-void on_abort_signal(int) {
-  const int saved = errno;
-  const char byte = 1;
-  ssize_t ignored = ::write(abort_pipe_write, &byte, 1);
-  (void)ignored;
-  errno = saved;
-}
-
-// Installed at the worker's start and again before each job, in case the job's code (a Python
-// library) put a handler of its own there.
-void handle_abort_signal() {
-  struct sigaction action {};
-  action.sa_handler = on_abort_signal;
-  sigemptyset(&action.sa_mask);
-  action.sa_flags = SA_RESTART;
-  ::sigaction(kWorkerAbortSignal, &action, nullptr);
-}
-
-// Shuts down every connected TCP socket of this process; listening ones are left alone (gloo's
-// transport keeps one for the process's life). In a worker these are the current job's process
-// groups' pairs: the control channel and the store are Unix sockets. A collective waiting on a
-// pair then fails at once, here and on the peer at its other end ("Connection closed by peer"),
-// and the job's task ends with the error instead of waiting for the backend's timeout. The
-// sockets stay open (their owners close them when the job's groups go). Returns how many.
-int shut_down_tcp_connections() {
-  DIR* dir = ::opendir("/proc/self/fd");
-  if (dir == nullptr) return 0;
-  int shut = 0;
-  while (dirent* entry = ::readdir(dir)) {
-    char* end = nullptr;
-    const long number = std::strtol(entry->d_name, &end, 10);
-    if (end == entry->d_name || *end != '\0' || number == ::dirfd(dir)) continue;
-    const int fd = static_cast<int>(number);
-    struct stat status {};
-    if (::fstat(fd, &status) != 0 || !S_ISSOCK(status.st_mode)) continue;
-    int domain = 0, type = 0, listening = 0;
-    socklen_t size = sizeof(int);
-    if (::getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &size) != 0 || (domain != AF_INET && domain != AF_INET6)) continue;
-    size = sizeof(int);
-    if (::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &size) != 0 || type != SOCK_STREAM) continue;
-    size = sizeof(int);
-    if (::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &size) != 0 || listening != 0) continue;
-    if (::shutdown(fd, SHUT_RDWR) == 0) ++shut;
-  }
-  ::closedir(dir);
-  return shut;
-}
-
 class Worker {
  public:
   explicit Worker(WorkerArgs args) : args_(std::move(args)) {}
@@ -356,9 +301,7 @@ class Worker {
     store_channel->send({{"type", "hello"}, {"role", "store"}, {"rank", args_.rank}}, Deadline::after(kSendBudget));
     store_ = c10::make_intrusive<PoolStoreClient>(std::move(store_channel));
     if (::pipe2(stop_pipe_, O_CLOEXEC) != 0) throw ConfigError("worker: pipe2 failed");
-    if (::pipe2(abort_pipe_, O_CLOEXEC | O_NONBLOCK) != 0) throw ConfigError("worker: pipe2 failed");
-    abort_pipe_write = abort_pipe_[1];
-    handle_abort_signal();
+    abort_fd_ = arm_abort_signal();
     std::thread watchdog;
     try {
       reporter_ = std::make_shared<ProgressReporter>(*channel_);  // one flusher thread for the worker's life
@@ -394,12 +337,9 @@ class Worker {
     const char wake = 1;
     if (::write(stop_pipe_[1], &wake, 1) != 1) { /* the watchdog then notices stop_ at the channel's close */ }
     watchdog.join();
-    ::signal(kWorkerAbortSignal, SIG_IGN);
-    abort_pipe_write = -1;
+    disarm_abort_signal();
     ::close(stop_pipe_[0]);
     ::close(stop_pipe_[1]);
-    ::close(abort_pipe_[0]);
-    ::close(abort_pipe_[1]);
     store_->set_before_request(nullptr);
     reporter_.reset();  // joins its flusher before the channel goes
     channel_.reset();
@@ -415,15 +355,12 @@ class Worker {
   // (kWorkerAbortSignal), and tells it once that is done ("aborted"): only then may it release
   // the job, so that no late shutdown can reach the next job's connections.
   void watch_supervisor() {
-    pollfd fds[3] = {{channel_->fd(), POLLRDHUP, 0}, {stop_pipe_[0], POLLIN, 0}, {abort_pipe_[0], POLLIN, 0}};
+    pollfd fds[3] = {{channel_->fd(), POLLRDHUP, 0}, {stop_pipe_[0], POLLIN, 0}, {abort_fd_, POLLIN, 0}};
     while (!stop_) {
       if (::poll(fds, 3, -1) <= 0) continue;
       if (stop_ || (fds[1].revents & POLLIN)) return;
       if (fds[0].revents & (POLLRDHUP | POLLHUP | POLLERR)) _exit(kWorkerExitSupervisorGone);
-      if (fds[2].revents & POLLIN) {
-        char drained[64];
-        while (::read(abort_pipe_[0], drained, sizeof(drained)) > 0) {
-        }
+      if ((fds[2].revents & POLLIN) && take_abort_signals()) {
         const int shut = shut_down_tcp_connections();
         if (reporter_) reporter_->send({{"type", "aborted"}, {"connections", shut}});
       }
@@ -459,7 +396,7 @@ class Worker {
     hooks.on_phase = [&](const std::string& phase) { reporter->send({{"type", "phase"}, {"phase", phase}}); };
     LocalRun run;
     set_task_context("");
-    handle_abort_signal();
+    handle_abort_signal();  // again: the last job's code may have put a handler of its own there
     try {
       c10::intrusive_ptr<c10d::Store> store;
       if (const Backend* backend = find_backend(job.backend); backend == nullptr || backend->uses_store) {
@@ -491,7 +428,7 @@ class Worker {
   c10::intrusive_ptr<PoolStoreClient> store_;  // the supervisor's store, one connection for the worker's life
   std::atomic<bool> stop_{false};
   int stop_pipe_[2] = {-1, -1};  // wakes the watchdog when the worker leaves on its own
-  int abort_pipe_[2] = {-1, -1};  // the abort signal's handler wakes the watchdog through it
+  int abort_fd_ = -1;  // the abort signal's handler wakes the watchdog through it (worker_abort.h)
 };
 
 }  // namespace
