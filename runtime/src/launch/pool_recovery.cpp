@@ -2,6 +2,9 @@
 // (RankPool::Impl, pool_supervisor.h; docs/runtime.md): a hang ended in place, a crash that ends
 // only the ranks that died, and the start of their replacements beside the workers kept; with the
 // start's wait for the workers' hellos, which a whole start shares.
+#include <poll.h>
+#include <signal.h>
+
 #include "pool_supervisor.h"
 
 namespace distmetrics::runtime {
