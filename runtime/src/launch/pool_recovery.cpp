@@ -140,6 +140,7 @@ bool RankPool::Impl::end_in_place(const std::vector<detail::WorkerLink*>& ranks)
   for (auto* w : ranks) {
     if (w->answered()) continue;
     if (!w->open && !w->store_blocked) return false;
+    if (detail::process_is_stopped(w->pid)) return false;  // it would not act on the signal: not worth the wait
     told.push_back(w);
   }
   for (auto* w : told) {

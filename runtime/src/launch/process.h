@@ -39,6 +39,9 @@ pid_t spawn_process_on_own_loopback(const SpawnSpec& spec, std::string& refused)
 // A process's state as far as this process can tell: running, a zombie, or gone.
 enum class ProcessState { Running, Zombie, Gone };
 ProcessState process_state(pid_t pid);
+// Whether the process is stopped (SIGSTOP, or stopped by a tracer): it acts on no signal but
+// SIGKILL and SIGCONT until it is continued.
+bool process_is_stopped(pid_t pid);
 
 // waitpid(pid) without blocking past the deadline. Returns the status once the child is reaped,
 // nullopt when it is still running at the deadline or is not our child (then it was not reaped).

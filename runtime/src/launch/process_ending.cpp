@@ -45,6 +45,14 @@ ProcessState process_state(pid_t pid) {
   return ProcessState::Running;
 }
 
+bool process_is_stopped(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text;
+  if (!stat || !std::getline(stat, text)) return false;
+  const auto close = text.rfind(')');
+  return close != std::string::npos && close + 2 < text.size() && (text[close + 2] == 'T' || text[close + 2] == 't');
+}
+
 std::optional<int> reap_child(pid_t pid, const Deadline& deadline) {
   auto pause = std::chrono::microseconds(200);
   while (true) {
