@@ -33,24 +33,29 @@
 
 namespace distmetrics::runtime::detail {
 
-ProcessState process_state(pid_t pid) {
+namespace {
+// The state letter of /proc/PID/stat ('R', 'S', 'T', 'Z', ...); 0 when it cannot be read.
+char state_letter(pid_t pid) {
   std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
   std::string text;
-  if (!stat || !std::getline(stat, text)) return ProcessState::Gone;
+  if (!stat || !std::getline(stat, text)) return 0;
   const auto close = text.rfind(')');  // the command name may hold spaces and parentheses
-  if (close == std::string::npos || close + 2 >= text.size()) return ProcessState::Gone;
-  const char state = text[close + 2];
+  if (close == std::string::npos || close + 2 >= text.size()) return 0;
+  return text[close + 2];
+}
+}  // namespace
+
+ProcessState process_state(pid_t pid) {
+  const char state = state_letter(pid);
+  if (state == 0) return ProcessState::Gone;
   if (state == 'Z') return ProcessState::Zombie;
   if (state == 'X' || state == 'x') return ProcessState::Gone;
   return ProcessState::Running;
 }
 
 bool process_is_stopped(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string text;
-  if (!stat || !std::getline(stat, text)) return false;
-  const auto close = text.rfind(')');
-  return close != std::string::npos && close + 2 < text.size() && (text[close + 2] == 'T' || text[close + 2] == 't');
+  const char state = state_letter(pid);
+  return state == 'T' || state == 't';
 }
 
 std::optional<int> reap_child(pid_t pid, const Deadline& deadline) {
