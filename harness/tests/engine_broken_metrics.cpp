@@ -11,6 +11,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include <unistd.h>
+
 #include "distmetrics/runtime/comm.h"
 #include "distmetrics/harness/metric_catalog.h"
 #include "distmetrics/metrics/errors.h"
@@ -480,6 +482,22 @@ class MergeForgetsSelfMean : public StatefulMean {
   }
 };
 
+// The positive control that logs its merges: each merge_state() appends this process's pid to the
+// file DISTMETRICS_TEST_MERGE_LOG names (merge_state's probe merges once a compute, on one rank).
+class MergeLoggingMean : public StatefulMean {
+ public:
+  MergeLoggingMean() : StatefulMean("MergeLoggingMean") {}
+  void merge_state(const std::vector<std::string>& others_saved) override {
+    if (const char* path = std::getenv("DISTMETRICS_TEST_MERGE_LOG")) {
+      if (std::FILE* log = std::fopen(path, "a")) {
+        std::fprintf(log, "%ld\n", static_cast<long>(::getpid()));
+        std::fclose(log);
+      }
+    }
+    StatefulMean::merge_state(others_saved);
+  }
+};
+
 // Counts its samples in the input's dtype (a count state that follows the input, as in a metric
 // that builds its counter with torch.ones_like(input).sum()): exact in float32 up to 2^24, but in
 // float16 a count of ones stops growing at 2048 (bfloat16: 256). Sums are float64, synced right.
@@ -540,6 +558,7 @@ metrics::MetricRegistry& registry() {
     reg.add(spec<StatefulMean>("StatefulMean", "mean of input; declared states: saves, loads and merges them"));
     reg.add(spec<CountNotSavedMean>("CountNotSavedMean", "mean of input; save_state() leaves the count out"));
     reg.add(spec<MergeForgetsSelfMean>("MergeForgetsSelfMean", "mean of input; merge_state() forgets its own state"));
+    reg.add(spec<MergeLoggingMean>("MergeLoggingMean", "mean of input; declared states; logs each merge_state()"));
     reg.add(spec<RejectsEmptyMean>("RejectsEmptyMean", "mean of input; raises on an empty batch"));
     reg.add(spec<RejectsEmptyNoSyncMean>("RejectsEmptyNoSyncMean", "mean of input; raises on an empty batch, never syncs"));
     reg.add(spec<NanAfterEmptyMean>("NanAfterEmptyMean", "mean of input; an empty batch adds NaN"));

@@ -4,7 +4,10 @@
 #include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -12,6 +15,7 @@
 
 #include "distmetrics/fixtures/scenario_test.h"
 #include "distmetrics/runtime/backends.h"
+#include "distmetrics/runtime/rank_pool.h"
 #include "distmetrics/harness/engine.h"
 #include "distmetrics/harness/observation.h"
 #include "distmetrics/harness/session.h"
@@ -536,6 +540,51 @@ TEST(EngineRun, AMergeThatForgetsItsOwnStateIsCaughtByMergeState) {
   // World size 1: nothing is left after forgetting rank 0's state: the merged instance raises.
   EXPECT_NE(property(verdicts[0], "merge_state").message.find("NotComputableError"), std::string::npos)
       << explain(verdicts[0]);
+}
+
+TEST(EngineRun, MergeStateMergesOnceAComputeOnOneRankAndJudgesEveryRank) {
+  // Every rank gathers the same bytes: one rank merges them, the ranks taking turns, and every
+  // rank's distributed result is judged against that merge. The default script's computes:
+  // 1 and 2 gather the same states (nothing fed between them), as do 3 and 4 (reset, then the
+  // same batches replayed): two merges in all, compute 1's on rank 0 and compute 3's on rank 2
+  // (each rank merging at every compute made twelve).
+  const auto log = std::filesystem::temp_directory_path() / ("distmetrics-merges-" + std::to_string(::getpid()));
+  std::filesystem::remove(log);
+  // The workers fork from the zygote test_main took before this test set the variable: a new one
+  // takes it, for a pool of this test's own.
+  ASSERT_EQ(::setenv("DISTMETRICS_TEST_MERGE_LOG", log.c_str(), 1), 0);
+  dr::stop_worker_zygote();
+  dr::start_worker_zygote();
+  dh::Verdict v;
+  {
+    dh::LocalPools own({}, 2);
+    const auto scenario = load("merge_logged");
+    const auto variants = dh::expand_variants(scenario, 0);
+    ASSERT_EQ(variants.size(), 1u);
+    v = dh::Engine().run(scenario, variants[0], own.runner_for(variants[0]));
+  }
+  ::unsetenv("DISTMETRICS_TEST_MERGE_LOG");
+  EXPECT_EQ(v.outcome, dh::Outcome::Pass) << explain(v);
+  EXPECT_NE(property(v, "merge_state").message.find("held at compute 1, 2, 3, 4 on all 3 rank(s)"), std::string::npos)
+      << explain(v);
+  std::ifstream in(log);
+  std::vector<std::string> pids;
+  for (std::string line; std::getline(in, line);) pids.push_back(line);
+  std::filesystem::remove(log);
+  ASSERT_EQ(pids.size(), 2u) << "merges logged by pids: " << ::testing::PrintToString(pids);
+  EXPECT_NE(pids[0], pids[1]) << "the ranks take turns";
+}
+
+TEST(EngineRun, AMergeThatForgetsItsOwnStateIsJudgedOnEveryRank) {
+  // ws2: the merge (rank 1's state alone) differs from the distributed mean on both ranks, and
+  // both ranks' lines say so, though one rank merged.
+  const auto verdicts = run("merge_forgets_self");
+  const auto& p = property(verdicts.at(1), "merge_state");
+  EXPECT_EQ(p.outcome, dh::Outcome::Fail) << explain(verdicts[1]);
+  for (const char* rank : {"rank 0", "rank 1"}) EXPECT_NE(p.message.find(rank), std::string::npos) << p.message;
+  ASSERT_EQ(p.values.size(), 2u);
+  ASSERT_TRUE(p.values[0] && p.values[1]);
+  EXPECT_EQ(p.values[0]->text(), p.values[1]->text()) << "every rank is judged against the one merge";
 }
 
 TEST(EngineRun, AMetricThatCannotSaveItsStateSkipsTheStateChecksWithTheReason) {

@@ -33,8 +33,9 @@ class RankProbe {
   // After the original took a batch (an empty one included, when it took it) or a reset.
   virtual void updated(const metrics::Batch& batch) {}
   virtual void reset() {}
-  // After a compute of the original that gave a value: the probe's own result there, if any.
-  virtual std::optional<ComputeResult> after_compute(int step, const std::string& where) { return std::nullopt; }
+  // After compute() number k of the original (in script step `step`), where it gave a value: the
+  // probe's own result there, if any.
+  virtual std::optional<ComputeResult> after_compute(int step, int k, const std::string& where) { return std::nullopt; }
   // Why the probe has nothing to judge on this rank (the metric cannot save its state), and an
   // error that fails the property outright; empty when none.
   std::string skipped, error;

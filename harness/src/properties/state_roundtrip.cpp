@@ -44,7 +44,7 @@ class RestoredInstance : public RankProbe {
   void reset() override {
     if (twin_) twin_->reset();
   }
-  std::optional<ComputeResult> after_compute(int step, const std::string& where) override {
+  std::optional<ComputeResult> after_compute(int step, int, const std::string& where) override {
     if (!twin_) return std::nullopt;
     runtime::set_task_context(where + "compute() of the restored instance");
     return computed_result(*twin_, step);

@@ -311,7 +311,7 @@ bool RankVariantRun::compute_at(int k) {
     // After the original's compute, on every rank alike, so the collectives pair up.
     PhaseScope probing("probes");
     for (auto& [name, probe] : probes_)
-      if (auto probed = probe->after_compute(step_, where_)) record.probed[name] = std::move(*probed);
+      if (auto probed = probe->after_compute(step_, k, where_)) record.probed[name] = std::move(*probed);
   }
   obs_.computes.push_back(record);
   // The declared compute raised: the script goes on whatever the type (another type than
