@@ -64,8 +64,10 @@ class MergedInstance : public RankProbe {
     last_states_ = states;
     const int merger = same_as_before && last_merger_ >= 0 ? last_merger_ : merger_among(states, k);
     last_merger_ = merger;
-    // A rank whose own save raised says so (it is never the merger: it has no bytes to give).
+    // A rank whose own save raised or gave nothing says so (it is never the merger: it has no
+    // bytes to give).
     if (!save_error.empty()) return raised_result(kSaveStateError, "save_state() raised " + save_error);
+    if (saved.empty()) return raised_result(kSaveStateError, "save_state() gave no state at this compute");
     if (merger != setup_.comm.rank()) return std::nullopt;
     if (same_as_before && last_value_) return *last_value_;
     auto merged = setup_.make();
