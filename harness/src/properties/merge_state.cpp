@@ -3,6 +3,11 @@
 // distributed result on every rank. Checked only when listed.
 #include <ATen/ATen.h>
 
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "checking.h"
 #include "distmetrics/harness/property.h"
 #include "distmetrics/runtime/errors.h"
@@ -61,9 +66,9 @@ class MergedInstance : public RankProbe {
       states.emplace_back(static_cast<const char*>(c.data_ptr()), static_cast<std::size_t>(c.numel()));
     }
     const bool same_as_before = !last_states_.empty() && states == last_states_;
-    last_states_ = states;
     const int merger = same_as_before && last_merger_ >= 0 ? last_merger_ : merger_among(states, k);
     last_merger_ = merger;
+    last_states_ = std::move(states);  // kept for the next compute's comparison, merged from below
     // A rank whose own save raised or gave nothing says so (it is never the merger: it has no
     // bytes to give).
     if (!save_error.empty()) return raised_result(kSaveStateError, "save_state() raised " + save_error);
@@ -73,8 +78,8 @@ class MergedInstance : public RankProbe {
     auto merged = setup_.make();
     ComputeResult result;
     try {
-      merged->load_state(states.front());
-      merged->merge_state(std::vector<std::string>(states.begin() + 1, states.end()));
+      merged->load_state(last_states_.front());
+      merged->merge_state(std::vector<std::string>(last_states_.begin() + 1, last_states_.end()));
       result = computed_result(*merged, step);
     } catch (const runtime::CollectiveError&) {
       throw;
