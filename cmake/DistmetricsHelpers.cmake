@@ -33,9 +33,11 @@ endfunction()
 # (415 MB on torch 2.x) before a line of its own, and a library's sources instantiate the same
 # LibTorch and JSON templates: the runtime's 23 sources took 144 s of CPU one by one, 35 s as one
 # unit. A source in a batch shares the batch's file-local names (anonymous namespaces, statics):
-# two sources must not define the same one (or the source is kept out of the batches with
-# SKIP_UNITY_BUILD_INCLUSION, saying why). OFF compiles one source at a time (editing one file
-# recompiles only it); the tests are never batched.
+# two sources must not define the same one, or they keep theirs in a namespace of their own
+# (DISTMETRICS_UNITY_ID, harness/src/unity_id.h: the descriptor files, each with its check() or
+# make()), or the source is kept out of the batches with SKIP_UNITY_BUILD_INCLUSION, saying why.
+# The test executables of distmetrics_test() are batched the same way. OFF compiles one source at
+# a time (editing one file recompiles only it).
 option(DISTMETRICS_UNITY_BUILD "Compile the libraries' sources in batches (unity build): a cold build in less CPU" ON)
 set(DISTMETRICS_UNITY_BATCH_SIZE 8 CACHE STRING "Sources per unity batch (DISTMETRICS_UNITY_BUILD)")
 
@@ -48,7 +50,9 @@ function(distmetrics_target_defaults target)
   target_compile_options(${target} PRIVATE ${DISTMETRICS_WARNINGS})
   get_target_property(type ${target} TYPE)
   if(DISTMETRICS_UNITY_BUILD AND type MATCHES "^(SHARED|STATIC)_LIBRARY$")
-    set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE ${DISTMETRICS_UNITY_BATCH_SIZE})
+    # UNITY_BUILD_UNIQUE_ID: a name per source, for the descriptor files' own names (harness/src/unity_id.h).
+    set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE ${DISTMETRICS_UNITY_BATCH_SIZE}
+                                               UNITY_BUILD_UNIQUE_ID DISTMETRICS_UNITY_ID)
     # GCC takes a batch's later sources for headers, and warns of a class there with a member of
     # an anonymous-namespace type (RankPool::Impl), which is right in a source of its own.
     target_compile_options(${target} PRIVATE $<$<CXX_COMPILER_ID:GNU>:-Wno-subobject-linkage>)
@@ -115,6 +119,14 @@ function(distmetrics_test target)
   # Its rank workers' gloo loops as the command's: the loop shim (runtime/src/comm/gloo_loop_shim.h).
   target_link_libraries(${target} PRIVATE distmetrics_gloo_loop_shim)
   distmetrics_target_defaults(${target})
+  # Its sources a batch at a time too (DISTMETRICS_UNITY_BUILD): each test source pays the
+  # precompiled header's load and GoogleTest's and LibTorch's templates again, about 40% of a
+  # cold build's CPU when compiled one by one (docs/performance.md, stop 60).
+  if(DISTMETRICS_UNITY_BUILD)
+    set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE ${DISTMETRICS_UNITY_BATCH_SIZE}
+                                               UNITY_BUILD_UNIQUE_ID DISTMETRICS_UNITY_ID)
+    target_compile_options(${target} PRIVATE $<$<CXX_COMPILER_ID:GNU>:-Wno-subobject-linkage>)
+  endif()
   gtest_discover_tests(${target} DISCOVERY_TIMEOUT 120 DISCOVERY_MODE PRE_TEST
     PROPERTIES TIMEOUT ${ARG_TIMEOUT} LABELS "${ARG_LABELS}")
 endfunction()

@@ -79,7 +79,7 @@ TEST(Names, TheCatalogListsANameOnceAndTheKnownListIsBounded) {
 
 namespace {
 
-std::uint64_t fnv(const dh::Dataset& d) {
+std::uint64_t dataset_fnv(const dh::Dataset& d) {
   namespace td = distmetrics::harness::testing_data;
   return td::fnv(d.weight, td::fnv(d.target, td::fnv(d.input)));
 }
@@ -321,8 +321,8 @@ TEST(Data, SameBytesEveryTimeWhateverTheTorchSeed) {
   EXPECT_TRUE(first.target.equal(second.target));
   EXPECT_TRUE(first.weight.equal(second.weight));
   // Pinned: a change to the generators (which would change every scenario's data) shows here.
-  EXPECT_EQ(fnv(first), fnv(second));
-  EXPECT_EQ(fnv(dh::generate_data(spec("binary", json::object(), 16, "float64", 1))), 0x7912b7334a4d5e65ULL)
+  EXPECT_EQ(dataset_fnv(first), dataset_fnv(second));
+  EXPECT_EQ(dataset_fnv(dh::generate_data(spec("binary", json::object(), 16, "float64", 1))), 0x7912b7334a4d5e65ULL)
       << "binary data of seed 1 changed";
 }
 

@@ -12,15 +12,9 @@ namespace {
 
 using testing::values_close;
 
-Batch batch(at::Tensor input, at::Tensor target) {
-  Batch b;
-  b.input = std::move(input);
-  b.target = std::move(target);
-  return b;
-}
-
-at::Tensor longs(std::vector<std::int64_t> v) { return at::tensor(v, at::kLong); }
-at::Tensor doubles(std::vector<double> v) { return at::tensor(v, at::kDouble); }
+using testing::batch;
+using testing::doubles;
+using testing::longs;
 
 const ClassificationOptions kMulticlass3{Task::Multiclass, 3, 0.5};
 

@@ -16,12 +16,7 @@
 namespace distmetrics::metrics {
 namespace {
 
-Batch batch(at::Tensor input, at::Tensor target) {
-  Batch b;
-  b.input = std::move(input);
-  b.target = std::move(target);
-  return b;
-}
+using testing::batch;
 
 const ClassificationOptions kBinary{Task::Binary};
 

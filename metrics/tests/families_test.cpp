@@ -19,16 +19,9 @@ namespace {
 
 using testing::values_close;
 
-at::Tensor doubles(std::vector<double> v) { return at::tensor(v, at::kDouble); }
-at::Tensor longs(std::vector<std::int64_t> v) { return at::tensor(v, at::kLong); }
-
-Batch batch(at::Tensor input, at::Tensor target = {}, at::Tensor weight = {}) {
-  Batch b;
-  b.input = std::move(input);
-  b.target = std::move(target);
-  b.weight = std::move(weight);
-  return b;
-}
+using testing::batch;
+using testing::doubles;
+using testing::longs;
 
 template <typename E = InputError, typename Fn>
 std::string error_of(Fn&& fn) {

@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <utility>
 
 namespace distmetrics::metrics::testing {
 namespace {
@@ -80,6 +81,17 @@ at::Tensor tensor_from_json(const nlohmann::json& j) {
   }
   return flat.to(dtype).view(shape);  // float32 values were written exactly representable
 }
+
+Batch batch(at::Tensor input, at::Tensor target, at::Tensor weight) {
+  Batch b;
+  b.input = std::move(input);
+  b.target = std::move(target);
+  b.weight = std::move(weight);
+  return b;
+}
+
+at::Tensor doubles(std::vector<double> v) { return at::tensor(v, at::kDouble); }
+at::Tensor longs(std::vector<std::int64_t> v) { return at::tensor(v, at::kLong); }
 
 Batch batch_from_json(const nlohmann::json& j) {
   Batch b;

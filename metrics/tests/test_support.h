@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,11 @@ const nlohmann::json& reference_document();
 std::vector<nlohmann::json> reference_cases(const std::string& metric = "");
 // The metric names the reference cases cover, sorted.
 std::vector<std::string> reference_metric_names();
+
+// A batch of these tensors (an undefined one: the batch has none), and tensors from plain values.
+Batch batch(at::Tensor input, at::Tensor target = {}, at::Tensor weight = {});
+at::Tensor doubles(std::vector<double> v);
+at::Tensor longs(std::vector<std::int64_t> v);
 
 at::Tensor tensor_from_json(const nlohmann::json& j);  // {"dtype", "shape", "values"}, dtype kept
 Batch batch_from_json(const nlohmann::json& j);

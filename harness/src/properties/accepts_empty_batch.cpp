@@ -11,6 +11,7 @@
 
 namespace distmetrics::harness::properties {
 namespace {
+namespace DISTMETRICS_UNITY_ID {
 
 using namespace checking;
 
@@ -157,10 +158,12 @@ int last_empty_update(const CheckContext& ctx) {
   return last;
 }
 
+}  // namespace DISTMETRICS_UNITY_ID
 }  // namespace
 
 // Last in the table: a failure of the distributed properties names the verdict before this one.
 Property accepts_empty_batch() {
+  using namespace DISTMETRICS_UNITY_ID;
   Property p;
   p.name = kName;
   p.holds_when =

@@ -6,6 +6,7 @@
 
 namespace distmetrics::harness::properties {
 namespace {
+namespace DISTMETRICS_UNITY_ID {
 
 using namespace checking;
 
@@ -27,11 +28,13 @@ PropertyResult check(const CheckContext& ctx, const std::string& hint) {
 
 bool reference_given(const Scenario& s, const std::vector<ComputeRole>&) { return s.reference.has_value(); }
 
+}  // namespace DISTMETRICS_UNITY_ID
 }  // namespace
 
 // No root-cause rule: a formula that differs from the reference fails it alone, and its own
 // message says so.
 Property agrees_with_reference() {
+  using namespace DISTMETRICS_UNITY_ID;
   Property p;
   p.name = "agrees_with_reference";
   p.holds_when =

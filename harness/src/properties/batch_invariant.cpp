@@ -8,6 +8,7 @@
 
 namespace distmetrics::harness::properties {
 namespace {
+namespace DISTMETRICS_UNITY_ID {
 
 using namespace checking;
 using nlohmann::json;
@@ -143,9 +144,11 @@ std::optional<RootCause> float32_rounding(const Evidence& e) {
 
 bool global_single_process(const Scenario& s, const std::vector<ComputeRole>&) { return s.single_process == "global"; }
 
+}  // namespace DISTMETRICS_UNITY_ID
 }  // namespace
 
 Property batch_invariant() {
+  using namespace DISTMETRICS_UNITY_ID;
   Property p;
   p.name = "batch_invariant";
   p.holds_when = "the result does not depend on the batch size";

@@ -69,6 +69,7 @@ PropertyResult not_applicable(const std::string& name, const std::string& why) {
 }
 
 namespace {
+namespace DISTMETRICS_UNITY_ID {
 
 // Why a rank has no result to judge at a compute.
 std::string missing_of(const CheckContext& ctx, const RankComparison& line) {
@@ -132,11 +133,13 @@ void fail_at(const CheckContext& ctx, PropertyResult& result, int k, const std::
   if (numeric || worst > 0) result.difference = worst;
 }
 
+}  // namespace DISTMETRICS_UNITY_ID
 }  // namespace
 
 PropertyResult judge(const CheckContext& ctx, const std::string& name, const std::vector<int>& ks,
                      const ExpectedFor& expected_for, const Tolerance& tol, const std::string& expected_label,
                      const std::string& what_it_means, const ActualOf& actual_of) {
+  using namespace DISTMETRICS_UNITY_ID;
   PropertyResult result;
   result.name = name;
   double largest = 0;

@@ -11,6 +11,7 @@
 
 #include "distmetrics/harness/check.h"
 #include "distmetrics/harness/number_text.h"
+#include "../unity_id.h"
 
 namespace distmetrics::harness::checking {
 

@@ -4,6 +4,7 @@
 
 namespace distmetrics::harness::properties {
 namespace {
+namespace DISTMETRICS_UNITY_ID {
 
 using namespace checking;
 
@@ -45,9 +46,11 @@ bool fresh_compute(const Scenario&, const std::vector<ComputeRole>& roles) {
   return script_has(roles, ComputeRole::Fresh);
 }
 
+}  // namespace DISTMETRICS_UNITY_ID
 }  // namespace
 
 Property equal_to_single() {
+  using namespace DISTMETRICS_UNITY_ID;
   Property p;
   p.name = "equal_to_single";
   p.holds_when = "every rank's result equals the single-process result on the union of the data";

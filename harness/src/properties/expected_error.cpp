@@ -9,6 +9,7 @@
 
 namespace distmetrics::harness::properties {
 namespace {
+namespace DISTMETRICS_UNITY_ID {
 
 using namespace checking;
 
@@ -107,11 +108,13 @@ std::optional<RootCause> raised_another_error(const Evidence& e) {
   return cause;
 }
 
+}  // namespace DISTMETRICS_UNITY_ID
 }  // namespace
 
 // A rank that raises alone is a hang the engine blames on it; a rank that raises another type
 // than the single process is the root cause of what follows.
 Property expected_error() {
+  using namespace DISTMETRICS_UNITY_ID;
   Property p;
   p.name = "expected_error";
   p.holds_when = "every rank and the single process raise the `[expect] error` at `[expect] compute`, together";

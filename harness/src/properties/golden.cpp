@@ -4,6 +4,7 @@
 
 namespace distmetrics::harness::properties {
 namespace {
+namespace DISTMETRICS_UNITY_ID {
 
 using namespace checking;
 
@@ -17,10 +18,12 @@ PropertyResult check(const CheckContext& ctx, const std::string& hint) {
 
 bool golden_given(const Scenario& s, const std::vector<ComputeRole>&) { return s.golden.has_value(); }
 
+}  // namespace DISTMETRICS_UNITY_ID
 }  // namespace
 
 // No root-cause rule: a wrong formula fails it alone, and its own message says so.
 Property golden() {
+  using namespace DISTMETRICS_UNITY_ID;
   Property p;
   p.name = "golden";
   p.holds_when = "the result equals a value written in the scenario";

@@ -7,6 +7,7 @@
 
 namespace distmetrics::harness::properties {
 namespace {
+namespace DISTMETRICS_UNITY_ID {
 
 using namespace checking;
 using nlohmann::json;
@@ -86,9 +87,11 @@ bool repeated_compute(const Scenario&, const std::vector<ComputeRole>& roles) {
   return script_has(roles, ComputeRole::Repeat);
 }
 
+}  // namespace DISTMETRICS_UNITY_ID
 }  // namespace
 
 Property idempotent() {
+  using namespace DISTMETRICS_UNITY_ID;
   Property p;
   p.name = "idempotent";
   p.holds_when = "a second `compute()` gives the same result and leaves the local state digest unchanged";

@@ -16,6 +16,7 @@
 
 namespace distmetrics::harness::properties {
 namespace {
+namespace DISTMETRICS_UNITY_ID {
 
 using namespace checking;
 
@@ -143,10 +144,12 @@ std::optional<RootCause> merge_differs(const Evidence& e) {
   return cause;
 }
 
+}  // namespace DISTMETRICS_UNITY_ID
 }  // namespace
 
 // Listed only (not by default): it saves and moves every rank's state.
 Property merge_state() {
+  using namespace DISTMETRICS_UNITY_ID;
   Property p;
   p.name = kName;
   p.holds_when = "the ranks' states merged into one single-process instance give the distributed result";

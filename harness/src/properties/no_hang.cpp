@@ -9,16 +9,20 @@
 #include "distmetrics/harness/internal/judging.h"
 #include "distmetrics/harness/number_text.h"
 #include "distmetrics/harness/property.h"
+#include "../unity_id.h"
 
 namespace distmetrics::harness {
 namespace properties {
 namespace {
+namespace DISTMETRICS_UNITY_ID {
 
 bool always(const Scenario&) { return true; }
 
+}  // namespace DISTMETRICS_UNITY_ID
 }  // namespace
 
 Property no_hang() {
+  using namespace DISTMETRICS_UNITY_ID;
   Property p;
   p.name = "no_hang";
   p.holds_when = "the variant finishes within its deadline (always checked)";
@@ -32,10 +36,6 @@ Property no_hang() {
 }  // namespace properties
 
 namespace judging {
-namespace {
-
-
-}  // namespace
 
 std::string left_while_waiting(const std::vector<int>& left, const std::vector<int>& waiting, double seconds) {
   return rank_list(left) + " left the collective " + rank_list(waiting) + (waiting.size() == 1 ? " waits" : " wait") +

@@ -4,6 +4,7 @@
 
 namespace distmetrics::harness::properties {
 namespace {
+namespace DISTMETRICS_UNITY_ID {
 
 using namespace checking;
 
@@ -22,10 +23,12 @@ PropertyResult check(const CheckContext& ctx, const std::string& hint) {
 
 bool any_compute(const Scenario&, const std::vector<ComputeRole>&) { return true; }  // a script always has one
 
+}  // namespace DISTMETRICS_UNITY_ID
 }  // namespace
 
 // Its failure is evidence for equal_to_single's root cause (no sync), not a cause of its own.
 Property ranks_agree() {
+  using namespace DISTMETRICS_UNITY_ID;
   Property p;
   p.name = "ranks_agree";
   p.holds_when = "all ranks return the same result";

@@ -13,6 +13,7 @@
 
 namespace distmetrics::harness::properties {
 namespace {
+namespace DISTMETRICS_UNITY_ID {
 
 using namespace checking;
 
@@ -98,11 +99,13 @@ std::optional<RootCause> left_broken_by_the_raise(const Evidence& e) {
   return cause;
 }
 
+}  // namespace DISTMETRICS_UNITY_ID
 }  // namespace
 
 // Its root cause leads the later properties' failures (update_after_compute, ranks_agree): they
 // follow from the broken state. Its message names each rank whose value after the error differs.
 Property recovers_after_error() {
+  using namespace DISTMETRICS_UNITY_ID;
   Property p;
   p.name = kName;
   p.holds_when =

@@ -5,6 +5,7 @@
 
 namespace distmetrics::harness::properties {
 namespace {
+namespace DISTMETRICS_UNITY_ID {
 
 using namespace checking;
 
@@ -38,9 +39,11 @@ bool compute_after_reset(const Scenario&, const std::vector<ComputeRole>& roles)
   return script_has(roles, ComputeRole::AfterReset);
 }
 
+}  // namespace DISTMETRICS_UNITY_ID
 }  // namespace
 
 Property reset_replay() {
+  using namespace DISTMETRICS_UNITY_ID;
   Property p;
   p.name = "reset_replay";
   p.holds_when = "`reset()` then the same data again gives the same result";

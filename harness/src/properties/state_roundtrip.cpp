@@ -9,6 +9,7 @@
 
 namespace distmetrics::harness::properties {
 namespace {
+namespace DISTMETRICS_UNITY_ID {
 
 using namespace checking;
 
@@ -91,10 +92,12 @@ std::optional<RootCause> state_not_restored(const Evidence& e) {
   return cause;
 }
 
+}  // namespace DISTMETRICS_UNITY_ID
 }  // namespace
 
 // Listed only (not by default): it saves, loads and moves every rank's state.
 Property state_roundtrip() {
+  using namespace DISTMETRICS_UNITY_ID;
   Property p;
   p.name = kName;
   p.holds_when =

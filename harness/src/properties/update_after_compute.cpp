@@ -5,6 +5,7 @@
 
 namespace distmetrics::harness::properties {
 namespace {
+namespace DISTMETRICS_UNITY_ID {
 
 using namespace checking;
 
@@ -80,9 +81,11 @@ bool compute_after_update(const Scenario&, const std::vector<ComputeRole>& roles
   return script_has(roles, ComputeRole::AfterUpdate);
 }
 
+}  // namespace DISTMETRICS_UNITY_ID
 }  // namespace
 
 Property update_after_compute() {
+  using namespace DISTMETRICS_UNITY_ID;
   Property p;
   p.name = "update_after_compute";
   p.holds_when = "compute mid-stream, keep updating: the final result equals the single-process one";

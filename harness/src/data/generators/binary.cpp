@@ -3,6 +3,7 @@
 
 namespace distmetrics::harness::generators {
 namespace {
+namespace DISTMETRICS_UNITY_ID {
 
 void make(const DataSpec& d, const Rows& rows, Dataset& out) {
   const auto& p = d.params;
@@ -20,9 +21,11 @@ void make(const DataSpec& d, const Rows& rows, Dataset& out) {
   out.target = long_tensor(t, {n});
 }
 
+}  // namespace DISTMETRICS_UNITY_ID
 }  // namespace
 
 DataGenerator binary() {
+  using namespace DISTMETRICS_UNITY_ID;
   DataGenerator g;
   g.name = "binary";
   g.description = "binary classification: input [N] probabilities or logits (float) or labels (int64 0/1); target [N] int64 0/1";

@@ -9,6 +9,7 @@
 
 namespace distmetrics::harness::generators {
 namespace {
+namespace DISTMETRICS_UNITY_ID {
 
 void make(const DataSpec& d, const Rows& rows, Dataset& out) {
   const auto& p = d.params;
@@ -39,9 +40,11 @@ void check(const std::string& owner, const nlohmann::json& p) {
 
 std::int64_t elements(const nlohmann::json& p) { return 2 * size_param(p, "dims", 3); }
 
+}  // namespace DISTMETRICS_UNITY_ID
 }  // namespace
 
 DataGenerator distributions() {
+  using namespace DISTMETRICS_UNITY_ID;
   DataGenerator g;
   g.name = "distributions";
   g.description =

@@ -9,6 +9,7 @@
 
 namespace distmetrics::harness::generators {
 namespace {
+namespace DISTMETRICS_UNITY_ID {
 
 void make(const DataSpec& d, const Rows& rows, Dataset& out) {
   const auto& p = d.params;
@@ -50,9 +51,11 @@ void check(const std::string& owner, const nlohmann::json& p) {
 
 std::int64_t elements(const nlohmann::json&) { return 4; }
 
+}  // namespace DISTMETRICS_UNITY_ID
 }  // namespace
 
 DataGenerator fairness() {
+  using namespace DISTMETRICS_UNITY_ID;
   DataGenerator g;
   g.name = "fairness";
   g.description =

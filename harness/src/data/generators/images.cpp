@@ -3,6 +3,7 @@
 
 namespace distmetrics::harness::generators {
 namespace {
+namespace DISTMETRICS_UNITY_ID {
 
 void make(const DataSpec& d, const Rows& rows, Dataset& out) {
   const auto& p = d.params;
@@ -26,9 +27,11 @@ std::int64_t elements(const nlohmann::json& p) {
   return 2 * size_param(p, "channels", 3) * size_param(p, "height", 8) * size_param(p, "width", 8);
 }
 
+}  // namespace DISTMETRICS_UNITY_ID
 }  // namespace
 
 DataGenerator images() {
+  using namespace DISTMETRICS_UNITY_ID;
   DataGenerator g;
   g.name = "images";
   g.description = "images: input and target [N, C, H, W] float in [0, data_range]; input = target plus clipped noise";

@@ -11,6 +11,7 @@
 
 #include "../counter_rng.h"
 #include "distmetrics/harness/data.h"
+#include "../../unity_id.h"
 
 namespace distmetrics::harness::generators {
 

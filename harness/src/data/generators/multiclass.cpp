@@ -3,6 +3,7 @@
 
 namespace distmetrics::harness::generators {
 namespace {
+namespace DISTMETRICS_UNITY_ID {
 
 void make(const DataSpec& d, const Rows& rows, Dataset& out) {
   const auto& p = d.params;
@@ -24,9 +25,11 @@ void make(const DataSpec& d, const Rows& rows, Dataset& out) {
 
 std::int64_t elements(const nlohmann::json& p) { return size_param(p, "num_classes", 2) + 1; }
 
+}  // namespace DISTMETRICS_UNITY_ID
 }  // namespace
 
 DataGenerator multiclass() {
+  using namespace DISTMETRICS_UNITY_ID;
   DataGenerator g;
   g.name = "multiclass";
   g.description =

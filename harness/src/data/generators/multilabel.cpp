@@ -3,6 +3,7 @@
 
 namespace distmetrics::harness::generators {
 namespace {
+namespace DISTMETRICS_UNITY_ID {
 
 void make(const DataSpec& d, const Rows& rows, Dataset& out) {
   const auto& p = d.params;
@@ -25,9 +26,11 @@ void make(const DataSpec& d, const Rows& rows, Dataset& out) {
 
 std::int64_t elements(const nlohmann::json& p) { return 2 * size_param(p, "num_labels", 1); }
 
+}  // namespace DISTMETRICS_UNITY_ID
 }  // namespace
 
 DataGenerator multilabel() {
+  using namespace DISTMETRICS_UNITY_ID;
   DataGenerator g;
   g.name = "multilabel";
   g.description =

@@ -3,6 +3,7 @@
 
 namespace distmetrics::harness::generators {
 namespace {
+namespace DISTMETRICS_UNITY_ID {
 
 void make(const DataSpec& d, const Rows& rows, Dataset& out) {
   const auto& p = d.params;
@@ -24,9 +25,11 @@ void make(const DataSpec& d, const Rows& rows, Dataset& out) {
   out.target = float_tensor(y, row_shape(n, dims), float_type(d.dtype));
 }
 
+}  // namespace DISTMETRICS_UNITY_ID
 }  // namespace
 
 DataGenerator regression() {
+  using namespace DISTMETRICS_UNITY_ID;
   DataGenerator g;
   g.name = "regression";
   g.description =

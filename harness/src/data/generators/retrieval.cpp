@@ -9,6 +9,7 @@
 
 namespace distmetrics::harness::generators {
 namespace {
+namespace DISTMETRICS_UNITY_ID {
 
 // Sample i's query: interleaved (i mod Q: consecutive documents belong to different queries, so
 // every query spans every contiguous shard), blocks (`block` consecutive documents a query: with
@@ -50,9 +51,11 @@ void make(const DataSpec& d, const Rows& rows, Dataset& out) {
 
 std::int64_t elements(const nlohmann::json&) { return 4; }
 
+}  // namespace DISTMETRICS_UNITY_ID
 }  // namespace
 
 DataGenerator retrieval() {
+  using namespace DISTMETRICS_UNITY_ID;
   DataGenerator g;
   g.name = "retrieval";
   g.description =

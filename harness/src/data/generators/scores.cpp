@@ -5,6 +5,7 @@
 
 namespace distmetrics::harness::generators {
 namespace {
+namespace DISTMETRICS_UNITY_ID {
 
 void make(const DataSpec& d, const Rows& rows, Dataset& out) {
   const auto& p = d.params;
@@ -25,9 +26,11 @@ void make(const DataSpec& d, const Rows& rows, Dataset& out) {
   out.target = long_tensor(t, {n});
 }
 
+}  // namespace DISTMETRICS_UNITY_ID
 }  // namespace
 
 DataGenerator scores() {
+  using namespace DISTMETRICS_UNITY_ID;
   DataGenerator g;
   g.name = "scores";
   g.description =

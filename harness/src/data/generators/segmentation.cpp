@@ -3,6 +3,7 @@
 
 namespace distmetrics::harness::generators {
 namespace {
+namespace DISTMETRICS_UNITY_ID {
 
 void make(const DataSpec& d, const Rows& rows, Dataset& out) {
   const auto& p = d.params;
@@ -31,9 +32,11 @@ std::int64_t elements(const nlohmann::json& p) {
   return (size_param(p, "num_classes", 2) + 1) * size_param(p, "height", 8) * size_param(p, "width", 8);
 }
 
+}  // namespace DISTMETRICS_UNITY_ID
 }  // namespace
 
 DataGenerator segmentation() {
+  using namespace DISTMETRICS_UNITY_ID;
   DataGenerator g;
   g.name = "segmentation";
   g.description =

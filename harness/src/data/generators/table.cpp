@@ -36,6 +36,7 @@ DISTMETRICS_EACH_GENERATOR(DISTMETRICS_DECLARE_GENERATOR)
 }  // namespace generators
 
 namespace {
+namespace DISTMETRICS_UNITY_ID {
 
 using nlohmann::json;
 
@@ -55,6 +56,7 @@ bool is_common(const runtime::ParamDecl& p) {
   return std::any_of(common.begin(), common.end(), [&](const auto& c) { return c.name == p.name; });
 }
 
+}  // namespace DISTMETRICS_UNITY_ID
 }  // namespace
 
 const std::vector<runtime::ParamDecl>& common_generator_params() {
@@ -89,7 +91,8 @@ std::vector<std::string> generator_names() {
   return names;
 }
 
-json resolve_generator_params(const std::string& generator, const json& params) {
+nlohmann::json resolve_generator_params(const std::string& generator, const nlohmann::json& params) {
+  using namespace DISTMETRICS_UNITY_ID;
   const auto* g = find_generator(generator);
   if (!g)
     throw runtime::FieldError("", "unknown data generator '" + generator + "'" +
@@ -105,13 +108,14 @@ json resolve_generator_params(const std::string& generator, const json& params) 
   return resolved;
 }
 
-std::int64_t generator_elements_per_sample(const std::string& generator, const json& params) {
+std::int64_t generator_elements_per_sample(const std::string& generator, const nlohmann::json& params) {
   const auto* g = find_generator(generator);
   if (g && g->elements_per_sample) return g->elements_per_sample(params);
   return 2 * generators::size_param(params, "dims", 1) + 1;
 }
 
 std::string generator_docs_row(const DataGenerator& g) {
+  using namespace DISTMETRICS_UNITY_ID;
   auto produced = [&](const std::string& name) {
     for (const auto& input : g.produces)
       if (input.name == name) return input.text;

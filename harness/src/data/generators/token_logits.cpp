@@ -7,6 +7,7 @@
 
 namespace distmetrics::harness::generators {
 namespace {
+namespace DISTMETRICS_UNITY_ID {
 
 void make(const DataSpec& d, const Rows& rows, Dataset& out) {
   const auto& p = d.params;
@@ -44,9 +45,11 @@ std::int64_t elements(const nlohmann::json& p) {
   return size_param(p, "seq_len", 4) * (size_param(p, "vocab", 5) + 1);
 }
 
+}  // namespace DISTMETRICS_UNITY_ID
 }  // namespace
 
 DataGenerator token_logits() {
+  using namespace DISTMETRICS_UNITY_ID;
   DataGenerator g;
   g.name = "token_logits";
   g.description =

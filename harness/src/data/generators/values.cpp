@@ -5,6 +5,7 @@
 
 namespace distmetrics::harness::generators {
 namespace {
+namespace DISTMETRICS_UNITY_ID {
 
 void make(const DataSpec& d, const Rows& rows, Dataset& out) {
   const auto& p = d.params;
@@ -35,9 +36,11 @@ void check(const std::string& owner, const nlohmann::json& p) {
     throw runtime::FieldError("high", owner + ": high (" + p.at("high").dump() + ") must be >= low (" + p.at("low").dump() + ")");
 }
 
+}  // namespace DISTMETRICS_UNITY_ID
 }  // namespace
 
 DataGenerator values() {
+  using namespace DISTMETRICS_UNITY_ID;
   DataGenerator g;
   g.name = "values";
   g.description = "values such as per-sample losses: input [N] (dims = 0) or [N, dims] float, no target";

@@ -10,6 +10,7 @@
 
 namespace distmetrics::harness::generators {
 namespace {
+namespace DISTMETRICS_UNITY_ID {
 
 constexpr double kPi = 3.14159265358979323846;
 constexpr std::int64_t kComponents = 3;
@@ -54,9 +55,11 @@ void check(const std::string& owner, const nlohmann::json& p) {
 
 std::int64_t elements(const nlohmann::json& p) { return 2 * size_param(p, "sources", 1) * size_param(p, "length", 64); }
 
+}  // namespace DISTMETRICS_UNITY_ID
 }  // namespace
 
 DataGenerator waveforms() {
+  using namespace DISTMETRICS_UNITY_ID;
   DataGenerator g;
   g.name = "waveforms";
   g.description =
